@@ -1,0 +1,131 @@
+/*
+ * weft core: definitions shared by the core (src/) and every provider.
+ *
+ * Naming: weft_ for the core, util_ for prov/util, and the directory name
+ * (shm_, tcp_, verbs_) inside a provider.
+ */
+#ifndef WEFT_CORE_H
+#define WEFT_CORE_H
+
+#include <config.h>
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_prov.h>
+#include <rdma/providers/fi_log.h>
+
+#define WEFT_EXPORT __attribute__((visibility("default")))
+
+/*
+ * Bind an implementation to an older version node of an exported symbol,
+ * e.g. WEFT_COMPAT_SYMVER(fi_getinfo_1_0, fi_getinfo, FABRIC_1.0).  The
+ * default version of each symbol is a plain definition named in
+ * libfabric.map.
+ */
+#define WEFT_COMPAT_SYMVER(impl, api, node)                                    \
+	__asm__(".symver " #impl "," #api "@" #node)
+
+#define WEFT_PROV_VERSION                                                      \
+	FI_VERSION(WEFT_PROV_VERSION_MAJOR, WEFT_PROV_VERSION_MINOR)
+/* The newest API this library implements. */
+#define WEFT_API_VERSION FI_VERSION(1, 17)
+
+#ifndef container_of
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+#define weft_likely(x) __builtin_expect(!!(x), 1)
+#define weft_unlikely(x) __builtin_expect(!!(x), 0)
+#define WEFT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define WEFT_CACHELINE 64
+#define weft_cacheline_aligned __attribute__((aligned(WEFT_CACHELINE)))
+#define WEFT_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WEFT_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/*
+ * Translate a positive errno from a failed system call into weft's return
+ * convention (a negative FI_E* code).  Call it once, where the call is made.
+ * The FI_E* codes below 256 are the errno values themselves.
+ */
+static inline int weft_errno(int err)
+{
+	return err > 0 ? -err : -FI_EOTHER;
+}
+
+/* ---- provider registry ------------------------------------------------ */
+
+/*
+ * A provider compiled into libfabric.so registers itself with
+ * WEFT_PROVIDER(my_prov), where my_prov is its struct fi_provider.  The
+ * macro drops a pointer into the "weft_providers" section; the core walks
+ * that section, so adding a provider edits no list in the core.
+ *
+ * Contract of the fi_provider ops, as the core uses them:
+ *  getinfo  called by fi_getinfo with the caller's hints (may be NULL) after
+ *           the core has applied FI_PROVIDER and prov_name filtering.  Returns
+ *           0 and a list the caller owns (freed by fi_freeinfo), or -FI_ENODATA
+ *           having explained the first unmet hint with weft_explain().  May
+ *           block briefly (device discovery); never waits on a peer.
+ *  fabric   opens the fabric named by attr (attr->prov_name is the provider's
+ *           own name or a layered name it answers to).
+ *  cleanup  called once when the library is unloaded.
+ */
+#define WEFT_PROVIDER(prov)                                                    \
+	static const struct fi_provider *const weft_prov_entry_##prov          \
+		__attribute__((used, section("weft_providers"),                \
+			       aligned(sizeof(void *)))) = &(prov)
+
+/* Iterate over the compiled-in providers; returns NULL past the end. */
+const struct fi_provider *weft_prov_at(size_t i);
+
+/*
+ * Layered provider names clients of 1.17 select RDM by ("tcp;ofi_rxm").  A
+ * provider that answers to such a name lists it here; fi_getinfo reports
+ * back the name the caller asked for.
+ */
+bool weft_prov_name_matches(const struct fi_provider *prov,
+			    const char *asked);
+
+/* The core's own identity in logs ("core"). */
+extern struct fi_provider weft_core_prov;
+
+/* ---- explaining why nothing matched ------------------------------------ */
+
+/*
+ * Record why `prov` could not satisfy a fi_getinfo request: logged at warn
+ * level as "<prov>: <reason>", e.g. "tcp: FI_ATOMIC is not supported".
+ */
+void weft_explain(const struct fi_provider *prov, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- parameters (src/param.c) ------------------------------------------ */
+
+/* Drop every parameter a provider defined (at unload). */
+void weft_param_cleanup(void);
+
+/* ---- logging (src/log.c) ------------------------------------------------ */
+
+void weft_log_init(void);
+void weft_log_fini(void);
+
+/* ---- fi_info lists (src/info.c) ---------------------------------------- */
+
+/* Deep copy of one fi_info (not its ->next); NULL on allocation failure. */
+struct fi_info *weft_info_dup(const struct fi_info *info);
+/* Free one fi_info (not its ->next). */
+void weft_info_free(struct fi_info *info);
+
+/* The default (1.3) entry points, for the compat versions in src/compat.c. */
+int weft_getinfo(uint32_t version, const char *node, const char *service,
+		 uint64_t flags, const struct fi_info *hints,
+		 struct fi_info **info);
+int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		void *context);
+
+#endif /* WEFT_CORE_H */

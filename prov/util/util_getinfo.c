@@ -1,0 +1,2 @@
+/* Matching a provider's capabilities against fi_getinfo hints. */
+#include "weft/core.h"

@@ -1,0 +1,2 @@
+/* Older ABI versions of fi_getinfo & co: placeholder. */
+#include "weft/core.h"

@@ -1,0 +1,331 @@
+/*
+ * The core: the registry of compiled-in providers, fi_getinfo, fi_fabric,
+ * fi_version and fi_open.
+ */
+#include "weft/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <rdma/fi_ext.h>
+
+/* ---- registry ------------------------------------------------------------ */
+
+/*
+ * The linker gathers every WEFT_PROVIDER() pointer into one section and
+ * defines these bounds.  The weak definitions keep a build with no provider
+ * linking: the section, and so the symbols, then do not exist.
+ */
+extern const struct fi_provider *const __start_weft_providers[]
+	__attribute__((weak));
+extern const struct fi_provider *const __stop_weft_providers[]
+	__attribute__((weak));
+
+const struct fi_provider *weft_prov_at(size_t i)
+{
+	size_t n;
+
+	if (!__start_weft_providers || !__stop_weft_providers)
+		return NULL;
+	n = (size_t)(__stop_weft_providers - __start_weft_providers);
+	return i < n ? __start_weft_providers[i] : NULL;
+}
+
+struct fi_provider weft_core_prov = {
+	.version = WEFT_PROV_VERSION,
+	.fi_version = WEFT_API_VERSION,
+	.name = "core",
+};
+
+/*
+ * The layered names of libfabric 1.17 that a native provider answers to: a
+ * client asking for "tcp;ofi_rxm" gets weft's tcp provider, whose RDM
+ * endpoint is native.  Only RDM-capable providers accept the utility suffix.
+ */
+static const char *const layered_suffixes[] = { "ofi_rxm", "ofi_rxd" };
+
+bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
+{
+	size_t len = strlen(prov->name);
+	const char *rest;
+	size_t i;
+
+	if (!asked)
+		return true;
+	if (strncasecmp(asked, prov->name, len))
+		return false;
+	rest = asked + len;
+	if (*rest == '\0')
+		return true;
+	if (*rest != ';')
+		return false;
+	rest++;
+	for (i = 0; i < WEFT_ARRAY_SIZE(layered_suffixes); i++)
+		if (!strcasecmp(rest, layered_suffixes[i]))
+			return true;
+	return false;
+}
+
+/* ---- FI_PROVIDER --------------------------------------------------------- */
+
+/*
+ * FI_PROVIDER is a comma-separated list of provider names; a leading '^'
+ * turns it into a list of names to exclude.  Names may be layered
+ * ("tcp;ofi_rxm"); the core provider name is what counts.
+ */
+static bool env_list_has(const char *list, const char *name)
+{
+	size_t nlen = strlen(name);
+	const char *p = list;
+
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *semi = memchr(p, ';', len);
+		size_t core_len = semi ? (size_t)(semi - p) : len;
+
+		if (core_len == nlen && !strncasecmp(p, name, nlen))
+			return true;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return false;
+}
+
+static bool prov_env_allows(const struct fi_provider *prov)
+{
+	const char *env = getenv("FI_PROVIDER");
+
+	if (!env || !*env)
+		return true;
+	if (*env == '^')
+		return !env_list_has(env + 1, prov->name);
+	return env_list_has(env, prov->name);
+}
+
+/* ---- explanations -------------------------------------------------------- */
+
+void weft_explain(const struct fi_provider *prov, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!fi_log_enabled(prov, FI_LOG_WARN, FI_LOG_CORE))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fi_log(prov, FI_LOG_WARN, FI_LOG_CORE, __func__, __LINE__, "%s: %s",
+	       prov->name, msg);
+}
+
+/* ---- fi_getinfo ---------------------------------------------------------- */
+
+static int prov_attr_only(const struct fi_provider *prov,
+			  struct fi_info **tail)
+{
+	struct fi_info *info = weft_info_dup(NULL);
+
+	if (!info)
+		return -FI_ENOMEM;
+	info->fabric_attr->prov_name = strdup(prov->name);
+	if (!info->fabric_attr->prov_name) {
+		weft_info_free(info);
+		return -FI_ENOMEM;
+	}
+	info->fabric_attr->prov_version = prov->version;
+	*tail = info;
+	return 0;
+}
+
+/* Stamp the provider identity the caller expects on each returned entry. */
+static int label_infos(struct fi_info *list, const struct fi_provider *prov,
+		       const char *asked, uint32_t version)
+{
+	struct fi_info *cur;
+
+	for (cur = list; cur; cur = cur->next) {
+		if (!cur->fabric_attr)
+			continue;
+		if (asked && (!cur->fabric_attr->prov_name ||
+			      strcasecmp(cur->fabric_attr->prov_name, asked))) {
+			char *name = strdup(asked);
+
+			if (!name)
+				return -FI_ENOMEM;
+			free(cur->fabric_attr->prov_name);
+			cur->fabric_attr->prov_name = name;
+		} else if (!cur->fabric_attr->prov_name) {
+			cur->fabric_attr->prov_name = strdup(prov->name);
+			if (!cur->fabric_attr->prov_name)
+				return -FI_ENOMEM;
+		}
+		cur->fabric_attr->prov_version = prov->version;
+		cur->fabric_attr->api_version = version;
+	}
+	return 0;
+}
+
+int weft_getinfo(uint32_t version, const char *node, const char *service,
+		 uint64_t flags, const struct fi_info *hints,
+		 struct fi_info **info)
+{
+	const char *asked = NULL;
+	struct fi_info *head = NULL, **tail = &head;
+	const struct fi_provider *prov;
+	size_t i, tried = 0;
+	int ret = 0;
+
+	if (!info)
+		return -FI_EINVAL;
+	*info = NULL;
+	if (FI_MAJOR(version) != 1 || version > WEFT_API_VERSION) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"API version %u.%u is not supported (this library "
+			"implements 1.0 to %u.%u)\n",
+			FI_MAJOR(version), FI_MINOR(version),
+			FI_MAJOR(WEFT_API_VERSION), FI_MINOR(WEFT_API_VERSION));
+		return -FI_ENOSYS;
+	}
+	if ((flags & FI_SOURCE) && !node && !service) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"FI_SOURCE needs a node or a service\n");
+		return -FI_EINVAL;
+	}
+	if (hints && hints->fabric_attr && hints->fabric_attr->prov_name)
+		asked = hints->fabric_attr->prov_name;
+
+	for (i = 0; (prov = weft_prov_at(i)); i++) {
+		struct fi_info *list = NULL;
+
+		if (!prov_env_allows(prov) || !weft_prov_name_matches(prov, asked))
+			continue;
+		tried++;
+		if (flags & FI_PROV_ATTR_ONLY) {
+			ret = prov_attr_only(prov, tail);
+			if (ret)
+				goto err_free;
+			tail = &(*tail)->next;
+			continue;
+		}
+		if (!prov->getinfo)
+			continue;
+		ret = prov->getinfo(version, node, service, flags, hints, &list);
+		if (ret == -FI_ENODATA || (!ret && !list))
+			continue;
+		if (ret) {
+			FI_WARN(&weft_core_prov, FI_LOG_CORE,
+				"%s: fi_getinfo failed: %s\n", prov->name,
+				fi_strerror(-ret));
+			continue;
+		}
+		ret = label_infos(list, prov, asked, version);
+		*tail = list;
+		while (*tail)
+			tail = &(*tail)->next;
+		if (ret)
+			goto err_free;
+	}
+
+	if (!head) {
+		if (!weft_prov_at(0))
+			weft_explain(&weft_core_prov,
+				     "no provider is built into this library");
+		else if (!tried && asked)
+			weft_explain(&weft_core_prov,
+				     "no provider is named \"%s\"%s", asked,
+				     getenv("FI_PROVIDER") ?
+					     " (or FI_PROVIDER excludes it)" :
+					     "");
+		else if (!tried)
+			weft_explain(&weft_core_prov,
+				     "FI_PROVIDER=%s excludes every provider",
+				     getenv("FI_PROVIDER"));
+		return -FI_ENODATA;
+	}
+	*info = head;
+	return 0;
+
+err_free:
+	fi_freeinfo(head);
+	return ret;
+}
+
+WEFT_EXPORT int fi_getinfo(uint32_t version, const char *node,
+			   const char *service, uint64_t flags,
+			   const struct fi_info *hints, struct fi_info **info)
+{
+	return weft_getinfo(version, node, service, flags, hints, info);
+}
+
+/* ---- fi_fabric ----------------------------------------------------------- */
+
+int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		void *context)
+{
+	const struct fi_provider *prov;
+	size_t i;
+
+	if (!attr || !attr->prov_name || !fabric)
+		return -FI_EINVAL;
+	for (i = 0; (prov = weft_prov_at(i)); i++) {
+		if (!weft_prov_name_matches(prov, attr->prov_name))
+			continue;
+		if (!prov->fabric)
+			return -FI_ENOSYS;
+		return prov->fabric(attr, fabric, context);
+	}
+	FI_WARN(&weft_core_prov, FI_LOG_CORE, "no provider is named \"%s\"\n",
+		attr->prov_name);
+	return -FI_ENODEV;
+}
+
+WEFT_EXPORT int fi_fabric(struct fi_fabric_attr *attr,
+			  struct fid_fabric **fabric, void *context)
+{
+	return weft_fabric(attr, fabric, context);
+}
+
+/* ---- fi_version, fi_open ------------------------------------------------- */
+
+WEFT_EXPORT uint32_t fi_version(void)
+{
+	return WEFT_API_VERSION;
+}
+
+/* src/log.c opens the "logging" object. */
+int weft_log_open(struct fid **fid, void *context);
+
+WEFT_EXPORT int fi_open(uint32_t version, const char *name, void *attr,
+			size_t attr_len, uint64_t flags, struct fid **fid,
+			void *context)
+{
+	if (!name || !fid)
+		return -FI_EINVAL;
+	if (!strcasecmp(name, "logging"))
+		return weft_log_open(fid, context);
+	return -FI_ENOSYS;
+}
+
+/* ---- load and unload ----------------------------------------------------- */
+
+__attribute__((constructor)) static void weft_init(void)
+{
+	weft_log_init();
+}
+
+__attribute__((destructor)) static void weft_fini(void)
+{
+	const struct fi_provider *prov;
+	size_t i;
+
+	for (i = 0; (prov = weft_prov_at(i)); i++)
+		if (prov->cleanup)
+			prov->cleanup();
+	weft_param_cleanup();
+	weft_log_fini();
+}

@@ -1,0 +1,245 @@
+/*
+ * fi_info lists: allocation, deep copy and release (fi_dupinfo,
+ * fi_freeinfo; fi_allocinfo is fi_dupinfo(NULL) in the public header).
+ */
+#include "weft/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+static void *dup_mem(const void *src, size_t len, bool *failed)
+{
+	void *dst;
+
+	if (!src || !len)
+		return NULL;
+	dst = malloc(len);
+	if (!dst) {
+		*failed = true;
+		return NULL;
+	}
+	memcpy(dst, src, len);
+	return dst;
+}
+
+static char *dup_str(const char *src, bool *failed)
+{
+	char *dst;
+
+	if (!src)
+		return NULL;
+	dst = strdup(src);
+	if (!dst)
+		*failed = true;
+	return dst;
+}
+
+#define DUP_ATTR(dst, src, field, failed)                                      \
+	do {                                                                   \
+		(dst)->field = NULL;                                           \
+		if ((src)->field) {                                            \
+			(dst)->field = malloc(sizeof(*(src)->field));          \
+			if ((dst)->field)                                      \
+				*(dst)->field = *(src)->field;                 \
+			else                                                   \
+				*(failed) = true;                              \
+		}                                                              \
+	} while (0)
+
+/*
+ * Deep copy of a fid_nic's attributes.  The copy is owned by the fi_info it
+ * hangs from and released by weft_info_free().
+ */
+static int nic_close(struct fid *fid);
+
+static struct fi_ops nic_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = nic_close,
+};
+
+static void nic_free(struct fid_nic *nic)
+{
+	if (!nic)
+		return;
+	if (nic->device_attr) {
+		free(nic->device_attr->name);
+		free(nic->device_attr->device_id);
+		free(nic->device_attr->device_version);
+		free(nic->device_attr->vendor_id);
+		free(nic->device_attr->driver);
+		free(nic->device_attr->firmware);
+		free(nic->device_attr);
+	}
+	free(nic->bus_attr);
+	if (nic->link_attr) {
+		free(nic->link_attr->address);
+		free(nic->link_attr->network_type);
+		free(nic->link_attr);
+	}
+	free(nic);
+}
+
+static int nic_close(struct fid *fid)
+{
+	nic_free(container_of(fid, struct fid_nic, fid));
+	return 0;
+}
+
+static struct fid_nic *nic_dup(const struct fid_nic *src, bool *failed)
+{
+	struct fid_nic *nic;
+
+	if (!src)
+		return NULL;
+	nic = calloc(1, sizeof(*nic));
+	if (!nic) {
+		*failed = true;
+		return NULL;
+	}
+	nic->fid.fclass = FI_CLASS_NIC;
+	nic->fid.ops = &nic_ops;
+	if (src->device_attr) {
+		struct fi_device_attr *d = calloc(1, sizeof(*d));
+
+		nic->device_attr = d;
+		if (!d) {
+			*failed = true;
+		} else {
+			d->name = dup_str(src->device_attr->name, failed);
+			d->device_id = dup_str(src->device_attr->device_id, failed);
+			d->device_version =
+				dup_str(src->device_attr->device_version, failed);
+			d->vendor_id = dup_str(src->device_attr->vendor_id, failed);
+			d->driver = dup_str(src->device_attr->driver, failed);
+			d->firmware = dup_str(src->device_attr->firmware, failed);
+		}
+	}
+	DUP_ATTR(nic, src, bus_attr, failed);
+	if (src->link_attr) {
+		struct fi_link_attr *l = malloc(sizeof(*l));
+
+		nic->link_attr = l;
+		if (!l) {
+			*failed = true;
+		} else {
+			*l = *src->link_attr;
+			l->address = dup_str(src->link_attr->address, failed);
+			l->network_type =
+				dup_str(src->link_attr->network_type, failed);
+		}
+	}
+	nic->prov_attr = src->prov_attr;
+	return nic;
+}
+
+void weft_info_free(struct fi_info *info)
+{
+	if (!info)
+		return;
+	free(info->src_addr);
+	free(info->dest_addr);
+	free(info->tx_attr);
+	free(info->rx_attr);
+	if (info->ep_attr) {
+		free(info->ep_attr->auth_key);
+		free(info->ep_attr);
+	}
+	if (info->domain_attr) {
+		free(info->domain_attr->name);
+		free(info->domain_attr->auth_key);
+		free(info->domain_attr);
+	}
+	if (info->fabric_attr) {
+		free(info->fabric_attr->name);
+		free(info->fabric_attr->prov_name);
+		free(info->fabric_attr);
+	}
+	nic_free(info->nic);
+	free(info);
+}
+
+/*
+ * fi_dupinfo(NULL) allocates an empty fi_info with every attribute struct
+ * present and zeroed, as fi_allocinfo promises.
+ */
+static struct fi_info *info_alloc(void)
+{
+	struct fi_info *info = calloc(1, sizeof(*info));
+
+	if (!info)
+		return NULL;
+	info->tx_attr = calloc(1, sizeof(*info->tx_attr));
+	info->rx_attr = calloc(1, sizeof(*info->rx_attr));
+	info->ep_attr = calloc(1, sizeof(*info->ep_attr));
+	info->domain_attr = calloc(1, sizeof(*info->domain_attr));
+	info->fabric_attr = calloc(1, sizeof(*info->fabric_attr));
+	if (!info->tx_attr || !info->rx_attr || !info->ep_attr ||
+	    !info->domain_attr || !info->fabric_attr) {
+		weft_info_free(info);
+		return NULL;
+	}
+	return info;
+}
+
+struct fi_info *weft_info_dup(const struct fi_info *src)
+{
+	struct fi_info *dst;
+	bool failed = false;
+
+	if (!src)
+		return info_alloc();
+
+	dst = calloc(1, sizeof(*dst));
+	if (!dst)
+		return NULL;
+	*dst = *src;
+	dst->next = NULL;
+	dst->src_addr = dup_mem(src->src_addr, src->src_addrlen, &failed);
+	dst->dest_addr = dup_mem(src->dest_addr, src->dest_addrlen, &failed);
+	DUP_ATTR(dst, src, tx_attr, &failed);
+	DUP_ATTR(dst, src, rx_attr, &failed);
+	DUP_ATTR(dst, src, ep_attr, &failed);
+	if (dst->ep_attr)
+		dst->ep_attr->auth_key =
+			dup_mem(src->ep_attr->auth_key,
+				src->ep_attr->auth_key_size, &failed);
+	DUP_ATTR(dst, src, domain_attr, &failed);
+	if (dst->domain_attr) {
+		dst->domain_attr->name =
+			dup_str(src->domain_attr->name, &failed);
+		dst->domain_attr->auth_key =
+			dup_mem(src->domain_attr->auth_key,
+				src->domain_attr->auth_key_size, &failed);
+	}
+	DUP_ATTR(dst, src, fabric_attr, &failed);
+	if (dst->fabric_attr) {
+		dst->fabric_attr->name =
+			dup_str(src->fabric_attr->name, &failed);
+		dst->fabric_attr->prov_name =
+			dup_str(src->fabric_attr->prov_name, &failed);
+	}
+	dst->nic = nic_dup(src->nic, &failed);
+	if (failed) {
+		weft_info_free(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+WEFT_EXPORT struct fi_info *fi_dupinfo(const struct fi_info *info)
+{
+	return weft_info_dup(info);
+}
+
+WEFT_EXPORT void fi_freeinfo(struct fi_info *info)
+{
+	struct fi_info *next;
+
+	for (; info; info = next) {
+		next = info->next;
+		weft_info_free(info);
+	}
+}
