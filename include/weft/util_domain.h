@@ -1,0 +1,88 @@
+/*
+ * Base fabric and domain objects every provider embeds first in its own
+ * (struct shm_domain { struct util_domain util; ... }), and converts back
+ * with container_of.  The shared building blocks (CQ, EQ, AV, counters,
+ * wait sets) hang off these and read the threading model and provider
+ * identity from them.
+ */
+#ifndef WEFT_UTIL_DOMAIN_H
+#define WEFT_UTIL_DOMAIN_H
+
+#include <stdatomic.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include "weft/core.h"
+#include "weft/lock.h"
+
+struct util_fabric {
+	struct fid_fabric fabric_fid;
+	const struct fi_provider *prov;
+	char *name;
+	atomic_int ref; /* domains, EQs and wait sets opened on it */
+	struct weft_lock lock;
+};
+
+struct util_domain {
+	struct fid_domain domain_fid;
+	struct util_fabric *fabric;
+	const struct fi_provider *prov;
+	char *name;
+	enum fi_threading threading;
+	enum fi_progress control_progress;
+	enum fi_progress data_progress;
+	enum fi_av_type av_type;
+	uint64_t caps;
+	uint64_t mode;
+	int mr_mode;
+	size_t cq_data_size;
+	atomic_int ref; /* objects opened on it */
+	struct weft_lock lock;
+	struct fid_eq *eq; /* bound with fi_domain_bind, may be NULL */
+	uint64_t eq_flags;
+};
+
+/*
+ * Initialise the base of a provider's fabric.  The caller fills
+ * fabric_fid.fid.ops and fabric_fid.ops afterwards.  Returns 0 or -FI_ENOMEM.
+ */
+int util_fabric_init(struct util_fabric *fabric, const struct fi_provider *prov,
+		     const struct fi_fabric_attr *attr, void *context);
+/* Release what util_fabric_init took; -FI_EBUSY while objects remain open. */
+int util_fabric_fini(struct util_fabric *fabric);
+
+/*
+ * Initialise the base of a domain from the fi_info the application passed to
+ * fi_domain (info->domain_attr may be NULL: defaults are then used).  Takes
+ * a reference on the fabric.  The caller fills domain_fid.fid.ops,
+ * domain_fid.ops and domain_fid.mr afterwards.
+ */
+int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
+		     const struct fi_info *info, void *context);
+/* -FI_EBUSY while objects remain open on the domain; else releases it. */
+int util_domain_fini(struct util_domain *domain);
+
+/* fi_domain_bind of an EQ (the only object a domain binds). */
+int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+
+static inline void util_domain_get(struct util_domain *domain)
+{
+	if (domain)
+		atomic_fetch_add_explicit(&domain->ref, 1,
+					  memory_order_relaxed);
+}
+
+static inline void util_domain_put(struct util_domain *domain)
+{
+	if (domain)
+		atomic_fetch_sub_explicit(&domain->ref, 1,
+					  memory_order_release);
+}
+
+static inline bool util_domain_needs_lock(const struct util_domain *domain)
+{
+	return !domain || weft_threading_needs_lock(domain->threading);
+}
+
+#endif /* WEFT_UTIL_DOMAIN_H */

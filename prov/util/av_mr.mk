@@ -1,0 +1,1 @@
+# prov/util: av_mr

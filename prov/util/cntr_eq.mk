@@ -1,0 +1,1 @@
+# prov/util: cntr_eq

@@ -1,0 +1,110 @@
+/* Base fabric and domain objects (weft/util_domain.h). */
+#include "weft/util_domain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int util_fabric_init(struct util_fabric *fabric, const struct fi_provider *prov,
+		     const struct fi_fabric_attr *attr, void *context)
+{
+	int ret;
+
+	memset(fabric, 0, sizeof(*fabric));
+	fabric->prov = prov;
+	fabric->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
+	fabric->fabric_fid.fid.context = context;
+	fabric->fabric_fid.api_version = attr ? attr->api_version : 0;
+	atomic_init(&fabric->ref, 0);
+	if (attr && attr->name) {
+		fabric->name = strdup(attr->name);
+		if (!fabric->name)
+			return -FI_ENOMEM;
+	}
+	ret = weft_lock_init(&fabric->lock, true);
+	if (ret) {
+		free(fabric->name);
+		fabric->name = NULL;
+	}
+	return ret;
+}
+
+int util_fabric_fini(struct util_fabric *fabric)
+{
+	if (atomic_load(&fabric->ref))
+		return -FI_EBUSY;
+	weft_lock_destroy(&fabric->lock);
+	free(fabric->name);
+	fabric->name = NULL;
+	return 0;
+}
+
+int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
+		     const struct fi_info *info, void *context)
+{
+	const struct fi_domain_attr *attr = info ? info->domain_attr : NULL;
+	int ret;
+
+	memset(domain, 0, sizeof(*domain));
+	domain->fabric = fabric;
+	domain->prov = fabric ? fabric->prov : &weft_core_prov;
+	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
+	domain->domain_fid.fid.context = context;
+	domain->threading = attr && attr->threading != FI_THREAD_UNSPEC ?
+				    attr->threading :
+				    FI_THREAD_SAFE;
+	domain->control_progress = attr && attr->control_progress ?
+					   attr->control_progress :
+					   FI_PROGRESS_MANUAL;
+	domain->data_progress = attr && attr->data_progress ?
+					attr->data_progress :
+					FI_PROGRESS_MANUAL;
+	domain->av_type = attr ? attr->av_type : FI_AV_UNSPEC;
+	domain->mr_mode = attr ? attr->mr_mode : 0;
+	domain->cq_data_size = attr ? attr->cq_data_size : 0;
+	domain->caps = info ? info->caps : 0;
+	domain->mode = info ? info->mode : 0;
+	atomic_init(&domain->ref, 0);
+	if (attr && attr->name) {
+		domain->name = strdup(attr->name);
+		if (!domain->name)
+			return -FI_ENOMEM;
+	}
+	ret = weft_lock_init(&domain->lock,
+			     weft_threading_needs_lock(domain->threading));
+	if (ret)
+		goto err_free_name;
+	if (fabric)
+		atomic_fetch_add(&fabric->ref, 1);
+	return 0;
+
+err_free_name:
+	free(domain->name);
+	domain->name = NULL;
+	return ret;
+}
+
+int util_domain_fini(struct util_domain *domain)
+{
+	if (atomic_load_explicit(&domain->ref, memory_order_acquire))
+		return -FI_EBUSY;
+	if (domain->fabric)
+		atomic_fetch_sub(&domain->fabric->ref, 1);
+	weft_lock_destroy(&domain->lock);
+	free(domain->name);
+	domain->name = NULL;
+	return 0;
+}
+
+int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_domain *domain =
+		container_of(fid, struct util_domain, domain_fid.fid);
+
+	if (!bfid || bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	if (domain->eq)
+		return -FI_EALREADY;
+	domain->eq = container_of(bfid, struct fid_eq, fid);
+	domain->eq_flags = flags;
+	return 0;
+}

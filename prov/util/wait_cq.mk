@@ -1,0 +1,1 @@
+# prov/util: wait_cq

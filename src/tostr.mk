@@ -1,0 +1,1 @@
+# src/tostr.c, src/strerror.c tests

@@ -1,0 +1,1 @@
+# util/fi_info
