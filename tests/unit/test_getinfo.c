@@ -1,0 +1,479 @@
+/*
+ * fi_getinfo through the core and the shared matcher, against a mock
+ * provider registered in this test program the way a real one registers.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_ext.h>
+
+#include "weft/core.h"
+#include "weft/util_getinfo.h"
+
+/* ---- the mock provider: an RDM endpoint and a MSG endpoint ---- */
+
+static struct fi_tx_attr rdm_tx = {
+	.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.op_flags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+		    FI_DELIVERY_COMPLETE,
+	.inject_size = 256,
+	.size = 1024,
+	.iov_limit = 4,
+	.rma_iov_limit = 4,
+};
+static struct fi_rx_attr rdm_rx = {
+	.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ |
+		FI_REMOTE_WRITE | FI_MULTI_RECV | FI_SOURCE | FI_DIRECTED_RECV,
+	.msg_order = FI_ORDER_SAS,
+	.op_flags = FI_COMPLETION | FI_MULTI_RECV,
+	.size = 1024,
+	.iov_limit = 4,
+};
+static struct fi_ep_attr rdm_ep = {
+	.type = FI_EP_RDM,
+	.protocol = FI_PROTO_SHM,
+	.protocol_version = 1,
+	.max_msg_size = 1 << 30,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+static struct fi_domain_attr rdm_dom = {
+	.name = "mock0",
+	.threading = FI_THREAD_SAFE,
+	.control_progress = FI_PROGRESS_AUTO,
+	.data_progress = FI_PROGRESS_MANUAL,
+	.resource_mgmt = FI_RM_ENABLED,
+	.av_type = FI_AV_UNSPEC,
+	.mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+	.mr_key_size = 8,
+	.cq_data_size = 8,
+	.cq_cnt = 64,
+	.ep_cnt = 64,
+	.tx_ctx_cnt = 64,
+	.rx_ctx_cnt = 64,
+	.max_ep_tx_ctx = 1,
+	.max_ep_rx_ctx = 1,
+	.cntr_cnt = 64,
+	.mr_iov_limit = 1,
+	.caps = FI_LOCAL_COMM,
+	.mr_cnt = 1024,
+};
+static struct fi_fabric_attr mock_fab = { .name = "mockfab" };
+static struct fi_info rdm_info = {
+	.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ |
+		FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV |
+		FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM,
+	.mode = FI_CONTEXT,
+	.addr_format = FI_ADDR_STR,
+	.tx_attr = &rdm_tx,
+	.rx_attr = &rdm_rx,
+	.ep_attr = &rdm_ep,
+	.domain_attr = &rdm_dom,
+	.fabric_attr = &mock_fab,
+};
+
+static struct fi_tx_attr msg_tx = { .caps = FI_MSG | FI_SEND, .size = 64,
+				    .iov_limit = 1, .inject_size = 64 };
+static struct fi_rx_attr msg_rx = { .caps = FI_MSG | FI_RECV, .size = 64,
+				    .iov_limit = 1 };
+static struct fi_ep_attr msg_ep = { .type = FI_EP_MSG,
+				    .protocol = FI_PROTO_SOCK_TCP,
+				    .max_msg_size = 1 << 20,
+				    .tx_ctx_cnt = 1,
+				    .rx_ctx_cnt = 1 };
+static struct fi_domain_attr msg_dom = {
+	.name = "mock0",
+	.threading = FI_THREAD_DOMAIN,
+	.control_progress = FI_PROGRESS_MANUAL,
+	.data_progress = FI_PROGRESS_MANUAL,
+	.av_type = FI_AV_TABLE,
+	.mr_mode = FI_MR_LOCAL,
+	.caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
+};
+static struct fi_info msg_info = {
+	.caps = FI_MSG | FI_SEND | FI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &msg_tx,
+	.rx_attr = &msg_rx,
+	.ep_attr = &msg_ep,
+	.domain_attr = &msg_dom,
+	.fabric_attr = &mock_fab,
+};
+
+static struct fi_provider mock_prov;
+static struct util_prov mock_util = { .prov = &mock_prov };
+
+static int mock_getinfo(uint32_t version, const char *node,
+			const char *service, uint64_t flags,
+			const struct fi_info *hints, struct fi_info **info)
+{
+	rdm_info.next = &msg_info;
+	mock_util.info = &rdm_info;
+	return util_getinfo(&mock_util, version, node, service, flags, hints,
+			    info);
+}
+
+static struct fi_provider mock_prov = {
+	.version = FI_VERSION(117, 0),
+	.fi_version = FI_VERSION(1, 17),
+	.name = "mock",
+	.getinfo = mock_getinfo,
+};
+WEFT_PROVIDER(mock_prov);
+
+/* ---- capture warnings through the public logging import ---- */
+
+static char captured[4096];
+
+static int cap_enabled(const struct fi_provider *prov, enum fi_log_level level,
+		       enum fi_log_subsys subsys, uint64_t flags)
+{
+	return level == FI_LOG_WARN;
+}
+
+static void cap_log(const struct fi_provider *prov, enum fi_log_level level,
+		    enum fi_log_subsys subsys, const char *func, int line,
+		    const char *msg)
+{
+	strncat(captured, msg, sizeof(captured) - strlen(captured) - 1);
+	strncat(captured, "\n", sizeof(captured) - strlen(captured) - 1);
+}
+
+static struct fi_ops_log cap_ops = {
+	.size = sizeof(struct fi_ops_log),
+	.enabled = cap_enabled,
+	.log = cap_log,
+};
+static struct fid_logging cap_fid = { .ops = &cap_ops };
+
+static void capture_start(void)
+{
+	captured[0] = '\0';
+	cr_assert_eq(fi_import_log(FI_VERSION(1, 17), 0, &cap_fid), 0);
+}
+
+static struct fi_info *hints_new(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	cr_assert_not_null(h);
+	return h;
+}
+
+static int count(const struct fi_info *info)
+{
+	int n = 0;
+
+	for (; info; info = info->next)
+		n++;
+	return n;
+}
+
+Test(getinfo, null_hints_lists_every_candidate)
+{
+	struct fi_info *info;
+
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     0);
+	cr_assert_eq(count(info), 2);
+	cr_assert_eq(info->ep_attr->type, FI_EP_RDM);
+	cr_assert_str_eq(info->fabric_attr->prov_name, "mock");
+	cr_assert_eq(info->fabric_attr->prov_version, FI_VERSION(117, 0));
+	cr_assert_eq(info->fabric_attr->api_version, FI_VERSION(1, 17));
+	cr_assert_eq(info->mode, FI_CONTEXT);
+	cr_assert_eq(info->caps, rdm_info.caps);
+	fi_freeinfo(info);
+}
+
+Test(getinfo, ep_type_selects)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->ep_attr->type = FI_EP_MSG;
+	h->domain_attr->mr_mode = FI_MR_LOCAL;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->ep_attr->type, FI_EP_MSG);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, caps_narrowed_to_request)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->caps = FI_TAGGED;
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	/* Tagged with its implied modifiers; RMA not asked for, not given;
+	 * FI_SOURCE costs something and was not asked for. */
+	cr_assert(info->caps & FI_TAGGED);
+	cr_assert(info->caps & FI_SEND);
+	cr_assert(info->caps & FI_RECV);
+	cr_assert_not(info->caps & FI_RMA);
+	cr_assert_not(info->caps & FI_MSG);
+	cr_assert_not(info->caps & FI_SOURCE);
+	cr_assert(info->caps & FI_MULTI_RECV);
+	cr_assert_not(info->rx_attr->caps & FI_RMA);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, unsupported_cap_is_explained)
+{
+	struct fi_info *h = hints_new(), *info = (void *)1;
+
+	h->caps = FI_MSG | FI_ATOMIC;
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert_null(info);
+	cr_assert(strstr(captured, "mock: FI_ATOMIC is not supported"),
+		  "log was: %s", captured);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, mode_zero_rejects_provider_needing_context)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->caps = FI_TAGGED; /* only the RDM candidate offers it */
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "mock: requires mode") &&
+			  strstr(captured, "FI_CONTEXT"),
+		  "log was: %s", captured);
+
+	/* FI_CONTEXT2 holds an fi_context: it serves, and is reported. */
+	h->mode = FI_CONTEXT2;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(info->mode & (FI_CONTEXT | FI_CONTEXT2), FI_CONTEXT2);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, mr_mode_rules)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->caps = FI_RMA;
+	h->mode = FI_CONTEXT;
+	/* 1.5+: no mr_mode bit supported: the RDM candidate needs some. */
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	/* FI_MR_BASIC stands for exactly the bits it needs. */
+	h->domain_attr->mr_mode = FI_MR_BASIC;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(info->domain_attr->mr_mode, FI_MR_BASIC);
+	fi_freeinfo(info);
+	/* FI_MR_SCALABLE cannot be met. */
+	h->domain_attr->mr_mode = FI_MR_SCALABLE;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	/* Before 1.5 an unspecified mode means basic or scalable. */
+	h->domain_attr->mr_mode = FI_MR_UNSPEC;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 4), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(info->domain_attr->mr_mode, FI_MR_BASIC);
+	cr_assert_eq(info->fabric_attr->api_version, FI_VERSION(1, 4));
+	fi_freeinfo(info);
+	/* The bits themselves, with extra ones the application allows. */
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(info->domain_attr->mr_mode,
+		     FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, threading_and_progress)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	/* Only the RDM candidate is thread safe. */
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->domain_attr->threading, FI_THREAD_SAFE);
+	fi_freeinfo(info);
+
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 2);
+	cr_assert_eq(info->domain_attr->threading, FI_THREAD_DOMAIN);
+	fi_freeinfo(info);
+
+	/* Automatic data progress: neither candidate offers it. */
+	h->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "data progress"), "log was: %s", captured);
+	/* Manual control progress is served by automatic. */
+	h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+	h->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 2);
+	cr_assert_eq(info->domain_attr->control_progress, FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, limits_and_attributes)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->tx_attr->inject_size = 257;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "inject_size 257"), "log was: %s",
+		  captured);
+	h->tx_attr->inject_size = 256;
+	h->domain_attr->cq_data_size = 8;
+	h->ep_attr->max_msg_size = 1 << 30;
+	h->rx_attr->msg_order = FI_ORDER_SAS;
+	h->domain_attr->av_type = FI_AV_MAP;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->domain_attr->av_type, FI_AV_MAP);
+	fi_freeinfo(info);
+
+	h->domain_attr->av_type = FI_AV_UNSPEC;
+	h->rx_attr->msg_order = FI_ORDER_RAW;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	h->rx_attr->msg_order = 0;
+	h->domain_attr->name = strdup("nosuch");
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "domain \"nosuch\" not found"),
+		  "log was: %s", captured);
+	free(h->domain_attr->name);
+	h->domain_attr->name = strdup("mock0");
+	h->fabric_attr->name = strdup("otherfab");
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, addr_format_and_addresses)
+{
+	struct fi_info *h = hints_new(), *info;
+	char addr[] = "fi_shm://peer";
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->addr_format = FI_SOCKADDR_IN6;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	h->addr_format = FI_ADDR_STR;
+	h->dest_addr = strdup(addr);
+	h->dest_addrlen = sizeof(addr);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->dest_addrlen, sizeof(addr));
+	cr_assert_str_eq(info->dest_addr, addr);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, provider_selection)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->fabric_attr->prov_name = strdup("mock;ofi_rxm");
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	/* Clients compare the name they get back with the one they asked. */
+	cr_assert_str_eq(info->fabric_attr->prov_name, "mock;ofi_rxm");
+	fi_freeinfo(info);
+	free(h->fabric_attr->prov_name);
+	h->fabric_attr->prov_name = strdup("nosuch");
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "no provider is named \"nosuch\""),
+		  "log was: %s", captured);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, fi_provider_env)
+{
+	struct fi_info *info;
+
+	setenv("FI_PROVIDER", "^mock", 1);
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "excludes every provider"), "log was: %s",
+		  captured);
+	setenv("FI_PROVIDER", "tcp,mock", 1);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     0);
+	fi_freeinfo(info);
+	setenv("FI_PROVIDER", "^tcp", 1);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     0);
+	fi_freeinfo(info);
+	unsetenv("FI_PROVIDER");
+}
+
+Test(getinfo, prov_attr_only_and_versions)
+{
+	struct fi_info *info;
+
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL,
+				FI_PROV_ATTR_ONLY, NULL, &info),
+		     0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_str_eq(info->fabric_attr->prov_name, "mock");
+	fi_freeinfo(info);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 18), NULL, NULL, 0, NULL, &info),
+		     -FI_ENOSYS);
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 0), NULL, NULL, 0, NULL, &info),
+		     -FI_ENOSYS);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_SOURCE, NULL,
+				&info),
+		     -FI_EINVAL);
+}
+
+Test(getinfo, dupinfo_is_deep)
+{
+	struct fi_info *info, *dup;
+
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     0);
+	dup = fi_dupinfo(info);
+	cr_assert_not_null(dup);
+	cr_assert_null(dup->next);
+	cr_assert_neq(dup->domain_attr, info->domain_attr);
+	cr_assert_neq(dup->domain_attr->name, info->domain_attr->name);
+	cr_assert_str_eq(dup->domain_attr->name, info->domain_attr->name);
+	cr_assert_str_eq(dup->fabric_attr->prov_name, "mock");
+	fi_freeinfo(info);
+	/* Still intact after the original is gone. */
+	cr_assert_str_eq(dup->domain_attr->name, "mock0");
+	fi_freeinfo(dup);
+}
