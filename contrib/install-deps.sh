@@ -1,0 +1,16 @@
+#!/bin/sh
+# Install what building and testing weft needs on Debian 12 (bookworm).
+# libfabric-dev brings the OFI headers weft implements; its libfabric1 and
+# libfabric-bin come along and serve only as the reference that tests and
+# benchmarks compare against: weft never links them.
+set -e
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+	build-essential autoconf automake libtool pkg-config binutils \
+	libfabric-dev libfabric1 libfabric-bin \
+	libhwloc-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers \
+	libcriterion-dev gnuplot-nox man-db >/dev/null
+echo "weft: build and test dependencies installed"
