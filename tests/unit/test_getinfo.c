@@ -108,7 +108,34 @@ static struct fi_info msg_info = {
 };
 
 static struct fi_provider mock_prov;
-static struct util_prov mock_util = { .prov = &mock_prov };
+
+/* Addresses for FI_ADDR_STR candidates: "fi_mock://node:service". */
+static int mock_resolve(const struct util_prov *uprov, uint32_t version,
+			const char *node, const char *service, uint64_t flags,
+			const struct fi_info *hints, struct fi_info *out)
+{
+	char buf[128];
+	char **slot;
+	size_t *len;
+
+	if (out->addr_format != FI_ADDR_STR || (!node && !service))
+		return 0;
+	if (node && !strcmp(node, "unreachable")) {
+		weft_explain(uprov->prov, "cannot reach %s", node);
+		return -FI_ENODATA;
+	}
+	snprintf(buf, sizeof(buf), "fi_mock://%s:%s", node ? node : "local",
+		 service ? service : "0");
+	slot = (char **)((flags & FI_SOURCE) ? &out->src_addr : &out->dest_addr);
+	len = (flags & FI_SOURCE) ? &out->src_addrlen : &out->dest_addrlen;
+	free(*slot);
+	*slot = strdup(buf);
+	*len = strlen(buf) + 1;
+	return *slot ? 0 : -FI_ENOMEM;
+}
+
+static struct util_prov mock_util = { .prov = &mock_prov,
+				      .resolve = mock_resolve };
 
 static int mock_getinfo(uint32_t version, const char *node,
 			const char *service, uint64_t flags,
@@ -476,4 +503,54 @@ Test(getinfo, dupinfo_is_deep)
 	/* Still intact after the original is gone. */
 	cr_assert_str_eq(dup->domain_attr->name, "mock0");
 	fi_freeinfo(dup);
+}
+
+Test(getinfo, node_service_and_fi_source)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->ep_attr->type = FI_EP_RDM;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), "peer", "77", 0, h, &info),
+		     0);
+	cr_assert_str_eq(info->dest_addr, "fi_mock://peer:77");
+	cr_assert_null(info->src_addr);
+	fi_freeinfo(info);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), "me", "5", FI_SOURCE, h,
+				&info),
+		     0);
+	cr_assert_str_eq(info->src_addr, "fi_mock://me:5");
+	cr_assert_null(info->dest_addr);
+	fi_freeinfo(info);
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), "unreachable", NULL, 0, h,
+				&info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "mock: cannot reach unreachable"),
+		  "log was: %s", captured);
+	fi_freeinfo(h);
+}
+
+Test(getinfo, local_and_remote_comm)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	/* Only the MSG candidate reaches other hosts. */
+	h->caps = FI_MSG | FI_REMOTE_COMM;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->ep_attr->type, FI_EP_MSG);
+	cr_assert(info->caps & FI_REMOTE_COMM);
+	fi_freeinfo(info);
+	/* Asking for neither: both candidates, each saying what it reaches. */
+	h->caps = FI_MSG;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 2);
+	cr_assert_eq(info->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM),
+		     FI_LOCAL_COMM);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
 }
