@@ -82,7 +82,8 @@
  *	control: return util_waitable_control(&c->waitable, command, arg);
  *	         (answers FI_GETWAIT, FI_GETWAITOBJ and UTIL_CTRL_WAITABLE; any
  *	         other command is for the counter itself)
- *	close:  util_waitable_fini(&c->waitable);
+ *	close:  if (util_waitable_busy(&c->waitable)) return -FI_EBUSY;
+ *	        util_waitable_fini(&c->waitable);
  *
  * The control op must forward UTIL_CTRL_WAITABLE: it is how fi_trywait,
  * wait sets and poll sets find the waitable behind a fid.
@@ -159,6 +160,8 @@ struct util_waitable {
 	struct fid *owner; /* the CQ/EQ/counter fid */
 	util_waitable_has_data_fn has_data;
 	struct dlist_entry member_entry; /* on wait->members for a set */
+	atomic_int poll_ref; /* poll sets holding the object: its fi_close
+			      * returns -FI_EBUSY while this is not 0 */
 };
 
 /* ---- one wait object ---------------------------------------------------- */
@@ -265,6 +268,12 @@ int util_waitable_init(struct util_waitable *waitable,
 		       const struct fi_provider *prov, enum fi_wait_obj wait_obj,
 		       struct fid_wait *wait_set, struct fid *owner,
 		       util_waitable_has_data_fn has_data);
+
+/* Whether a poll set still holds the object (fi_close: -FI_EBUSY). */
+static inline bool util_waitable_busy(struct util_waitable *waitable)
+{
+	return atomic_load(&waitable->poll_ref) != 0;
+}
 
 /* Detach from the set or release the private object; at close. */
 void util_waitable_fini(struct util_waitable *waitable);
