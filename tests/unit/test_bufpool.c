@@ -232,3 +232,24 @@ Test(bufpool, random_get_put)
 		util_bufpool_put(pool, held[--nheld]);
 	cr_assert_eq(util_bufpool_destroy(pool), 0);
 }
+
+Test(bufpool, limit_across_chunks)
+{
+	/* One 3000-byte object per page-sized chunk: ten chunks, no more. */
+	struct util_bufpool *pool = make_pool(3000, 0, 1, 10, 0);
+	void *objs[10];
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		objs[i] = util_bufpool_get(pool);
+		cr_assert_not_null(objs[i]);
+		cr_assert_eq(util_bufpool_at(pool, (uint64_t)i), objs[i]);
+	}
+	cr_assert_eq(util_bufpool_capacity(pool), 10);
+	cr_assert_null(util_bufpool_get(pool));
+	util_bufpool_put(pool, objs[3]);
+	cr_assert_eq(util_bufpool_get(pool), objs[3]);
+	for (i = 0; i < 10; i++)
+		util_bufpool_put(pool, objs[i]);
+	cr_assert_eq(util_bufpool_destroy(pool), 0);
+}

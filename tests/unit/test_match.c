@@ -262,6 +262,26 @@ Test(match, directed_unexpected)
 	q_fini(&q);
 }
 
+Test(match, directed_pointer_addresses)
+{
+	/* FI_AV_MAP addresses look like pointers: aligned, high bits set. */
+	struct util_match q;
+	struct util_rx_entry r[8];
+	struct util_unexp_entry u;
+	fi_addr_t base = 0x7f1234560000ULL;
+	int i;
+
+	q_init(&q, UTIL_MATCH_TAGGED | UTIL_MATCH_DIRECTED, 8, 0);
+	for (i = 0; i < 8; i++)
+		post_queued(&q, &r[i], base + 0x1000 * (fi_addr_t)i, 1, 0,
+			    NULL, 8);
+	arrive_unexp(&q, &u, base + 0x800, 1, 8);
+	for (i = 7; i >= 0; i--)
+		arrive_match(&q, base + 0x1000 * (fi_addr_t)i, 1, 8, &r[i]);
+	cr_assert_eq(util_match_pop_unexp(&q), &u);
+	q_fini(&q);
+}
+
 Test(match, source_ignored_without_directed)
 {
 	struct util_match q;
