@@ -40,6 +40,27 @@
  *  - cancel and claim scan linearly (rare operations).
  * Nothing on these paths allocates, locks or makes a system call.
  *
+ * Use by the RDM engine (sketch):
+ *   recv:    util_rx_entry_init(&req->rx, ...);
+ *            while (util_match_post_recv(q, &req->rx, &res) == 1) {
+ *                    deliver(res.unexp's payload -> buffer + res.offset,
+ *                            res.len); free the unexpected record;
+ *                    when the data is in place: complete(req, res,
+ *                            util_match_rx_complete(&req->rx));
+ *                    if (!(req->rx.flags & FI_MULTI_RECV) || res.released)
+ *                            break;
+ *            }
+ *   header:  if (util_match_msg_arrived(q, src, tag, len, &res))
+ *                    copy inline data or start the rendezvous fetch into
+ *                    res.rx's buffer at res.offset; complete as above;
+ *            else
+ *                    util_unexp_entry_init(&rec->ue, src, tag, len);
+ *                    keep the payload handle in rec;
+ *                    util_match_add_unexp(q, &rec->ue);
+ *   A completion with res.olen != 0 is an error completion FI_ETRUNC with
+ *   olen = res.olen; a multi-recv completion reports buf = buffer +
+ *   res.offset and ORs in the flags util_match_rx_complete returns.
+ *
  * Concurrency: not thread-safe.  The receive context's lock (the
  * endpoint's, or the shared receive context's) must be held across every
  * call, and across a util_match_msg_arrived that reports no match and the
@@ -302,7 +323,8 @@ struct util_rx_entry *util_match_cancel(struct util_match *q, void *context);
 
 /*
  * Drain at close: return and unlink any one posted receive (then the
- * caller reports FI_ECANCELED or drops it), or NULL when none is left.
+ * caller reports FI_ECANCELED or drops it), or NULL when none is left.  A
+ * multi-recv buffer with slices outstanding is handled as by cancel.
  */
 struct util_rx_entry *util_match_pop_posted(struct util_match *q);
 
