@@ -1,0 +1,125 @@
+/*
+ * The shared-memory layout of the shm provider: one region per endpoint,
+ * a file in /dev/shm that peers map by name.  docs/shm-layout.md describes
+ * it; every size here is pinned by a static_assert, and the version field
+ * changes whenever the layout does.
+ *
+ *   offset 0        struct shm_region_hdr       (one page)
+ *   queue_off       struct shm_queue + slots    inbound messages (MPSC ring)
+ *   peers_off       struct shm_peer[max_peers]  who may send here
+ *   bounce_off      bounce buffers              this endpoint's outbound
+ *                                               medium messages
+ *
+ * Ownership: the region's owner is the only consumer of its queue and the
+ * only allocator of its bounce buffers; peers are producers on the queue,
+ * claim entries of the peer table, and release bounce buffers they have
+ * copied out of.
+ */
+#ifndef WEFT_SHM_LAYOUT_H
+#define WEFT_SHM_LAYOUT_H
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SHM_MAGIC 0x77656674u /* "weft" */
+#define SHM_VERSION 1
+#define SHM_NAME_MAX 48 /* including the NUL */
+#define SHM_SLOT_SIZE 256
+#define SHM_SLOT_HDR 40
+#define SHM_INLINE_MAX (SHM_SLOT_SIZE - SHM_SLOT_HDR)
+#define SHM_CACHELINE 64
+
+/* Region header.  Written by the owner before `ready` is set to 1 (release);
+ * peers read it after seeing ready == 1 (acquire). */
+struct shm_region_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t hdr_size;
+	uint64_t total_size;
+	int32_t pid; /* owner */
+	uint32_t flags; /* SHM_REGION_* */
+	uint64_t pid_start; /* owner's start time (/proc/PID/stat field 22) */
+	uint64_t queue_off;
+	uint64_t peers_off;
+	uint64_t bounce_off;
+	uint32_t queue_slots; /* power of two */
+	uint32_t max_peers;
+	uint32_t bounce_count;
+	uint32_t bounce_size;
+	_Atomic uint32_t ready;
+	uint32_t pad0;
+	char name[SHM_NAME_MAX];
+};
+static_assert(sizeof(struct shm_region_hdr) == 128, "shm_region_hdr size");
+
+/* The owner may be read and written with process_vm_readv/writev. */
+#define SHM_REGION_CMA (1u << 0)
+
+/*
+ * One message slot.  seq carries the ring protocol (see shm_queue.h); the
+ * rest is written by the producer before it publishes seq, read by the
+ * consumer after.  The first SHM_CACHELINE bytes hold the header and the
+ * first 24 bytes of inline payload, so a small message is one cache line.
+ */
+struct shm_slot {
+	_Atomic uint64_t seq;
+	uint16_t op; /* enum shm_op */
+	uint16_t flags; /* SHM_SLOT_* */
+	uint32_t src; /* sender's index in this region's peer table */
+	uint64_t tag;
+	uint64_t data; /* remote CQ data */
+	uint32_t len; /* payload bytes (inline) or whole message (others) */
+	uint32_t aux; /* bounce buffer index, or protocol-specific */
+	uint8_t payload[SHM_INLINE_MAX];
+};
+static_assert(sizeof(struct shm_slot) == SHM_SLOT_SIZE, "shm_slot size");
+static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
+	      "shm_slot header size");
+
+/* Queue control: producers share `tail`, the consumer owns `head`, each on
+ * its own cache line. */
+struct shm_queue {
+	uint32_t slots; /* power of two */
+	uint32_t pad0;
+	uint8_t pad1[SHM_CACHELINE - 8];
+	_Atomic uint64_t tail; /* next slot a producer claims */
+	uint8_t pad2[SHM_CACHELINE - 8];
+	uint64_t head; /* next slot the consumer reads */
+	uint8_t pad3[SHM_CACHELINE - 8];
+	struct shm_slot slot[];
+};
+static_assert(sizeof(struct shm_queue) == 3 * SHM_CACHELINE, "shm_queue size");
+
+/*
+ * Peer table entry: a sender claims a free entry (state FREE -> CLAIMED by
+ * CAS), fills name and pid, then publishes ACTIVE (release).  Its index is
+ * what it puts in shm_slot.src.  The owner resets entries of peers that
+ * closed or died.
+ */
+enum shm_peer_state {
+	SHM_PEER_FREE = 0,
+	SHM_PEER_CLAIMED = 1,
+	SHM_PEER_ACTIVE = 2,
+};
+
+struct shm_peer {
+	_Atomic uint32_t state;
+	int32_t pid;
+	char name[SHM_NAME_MAX];
+	uint64_t pad;
+};
+static_assert(sizeof(struct shm_peer) == 64, "shm_peer size");
+
+/* Bounce buffer control word, at the start of each buffer: 0 free, 1 in
+ * use.  The owner sets 1 when it fills the buffer; the receiver stores 0
+ * (release) when it has copied the data out. */
+struct shm_bounce {
+	_Atomic uint32_t busy;
+	uint32_t len;
+	uint8_t pad[SHM_CACHELINE - 8];
+	uint8_t data[];
+};
+static_assert(sizeof(struct shm_bounce) == SHM_CACHELINE, "shm_bounce size");
+
+#endif /* WEFT_SHM_LAYOUT_H */

@@ -1,0 +1,183 @@
+/* shm regions and the inbound MPSC queue, across real processes. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "weft/core.h"
+#include "shm_queue.h"
+#include "shm_region.h"
+
+static const struct shm_region_attr attr = {
+	.queue_slots = 64,
+	.max_peers = 16,
+	.bounce_count = 4,
+	.bounce_size = 1000,
+};
+
+static void unique_name(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "test-%s-%d", what, (int)getpid());
+}
+
+Test(shm_region, create_map_and_layout)
+{
+	struct shm_map own, peer;
+	char name[SHM_NAME_MAX];
+
+	unique_name(name, sizeof(name), "layout");
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	cr_assert_eq(shm_region_create(name, &attr, &peer), -FI_EADDRINUSE);
+	cr_assert_eq(shm_region_map(name, &peer), 0);
+	cr_assert_eq(peer.hdr->pid, getpid());
+	cr_assert_str_eq(peer.hdr->name, name);
+	cr_assert_eq(shm_map_queue(&peer)->slots, 64);
+	/* bounce buffers do not overlap the end of the region */
+	cr_assert_leq((char *)shm_map_bounce(&peer, 3)->data + 1000,
+		      (char *)peer.hdr + peer.size);
+	cr_assert_eq(peer.hdr->bounce_size % SHM_CACHELINE, 0);
+	shm_region_unmap(&peer);
+	shm_region_unmap(&own);
+	/* The owner's unmap removed the file. */
+	cr_assert_eq(shm_region_map(name, &peer), -FI_ENOENT);
+}
+
+Test(shm_region, bad_names_and_attrs)
+{
+	struct shm_map m;
+	struct shm_region_attr bad = attr;
+	char longname[SHM_NAME_MAX + 1];
+
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[SHM_NAME_MAX] = '\0';
+	cr_assert_eq(shm_region_create("a/b", &attr, &m), -FI_EINVAL);
+	cr_assert_eq(shm_region_create("", &attr, &m), -FI_EINVAL);
+	cr_assert_eq(shm_region_create(longname, &attr, &m), -FI_EINVAL);
+	bad.queue_slots = 48;
+	cr_assert_eq(shm_region_create("x", &bad, &m), -FI_EINVAL);
+	cr_assert_eq(shm_region_map("no-such-region", &m), -FI_ENOENT);
+}
+
+Test(shm_region, stale_region_is_reclaimed)
+{
+	struct shm_map m;
+	char name[SHM_NAME_MAX];
+	int status;
+	pid_t pid;
+
+	unique_name(name, sizeof(name), "stale");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		/* Die without cleaning up, as a killed process would. */
+		_exit(shm_region_create(name, &attr, &m) ? 1 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(WEXITSTATUS(status), 0);
+	cr_assert_eq(shm_region_map(name, &m), 0);
+	cr_assert_not(shm_region_owner_alive(m.hdr));
+	shm_region_unmap(&m);
+	cr_assert_eq(shm_region_create(name, &attr, &m), 0);
+	cr_assert_eq(m.hdr->pid, getpid());
+	shm_region_unmap(&m);
+}
+
+Test(shm_queue, full_ring_refuses_then_frees)
+{
+	struct shm_map m;
+	struct shm_slot *s;
+	char name[SHM_NAME_MAX];
+	uint64_t pos;
+	int i;
+
+	unique_name(name, sizeof(name), "full");
+	cr_assert_eq(shm_region_create(name, &attr, &m), 0);
+	for (i = 0; i < 64; i++) {
+		s = shm_queue_claim(shm_map_queue(&m), &pos);
+		cr_assert_not_null(s);
+		s->tag = (uint64_t)i;
+		shm_queue_publish(s, pos);
+	}
+	cr_assert_null(shm_queue_claim(shm_map_queue(&m), &pos));
+	s = shm_queue_peek(shm_map_queue(&m));
+	cr_assert_not_null(s);
+	cr_assert_eq(s->tag, 0);
+	shm_queue_release(shm_map_queue(&m), s);
+	s = shm_queue_claim(shm_map_queue(&m), &pos);
+	cr_assert_not_null(s);
+	cr_assert_eq(pos, 64);
+	s->tag = 64;
+	shm_queue_publish(s, pos);
+	for (i = 1; i <= 64; i++) {
+		s = shm_queue_peek(shm_map_queue(&m));
+		cr_assert_not_null(s);
+		cr_assert_eq(s->tag, (uint64_t)i);
+		shm_queue_release(shm_map_queue(&m), s);
+	}
+	cr_assert_null(shm_queue_peek(shm_map_queue(&m)));
+	shm_region_unmap(&m);
+}
+
+#define PRODUCERS 3
+#define PER_PRODUCER 200000
+
+Test(shm_queue, many_producer_processes_nothing_lost, .timeout = 60)
+{
+	uint64_t next[PRODUCERS] = { 0 };
+	struct shm_map own;
+	char name[SHM_NAME_MAX];
+	pid_t pids[PRODUCERS];
+	uint64_t got = 0;
+	int p, status;
+
+	unique_name(name, sizeof(name), "mpsc");
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	for (p = 0; p < PRODUCERS; p++) {
+		pids[p] = fork();
+		cr_assert_geq(pids[p], 0);
+		if (!pids[p]) {
+			struct shm_map peer;
+			uint64_t i, pos;
+
+			if (shm_region_map(name, &peer))
+				_exit(2);
+			for (i = 0; i < PER_PRODUCER; i++) {
+				struct shm_slot *s;
+
+				while (!(s = shm_queue_claim(
+						 shm_map_queue(&peer), &pos)))
+					;
+				s->src = (uint32_t)p;
+				s->tag = i;
+				s->data = i * 7 + (uint64_t)p;
+				shm_queue_publish(s, pos);
+			}
+			shm_region_unmap(&peer);
+			_exit(0);
+		}
+	}
+	while (got < (uint64_t)PRODUCERS * PER_PRODUCER) {
+		struct shm_slot *s = shm_queue_peek(shm_map_queue(&own));
+
+		if (!s)
+			continue;
+		cr_assert_lt(s->src, PRODUCERS);
+		/* Each producer's messages arrive in its order, intact. */
+		cr_assert_eq(s->tag, next[s->src], "producer %u: got %llu, "
+			     "expected %llu", s->src,
+			     (unsigned long long)s->tag,
+			     (unsigned long long)next[s->src]);
+		cr_assert_eq(s->data, s->tag * 7 + s->src);
+		next[s->src]++;
+		got++;
+		shm_queue_release(shm_map_queue(&own), s);
+	}
+	for (p = 0; p < PRODUCERS; p++) {
+		cr_assert_eq(waitpid(pids[p], &status, 0), pids[p]);
+		cr_assert_eq(WEXITSTATUS(status), 0);
+		cr_assert_eq(next[p], PER_PRODUCER);
+	}
+	cr_assert_null(shm_queue_peek(shm_map_queue(&own)));
+	shm_region_unmap(&own);
+}
