@@ -1,0 +1,170 @@
+/*
+ * Counters (fi_cntr_open), shared by every provider.
+ *
+ * A counter is two 64-bit atomics, the success and the error count.  The
+ * provider's completion path bumps them with util_cntr_inc /
+ * util_cntr_inc_err: one atomic add plus util_wait_signal's check for a
+ * waiter, so no lock and no syscall while nobody waits.
+ *
+ * Manual progress: an endpoint bound to a counter whose domain progresses
+ * manually registers a callback with util_cntr_add_progress.  fi_cntr_read,
+ * fi_cntr_readerr, fi_cntr_wait and the wait/poll set "has data" check run
+ * every callback before looking at the values.  A callback whose events do
+ * not wake the counter's wait object by themselves (no fd added with
+ * util_wait_add_fd, e.g. shared-memory rings) is registered with
+ * UTIL_PROGRESS_POLL; fi_cntr_wait then polls it, yielding the CPU between
+ * rounds, instead of blocking.
+ *
+ * Provider use:
+ *
+ *	struct verbs_cntr { struct util_cntr util; ... };	 (or util_cntr_open)
+ *	ret = util_cntr_init(&c->util, domain, attr, context);
+ *	bind:       util_cntr_get(cntr); util_cntr_add_progress(cntr, fn, ep, 0);
+ *	completion: util_cntr_inc(cntr) or util_cntr_inc_err(cntr);
+ *	ep close:   util_cntr_del_progress(cntr, fn, ep); util_cntr_put(cntr);
+ */
+#ifndef WEFT_UTIL_CNTR_H
+#define WEFT_UTIL_CNTR_H
+
+#include <stdatomic.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+
+#include "weft/core.h"
+#include "weft/list.h"
+#include "weft/lock.h"
+#include "weft/util_domain.h"
+#include "weft/util_wait.h"
+
+/*
+ * A progress callback: make progress on `arg` (an endpoint), which may
+ * increment counters (this one included).  Called with the counter's
+ * progress lock held: it must not add or remove progress callbacks of
+ * this counter, nor attach or detach waitables.  Returns nothing; errors
+ * become error completions.
+ */
+typedef void (*util_progress_fn)(void *arg);
+
+/* Flag of util_cntr_add_progress: waiters must poll this callback. */
+#define UTIL_PROGRESS_POLL (1ULL << 0)
+
+struct util_cntr {
+	struct fid_cntr cntr_fid;
+	struct util_domain *domain;
+	const struct fi_provider *prov;
+	atomic_int ref; /* endpoints and MRs bound to the counter */
+	uint64_t ops_flags; /* FI_GETOPSFLAG / FI_SETOPSFLAG */
+	struct util_waitable waitable;
+
+	/* Values last reported by the "has data" check (fi_poll, wait
+	 * sets, fi_trywait) or set by fi_cntr_add/set. */
+	atomic_uint_least64_t seen;
+	atomic_uint_least64_t seen_err;
+
+	/* Manual progress; nprogress lets the readers skip the lock. */
+	atomic_int nprogress;
+	atomic_int npoll; /* callbacks with UTIL_PROGRESS_POLL */
+	struct weft_lock progress_lock;
+	struct dlist_entry progress_list;
+
+	/* Hot: written by every completion.  The pad keeps the fields above
+	 * off their cache line without asking heap allocations for more
+	 * than malloc's alignment. */
+	char pad_hot[WEFT_CACHELINE];
+	atomic_uint_least64_t count;
+	atomic_uint_least64_t errcount;
+};
+
+/*
+ * Initialise a counter embedded in a provider's own.  attr NULL means
+ * FI_CNTR_EVENTS_COMP and FI_WAIT_NONE; attr->flags must be 0.  Sets up the
+ * wait object and takes a domain reference.  Fills cntr_fid with the shared
+ * ops; a provider may replace them afterwards.  Called from fi_cntr_open;
+ * never blocks.  Returns 0, -FI_EINVAL, -FI_ENOMEM or what the wait object
+ * returned.
+ */
+int util_cntr_init(struct util_cntr *cntr, struct util_domain *domain,
+		   const struct fi_cntr_attr *attr, void *context);
+
+/*
+ * Release what util_cntr_init took: -FI_EBUSY while objects are bound
+ * (util_cntr_get without util_cntr_put) or progress callbacks remain.  The
+ * caller frees the memory.
+ */
+int util_cntr_fini(struct util_cntr *cntr);
+
+/*
+ * fi_ops_domain.cntr_open for providers with nothing of their own in the
+ * counter: allocates a struct util_cntr, whose fi_close frees it.
+ */
+int util_cntr_open(struct util_domain *domain, const struct fi_cntr_attr *attr,
+		   struct fid_cntr **cntr, void *context);
+
+/*
+ * Count n successful completions.  The provider's fast path: callable
+ * from any thread, lock-free; makes a syscall only when a thread waits on
+ * the counter or an application fd needs re-arming.
+ */
+static inline void util_cntr_add_n(struct util_cntr *cntr, uint64_t n)
+{
+	atomic_fetch_add_explicit(&cntr->count, n, memory_order_release);
+	util_waitable_signal(&cntr->waitable);
+}
+
+static inline void util_cntr_inc(struct util_cntr *cntr)
+{
+	util_cntr_add_n(cntr, 1);
+}
+
+/* Count one completion in error; wakes fi_cntr_wait (-FI_EAVAIL there). */
+static inline void util_cntr_inc_err(struct util_cntr *cntr)
+{
+	atomic_fetch_add_explicit(&cntr->errcount, 1, memory_order_release);
+	util_waitable_signal(&cntr->waitable);
+}
+
+/*
+ * Register a progress callback (see util_progress_fn), typically when an
+ * endpoint binds the counter under manual progress.  flags: 0 or
+ * UTIL_PROGRESS_POLL.  Control path: allocates, takes the progress lock.
+ * Returns 0, -FI_EINVAL or -FI_ENOMEM.
+ */
+int util_cntr_add_progress(struct util_cntr *cntr, util_progress_fn fn,
+			   void *arg, uint64_t flags);
+
+/*
+ * Remove a callback registered with the same fn and arg; the callback is
+ * not running when this returns.  Must not be called with a lock the
+ * callback takes.  Returns 0 or -FI_ENOENT.
+ */
+int util_cntr_del_progress(struct util_cntr *cntr, util_progress_fn fn,
+			   void *arg);
+
+/* Run the registered progress callbacks (nothing if there are none). */
+void util_cntr_progress(struct util_cntr *cntr);
+
+/* Count an object bound to the counter; fi_close returns -FI_EBUSY until
+ * the matching put. */
+static inline void util_cntr_get(struct util_cntr *cntr)
+{
+	atomic_fetch_add_explicit(&cntr->ref, 1, memory_order_relaxed);
+}
+
+static inline void util_cntr_put(struct util_cntr *cntr)
+{
+	atomic_fetch_sub_explicit(&cntr->ref, 1, memory_order_release);
+}
+
+/* The util_cntr behind a counter fid opened by util_cntr_init / _open. */
+static inline struct util_cntr *util_cntr_of(struct fid_cntr *cntr_fid)
+{
+	return container_of(cntr_fid, struct util_cntr, cntr_fid);
+}
+
+/* The shared control op (FI_GETWAIT, FI_GETWAITOBJ, FI_GET/SETOPSFLAG),
+ * for providers that wrap it. */
+int util_cntr_control(struct fid *fid, int command, void *arg);
+
+#endif /* WEFT_UTIL_CNTR_H */

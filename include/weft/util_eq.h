@@ -1,0 +1,143 @@
+/*
+ * Event queues (fi_eq_open), shared by every provider.
+ *
+ * An EQ is control path: every entry is one allocation and every operation
+ * takes the EQ's mutex, so providers may write events from a progress or
+ * connection-manager thread while the application reads.
+ *
+ * Entries keep their size.  A read copies one whole event:
+ *  - FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN carry a struct fi_eq_cm_entry
+ *    followed by the connection's private data.  The buffer must hold the
+ *    fi_eq_cm_entry; private data is copied up to the space left (fi_eq(3):
+ *    "limited to the buffer space provided"), and the return value tells
+ *    how much came.
+ *  - any other event (FI_NOTIFY, FI_MR_COMPLETE, FI_AV_COMPLETE,
+ *    FI_JOIN_COMPLETE, application events) must fit whole.
+ * A buffer too small gets -FI_ETOOSMALL and the event stays queued.
+ *
+ * Errors wait on a queue of their own: while one is pending, fi_eq_read
+ * returns -FI_EAVAIL and fi_eq_readerr hands it out.
+ *
+ * Provider use:
+ *
+ *	struct tcp_eq { struct util_eq util; ... };
+ *	ret = util_eq_init(&eq->util, fabric, attr, context);
+ *	... override eq->util.eq_fid.ops / fid.ops if needed ...
+ *	util_eq_write(&eq->util, FI_CONNREQ, cm_entry, sizeof(*cm_entry) + n, 0);
+ *	util_eq_write_err(&eq->util, &err_entry);
+ *	util_eq_get(eq) when an endpoint binds, util_eq_put at its close.
+ *
+ * Providers that need nothing of their own call util_eq_open.
+ */
+#ifndef WEFT_UTIL_EQ_H
+#define WEFT_UTIL_EQ_H
+
+#include <stdatomic.h>
+#include <pthread.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+#include "weft/core.h"
+#include "weft/list.h"
+#include "weft/util_domain.h"
+#include "weft/util_wait.h"
+
+struct util_eq_entry;
+
+struct util_eq {
+	struct fid_eq eq_fid;
+	struct util_fabric *fabric;
+	const struct fi_provider *prov;
+	uint64_t flags; /* attr->flags */
+	/* Fabric API version < 1.5: error entries without err_data_size. */
+	bool old_err_abi;
+	atomic_int ref; /* objects bound to the EQ */
+	struct util_waitable waitable;
+
+	pthread_mutex_t lock; /* protects everything below */
+	struct slist events; /* struct util_eq_entry, oldest first */
+	struct slist errors; /* error entries, oldest first */
+	/* Last error handed out with a provider-owned err_data buffer: kept
+	 * until the next read of any kind (fi_eq(3) compatibility rule). */
+	struct util_eq_entry *err_held;
+};
+
+/*
+ * Initialise an EQ embedded in a provider's own.  Validates attr (NULL
+ * means defaults: FI_WAIT_NONE), sets up the wait object through
+ * util_waitable_init and takes a fabric reference.  Fills eq_fid with the
+ * shared ops; a provider may replace them afterwards.  Called from
+ * fi_eq_open; never blocks.  Returns 0, -FI_EINVAL, -FI_ENOMEM or what the
+ * wait object returned.
+ */
+int util_eq_init(struct util_eq *eq, struct util_fabric *fabric,
+		 const struct fi_eq_attr *attr, void *context);
+
+/*
+ * Release an EQ set up by util_eq_init: -FI_EBUSY while objects are
+ * bound (util_eq_get without util_eq_put); otherwise drops queued events
+ * (freeing the fi_info of unread FI_CONNREQ events) and the fabric
+ * reference.  The caller frees the memory.
+ */
+int util_eq_fini(struct util_eq *eq);
+
+/*
+ * fi_ops_fabric.eq_open for providers with nothing of their own in the
+ * EQ: allocates a struct util_eq, whose fi_close frees it.
+ */
+int util_eq_open(struct util_fabric *fabric, const struct fi_eq_attr *attr,
+		 struct fid_eq **eq, void *context);
+
+/*
+ * Queue one event: len bytes from buf (len may be 0).  CM events
+ * (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN) need len >= sizeof(struct
+ * fi_eq_cm_entry); the bytes after it are the private data.  For
+ * FI_CONNREQ the fi_info in the entry passes to the EQ (and to the reader,
+ * who frees it with fi_freeinfo).  flags must be 0.  Callable from any
+ * thread; takes the EQ mutex, allocates, wakes a waiter; never blocks
+ * otherwise.  Returns len, -FI_EINVAL or -FI_ENOMEM.  fi_eq_write by the
+ * application goes through here.
+ */
+ssize_t util_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
+		      size_t len, uint64_t flags);
+
+/*
+ * Queue an error event.  err->err is the positive FI_E* code; the
+ * err_data_size bytes at err->err_data are copied (the caller keeps its
+ * buffer).  Callable from any thread, like util_eq_write.  Returns 0,
+ * -FI_EINVAL or -FI_ENOMEM.
+ */
+int util_eq_write_err(struct util_eq *eq, const struct fi_eq_err_entry *err);
+
+/*
+ * Count an object bound to the EQ (an endpoint, passive endpoint, domain,
+ * AV or MR); fi_close of the EQ returns -FI_EBUSY until the matching
+ * util_eq_put.  Take it in the bind op, drop it when the object closes.
+ */
+static inline void util_eq_get(struct util_eq *eq)
+{
+	atomic_fetch_add_explicit(&eq->ref, 1, memory_order_relaxed);
+}
+
+static inline void util_eq_put(struct util_eq *eq)
+{
+	atomic_fetch_sub_explicit(&eq->ref, 1, memory_order_release);
+}
+
+/* The util_eq behind an EQ fid opened by util_eq_init / util_eq_open. */
+static inline struct util_eq *util_eq_of(struct fid_eq *eq_fid)
+{
+	return container_of(eq_fid, struct util_eq, eq_fid);
+}
+
+/* The shared ops, for providers that wrap some of them. */
+ssize_t util_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+		     size_t len, uint64_t flags);
+ssize_t util_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
+			uint64_t flags);
+ssize_t util_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+		      size_t len, int timeout, uint64_t flags);
+int util_eq_control(struct fid *fid, int command, void *arg);
+
+#endif /* WEFT_UTIL_EQ_H */

@@ -1,0 +1,349 @@
+/* Counters (weft/util_cntr.h). */
+#include "weft/util_cntr.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/stubs.h"
+
+struct util_cntr_progress {
+	struct dlist_entry entry;
+	util_progress_fn fn;
+	void *arg;
+	uint64_t flags;
+};
+
+void util_cntr_progress(struct util_cntr *cntr)
+{
+	struct util_cntr_progress *p;
+	struct dlist_entry *e;
+
+	if (!atomic_load_explicit(&cntr->nprogress, memory_order_acquire))
+		return;
+	weft_lock(&cntr->progress_lock);
+	dlist_foreach(&cntr->progress_list, e) {
+		p = container_of(e, struct util_cntr_progress, entry);
+		p->fn(p->arg);
+	}
+	weft_unlock(&cntr->progress_lock);
+}
+
+int util_cntr_add_progress(struct util_cntr *cntr, util_progress_fn fn,
+			   void *arg, uint64_t flags)
+{
+	struct util_cntr_progress *p;
+
+	if (!fn || (flags & ~UTIL_PROGRESS_POLL))
+		return -FI_EINVAL;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	p->fn = fn;
+	p->arg = arg;
+	p->flags = flags;
+
+	weft_lock(&cntr->progress_lock);
+	dlist_insert_tail(&p->entry, &cntr->progress_list);
+	if (flags & UTIL_PROGRESS_POLL)
+		atomic_fetch_add(&cntr->npoll, 1);
+	atomic_fetch_add(&cntr->nprogress, 1);
+	weft_unlock(&cntr->progress_lock);
+	return 0;
+}
+
+int util_cntr_del_progress(struct util_cntr *cntr, util_progress_fn fn,
+			   void *arg)
+{
+	struct util_cntr_progress *p = NULL;
+	struct dlist_entry *e;
+
+	weft_lock(&cntr->progress_lock);
+	dlist_foreach(&cntr->progress_list, e) {
+		p = container_of(e, struct util_cntr_progress, entry);
+		if (p->fn == fn && p->arg == arg)
+			break;
+		p = NULL;
+	}
+	if (p) {
+		dlist_remove(&p->entry);
+		if (p->flags & UTIL_PROGRESS_POLL)
+			atomic_fetch_sub(&cntr->npoll, 1);
+		atomic_fetch_sub(&cntr->nprogress, 1);
+	}
+	weft_unlock(&cntr->progress_lock);
+	if (!p)
+		return -FI_ENOENT;
+	free(p);
+	return 0;
+}
+
+static uint64_t util_cntr_read(struct fid_cntr *cntr_fid)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+
+	util_cntr_progress(cntr);
+	return atomic_load_explicit(&cntr->count, memory_order_acquire);
+}
+
+static uint64_t util_cntr_readerr(struct fid_cntr *cntr_fid)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+
+	util_cntr_progress(cntr);
+	return atomic_load_explicit(&cntr->errcount, memory_order_acquire);
+}
+
+/*
+ * fi_poll(3): a counter is reported when a value changed "since the last
+ * time fi_poll, fi_cntr_set, or fi_cntr_add were called", so the
+ * application's own updates move the mark.
+ */
+static int util_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+	uint64_t now;
+
+	now = atomic_fetch_add(&cntr->count, value) + value;
+	atomic_store(&cntr->seen, now);
+	util_waitable_signal(&cntr->waitable);
+	return 0;
+}
+
+static int util_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+
+	atomic_store(&cntr->count, value);
+	atomic_store(&cntr->seen, value);
+	util_waitable_signal(&cntr->waitable);
+	return 0;
+}
+
+static int util_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+	uint64_t now;
+
+	now = atomic_fetch_add(&cntr->errcount, value) + value;
+	atomic_store(&cntr->seen_err, now);
+	util_waitable_signal(&cntr->waitable);
+	return 0;
+}
+
+static int util_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+
+	atomic_store(&cntr->errcount, value);
+	atomic_store(&cntr->seen_err, value);
+	util_waitable_signal(&cntr->waitable);
+	return 0;
+}
+
+/* Whether to stop waiting: 0 reached, -FI_EAVAIL error count moved,
+ * -FI_EAGAIN neither. */
+static int cntr_wait_check(struct util_cntr *cntr, uint64_t threshold,
+			   uint64_t err0)
+{
+	if (atomic_load(&cntr->count) >= threshold)
+		return 0;
+	if (atomic_load(&cntr->errcount) != err0)
+		return -FI_EAVAIL;
+	return -FI_EAGAIN;
+}
+
+static int util_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
+			  int timeout)
+{
+	struct util_cntr *cntr = util_cntr_of(cntr_fid);
+	struct util_wait *wait = cntr->waitable.wait;
+	uint64_t deadline = util_wait_deadline(timeout);
+	uint64_t err0 = atomic_load(&cntr->errcount);
+	unsigned int ticket;
+	int left, ret;
+
+	for (;;) {
+		util_cntr_progress(cntr);
+		ret = cntr_wait_check(cntr, threshold, err0);
+		if (ret != -FI_EAGAIN)
+			return ret;
+		left = util_wait_remaining(deadline);
+		if (!left)
+			return -FI_ETIMEDOUT;
+		/* FI_WAIT_NONE (fi_cntr_wait is not meant for it: poll
+		 * rather than fail) or callbacks that must be polled. */
+		if (!wait || atomic_load(&cntr->npoll)) {
+			sched_yield();
+			continue;
+		}
+		util_wait_arm(wait, &ticket);
+		if (cntr_wait_check(cntr, threshold, err0) != -FI_EAGAIN) {
+			util_wait_disarm(wait);
+			continue;
+		}
+		ret = util_wait_block(wait, ticket, left);
+		if (ret && ret != -FI_ETIMEDOUT && ret != -FI_EINTR)
+			return ret;
+		/* Woken, interrupted or timed out: look again; the deadline
+		 * decides when to give up. */
+	}
+}
+
+/*
+ * "Has data" for wait sets, poll sets and fi_trywait: a value changed
+ * since it was last reported here or set by the application.
+ */
+static bool cntr_has_data(struct util_waitable *waitable)
+{
+	struct util_cntr *cntr =
+		container_of(waitable, struct util_cntr, waitable);
+	uint64_t count, err;
+	bool changed;
+
+	util_cntr_progress(cntr);
+	count = atomic_load(&cntr->count);
+	err = atomic_load(&cntr->errcount);
+	changed = atomic_exchange(&cntr->seen, count) != count;
+	changed |= atomic_exchange(&cntr->seen_err, err) != err;
+	return changed;
+}
+
+int util_cntr_control(struct fid *fid, int command, void *arg)
+{
+	struct util_cntr *cntr =
+		container_of(fid, struct util_cntr, cntr_fid.fid);
+
+	switch (command) {
+	case FI_GETOPSFLAG:
+		if (!arg)
+			return -FI_EINVAL;
+		*(uint64_t *)arg = cntr->ops_flags;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!arg)
+			return -FI_EINVAL;
+		cntr->ops_flags = *(uint64_t *)arg;
+		return 0;
+	default:
+		return util_waitable_control(&cntr->waitable, command, arg);
+	}
+}
+
+static int util_cntr_close(struct fid *fid)
+{
+	struct util_cntr *cntr =
+		container_of(fid, struct util_cntr, cntr_fid.fid);
+	int ret;
+
+	ret = util_cntr_fini(cntr);
+	if (ret)
+		return ret;
+	free(cntr);
+	return 0;
+}
+
+static const struct fi_ops util_cntr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = util_cntr_close,
+	.bind = weft_no_bind,
+	.control = util_cntr_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static const struct fi_ops_cntr util_cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr),
+	.read = util_cntr_read,
+	.readerr = util_cntr_readerr,
+	.add = util_cntr_add,
+	.set = util_cntr_set,
+	.wait = util_cntr_wait,
+	.adderr = util_cntr_adderr,
+	.seterr = util_cntr_seterr,
+};
+
+int util_cntr_init(struct util_cntr *cntr, struct util_domain *domain,
+		   const struct fi_cntr_attr *attr, void *context)
+{
+	static const struct fi_cntr_attr defaults = {
+		.events = FI_CNTR_EVENTS_COMP,
+		.wait_obj = FI_WAIT_NONE,
+	};
+	int ret;
+
+	if (!attr)
+		attr = &defaults;
+	if (attr->events != FI_CNTR_EVENTS_COMP || attr->flags)
+		return -FI_EINVAL;
+	if (attr->wait_obj == FI_WAIT_SET && !attr->wait_set)
+		return -FI_EINVAL;
+
+	memset(cntr, 0, sizeof(*cntr));
+	cntr->domain = domain;
+	cntr->prov = domain ? domain->prov : &weft_core_prov;
+	atomic_init(&cntr->ref, 0);
+	atomic_init(&cntr->count, 0);
+	atomic_init(&cntr->errcount, 0);
+	atomic_init(&cntr->seen, 0);
+	atomic_init(&cntr->seen_err, 0);
+	atomic_init(&cntr->nprogress, 0);
+	atomic_init(&cntr->npoll, 0);
+	dlist_init(&cntr->progress_list);
+	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
+	cntr->cntr_fid.fid.context = context;
+	/* The public fids take non-const ops; nothing writes through them. */
+	cntr->cntr_fid.fid.ops = (struct fi_ops *)&util_cntr_fi_ops;
+	cntr->cntr_fid.ops = (struct fi_ops_cntr *)&util_cntr_ops;
+
+	ret = weft_lock_init(&cntr->progress_lock,
+			     util_domain_needs_lock(domain));
+	if (ret)
+		return ret;
+	ret = util_waitable_init(&cntr->waitable,
+				 domain ? domain->fabric : NULL, cntr->prov,
+				 attr->wait_obj, attr->wait_set,
+				 &cntr->cntr_fid.fid, cntr_has_data);
+	if (ret)
+		goto err_destroy_lock;
+	util_domain_get(domain);
+	return 0;
+
+err_destroy_lock:
+	weft_lock_destroy(&cntr->progress_lock);
+	return ret;
+}
+
+int util_cntr_fini(struct util_cntr *cntr)
+{
+	if (atomic_load_explicit(&cntr->ref, memory_order_acquire) ||
+	    atomic_load(&cntr->nprogress) ||
+	    util_waitable_busy(&cntr->waitable))
+		return -FI_EBUSY;
+
+	util_waitable_fini(&cntr->waitable);
+	weft_lock_destroy(&cntr->progress_lock);
+	util_domain_put(cntr->domain);
+	return 0;
+}
+
+int util_cntr_open(struct util_domain *domain, const struct fi_cntr_attr *attr,
+		   struct fid_cntr **cntr_fid, void *context)
+{
+	struct util_cntr *cntr;
+	int ret;
+
+	cntr = malloc(sizeof(*cntr));
+	if (!cntr)
+		return -FI_ENOMEM;
+	ret = util_cntr_init(cntr, domain, attr, context);
+	if (ret)
+		goto err_free_cntr;
+	*cntr_fid = &cntr->cntr_fid;
+	return 0;
+
+err_free_cntr:
+	free(cntr);
+	return ret;
+}

@@ -1,0 +1,331 @@
+/* Counters: prov/util/util_cntr.c against fi_cntr(3). */
+#include <criterion/criterion.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fi_domain.h>
+
+#include "weft/core.h"
+#include "weft/util_cntr.h"
+#include "weft/util_domain.h"
+
+static struct util_domain domain;
+
+static void setup(void)
+{
+	cr_assert_eq(util_domain_init(&domain, NULL, NULL, NULL), 0);
+}
+
+static void teardown(void)
+{
+	cr_assert_eq(util_domain_fini(&domain), 0,
+		     "a counter leaked its domain reference");
+}
+
+TestSuite(cntr, .init = setup, .fini = teardown);
+
+static struct fid_cntr *cntr_open(enum fi_wait_obj wait_obj)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = wait_obj };
+	struct fid_cntr *cntr = NULL;
+
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), 0);
+	cr_assert_not_null(cntr);
+	return cntr;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+Test(cntr, add_set_read)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_NONE);
+
+	cr_assert_eq(fi_cntr_read(cntr), 0);
+	cr_assert_eq(fi_cntr_add(cntr, 5), 0);
+	cr_assert_eq(fi_cntr_add(cntr, 7), 0);
+	cr_assert_eq(fi_cntr_read(cntr), 12);
+	util_cntr_inc(util_cntr_of(cntr));
+	util_cntr_add_n(util_cntr_of(cntr), 10);
+	cr_assert_eq(fi_cntr_read(cntr), 23);
+	cr_assert_eq(fi_cntr_set(cntr, 3), 0);
+	cr_assert_eq(fi_cntr_read(cntr), 3);
+	cr_assert_eq(fi_cntr_set(cntr, UINT64_MAX - 1), 0);
+	util_cntr_inc(util_cntr_of(cntr));
+	cr_assert_eq(fi_cntr_read(cntr), UINT64_MAX);
+	cr_assert_eq(fi_cntr_readerr(cntr), 0, "success counts leaked");
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, error_count_is_separate)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_NONE);
+
+	cr_assert_eq(fi_cntr_adderr(cntr, 2), 0);
+	util_cntr_inc_err(util_cntr_of(cntr));
+	cr_assert_eq(fi_cntr_readerr(cntr), 3);
+	cr_assert_eq(fi_cntr_read(cntr), 0);
+	cr_assert_eq(fi_cntr_seterr(cntr, 100), 0);
+	cr_assert_eq(fi_cntr_readerr(cntr), 100);
+	cr_assert_eq(fi_cntr_set(cntr, 1), 0);
+	cr_assert_eq(fi_cntr_readerr(cntr), 100);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, wait_returns_at_once_when_reached)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
+
+	cr_assert_eq(fi_cntr_add(cntr, 4), 0);
+	cr_assert_eq(fi_cntr_wait(cntr, 4, 0), 0);
+	cr_assert_eq(fi_cntr_wait(cntr, 3, -1), 0);
+	cr_assert_eq(fi_cntr_wait(cntr, 5, 0), -FI_ETIMEDOUT);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, wait_times_out)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
+	uint64_t start = now_ms();
+
+	cr_assert_eq(fi_cntr_wait(cntr, 1, 100), -FI_ETIMEDOUT);
+	cr_assert_geq(now_ms() - start, 80, "returned before the timeout");
+	cr_assert_eq(fi_cntr_readerr(cntr), 0, "timeout changed errors");
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+struct bump_arg {
+	struct util_cntr *cntr;
+	int delay_ms;
+	int n;
+	bool error;
+};
+
+static void *bumper(void *p)
+{
+	struct bump_arg *arg = p;
+	int i;
+
+	for (i = 0; i < arg->n; i++) {
+		usleep(arg->delay_ms * 1000);
+		if (arg->error)
+			util_cntr_inc_err(arg->cntr);
+		else
+			util_cntr_inc(arg->cntr);
+	}
+	return NULL;
+}
+
+static void wait_reaches_threshold(enum fi_wait_obj wait_obj)
+{
+	struct fid_cntr *cntr = cntr_open(wait_obj);
+	struct bump_arg arg = { util_cntr_of(cntr), 10, 10, false };
+	pthread_t thread;
+	uint64_t start = now_ms();
+	int ret;
+
+	cr_assert_eq(pthread_create(&thread, NULL, bumper, &arg), 0);
+	ret = fi_cntr_wait(cntr, 10, 20000);
+	cr_assert_eq(ret, 0, "got %d", ret);
+	cr_assert_geq(fi_cntr_read(cntr), 10);
+	cr_assert_lt(now_ms() - start, 15000, "slept through increments");
+	pthread_join(thread, NULL);
+	cr_assert_eq(fi_cntr_read(cntr), 10);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, wait_threshold_from_thread_unspec)
+{
+	wait_reaches_threshold(FI_WAIT_UNSPEC);
+}
+
+Test(cntr, wait_threshold_from_thread_fd)
+{
+	wait_reaches_threshold(FI_WAIT_FD);
+}
+
+Test(cntr, wait_threshold_from_thread_mutex_cond)
+{
+	wait_reaches_threshold(FI_WAIT_MUTEX_COND);
+}
+
+Test(cntr, wait_threshold_from_thread_yield)
+{
+	wait_reaches_threshold(FI_WAIT_YIELD);
+}
+
+Test(cntr, wait_threshold_from_thread_none)
+{
+	wait_reaches_threshold(FI_WAIT_NONE);
+}
+
+Test(cntr, wait_interrupted_by_error)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
+	struct bump_arg arg = { util_cntr_of(cntr), 100, 1, true };
+	pthread_t thread;
+	uint64_t start = now_ms();
+	int ret;
+
+	/* Errors from before the wait do not end it. */
+	cr_assert_eq(fi_cntr_adderr(cntr, 1), 0);
+	cr_assert_eq(pthread_create(&thread, NULL, bumper, &arg), 0);
+	ret = fi_cntr_wait(cntr, 1000, 20000);
+	pthread_join(thread, NULL);
+	cr_assert_eq(ret, -FI_EAVAIL, "got %d", ret);
+	cr_assert_lt(now_ms() - start, 15000, "slept through the error");
+	cr_assert_eq(fi_cntr_readerr(cntr), 2);
+	cr_assert_eq(fi_cntr_read(cntr), 0);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+#define INC_THREADS 4
+#define INC_EACH 200000
+
+static void *incrementer(void *p)
+{
+	struct util_cntr *cntr = p;
+	int i;
+
+	for (i = 0; i < INC_EACH; i++) {
+		if (i % 1000 == 999)
+			fi_cntr_add(&cntr->cntr_fid, 1);
+		else
+			util_cntr_inc(cntr);
+		if (i % 4096 == 0)
+			util_cntr_inc_err(cntr);
+	}
+	return NULL;
+}
+
+Test(cntr, concurrent_increments_sum_exactly)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
+	pthread_t threads[INC_THREADS];
+	uint64_t expect_err = INC_THREADS * ((INC_EACH + 4095) / 4096);
+	int i, ret;
+
+	for (i = 0; i < INC_THREADS; i++)
+		cr_assert_eq(pthread_create(&threads[i], NULL, incrementer,
+					    util_cntr_of(cntr)),
+			     0);
+	/* A waiter during the storm exercises the signalling path. */
+	ret = fi_cntr_wait(cntr, (uint64_t)INC_THREADS * INC_EACH, 60000);
+	for (i = 0; i < INC_THREADS; i++)
+		pthread_join(threads[i], NULL);
+	cr_assert(ret == 0 || ret == -FI_EAVAIL, "got %d", ret);
+	cr_assert_eq(fi_cntr_read(cntr), (uint64_t)INC_THREADS * INC_EACH);
+	cr_assert_eq(fi_cntr_readerr(cntr), expect_err);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, getwait_fd_readable_after_increment)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_FD);
+	enum fi_wait_obj obj = FI_WAIT_NONE;
+	struct pollfd pfd;
+	int fd = -1;
+
+	cr_assert_eq(fi_control(&cntr->fid, FI_GETWAITOBJ, &obj), 0);
+	cr_assert_eq(obj, FI_WAIT_FD);
+	cr_assert_eq(fi_control(&cntr->fid, FI_GETWAIT, &fd), 0);
+	cr_assert_geq(fd, 0);
+	util_cntr_inc(util_cntr_of(cntr));
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 5000), 1, "fd not readable");
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, opsflag_control)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_NONE);
+	uint64_t flags = FI_TRANSMIT;
+
+	cr_assert_eq(fi_control(&cntr->fid, FI_SETOPSFLAG, &flags), 0);
+	flags = 0;
+	cr_assert_eq(fi_control(&cntr->fid, FI_GETOPSFLAG, &flags), 0);
+	cr_assert_eq(flags, FI_TRANSMIT);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+struct fake_ep {
+	struct util_cntr *cntr;
+	int pending; /* completions the "hardware" holds */
+	int calls;
+};
+
+static void fake_progress(void *arg)
+{
+	struct fake_ep *ep = arg;
+
+	ep->calls++;
+	if (ep->pending) {
+		ep->pending--;
+		util_cntr_inc(ep->cntr);
+	}
+}
+
+Test(cntr, manual_progress_runs_on_read_and_wait)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
+	struct fake_ep ep = { util_cntr_of(cntr), 3, 0 };
+	uint64_t start = now_ms();
+
+	cr_assert_eq(util_cntr_add_progress(ep.cntr, fake_progress, &ep,
+					    UTIL_PROGRESS_POLL),
+		     0);
+	cr_assert_eq(fi_cntr_read(cntr), 1);
+	cr_assert_eq(ep.calls, 1);
+	/* Only progress can deliver the rest: wait must keep calling it. */
+	cr_assert_eq(fi_cntr_wait(cntr, 3, 20000), 0);
+	cr_assert_lt(now_ms() - start, 15000);
+	cr_assert_eq(fi_cntr_read(cntr), 3);
+	cr_assert_eq(fi_cntr_wait(cntr, 4, 50), -FI_ETIMEDOUT);
+
+	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY,
+		     "closed with a progress callback registered");
+	cr_assert_eq(util_cntr_del_progress(ep.cntr, fake_progress, &ep), 0);
+	cr_assert_eq(util_cntr_del_progress(ep.cntr, fake_progress, &ep),
+		     -FI_ENOENT);
+	ep.calls = 0;
+	fi_cntr_read(cntr);
+	cr_assert_eq(ep.calls, 0, "removed callback still runs");
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, bound_objects_keep_it_open)
+{
+	struct fid_cntr *cntr = cntr_open(FI_WAIT_NONE);
+
+	util_cntr_get(util_cntr_of(cntr));
+	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY);
+	util_cntr_put(util_cntr_of(cntr));
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+Test(cntr, bad_attrs)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .flags = 1 };
+	struct fid_cntr *cntr;
+
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), -FI_EINVAL);
+	attr.flags = 0;
+	attr.events = 7;
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), -FI_EINVAL);
+	attr.events = FI_CNTR_EVENTS_COMP;
+	attr.wait_obj = FI_WAIT_SET;
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), -FI_EINVAL);
+	cr_assert_eq(util_cntr_open(&domain, NULL, &cntr, NULL), 0);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
