@@ -33,12 +33,12 @@
 #define UTIL_BUFPOOL_ZERO (1u << 0)
 
 struct util_bufpool_attr {
-	const char *name;	/* for leak reports; may be NULL */
-	size_t size;		/* bytes per object, > 0 */
-	size_t alignment;	/* power of two; 0 means WEFT_CACHELINE */
-	size_t chunk_cnt;	/* objects per growth step, at least; 0: 64 */
-	size_t max_cnt;		/* most objects the pool may hold; 0: no limit */
-	unsigned int flags;	/* UTIL_BUFPOOL_* */
+	const char *name;   /* for leak reports; may be NULL */
+	size_t size;	    /* bytes per object, > 0 */
+	size_t alignment;   /* power of two; 0 means WEFT_CACHELINE */
+	size_t chunk_cnt;   /* objects per growth step, at least; 0: 64 */
+	size_t max_cnt;	    /* most objects the pool may hold; 0: no limit */
+	unsigned int flags; /* UTIL_BUFPOOL_* */
 };
 
 struct util_bufpool;

@@ -79,18 +79,18 @@
 #include "weft/list.h"
 
 /* Flags of struct util_match_attr. */
-#define UTIL_MATCH_TAGGED (1u << 0)	/* compare tags (FI_TAGGED queue) */
-#define UTIL_MATCH_DIRECTED (1u << 1)	/* honour receive source addresses */
+#define UTIL_MATCH_TAGGED (1u << 0)   /* compare tags (FI_TAGGED queue) */
+#define UTIL_MATCH_DIRECTED (1u << 1) /* honour receive source addresses */
 
 struct util_match_attr {
-	unsigned int flags;	/* UTIL_MATCH_* */
+	unsigned int flags; /* UTIL_MATCH_* */
 	/*
 	 * Per-source buckets when UTIL_MATCH_DIRECTED: a power of two, 0 for
 	 * the default (64).  More buckets than peers is wasted memory; fewer
 	 * mixes sources in a bucket, costing scan length, never correctness.
 	 */
 	size_t buckets;
-	size_t min_multi_recv;	/* initial FI_OPT_MIN_MULTI_RECV */
+	size_t min_multi_recv; /* initial FI_OPT_MIN_MULTI_RECV */
 };
 
 /*
@@ -100,24 +100,24 @@ struct util_match_attr {
  * notes at each function) and may be read, not written.
  */
 struct util_rx_entry {
-	struct dlist_entry list;	/* posted queue link (matcher) */
-	fi_addr_t addr;		/* source, FI_ADDR_UNSPEC for any */
+	struct dlist_entry list; /* posted queue link (matcher) */
+	fi_addr_t addr;		 /* source, FI_ADDR_UNSPEC for any */
 	uint64_t tag;
 	uint64_t ignore;
-	uint64_t flags;		/* FI_MULTI_RECV, FI_CLAIM, ... as posted */
-	void *context;		/* application context: cancel, claim key */
-	size_t len;		/* buffer length */
+	uint64_t flags; /* FI_MULTI_RECV, FI_CLAIM, ... as posted */
+	void *context;	/* application context: cancel, claim key */
+	size_t len;	/* buffer length */
 	/* Matcher state. */
-	uint64_t seq;		/* post order */
-	size_t offset;		/* multi-recv: bytes handed out so far */
-	size_t min_free;	/* multi-recv: release below this much space */
-	uint32_t pending;	/* multi-recv: slices not yet completed */
-	uint32_t state;		/* UTIL_RX_* */
+	uint64_t seq;	  /* post order */
+	size_t offset;	  /* multi-recv: bytes handed out so far */
+	size_t min_free;  /* multi-recv: release below this much space */
+	uint32_t pending; /* multi-recv: slices not yet completed */
+	uint32_t state;	  /* UTIL_RX_* */
 };
 
 /* rx->state bits. */
-#define UTIL_RX_QUEUED (1u << 0)	/* on a posted queue */
-#define UTIL_RX_RELEASED (1u << 1)	/* multi-recv buffer used up */
+#define UTIL_RX_QUEUED (1u << 0)   /* on a posted queue */
+#define UTIL_RX_RELEASED (1u << 1) /* multi-recv buffer used up */
 
 /*
  * An unexpected message, embedded in the caller's record of it.  The
@@ -126,12 +126,12 @@ struct util_rx_entry {
  * entry back.
  */
 struct util_unexp_entry {
-	struct dlist_entry list;	/* arrival order, or the claimed list */
-	struct dlist_entry src_list;	/* per-source bucket (directed) */
-	fi_addr_t addr;		/* source, FI_ADDR_NOTAVAIL if unknown */
+	struct dlist_entry list;     /* arrival order, or the claimed list */
+	struct dlist_entry src_list; /* per-source bucket (directed) */
+	fi_addr_t addr;		     /* source, FI_ADDR_NOTAVAIL if unknown */
 	uint64_t tag;
-	size_t len;		/* full message length */
-	void *claim_context;	/* set while claimed by FI_PEEK | FI_CLAIM */
+	size_t len;	     /* full message length */
+	void *claim_context; /* set while claimed by FI_PEEK | FI_CLAIM */
 };
 
 /* One class of receive: posted receives and unexpected messages. */
@@ -141,14 +141,14 @@ struct util_match {
 	uint64_t next_seq;
 
 	struct dlist_entry posted_any;	/* receives from any source */
-	struct dlist_entry *posted_src;	/* [nbuckets], directed receives */
+	struct dlist_entry *posted_src; /* [nbuckets], directed receives */
 	size_t posted_directed;		/* entries on posted_src buckets */
 
-	struct dlist_entry unexp;	/* all unexpected, arrival order */
-	struct dlist_entry *unexp_src;	/* [nbuckets], per source */
-	struct dlist_entry claimed;	/* claimed by FI_PEEK | FI_CLAIM */
+	struct dlist_entry unexp;      /* all unexpected, arrival order */
+	struct dlist_entry *unexp_src; /* [nbuckets], per source */
+	struct dlist_entry claimed;    /* claimed by FI_PEEK | FI_CLAIM */
 
-	size_t nbuckets;		/* 0 unless directed */
+	size_t nbuckets; /* 0 unless directed */
 
 	size_t nposted;
 	size_t nunexp;
@@ -161,11 +161,11 @@ struct util_match {
  */
 struct util_match_result {
 	struct util_rx_entry *rx;
-	struct util_unexp_entry *unexp;	/* NULL when matched on arrival */
-	size_t offset;	/* into rx's buffer (non-zero only for multi-recv) */
-	size_t len;	/* bytes to deliver */
-	size_t olen;	/* bytes that do not fit: complete with -FI_ETRUNC */
-	bool released;	/* multi-recv buffer released by this match */
+	struct util_unexp_entry *unexp; /* NULL when matched on arrival */
+	size_t offset; /* into rx's buffer (non-zero only for multi-recv) */
+	size_t len;    /* bytes to deliver */
+	size_t olen;   /* bytes that do not fit: complete with -FI_ETRUNC */
+	bool released; /* multi-recv buffer released by this match */
 };
 
 /*
@@ -194,10 +194,9 @@ static inline void util_match_set_min_multi_recv(struct util_match *q,
 }
 
 /* Prepare a receive for posting, peeking or claiming. */
-static inline void util_rx_entry_init(struct util_rx_entry *rx,
-				      fi_addr_t addr, uint64_t tag,
-				      uint64_t ignore, uint64_t flags,
-				      void *context, size_t len)
+static inline void util_rx_entry_init(struct util_rx_entry *rx, fi_addr_t addr,
+				      uint64_t tag, uint64_t ignore,
+				      uint64_t flags, void *context, size_t len)
 {
 	dlist_init(&rx->list);
 	rx->addr = addr;
@@ -259,9 +258,8 @@ int util_match_post_recv(struct util_match *q, struct util_rx_entry *rx,
  * Not found: returns 0, and the caller records the message with
  * util_match_add_unexp before it releases the lock.
  */
-int util_match_msg_arrived(struct util_match *q, fi_addr_t addr,
-			   uint64_t tag, size_t len,
-			   struct util_match_result *res);
+int util_match_msg_arrived(struct util_match *q, fi_addr_t addr, uint64_t tag,
+			   size_t len, struct util_match_result *res);
 
 /*
  * Queue a message that util_match_msg_arrived found no receive for.  ue

@@ -24,24 +24,24 @@ struct util_bufpool_free {
 };
 
 struct util_bufpool_chunk {
-	uint64_t base;		/* index of the first object */
-	char *first;		/* first object */
-	uint64_t used[];	/* bit set: object taken */
+	uint64_t base;	 /* index of the first object */
+	char *first;	 /* first object */
+	uint64_t used[]; /* bit set: object taken */
 };
 
 struct util_bufpool {
 	char name[32];
 	size_t size;
-	size_t align;		/* object alignment, a power of two */
-	size_t stride;		/* size rounded up to the alignment */
-	size_t chunk_bytes;	/* power of two */
-	size_t per_chunk;	/* objects in every chunk */
-	size_t max_cnt;		/* SIZE_MAX when unlimited */
+	size_t align;	    /* object alignment, a power of two */
+	size_t stride;	    /* size rounded up to the alignment */
+	size_t chunk_bytes; /* power of two */
+	size_t per_chunk;   /* objects in every chunk */
+	size_t max_cnt;	    /* SIZE_MAX when unlimited */
 	unsigned int flags;
 
 	struct util_bufpool_free *free;
 	size_t inuse;
-	size_t capacity;	/* objects placed on the free list so far */
+	size_t capacity; /* objects placed on the free list so far */
 
 	struct util_bufpool_chunk **chunks;
 	size_t nchunks;
@@ -71,7 +71,7 @@ static bool util_is_pow2(size_t n)
 static size_t util_bufpool_hdr_bytes(size_t cnt, size_t align)
 {
 	return util_roundup(sizeof(struct util_bufpool_chunk) +
-				    sizeof(uint64_t) * ((cnt + 63) / 64),
+				sizeof(uint64_t) * ((cnt + 63) / 64),
 			    align);
 }
 
@@ -96,9 +96,8 @@ int util_bufpool_create(const struct util_bufpool_attr *attr,
 	p->size = attr->size;
 	p->flags = attr->flags;
 	p->align = align;
-	p->stride = util_roundup(WEFT_MAX(attr->size,
-					  sizeof(struct util_bufpool_free)),
-				 align);
+	p->stride = util_roundup(
+	    WEFT_MAX(attr->size, sizeof(struct util_bufpool_free)), align);
 	p->max_cnt = attr->max_cnt ? attr->max_cnt : SIZE_MAX;
 
 	want = attr->chunk_cnt ? attr->chunk_cnt : UTIL_BUFPOOL_DEF_CHUNK;
@@ -111,7 +110,7 @@ int util_bufpool_create(const struct util_bufpool_attr *attr,
 	/* Fill the chunk: as many objects as fit beside their header. */
 	cnt = p->chunk_bytes / p->stride;
 	while (cnt && util_bufpool_hdr_bytes(cnt, align) + cnt * p->stride >
-			      p->chunk_bytes)
+			  p->chunk_bytes)
 		cnt--;
 	assert(cnt >= want);
 	p->per_chunk = cnt;
@@ -162,14 +161,15 @@ static int util_bufpool_grow(struct util_bufpool *p)
 		return -FI_ENOMEM;
 	/* The mapping is zero-filled: the used bitmap starts clear. */
 	chunk->base = (uint64_t)p->nchunks * p->per_chunk;
-	chunk->first = (char *)chunk + util_bufpool_hdr_bytes(p->per_chunk,
-							      p->align);
+	chunk->first =
+	    (char *)chunk + util_bufpool_hdr_bytes(p->per_chunk, p->align);
 	p->chunks[p->nchunks++] = chunk;
 
 	/* Push in reverse so that the lowest index is handed out first. */
 	cnt = WEFT_MIN(p->per_chunk, p->max_cnt - p->capacity);
 	for (i = cnt; i-- > 0;) {
-		obj = (struct util_bufpool_free *)(chunk->first + i * p->stride);
+		obj =
+		    (struct util_bufpool_free *)(chunk->first + i * p->stride);
 		obj->next = p->free;
 		p->free = obj;
 	}
@@ -274,9 +274,9 @@ int util_bufpool_destroy(struct util_bufpool *p)
 					 " ...");
 				break;
 			}
-			len += (size_t)snprintf(shown + len,
-						sizeof(shown) - len, " %llu",
-						(unsigned long long)idx);
+			len +=
+			    (size_t)snprintf(shown + len, sizeof(shown) - len,
+					     " %llu", (unsigned long long)idx);
 		}
 		FI_WARN(&weft_core_prov, FI_LOG_CORE,
 			"%s: %zu of %zu objects not returned at destroy, "

@@ -105,8 +105,8 @@ static void util_match_queue_rx(struct util_match *q, struct util_rx_entry *rx)
 	rx->seq = q->next_seq++;
 	rx->state |= UTIL_RX_QUEUED;
 	if (util_match_directed(q, rx)) {
-		dlist_insert_tail(&rx->list,
-				  &q->posted_src[util_match_bucket(q, rx->addr)]);
+		dlist_insert_tail(
+		    &rx->list, &q->posted_src[util_match_bucket(q, rx->addr)]);
 		q->posted_directed++;
 	} else {
 		dlist_insert_tail(&rx->list, &q->posted_any);
@@ -154,14 +154,13 @@ static void util_match_take(struct util_match *q, struct util_rx_entry *rx,
 		util_match_unlink_rx(q, rx);
 }
 
-int util_match_msg_arrived(struct util_match *q, fi_addr_t addr,
-			   uint64_t tag, size_t len,
-			   struct util_match_result *res)
+int util_match_msg_arrived(struct util_match *q, fi_addr_t addr, uint64_t tag,
+			   size_t len, struct util_match_result *res)
 {
 	struct util_rx_entry *rx, *best = NULL;
 	struct dlist_entry *head, *it;
 
-	dlist_foreach(&q->posted_any, it) {
+	for (it = q->posted_any.next; it != &q->posted_any; it = it->next) {
 		rx = container_of(it, struct util_rx_entry, list);
 		if (util_match_tag(q, rx, tag)) {
 			best = rx;
@@ -171,7 +170,7 @@ int util_match_msg_arrived(struct util_match *q, fi_addr_t addr,
 
 	if (q->posted_directed) {
 		head = &q->posted_src[util_match_bucket(q, addr)];
-		dlist_foreach(head, it) {
+		for (it = head->next; it != head; it = it->next) {
 			rx = container_of(it, struct util_rx_entry, list);
 			/* Posted later than the any-source match: it wins. */
 			if (best && rx->seq > best->seq)
@@ -207,8 +206,9 @@ void util_match_add_unexp(struct util_match *q, struct util_unexp_entry *ue)
 	ue->claim_context = NULL;
 	dlist_insert_tail(&ue->list, &q->unexp);
 	if (q->flags & UTIL_MATCH_DIRECTED)
-		dlist_insert_tail(&ue->src_list,
-				  &q->unexp_src[util_match_bucket(q, ue->addr)]);
+		dlist_insert_tail(
+		    &ue->src_list,
+		    &q->unexp_src[util_match_bucket(q, ue->addr)]);
 	q->nunexp++;
 }
 
@@ -231,9 +231,9 @@ util_match_find_unexp(const struct util_match *q,
 
 	if (util_match_directed(q, rx)) {
 		head = &q->unexp_src[util_match_bucket(q, rx->addr)];
-		dlist_foreach(head, it) {
-			ue = container_of(it, struct util_unexp_entry,
-					  src_list);
+		for (it = head->next; it != head; it = it->next) {
+			ue =
+			    container_of(it, struct util_unexp_entry, src_list);
 			if (ue->addr == rx->addr &&
 			    util_match_tag(q, rx, ue->tag))
 				return ue;
@@ -241,7 +241,7 @@ util_match_find_unexp(const struct util_match *q,
 		return NULL;
 	}
 
-	dlist_foreach(&q->unexp, it) {
+	for (it = q->unexp.next; it != &q->unexp; it = it->next) {
 		ue = container_of(it, struct util_unexp_entry, list);
 		if (util_match_tag(q, rx, ue->tag))
 			return ue;
@@ -306,7 +306,7 @@ int util_match_claim(struct util_match *q, struct util_rx_entry *rx,
 	if (!rx->context)
 		return -FI_EINVAL;
 
-	dlist_foreach(&q->claimed, it) {
+	for (it = q->claimed.next; it != &q->claimed; it = it->next) {
 		ue = container_of(it, struct util_unexp_entry, list);
 		if (ue->claim_context != rx->context)
 			continue;
@@ -346,7 +346,7 @@ static struct util_rx_entry *util_match_find_ctx(struct dlist_entry *head,
 	struct util_rx_entry *rx;
 	struct dlist_entry *it;
 
-	dlist_foreach(head, it) {
+	for (it = head->next; it != head; it = it->next) {
 		rx = container_of(it, struct util_rx_entry, list);
 		if (best && rx->seq > best->seq)
 			break;

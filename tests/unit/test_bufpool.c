@@ -8,12 +8,12 @@ static struct util_bufpool *make_pool(size_t size, size_t align, size_t chunk,
 				      size_t max, unsigned int flags)
 {
 	struct util_bufpool_attr attr = {
-		.name = "test",
-		.size = size,
-		.alignment = align,
-		.chunk_cnt = chunk,
-		.max_cnt = max,
-		.flags = flags,
+	    .name = "test",
+	    .size = size,
+	    .alignment = align,
+	    .chunk_cnt = chunk,
+	    .max_cnt = max,
+	    .flags = flags,
 	};
 	struct util_bufpool *pool = NULL;
 
@@ -24,7 +24,7 @@ static struct util_bufpool *make_pool(size_t size, size_t align, size_t chunk,
 
 Test(bufpool, bad_attr)
 {
-	struct util_bufpool_attr attr = { .size = 0 };
+	struct util_bufpool_attr attr = {.size = 0};
 	struct util_bufpool *pool;
 
 	cr_assert_eq(util_bufpool_create(&attr, &pool), -FI_EINVAL);
@@ -216,9 +216,10 @@ Test(bufpool, random_get_put)
 		if (nheld < 1000 && (rand_r(&seed) % 3 || !nheld)) {
 			held[nheld] = util_bufpool_get(pool);
 			cr_assert_not_null(held[nheld]);
-			cr_assert_eq(util_bufpool_at(pool,
-					util_bufpool_index(pool, held[nheld])),
-				     held[nheld]);
+			cr_assert_eq(
+			    util_bufpool_at(
+				pool, util_bufpool_index(pool, held[nheld])),
+			    held[nheld]);
 			nheld++;
 		} else {
 			k = (size_t)rand_r(&seed) % nheld;

@@ -10,9 +10,9 @@ static void q_init(struct util_match *q, unsigned int flags, size_t buckets,
 		   size_t min)
 {
 	struct util_match_attr attr = {
-		.flags = flags,
-		.buckets = buckets,
-		.min_multi_recv = min,
+	    .flags = flags,
+	    .buckets = buckets,
+	    .min_multi_recv = min,
 	};
 
 	cr_assert_eq(util_match_init(q, &attr), 0);
@@ -69,8 +69,8 @@ static void arrive_unexp(struct util_match *q, struct util_unexp_entry *ue,
 Test(match, bad_buckets)
 {
 	struct util_match q;
-	struct util_match_attr attr = { .flags = UTIL_MATCH_DIRECTED,
-					.buckets = 12 };
+	struct util_match_attr attr = {.flags = UTIL_MATCH_DIRECTED,
+				       .buckets = 12};
 
 	cr_assert_eq(util_match_init(&q, &attr), -FI_EINVAL);
 }
@@ -131,8 +131,8 @@ Test(match, ignore_mask)
 
 	q_init(&q, UTIL_MATCH_TAGGED, 0, 0);
 	post_queued(&q, &r[0], FI_ADDR_UNSPEC, 0x10, 0x0f, CTX(1), 8);
-	arrive_unexp(&q, &u, 1, 0x20, 8);	/* bit 5 differs: no match */
-	arrive_match(&q, 1, 0x1a, 8, &r[0]);	/* low bits ignored */
+	arrive_unexp(&q, &u, 1, 0x20, 8);    /* bit 5 differs: no match */
+	arrive_match(&q, 1, 0x1a, 8, &r[0]); /* low bits ignored */
 
 	/* Ignore bits in the receive tag itself do not matter either. */
 	post_queued(&q, &r[1], FI_ADDR_UNSPEC, 0xffff0000, 0xffff, CTX(2), 8);
@@ -209,7 +209,7 @@ Test(match, directed_receive)
 
 	q_init(&q, UTIL_MATCH_TAGGED | UTIL_MATCH_DIRECTED, 0, 0);
 	post_queued(&q, &r[0], 2, 1, 0, NULL, 8);
-	arrive_unexp(&q, &u, 1, 1, 8);		/* wrong source */
+	arrive_unexp(&q, &u, 1, 1, 8); /* wrong source */
 	arrive_match(&q, 2, 1, 8, &r[0]);
 	cr_assert_eq(util_match_pop_unexp(&q), &u);
 
@@ -273,8 +273,8 @@ Test(match, directed_pointer_addresses)
 
 	q_init(&q, UTIL_MATCH_TAGGED | UTIL_MATCH_DIRECTED, 8, 0);
 	for (i = 0; i < 8; i++)
-		post_queued(&q, &r[i], base + 0x1000 * (fi_addr_t)i, 1, 0,
-			    NULL, 8);
+		post_queued(&q, &r[i], base + 0x1000 * (fi_addr_t)i, 1, 0, NULL,
+			    8);
 	arrive_unexp(&q, &u, base + 0x800, 1, 8);
 	for (i = 7; i >= 0; i--)
 		arrive_match(&q, base + 0x1000 * (fi_addr_t)i, 1, 8, &r[i]);
@@ -381,8 +381,8 @@ Test(match, peek_claim)
 	cr_assert_eq(res.olen, 0);
 
 	/* Claim requires a context. */
-	util_rx_entry_init(&rx, FI_ADDR_UNSPEC, 4, 0, FI_PEEK | FI_CLAIM,
-			   NULL, 0);
+	util_rx_entry_init(&rx, FI_ADDR_UNSPEC, 4, 0, FI_PEEK | FI_CLAIM, NULL,
+			   0);
 	cr_assert_eq(util_match_peek(&q, &rx, &ue), -FI_EINVAL);
 
 	cr_assert_eq(q.nunexp, 1);
@@ -658,11 +658,11 @@ struct world {
 	bool ue_busy[NUE];
 
 	/* the model */
-	struct model_rx posted[NRX];	/* in post order */
+	struct model_rx posted[NRX]; /* in post order */
 	int nposted;
-	struct model_ue unexp[NUE];	/* in arrival order */
+	struct model_ue unexp[NUE]; /* in arrival order */
 	int nunexp;
-	int pending[NRX];		/* outstanding slices per rx */
+	int pending[NRX]; /* outstanding slices per rx */
 	bool released[NRX];
 	bool claimed_ctx[16];
 
@@ -776,7 +776,7 @@ static void op_post(struct world *w, long step)
 	m.id = id;
 	m.addr = rnd(w, 2) ? FI_ADDR_UNSPEC : rnd(w, NSRC);
 	m.tag = rnd(w, 4);
-	m.ignore = (uint64_t[]){ 0, 0, 1, 2, ~0ULL }[rnd(w, 5)];
+	m.ignore = (uint64_t[]){0, 0, 1, 2, ~0ULL}[rnd(w, 5)];
 	m.multi = !rnd(w, 4);
 	m.len = rnd(w, 4) ? rnd(w, 64) : rnd(w, 8);
 	m.offset = 0;
@@ -838,7 +838,7 @@ static void op_arrive(struct world *w, long step)
 		util_unexp_entry_init(&w->ue[id], src, tag, len);
 		util_match_add_unexp(&w->q, &w->ue[id]);
 		w->unexp[w->nunexp++] =
-			(struct model_ue){ id, src, tag, len, NULL };
+		    (struct model_ue){id, src, tag, len, NULL};
 		return;
 	}
 	cr_assert_eq(ret, 1, "step %ld: arrival found no receive", step);
@@ -901,11 +901,11 @@ static void op_cancel(struct world *w, long step)
 
 static void op_peek(struct world *w, long step)
 {
-	static const uint64_t kinds[] = { FI_PEEK, FI_PEEK | FI_CLAIM,
-					  FI_PEEK | FI_DISCARD };
+	static const uint64_t kinds[] = {FI_PEEK, FI_PEEK | FI_CLAIM,
+					 FI_PEEK | FI_DISCARD};
 	struct util_unexp_entry *got = NULL;
 	struct util_rx_entry rx;
-	struct model_rx m = { 0 };
+	struct model_rx m = {0};
 	uint64_t flags = kinds[rnd(w, 3)];
 	int c = (int)rnd(w, 16), i, ret;
 
@@ -914,8 +914,8 @@ static void op_peek(struct world *w, long step)
 	m.addr = rnd(w, 2) ? FI_ADDR_UNSPEC : rnd(w, NSRC);
 	m.tag = rnd(w, 4);
 	m.ignore = rnd(w, 3) ? 0 : 3;
-	util_rx_entry_init(&rx, m.addr, m.tag, m.ignore, flags,
-			   CTX(100 + c), 0);
+	util_rx_entry_init(&rx, m.addr, m.tag, m.ignore, flags, CTX(100 + c),
+			   0);
 	ret = util_match_peek(&w->q, &rx, &got);
 	i = model_find_unexp(w, &m);
 	if (i < 0) {
@@ -942,8 +942,8 @@ static void op_claim(struct world *w, long step)
 	size_t len = rnd(w, 48);
 
 	util_rx_entry_init(&rx, FI_ADDR_UNSPEC, 0, 0,
-			   FI_CLAIM | (discard ? FI_DISCARD : 0),
-			   CTX(100 + c), len);
+			   FI_CLAIM | (discard ? FI_DISCARD : 0), CTX(100 + c),
+			   len);
 	ret = util_match_claim(&w->q, &rx, &res);
 	for (i = 0; i < w->nunexp; i++)
 		if (w->unexp[i].claim == CTX(100 + c))
@@ -998,8 +998,7 @@ static void run_random(unsigned int flags, size_t buckets, unsigned int seed,
 		}
 		cr_assert_eq(w->q.nposted, (size_t)w->nposted, "step %ld",
 			     step);
-		cr_assert_eq(w->q.nunexp, (size_t)w->nunexp, "step %ld",
-			     step);
+		cr_assert_eq(w->q.nunexp, (size_t)w->nunexp, "step %ld", step);
 	}
 
 	while (w->nslices)
