@@ -102,6 +102,10 @@ int util_bufpool_create(const struct util_bufpool_attr *attr,
 
 	want = attr->chunk_cnt ? attr->chunk_cnt : UTIL_BUFPOOL_DEF_CHUNK;
 	want = WEFT_MIN(want, p->max_cnt);
+	if (want > (SIZE_MAX / 4) / p->stride) {
+		free(p);
+		return -FI_EINVAL;
+	}
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	p->chunk_bytes = util_pow2_ceil(util_bufpool_hdr_bytes(want, align) +
 					want * p->stride);

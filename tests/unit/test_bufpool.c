@@ -31,6 +31,9 @@ Test(bufpool, bad_attr)
 	attr.size = 16;
 	attr.alignment = 48;
 	cr_assert_eq(util_bufpool_create(&attr, &pool), -FI_EINVAL);
+	attr.alignment = 0;
+	attr.chunk_cnt = SIZE_MAX / 8;
+	cr_assert_eq(util_bufpool_create(&attr, &pool), -FI_EINVAL);
 	cr_assert_eq(util_bufpool_destroy(NULL), 0);
 }
 
