@@ -792,10 +792,11 @@ err_free_hints:
  * file.  libfabric.so.1 gets the node from libfabric.map and exports the
  * symbol under it; the weft_compat_* names themselves fall under the map's
  * "local: *".  The same object also goes into libweft.la, which the unit
- * tests link statically: in an executable a non-default ("@", not "@@")
- * versioned name is just one more local-looking symbol that nothing refers
- * to, so it neither clashes with the default fi_getinfo nor needs the node,
- * and the tests call the weft_compat_* names directly.  No guard needed.
+ * tests link statically.  There no version script applies, and ld turns a
+ * non-default ("@", not "@@") versioned name into a local symbol of the
+ * executable: it clashes with neither the default fi_getinfo nor anything
+ * else, and needs no node.  The tests call the weft_compat_* names directly.
+ * So the binding needs no guard for static builds.
  */
 
 WEFT_EXPORT int weft_compat_getinfo_1_0(uint32_t version, const char *node,
