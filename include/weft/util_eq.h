@@ -28,6 +28,15 @@
  *	util_eq_get(eq) when an endpoint binds, util_eq_put at its close.
  *
  * Providers that need nothing of their own call util_eq_open.
+ *
+ * Manual control progress (a tcp listener, an rdma_cm event channel): the
+ * provider sets eq->progress after util_eq_init.  Every read, readerr,
+ * sread and wait-set / poll-set check calls it before looking at the
+ * queues; it turns whatever its sources hold into util_eq_write calls.
+ * Its sources' fds go into the EQ's wait object (util_wait_add_fd on
+ * util_eq_wait(eq)) so that sread and an application polling FI_GETWAIT's
+ * fd wake up when they become ready.  A source without an fd sets
+ * progress_polled: sread then polls instead of sleeping.
  */
 #ifndef WEFT_UTIL_EQ_H
 #define WEFT_UTIL_EQ_H
@@ -54,6 +63,13 @@ struct util_eq {
 	bool old_err_abi;
 	atomic_int ref; /* objects bound to the EQ */
 	struct util_waitable waitable;
+
+	/* Optional manual progress, set by the provider (see above).  Called
+	 * without the EQ lock, possibly from several threads at once (the
+	 * provider serialises its sources); must not block, nor attach or
+	 * detach waitables. */
+	void (*progress)(struct util_eq *eq);
+	bool progress_polled; /* progress's events do not signal the wait */
 
 	pthread_mutex_t lock; /* protects everything below */
 	struct slist events; /* struct util_eq_entry, oldest first */
@@ -129,6 +145,13 @@ static inline void util_eq_put(struct util_eq *eq)
 static inline struct util_eq *util_eq_of(struct fid_eq *eq_fid)
 {
 	return container_of(eq_fid, struct util_eq, eq_fid);
+}
+
+/* The EQ's wait object (NULL for FI_WAIT_NONE; a wait set's when
+ * FI_WAIT_SET): providers add their CM fds to it with util_wait_add_fd. */
+static inline struct util_wait *util_eq_wait(struct util_eq *eq)
+{
+	return eq->waitable.wait;
 }
 
 /* The shared ops, for providers that wrap some of them. */

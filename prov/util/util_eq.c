@@ -109,10 +109,16 @@ int util_eq_write_err(struct util_eq *eq, const struct fi_eq_err_entry *err)
 	return 0;
 }
 
-ssize_t util_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
-		     size_t len, uint64_t flags)
+static void eq_progress(struct util_eq *eq)
 {
-	struct util_eq *eq = util_eq_of(eq_fid);
+	if (eq->progress)
+		eq->progress(eq);
+}
+
+/* fi_eq_read without running progress (sread runs it once per round). */
+static ssize_t eq_read(struct util_eq *eq, uint32_t *event, void *buf,
+		       size_t len, uint64_t flags)
+{
 	struct util_eq_entry *entry;
 	struct slist_entry *head;
 	ssize_t ret;
@@ -159,6 +165,15 @@ unlock:
 	return ret;
 }
 
+ssize_t util_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+		     size_t len, uint64_t flags)
+{
+	struct util_eq *eq = util_eq_of(eq_fid);
+
+	eq_progress(eq);
+	return eq_read(eq, event, buf, len, flags);
+}
+
 /* Size of struct fi_eq_err_entry as applications of API < 1.5 know it. */
 #define EQ_OLD_ERR_ENTRY_SIZE offsetof(struct fi_eq_err_entry, err_data_size)
 
@@ -175,6 +190,7 @@ ssize_t util_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 	if (!buf || (flags & ~FI_PEEK))
 		return -FI_EINVAL;
 
+	eq_progress(eq);
 	pthread_mutex_lock(&eq->lock);
 	eq_release_held(eq);
 	if (slist_empty(&eq->errors)) {
@@ -227,15 +243,22 @@ static ssize_t util_eq_app_write(struct fid_eq *eq_fid, uint32_t event,
 	return util_eq_write(util_eq_of(eq_fid), event, buf, len, flags);
 }
 
-static bool eq_has_data(struct util_waitable *waitable)
+static bool eq_queued(struct util_eq *eq)
 {
-	struct util_eq *eq = container_of(waitable, struct util_eq, waitable);
 	bool ret;
 
 	pthread_mutex_lock(&eq->lock);
 	ret = !slist_empty(&eq->events) || !slist_empty(&eq->errors);
 	pthread_mutex_unlock(&eq->lock);
 	return ret;
+}
+
+static bool eq_has_data(struct util_waitable *waitable)
+{
+	struct util_eq *eq = container_of(waitable, struct util_eq, waitable);
+
+	eq_progress(eq);
+	return eq_queued(eq);
 }
 
 ssize_t util_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
@@ -249,20 +272,21 @@ ssize_t util_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 	int left;
 
 	for (;;) {
-		ret = util_eq_read(eq_fid, event, buf, len, flags);
+		eq_progress(eq);
+		ret = eq_read(eq, event, buf, len, flags);
 		if (ret != -FI_EAGAIN)
 			return ret;
 		left = util_wait_remaining(deadline);
 		if (!left)
 			return -FI_EAGAIN;
-		if (!wait) {
-			/* FI_WAIT_NONE: fi_eq(3) forbids sread; poll
-			 * rather than fail an application that tries. */
+		if (!wait || (eq->progress && eq->progress_polled)) {
+			/* FI_WAIT_NONE (fi_eq(3) forbids sread: poll rather
+			 * than fail) or progress that must be polled. */
 			sched_yield();
 			continue;
 		}
 		util_wait_arm(wait, &ticket);
-		if (eq_has_data(&eq->waitable)) {
+		if (eq_queued(eq)) {
 			util_wait_disarm(wait);
 			continue;
 		}

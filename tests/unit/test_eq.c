@@ -1,6 +1,7 @@
 /* Event queues: prov/util/util_eq.c against fi_eq(3). */
 #include <criterion/criterion.h>
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -487,4 +488,98 @@ Test(eq, bad_attrs_and_flags)
 	cr_assert_eq(fi_eq_read(eq, &event, &e, sizeof(e), FI_SEND),
 		     -FI_EINVAL);
 	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+/* A provider's CM source for the manual-progress tests. */
+struct fake_cm {
+	struct util_eq *eq;
+	int calls;
+	int ready_at; /* polled source: event appears on this call */
+	int pipe[2]; /* fd source: a byte means an event */
+};
+
+static struct fake_cm the_cm;
+
+static struct fake_cm *fake_cm_of(struct util_eq *eq)
+{
+	cr_assert_eq(the_cm.eq, eq);
+	return &the_cm;
+}
+
+static void polled_progress(struct util_eq *eq)
+{
+	struct fake_cm *cm = fake_cm_of(eq);
+	struct fi_eq_entry e = { .data = 0xc0 };
+
+	if (++cm->calls == cm->ready_at)
+		util_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0);
+}
+
+Test(eq, sread_polls_progress_without_fd)
+{
+	struct fid_eq *eq = eq_open(FI_WAIT_UNSPEC);
+	struct fi_eq_entry got = { 0 };
+	uint32_t event;
+
+	the_cm = (struct fake_cm){ .eq = util_eq_of(eq), .ready_at = 50 };
+	util_eq_of(eq)->progress = polled_progress;
+	util_eq_of(eq)->progress_polled = true;
+	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0), -FI_EAGAIN);
+	cr_assert_eq(the_cm.calls, 1, "read did not run progress");
+	cr_assert_eq(fi_eq_sread(eq, &event, &got, sizeof(got), 20000, 0),
+		     (ssize_t)sizeof(got));
+	cr_assert_eq(got.data, 0xc0);
+	cr_assert_geq(the_cm.calls, 50);
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+static void fd_progress(struct util_eq *eq)
+{
+	struct fake_cm *cm = fake_cm_of(eq);
+	struct fi_eq_entry e = { .data = 0xfd };
+	char c;
+
+	cm->calls++;
+	while (read(cm->pipe[0], &c, 1) == 1)
+		util_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0);
+}
+
+static void *pipe_writer(void *p)
+{
+	struct fake_cm *cm = p;
+
+	usleep(100 * 1000);
+	cr_assert_eq(write(cm->pipe[1], "x", 1), 1);
+	return NULL;
+}
+
+Test(eq, sread_wakes_on_provider_fd)
+{
+	struct fid_eq *eq = eq_open(FI_WAIT_FD);
+	struct fi_eq_entry got = { 0 };
+	pthread_t thread;
+	uint64_t start = now_ms();
+	uint32_t event;
+
+	the_cm = (struct fake_cm){ .eq = util_eq_of(eq) };
+	cr_assert_eq(pipe(the_cm.pipe), 0);
+	cr_assert_eq(fcntl(the_cm.pipe[0], F_SETFL, O_NONBLOCK), 0);
+	cr_assert_eq(util_wait_add_fd(util_eq_wait(util_eq_of(eq)),
+				      the_cm.pipe[0], POLLIN, NULL),
+		     0);
+	util_eq_of(eq)->progress = fd_progress;
+	cr_assert_eq(pthread_create(&thread, NULL, pipe_writer, &the_cm), 0);
+	cr_assert_eq(fi_eq_sread(eq, &event, &got, sizeof(got), 20000, 0),
+		     (ssize_t)sizeof(got));
+	pthread_join(thread, NULL);
+	cr_assert_eq(got.data, 0xfd);
+	cr_assert_lt(now_ms() - start, 15000);
+	/* Blocked, not spun: a handful of progress rounds at most. */
+	cr_assert_lt(the_cm.calls, 20, "%d progress calls", the_cm.calls);
+	cr_assert_eq(util_wait_del_fd(util_eq_wait(util_eq_of(eq)),
+				      the_cm.pipe[0]),
+		     0);
+	cr_assert_eq(fi_close(&eq->fid), 0);
+	close(the_cm.pipe[0]);
+	close(the_cm.pipe[1]);
 }
