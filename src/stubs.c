@@ -33,3 +33,9 @@ int weft_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 {
 	return -FI_ENOSYS;
 }
+
+int weft_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
+		   struct fid_av_set **av_set, void *context)
+{
+	return -FI_ENOSYS;
+}

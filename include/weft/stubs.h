@@ -18,4 +18,11 @@ int weft_no_tostr(const struct fid *fid, char *buf, size_t len);
 int weft_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		    void *ops, void *context);
 
+/* struct fi_ops_av */
+struct fi_av_set_attr;
+struct fid_av_set;
+struct fid_av;
+int weft_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
+		   struct fid_av_set **av_set, void *context);
+
 #endif /* WEFT_STUBS_H */
