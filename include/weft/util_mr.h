@@ -1,0 +1,162 @@
+/*
+ * Memory registration: the key map every provider keeps per domain, and a
+ * minimal MR object for providers whose registrations are only a key and
+ * a range of memory (shm, tcp).
+ *
+ * The key map.  A registration is a list of iovecs, access bits and a key.
+ * Peers address a registration as one contiguous range starting at `base`:
+ * the virtual address of the first iovec under FI_MR_VIRT_ADDR, else the
+ * registration's offset (0 for offset-based addressing, fi_mr(3)); the
+ * iovecs follow each other in that range.  Keys:
+ *  - FI_MR_PROV_KEY: the map picks a 64-bit key.  Keys come from a keyed
+ *    permutation of a counter seeded once from getrandom(2): unpredictable
+ *    to peers, never FI_KEY_NOTAVAIL, never handed out twice in the life
+ *    of the map (removal does not make a key reusable).
+ *  - otherwise the application's requested key, -FI_ENOKEY if it is in use.
+ * Lookups hash the key: O(1) average, no allocation.
+ *
+ * A provider embeds a struct util_mr_map in its domain and calls
+ * util_mr_map_verify on the target side of every RMA and atomic.
+ */
+#ifndef WEFT_UTIL_MR_H
+#define WEFT_UTIL_MR_H
+
+#include <sys/uio.h>
+
+#include <rdma/fi_domain.h>
+
+#include "weft/core.h"
+#include "weft/lock.h"
+#include "weft/util_domain.h"
+
+/* Access bits a registration may carry. */
+#define UTIL_MR_ACCESS                                                         \
+	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |             \
+	 FI_REMOTE_WRITE | FI_COLLECTIVE)
+/* Registration flags the util MR accepts. */
+#define UTIL_MR_FLAGS (FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY)
+/* Default most iovecs in one registration (domain mr_iov_limit). */
+#define UTIL_MR_IOV_LIMIT 4
+
+struct util_mr_entry;
+
+struct util_mr_map {
+	const struct fi_provider *prov;
+	int mr_mode;      /* FI_MR_BASIC / FI_MR_SCALABLE already expanded */
+	size_t iov_limit;
+	struct weft_lock lock;
+	/* key generator (FI_MR_PROV_KEY) */
+	uint64_t key_seed[3];
+	uint64_t key_next;
+	/* key -> entry */
+	struct util_mr_entry **bucket;
+	size_t bucket_mask;
+	size_t count;
+};
+
+/*
+ * Initialise an empty map for a domain's mr_mode (FI_MR_BASIC means
+ * FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, FI_MR_SCALABLE
+ * means none of them).  iov_limit 0 means UTIL_MR_IOV_LIMIT.  The lock is
+ * taken per `needs_lock` (util_domain_needs_lock of the domain).  Called
+ * from the provider's domain open; does not block.  Returns 0, -FI_ENOMEM
+ * or what initialising the lock returned.
+ */
+int util_mr_map_init(struct util_mr_map *map, const struct fi_provider *prov,
+		     int mr_mode, size_t iov_limit, bool needs_lock);
+
+/* Free the map and whatever registrations are still in it. */
+void util_mr_map_fini(struct util_mr_map *map);
+
+/*
+ * Add a registration: attr->mr_iov / iov_count (copied), access, offset
+ * and requested_key, and `owner`, an opaque pointer returned by lookups
+ * (the provider's MR object).  Validates the access bits (-FI_EINVAL for
+ * unknown ones), the iov count (-FI_EINVAL for 0 or over iov_limit) and
+ * that the range peers address does not wrap around 2^64 (-FI_EINVAL).
+ * Control path: takes the lock, allocates.  Returns 0 and *key, or
+ * -FI_ENOKEY (requested key in use), -FI_EINVAL, -FI_ENOMEM.
+ */
+int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
+		       void *owner, uint64_t *key);
+
+/* Remove the registration under key: 0 or -FI_ENOKEY. */
+int util_mr_map_remove(struct util_mr_map *map, uint64_t key);
+
+/*
+ * The owner given at insert for key, or NULL (not registered).  Takes the
+ * lock; O(1) average; no allocation.
+ */
+void *util_mr_map_lookup(struct util_mr_map *map, uint64_t key);
+
+/*
+ * Target side of an RMA or atomic: check that a peer may access len bytes
+ * at addr (its address, in the map's addressing mode) of the registration
+ * under key with `access` (FI_REMOTE_READ, FI_REMOTE_WRITE, ... all of
+ * which the registration must grant), and translate the range into local
+ * memory.  iov holds *iov_count entries on input; on success it receives
+ * the local pieces and *iov_count their number (0 for len 0).  Bounds
+ * checks never overflow: addr + len is never computed.  Data path: takes
+ * the lock (per threading), no allocation, never blocks.  Returns 0,
+ * -FI_ENOKEY (no such key), -FI_EACCES (access not granted), -FI_EINVAL
+ * (range outside the registration), -FI_ETOOSMALL (more pieces than iov
+ * holds).
+ */
+int util_mr_map_verify_iov(struct util_mr_map *map, uint64_t key,
+			   uint64_t addr, size_t len, uint64_t access,
+			   struct iovec *iov, size_t *iov_count);
+
+/*
+ * util_mr_map_verify_iov for a range that must be contiguous in local
+ * memory: *local is where it starts.  Same returns; a range that spans two
+ * iovecs of a vectored registration gets -FI_ETOOSMALL.
+ */
+int util_mr_map_verify(struct util_mr_map *map, uint64_t key, uint64_t addr,
+		       size_t len, uint64_t access, void **local);
+
+/*
+ * The minimal MR object.  fi_mr_desc returns the util_mr itself, so a
+ * provider that receives a desc can read the registration back;
+ * fi_mr_key returns the map's key.  fi_close removes the key and drops
+ * the domain reference.
+ */
+struct util_mr {
+	struct fid_mr mr_fid;
+	struct util_domain *domain;
+	struct util_mr_map *map;
+	uint64_t access;
+	uint64_t flags;
+	enum fi_hmem_iface iface;
+	size_t iov_count;
+	struct iovec iov[];
+};
+
+/*
+ * fi_mr_regattr for providers that use struct util_mr: validates attr
+ * (access bits, flags, iov count, FI_HMEM_SYSTEM memory only: -FI_ENOSYS
+ * otherwise), inserts into map, takes a domain reference, and when the
+ * domain's EQ was bound with FI_REG_MR reports FI_MR_COMPLETE on it.
+ * Called from the provider's fi_ops_mr; may allocate, never blocks.
+ * Returns 0 and *mr_fid, or -FI_EINVAL, -FI_EBADFLAGS, -FI_ENOKEY,
+ * -FI_ENOSYS, -FI_ENOMEM.
+ */
+int util_mr_regattr(struct util_domain *domain, struct util_mr_map *map,
+		    const struct fi_mr_attr *attr, uint64_t flags,
+		    struct fid_mr **mr_fid);
+
+/* fi_mr_regv and fi_mr_reg in terms of util_mr_regattr. */
+int util_mr_regv(struct util_domain *domain, struct util_mr_map *map,
+		 const struct iovec *iov, size_t count, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags,
+		 struct fid_mr **mr_fid, void *context);
+int util_mr_reg(struct util_domain *domain, struct util_mr_map *map,
+		const void *buf, size_t len, uint64_t access, uint64_t offset,
+		uint64_t requested_key, uint64_t flags, struct fid_mr **mr_fid,
+		void *context);
+
+static inline struct util_mr *util_mr_from_fid(struct fid_mr *mr_fid)
+{
+	return container_of(mr_fid, struct util_mr, mr_fid);
+}
+
+#endif /* WEFT_UTIL_MR_H */

@@ -1,0 +1,475 @@
+/* Memory registration key map and the minimal MR object (weft/util_mr.h). */
+#include "weft/util_mr.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fi_eq.h>
+
+#include "weft/stubs.h"
+
+struct util_mr_entry {
+	struct util_mr_entry *next; /* bucket chain */
+	uint64_t key;
+	uint64_t access;
+	uint64_t base; /* peers' address of byte 0 */
+	uint64_t len;  /* total bytes */
+	void *owner;
+	size_t iov_count;
+	struct iovec iov[];
+};
+
+/* A bijection of 64-bit values that spreads every input bit. */
+static inline uint64_t mr_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline struct util_mr_entry **mr_bucket(struct util_mr_map *map,
+					       uint64_t key)
+{
+	return &map->bucket[mr_mix(key) & map->bucket_mask];
+}
+
+static struct util_mr_entry *mr_find(struct util_mr_map *map, uint64_t key)
+{
+	struct util_mr_entry *e;
+
+	for (e = *mr_bucket(map, key); e; e = e->next)
+		if (e->key == key)
+			return e;
+	return NULL;
+}
+
+static int mr_resize(struct util_mr_map *map, size_t nbuckets)
+{
+	struct util_mr_entry **old = map->bucket, *e, *next;
+	size_t i, n = map->bucket ? map->bucket_mask + 1 : 0;
+
+	map->bucket = calloc(nbuckets, sizeof(*map->bucket));
+	if (!map->bucket) {
+		map->bucket = old;
+		return -FI_ENOMEM;
+	}
+	map->bucket_mask = nbuckets - 1;
+	for (i = 0; i < n; i++) {
+		for (e = old[i]; e; e = next) {
+			next = e->next;
+			e->next = *mr_bucket(map, e->key);
+			*mr_bucket(map, e->key) = e;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static void mr_seed(struct util_mr_map *map)
+{
+	struct timespec ts;
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(map->key_seed)) {
+		n = getrandom((char *)map->key_seed + got,
+			      sizeof(map->key_seed) - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got == sizeof(map->key_seed))
+		return;
+	/* No getrandom: keys stay unique, only less unpredictable. */
+	FI_WARN(map->prov, FI_LOG_MR,
+		"getrandom failed; MR keys seeded from the clock\n");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	map->key_seed[0] ^= mr_mix((uint64_t)ts.tv_nsec ^ (uint64_t)getpid());
+	map->key_seed[1] ^= mr_mix((uint64_t)ts.tv_sec ^ (uintptr_t)map);
+	map->key_seed[2] ^= mr_mix(map->key_seed[0] + map->key_seed[1]);
+}
+
+/*
+ * Next provider key: a keyed bijection of a counter, so two counter values
+ * never give the same key.  Lock held.
+ */
+static uint64_t mr_next_key(struct util_mr_map *map)
+{
+	uint64_t key;
+
+	do {
+		key = mr_mix(mr_mix(map->key_next++ ^ map->key_seed[0]) +
+			     map->key_seed[1]) ^
+		      map->key_seed[2];
+	} while (key == FI_KEY_NOTAVAIL || mr_find(map, key));
+	return key;
+}
+
+int util_mr_map_init(struct util_mr_map *map, const struct fi_provider *prov,
+		     int mr_mode, size_t iov_limit, bool needs_lock)
+{
+	int ret;
+
+	memset(map, 0, sizeof(*map));
+	map->prov = prov ? prov : &weft_core_prov;
+	if (mr_mode == FI_MR_BASIC)
+		mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	else if (mr_mode == FI_MR_SCALABLE)
+		mr_mode = 0;
+	map->mr_mode = mr_mode;
+	map->iov_limit = iov_limit ? iov_limit : UTIL_MR_IOV_LIMIT;
+	mr_seed(map);
+	ret = weft_lock_init(&map->lock, needs_lock);
+	if (ret)
+		return ret;
+	ret = mr_resize(map, 64);
+	if (ret)
+		goto err_destroy_lock;
+	return 0;
+
+err_destroy_lock:
+	weft_lock_destroy(&map->lock);
+	return ret;
+}
+
+void util_mr_map_fini(struct util_mr_map *map)
+{
+	struct util_mr_entry *e, *next;
+	size_t i;
+
+	for (i = 0; map->bucket && i <= map->bucket_mask; i++) {
+		for (e = map->bucket[i]; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	}
+	free(map->bucket);
+	map->bucket = NULL;
+	map->count = 0;
+	weft_lock_destroy(&map->lock);
+}
+
+int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
+		       void *owner, uint64_t *key)
+{
+	struct util_mr_entry *e;
+	uint64_t total = 0;
+	size_t i;
+	int ret;
+
+	if (!attr || !key || !attr->iov_count ||
+	    attr->iov_count > map->iov_limit || !attr->mr_iov)
+		return -FI_EINVAL;
+	if (attr->access & ~UTIL_MR_ACCESS) {
+		FI_WARN(map->prov, FI_LOG_MR, "unknown access bits %#llx\n",
+			(unsigned long long)(attr->access & ~UTIL_MR_ACCESS));
+		return -FI_EINVAL;
+	}
+	for (i = 0; i < attr->iov_count; i++) {
+		if (attr->mr_iov[i].iov_len > UINT64_MAX - total)
+			return -FI_EINVAL;
+		total += attr->mr_iov[i].iov_len;
+		/* Local memory itself may not wrap either. */
+		if (attr->mr_iov[i].iov_len >
+		    UINTPTR_MAX - (uintptr_t)attr->mr_iov[i].iov_base)
+			return -FI_EINVAL;
+	}
+
+	e = malloc(sizeof(*e) + attr->iov_count * sizeof(e->iov[0]));
+	if (!e)
+		return -FI_ENOMEM;
+	e->access = attr->access;
+	e->base = map->mr_mode & FI_MR_VIRT_ADDR ?
+			  (uint64_t)(uintptr_t)attr->mr_iov[0].iov_base :
+			  attr->offset;
+	e->len = total;
+	e->owner = owner;
+	e->iov_count = attr->iov_count;
+	memcpy(e->iov, attr->mr_iov, attr->iov_count * sizeof(e->iov[0]));
+	/* The peers' range [base, base + len) must not wrap. */
+	if (total > UINT64_MAX - e->base) {
+		ret = -FI_EINVAL;
+		goto err_free_entry;
+	}
+
+	weft_lock(&map->lock);
+	if (map->mr_mode & FI_MR_PROV_KEY) {
+		e->key = mr_next_key(map);
+	} else if (mr_find(map, attr->requested_key)) {
+		weft_unlock(&map->lock);
+		FI_INFO(map->prov, FI_LOG_MR, "key %#llx is in use\n",
+			(unsigned long long)attr->requested_key);
+		ret = -FI_ENOKEY;
+		goto err_free_entry;
+	} else {
+		e->key = attr->requested_key;
+	}
+	if (map->count + 1 > map->bucket_mask + 1 &&
+	    mr_resize(map, (map->bucket_mask + 1) * 2)) {
+		weft_unlock(&map->lock);
+		ret = -FI_ENOMEM;
+		goto err_free_entry;
+	}
+	e->next = *mr_bucket(map, e->key);
+	*mr_bucket(map, e->key) = e;
+	map->count++;
+	*key = e->key;
+	weft_unlock(&map->lock);
+	return 0;
+
+err_free_entry:
+	free(e);
+	return ret;
+}
+
+int util_mr_map_remove(struct util_mr_map *map, uint64_t key)
+{
+	struct util_mr_entry **link, *e;
+
+	weft_lock(&map->lock);
+	for (link = mr_bucket(map, key); (e = *link); link = &e->next) {
+		if (e->key == key) {
+			*link = e->next;
+			map->count--;
+			weft_unlock(&map->lock);
+			free(e);
+			return 0;
+		}
+	}
+	weft_unlock(&map->lock);
+	return -FI_ENOKEY;
+}
+
+void *util_mr_map_lookup(struct util_mr_map *map, uint64_t key)
+{
+	struct util_mr_entry *e;
+	void *owner;
+
+	weft_lock(&map->lock);
+	e = mr_find(map, key);
+	owner = e ? e->owner : NULL;
+	weft_unlock(&map->lock);
+	return owner;
+}
+
+/* Lock held.  See util_mr_map_verify_iov. */
+static int mr_verify_locked(struct util_mr_map *map, uint64_t key,
+			    uint64_t addr, size_t len, uint64_t access,
+			    struct iovec *iov, size_t *iov_count)
+{
+	struct util_mr_entry *e = mr_find(map, key);
+	uint64_t off, left = len, seg, take;
+	size_t i, n = 0;
+
+	if (!e)
+		return -FI_ENOKEY;
+	if ((e->access & access) != access || (access & ~UTIL_MR_ACCESS))
+		return -FI_EACCES;
+	/* off <= e->len and len <= e->len - off, without computing addr + len */
+	if (addr < e->base)
+		return -FI_EINVAL;
+	off = addr - e->base;
+	if (off > e->len || (uint64_t)len > e->len - off)
+		return -FI_EINVAL;
+
+	for (i = 0; i < e->iov_count && left; i++) {
+		seg = e->iov[i].iov_len;
+		if (off >= seg) {
+			off -= seg;
+			continue;
+		}
+		if (n == *iov_count)
+			return -FI_ETOOSMALL;
+		take = WEFT_MIN(seg - off, left);
+		iov[n].iov_base = (char *)e->iov[i].iov_base + off;
+		iov[n].iov_len = (size_t)take;
+		n++;
+		left -= take;
+		off = 0;
+	}
+	*iov_count = n;
+	return 0;
+}
+
+int util_mr_map_verify_iov(struct util_mr_map *map, uint64_t key,
+			   uint64_t addr, size_t len, uint64_t access,
+			   struct iovec *iov, size_t *iov_count)
+{
+	int ret;
+
+	if (!iov_count || (*iov_count && !iov))
+		return -FI_EINVAL;
+	weft_lock(&map->lock);
+	ret = mr_verify_locked(map, key, addr, len, access, iov, iov_count);
+	weft_unlock(&map->lock);
+	return ret;
+}
+
+/* Local address of byte `off` of a registration (off <= e->len). */
+static void *mr_point(const struct util_mr_entry *e, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < e->iov_count; i++) {
+		if (off < e->iov[i].iov_len)
+			return (char *)e->iov[i].iov_base + off;
+		off -= e->iov[i].iov_len;
+	}
+	return (char *)e->iov[e->iov_count - 1].iov_base +
+	       e->iov[e->iov_count - 1].iov_len;
+}
+
+int util_mr_map_verify(struct util_mr_map *map, uint64_t key, uint64_t addr,
+		       size_t len, uint64_t access, void **local)
+{
+	struct iovec iov;
+	size_t n = 1;
+	int ret;
+
+	if (!local)
+		return -FI_EINVAL;
+	weft_lock(&map->lock);
+	ret = mr_verify_locked(map, key, addr, len, access, &iov, &n);
+	if (!ret && !n) {
+		/* len 0: where the range would start, inside or at the end */
+		struct util_mr_entry *e = mr_find(map, key);
+
+		iov.iov_base = mr_point(e, addr - e->base);
+	}
+	weft_unlock(&map->lock);
+	if (!ret)
+		*local = iov.iov_base;
+	return ret;
+}
+
+/* ---- the MR object ----------------------------------------------------- */
+
+static int util_mr_close(struct fid *fid)
+{
+	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
+	int ret;
+
+	ret = util_mr_map_remove(mr->map, mr->mr_fid.key);
+	if (ret)
+		FI_WARN(mr->domain->prov, FI_LOG_MR,
+			"closing MR: key %#llx was not in the map\n",
+			(unsigned long long)mr->mr_fid.key);
+	util_domain_put(mr->domain);
+	free(mr);
+	return 0;
+}
+
+static int util_mr_control(struct fid *fid, int command, void *arg)
+{
+	/* fi_mr_enable: a util MR is usable as soon as it is registered. */
+	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
+}
+
+static const struct fi_ops util_mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = util_mr_close,
+	.bind = weft_no_bind,
+	.control = util_mr_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+int util_mr_regattr(struct util_domain *domain, struct util_mr_map *map,
+		    const struct fi_mr_attr *attr, uint64_t flags,
+		    struct fid_mr **mr_fid)
+{
+	struct fi_eq_entry entry;
+	struct util_mr *mr;
+	int ret;
+
+	if (!domain || !map || !attr || !mr_fid)
+		return -FI_EINVAL;
+	if (flags & ~UTIL_MR_FLAGS) {
+		FI_WARN(domain->prov, FI_LOG_MR, "unknown MR flags %#llx\n",
+			(unsigned long long)(flags & ~UTIL_MR_FLAGS));
+		return -FI_EBADFLAGS;
+	}
+	if (attr->iface != FI_HMEM_SYSTEM) {
+		FI_WARN(domain->prov, FI_LOG_MR,
+			"only host memory can be registered\n");
+		return -FI_ENOSYS;
+	}
+	if (!attr->iov_count || attr->iov_count > map->iov_limit)
+		return -FI_EINVAL;
+
+	mr = calloc(1, sizeof(*mr) + attr->iov_count * sizeof(mr->iov[0]));
+	if (!mr)
+		return -FI_ENOMEM;
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = attr->context;
+	mr->mr_fid.fid.ops = (struct fi_ops *)&util_mr_fi_ops;
+	mr->mr_fid.mem_desc = mr;
+	mr->domain = domain;
+	mr->map = map;
+	mr->access = attr->access;
+	mr->flags = flags;
+	mr->iface = attr->iface;
+	mr->iov_count = attr->iov_count;
+	memcpy(mr->iov, attr->mr_iov, attr->iov_count * sizeof(mr->iov[0]));
+
+	ret = util_mr_map_insert(map, attr, mr, &mr->mr_fid.key);
+	if (ret)
+		goto err_free_mr;
+	util_domain_get(domain);
+	*mr_fid = &mr->mr_fid;
+
+	if (domain->eq && (domain->eq_flags & FI_REG_MR)) {
+		memset(&entry, 0, sizeof(entry));
+		entry.fid = &mr->mr_fid.fid;
+		entry.context = attr->context;
+		if (fi_eq_write(domain->eq, FI_MR_COMPLETE, &entry,
+				sizeof(entry), 0) < 0)
+			FI_WARN(domain->prov, FI_LOG_MR,
+				"cannot write FI_MR_COMPLETE\n");
+	}
+	return 0;
+
+err_free_mr:
+	free(mr);
+	return ret;
+}
+
+int util_mr_regv(struct util_domain *domain, struct util_mr_map *map,
+		 const struct iovec *iov, size_t count, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags,
+		 struct fid_mr **mr_fid, void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	if (count && !iov)
+		return -FI_EINVAL;
+	return util_mr_regattr(domain, map, &attr, flags, mr_fid);
+}
+
+int util_mr_reg(struct util_domain *domain, struct util_mr_map *map,
+		const void *buf, size_t len, uint64_t access, uint64_t offset,
+		uint64_t requested_key, uint64_t flags, struct fid_mr **mr_fid,
+		void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return util_mr_regv(domain, map, &iov, 1, access, offset,
+			    requested_key, flags, mr_fid, context);
+}

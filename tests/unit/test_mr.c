@@ -1,0 +1,447 @@
+#include <criterion/criterion.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+
+#include "weft/util_domain.h"
+#include "weft/util_mr.h"
+
+static struct util_mr_map map;
+static char buf[4096];
+
+static uint64_t insert(uint64_t base_or_offset, size_t len, uint64_t access,
+		       uint64_t requested, int expect)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = access,
+		.offset = base_or_offset,
+		.requested_key = requested,
+	};
+	uint64_t key = 0;
+
+	cr_assert_eq(util_mr_map_insert(&map, &attr, buf, &key), expect);
+	return key;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+Test(mr_map, provider_keys_unique_across_removal, .timeout = 30)
+{
+	enum { N = 20000 };
+	uint64_t *keys = malloc(2 * N * sizeof(*keys));
+	size_t i;
+
+	cr_assert_not_null(keys);
+	cr_assert_eq(util_mr_map_init(&map, NULL, FI_MR_PROV_KEY, 0, true), 0);
+	for (i = 0; i < N; i++) {
+		keys[i] = insert(0, 64, FI_REMOTE_READ, 7, 0);
+		cr_assert_neq(keys[i], FI_KEY_NOTAVAIL);
+	}
+	for (i = 0; i < N; i++)
+		cr_assert_eq(util_mr_map_remove(&map, keys[i]), 0);
+	cr_assert_eq(map.count, 0);
+	for (i = N; i < 2 * N; i++)
+		keys[i] = insert(0, 64, FI_REMOTE_READ, 7, 0);
+	qsort(keys, 2 * N, sizeof(*keys), cmp_u64);
+	for (i = 1; i < 2 * N; i++)
+		cr_assert_neq(keys[i], keys[i - 1], "key %#llx handed out twice",
+			      (unsigned long long)keys[i]);
+	/* keys look random: both halves of the key space are used */
+	cr_assert_lt(keys[0], 1ULL << 63);
+	cr_assert_geq(keys[2 * N - 1], 1ULL << 63);
+	util_mr_map_fini(&map);
+	free(keys);
+}
+
+Test(mr_map, two_maps_pick_different_keys)
+{
+	struct util_mr_map other;
+	uint64_t k1, k2;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, FI_MR_BASIC, 0, false), 0);
+	cr_assert_eq(util_mr_map_init(&other, NULL, FI_MR_PROV_KEY, 0, false),
+		     0);
+	cr_assert(map.mr_mode & FI_MR_PROV_KEY);
+	cr_assert(map.mr_mode & FI_MR_VIRT_ADDR);
+	k1 = insert((uintptr_t)buf, 16, FI_REMOTE_READ, 0, 0);
+	{
+		struct iovec iov = { buf, 16 };
+		struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1 };
+
+		cr_assert_eq(util_mr_map_insert(&other, &attr, NULL, &k2), 0);
+	}
+	cr_assert_neq(k1, k2, "same seed in two maps");
+	util_mr_map_fini(&other);
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, requested_keys_and_collisions)
+{
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	cr_assert_eq(insert(0, 16, FI_REMOTE_WRITE, 42, 0), 42);
+	insert(0, 16, FI_REMOTE_WRITE, 42, -FI_ENOKEY);
+	cr_assert_eq(insert(0, 16, FI_REMOTE_WRITE, 0, 0), 0);
+	cr_assert_eq(insert(0, 16, FI_REMOTE_WRITE, UINT64_MAX - 1, 0),
+		     UINT64_MAX - 1);
+	cr_assert_eq(util_mr_map_lookup(&map, 42), buf);
+	cr_assert_null(util_mr_map_lookup(&map, 43));
+	cr_assert_eq(util_mr_map_remove(&map, 42), 0);
+	cr_assert_eq(util_mr_map_remove(&map, 42), -FI_ENOKEY);
+	cr_assert_null(util_mr_map_lookup(&map, 42));
+	cr_assert_eq(insert(0, 16, FI_REMOTE_WRITE, 42, 0), 42);
+	cr_assert_eq(map.count, 3);
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, many_requested_keys_lookup)
+{
+	uint64_t k;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	for (k = 0; k < 5000; k++)
+		insert(0, 8, FI_REMOTE_READ, k * 4096, 0);
+	for (k = 0; k < 5000; k++) {
+		cr_assert_eq(util_mr_map_lookup(&map, k * 4096), buf);
+		cr_assert_null(util_mr_map_lookup(&map, k * 4096 + 1));
+	}
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, insert_rejects_bad_registrations)
+{
+	struct iovec iov[5];
+	struct fi_mr_attr attr = { .mr_iov = iov, .iov_count = 5 };
+	uint64_t key;
+	int i;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 4, true), 0);
+	for (i = 0; i < 5; i++) {
+		iov[i].iov_base = buf;
+		iov[i].iov_len = 8;
+	}
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), -FI_EINVAL);
+	attr.iov_count = 0;
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), -FI_EINVAL);
+	attr.iov_count = 1;
+	attr.access = 1ULL << 62;
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), -FI_EINVAL);
+	attr.access = FI_REMOTE_READ;
+	/* offset-based range that would wrap */
+	attr.offset = UINT64_MAX - 4;
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), -FI_EINVAL);
+	/* local memory that would wrap */
+	attr.offset = 0;
+	iov[0].iov_base = (void *)(UINTPTR_MAX - 3);
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), -FI_EINVAL);
+	/* iov lengths whose sum wraps */
+	iov[0].iov_base = buf;
+	iov[0].iov_len = SIZE_MAX;
+	iov[1].iov_len = 2;
+	attr.iov_count = 2;
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), -FI_EINVAL);
+	cr_assert_eq(map.count, 0);
+	util_mr_map_fini(&map);
+}
+
+/* ---- verify ---------------------------------------------------------------- */
+
+#define V(addr, len, acc) util_mr_map_verify(&map, key, (addr), (len), (acc), &p)
+
+Test(mr_map, verify_offset_based)
+{
+	void *p = NULL;
+	uint64_t key;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	key = insert(0, sizeof(buf), FI_REMOTE_READ | FI_REMOTE_WRITE, 5, 0);
+
+	cr_assert_eq(V(0, sizeof(buf), FI_REMOTE_READ), 0);
+	cr_assert_eq(p, buf);
+	cr_assert_eq(V(100, 10, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(p, buf + 100);
+	cr_assert_eq(V(4095, 1, FI_REMOTE_READ | FI_REMOTE_WRITE), 0);
+	cr_assert_eq(p, buf + 4095);
+	cr_assert_eq(V(4096, 0, FI_REMOTE_READ), 0, "empty range at the end");
+	cr_assert_eq(p, buf + 4096);
+	cr_assert_eq(V(0, 0, FI_REMOTE_READ), 0);
+	cr_assert_eq(p, buf);
+
+	p = NULL;
+	cr_assert_eq(V(4096, 1, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(4097, 0, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(0, 4097, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(1, 4096, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(1, SIZE_MAX, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(4095, SIZE_MAX, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX, 1, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX, 0, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX - 4095, 4096, FI_REMOTE_READ), -FI_EINVAL);
+	/* addr + len wraps to a small number inside the region */
+	cr_assert_eq(V(UINT64_MAX - 1, 10, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(2048, (size_t)(UINT64_MAX - 2047), FI_REMOTE_READ),
+		     -FI_EINVAL);
+	cr_assert_null(p, "failed verify wrote the output");
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, verify_access_bits)
+{
+	void *p;
+	uint64_t key;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	key = insert(0, 64, FI_REMOTE_READ, 1, 0);
+	cr_assert_eq(V(0, 8, FI_REMOTE_READ), 0);
+	cr_assert_eq(V(0, 8, FI_REMOTE_WRITE), -FI_EACCES);
+	cr_assert_eq(V(0, 8, FI_REMOTE_READ | FI_REMOTE_WRITE), -FI_EACCES);
+	cr_assert_eq(V(0, 8, FI_SEND), -FI_EACCES);
+	/* access is checked even for out-of-range requests */
+	cr_assert_eq(V(1000, 8, FI_REMOTE_WRITE), -FI_EACCES);
+	key = insert(0, 64, 0, 2, 0);
+	cr_assert_eq(V(0, 8, FI_REMOTE_READ), -FI_EACCES);
+	key = insert(0, 64, FI_REMOTE_WRITE, 3, 0);
+	cr_assert_eq(V(0, 8, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(V(0, 8, FI_REMOTE_READ), -FI_EACCES);
+	key = 99;
+	cr_assert_eq(V(0, 8, FI_REMOTE_READ), -FI_ENOKEY);
+	cr_assert_eq(util_mr_map_verify(&map, 1, 0, 8, FI_REMOTE_READ, NULL),
+		     -FI_EINVAL);
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, verify_virt_addr)
+{
+	uint64_t base = (uintptr_t)buf;
+	void *p;
+	uint64_t key;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, FI_MR_VIRT_ADDR, 0, true),
+		     0);
+	key = insert(0, 1024, FI_REMOTE_READ, 9, 0);
+	cr_assert_eq(V(base, 1024, FI_REMOTE_READ), 0);
+	cr_assert_eq(p, buf);
+	cr_assert_eq(V(base + 1000, 24, FI_REMOTE_READ), 0);
+	cr_assert_eq(p, buf + 1000);
+	cr_assert_eq(V(base - 1, 1, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(base - 1, 2, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(0, 8, FI_REMOTE_READ), -FI_EINVAL, "offset 0 is not "
+							   "valid under VIRT_ADDR");
+	cr_assert_eq(V(base + 1023, 2, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(base + 1, SIZE_MAX, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX, 1, FI_REMOTE_READ), -FI_EINVAL);
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, verify_region_at_top_of_address_space)
+{
+	void *p;
+	uint64_t key;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	/* offset-based region whose last byte is peer address 2^64 - 2 */
+	key = insert(UINT64_MAX - 4096, 4096, FI_REMOTE_READ, 11, 0);
+	cr_assert_eq(V(UINT64_MAX - 4096, 4096, FI_REMOTE_READ), 0);
+	cr_assert_eq(p, buf);
+	cr_assert_eq(V(UINT64_MAX - 1, 1, FI_REMOTE_READ), 0);
+	cr_assert_eq(p, buf + 4095);
+	cr_assert_eq(V(UINT64_MAX - 1, 2, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX, 1, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX, 0, FI_REMOTE_READ), 0, "empty at the end");
+	cr_assert_eq(V(UINT64_MAX - 1, SIZE_MAX, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(0, 1, FI_REMOTE_READ), -FI_EINVAL);
+	cr_assert_eq(V(UINT64_MAX - 4097, 1, FI_REMOTE_READ), -FI_EINVAL);
+	/* the largest region that does not wrap, and one byte more */
+	insert(UINT64_MAX - 4096, 4097, FI_REMOTE_READ, 12, -FI_EINVAL);
+	util_mr_map_fini(&map);
+}
+
+Test(mr_map, verify_vectored_registration)
+{
+	struct iovec iov[3] = { { buf, 100 }, { buf + 1000, 0 },
+				{ buf + 2000, 100 } };
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = 3,
+		.access = FI_REMOTE_WRITE,
+		.requested_key = 77,
+	};
+	struct iovec out[2];
+	size_t n;
+	uint64_t key;
+	void *p;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	cr_assert_eq(util_mr_map_insert(&map, &attr, NULL, &key), 0);
+	n = 2;
+	cr_assert_eq(util_mr_map_verify_iov(&map, key, 50, 100,
+					    FI_REMOTE_WRITE, out, &n),
+		     0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(out[0].iov_base, buf + 50);
+	cr_assert_eq(out[0].iov_len, 50);
+	cr_assert_eq(out[1].iov_base, buf + 2000);
+	cr_assert_eq(out[1].iov_len, 50);
+	n = 1;
+	cr_assert_eq(util_mr_map_verify_iov(&map, key, 50, 100,
+					    FI_REMOTE_WRITE, out, &n),
+		     -FI_ETOOSMALL);
+	cr_assert_eq(V(50, 100, FI_REMOTE_WRITE), -FI_ETOOSMALL);
+	cr_assert_eq(V(100, 100, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(p, buf + 2000);
+	cr_assert_eq(V(150, 51, FI_REMOTE_WRITE), -FI_EINVAL);
+	n = 2;
+	cr_assert_eq(util_mr_map_verify_iov(&map, key, 200, 0,
+					    FI_REMOTE_WRITE, out, &n),
+		     0);
+	cr_assert_eq(n, 0);
+	util_mr_map_fini(&map);
+}
+
+/* ---- the MR object ------------------------------------------------------- */
+
+static struct util_domain dom;
+
+static void dom_setup(void)
+{
+	cr_assert_eq(util_domain_init(&dom, NULL, NULL, NULL), 0);
+}
+
+static void dom_teardown(void)
+{
+	cr_assert_eq(util_domain_fini(&dom), 0);
+}
+
+TestSuite(util_mr, .init = dom_setup, .fini = dom_teardown);
+
+Test(util_mr, reg_key_desc_close)
+{
+	struct fid_mr *mr, *mr2;
+	struct util_mr *umr;
+	void *p;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 128,
+				 FI_REMOTE_READ | FI_SEND, 0, 1234, 0, &mr,
+				 &map),
+		     0);
+	cr_assert_eq(fi_mr_key(mr), 1234);
+	umr = fi_mr_desc(mr);
+	cr_assert_eq(umr, util_mr_from_fid(mr));
+	cr_assert_eq(umr->iov[0].iov_base, buf);
+	cr_assert_eq(mr->fid.context, &map);
+	cr_assert_eq(atomic_load(&dom.ref), 1);
+	cr_assert_eq(util_mr_map_lookup(&map, 1234), umr);
+	cr_assert_eq(util_mr_map_verify(&map, 1234, 0, 128, FI_REMOTE_READ,
+					&p),
+		     0);
+	cr_assert_eq(p, buf);
+	cr_assert_eq(fi_mr_enable(mr), 0);
+
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 128, FI_REMOTE_READ, 0,
+				 1234, 0, &mr2, NULL),
+		     -FI_ENOKEY);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	cr_assert_null(util_mr_map_lookup(&map, 1234));
+	cr_assert_eq(util_mr_map_verify(&map, 1234, 0, 1, FI_REMOTE_READ, &p),
+		     -FI_ENOKEY);
+	cr_assert_eq(atomic_load(&dom.ref), 0);
+	util_mr_map_fini(&map);
+}
+
+Test(util_mr, reg_validates)
+{
+	struct fi_mr_attr attr = { .iov_count = 1, .access = FI_REMOTE_READ };
+	struct iovec iov = { buf, 64 };
+	struct fid_mr *mr;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, FI_MR_PROV_KEY, 1, true), 0);
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, 1ULL << 61, 0, 0, 0, &mr,
+				 NULL),
+		     -FI_EINVAL);
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, FI_REMOTE_READ, 0, 0,
+				 FI_TAGGED, &mr, NULL),
+		     -FI_EBADFLAGS);
+	cr_assert_eq(util_mr_regv(&dom, &map, NULL, 1, FI_REMOTE_READ, 0, 0, 0,
+				  &mr, NULL),
+		     -FI_EINVAL);
+	{
+		struct iovec two[2] = { { buf, 8 }, { buf + 8, 8 } };
+
+		cr_assert_eq(util_mr_regv(&dom, &map, two, 2, FI_REMOTE_READ,
+					  0, 0, 0, &mr, NULL),
+			     -FI_EINVAL, "over the iov limit");
+	}
+	attr.mr_iov = &iov;
+	attr.iface = FI_HMEM_CUDA;
+	cr_assert_eq(util_mr_regattr(&dom, &map, &attr, 0, &mr), -FI_ENOSYS);
+	cr_assert_eq(atomic_load(&dom.ref), 0);
+	cr_assert_eq(map.count, 0);
+
+	/* provider keys ignore the requested one */
+	attr.iface = FI_HMEM_SYSTEM;
+	attr.requested_key = 5;
+	cr_assert_eq(util_mr_regattr(&dom, &map, &attr, 0, &mr), 0);
+	cr_assert_neq(fi_mr_key(mr), FI_KEY_NOTAVAIL);
+	cr_assert_eq(util_mr_map_lookup(&map, fi_mr_key(mr)),
+		     util_mr_from_fid(mr));
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	util_mr_map_fini(&map);
+}
+
+struct rec_eq {
+	struct fid_eq eq;
+	uint32_t event;
+	struct fi_eq_entry entry;
+	int n;
+};
+
+static ssize_t rec_write(struct fid_eq *eq, uint32_t event, const void *b,
+			 size_t len, uint64_t flags)
+{
+	struct rec_eq *r = container_of(eq, struct rec_eq, eq);
+
+	cr_assert_eq(len, sizeof(r->entry));
+	r->event = event;
+	memcpy(&r->entry, b, len);
+	r->n++;
+	return (ssize_t)len;
+}
+
+static struct fi_ops_eq rec_eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.write = rec_write,
+};
+
+Test(util_mr, async_registration_event)
+{
+	struct rec_eq eq = { .eq.fid.fclass = FI_CLASS_EQ, .eq.ops = &rec_eq_ops };
+	struct fid_mr *mr;
+	int ctx;
+
+	cr_assert_eq(util_domain_bind(&dom.domain_fid.fid, &eq.eq.fid,
+				      FI_REG_MR),
+		     0);
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, FI_REMOTE_READ, 0, 3, 0,
+				 &mr, &ctx),
+		     0);
+	cr_assert_eq(eq.n, 1);
+	cr_assert_eq(eq.event, FI_MR_COMPLETE);
+	cr_assert_eq(eq.entry.fid, &mr->fid);
+	cr_assert_eq(eq.entry.context, &ctx);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	util_mr_map_fini(&map);
+}
