@@ -1,9 +1,13 @@
 # prov/util: address vectors and the memory-registration key map.
 libweft_la_SOURCES += \
+	prov/util/util_av.c \
 	prov/util/util_mr.c
 
 if HAVE_CRITERION
-CRITERION_TESTS += tests/unit/test_mr
+CRITERION_TESTS += tests/unit/test_av tests/unit/test_mr
+tests_unit_test_av_SOURCES = tests/unit/test_av.c
+tests_unit_test_av_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_av_LDADD = $(UNIT_LDADD)
 tests_unit_test_mr_SOURCES = tests/unit/test_mr.c
 tests_unit_test_mr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_mr_LDADD = $(UNIT_LDADD)
