@@ -329,3 +329,45 @@ Test(cntr, bad_attrs)
 	cr_assert_eq(util_cntr_open(&domain, NULL, &cntr, NULL), 0);
 	cr_assert_eq(fi_close(&cntr->fid), 0);
 }
+
+/* Wait sets report a counter when a value changed since they last looked
+ * (fi_poll(3)); the application's own fi_cntr_add/set do not count. */
+Test(cntr, wait_set_reports_changes)
+{
+	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_SET };
+	struct bump_arg arg;
+	struct fid_wait *set;
+	struct fid_cntr *cntr;
+	pthread_t thread;
+	uint64_t start;
+
+	cr_assert_eq(util_wait_open(NULL, &wattr, &set), 0);
+	attr.wait_set = set;
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), 0);
+	cr_assert_eq(fi_close(&set->fid), -FI_EBUSY);
+	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT);
+
+	cr_assert_eq(fi_cntr_add(cntr, 3), 0);
+	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT, "own add reported");
+
+	arg = (struct bump_arg){ util_cntr_of(cntr), 100, 1, false };
+	start = now_ms();
+	cr_assert_eq(pthread_create(&thread, NULL, bumper, &arg), 0);
+	cr_assert_eq(fi_wait(set, 20000), 0);
+	pthread_join(thread, NULL);
+	cr_assert_lt(now_ms() - start, 15000);
+	cr_assert_eq(fi_cntr_read(cntr), 4);
+	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT, "reported twice");
+
+	util_cntr_inc_err(util_cntr_of(cntr));
+	cr_assert_eq(fi_wait(set, 0), 0, "error change not reported");
+
+	/* fi_cntr_wait still works on a counter of a set. */
+	util_cntr_inc(util_cntr_of(cntr));
+	cr_assert_eq(fi_cntr_wait(cntr, 5, 1000), 0);
+
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&set->fid), 0);
+}

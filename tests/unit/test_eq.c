@@ -583,3 +583,41 @@ Test(eq, sread_wakes_on_provider_fd)
 	close(the_cm.pipe[0]);
 	close(the_cm.pipe[1]);
 }
+
+Test(eq, wait_set_wakes_on_write)
+{
+	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_SET };
+	struct fid_wait *set;
+	struct fid_eq *eq;
+	struct writer_arg arg;
+	struct fi_eq_entry got = { 0 };
+	pthread_t thread;
+	uint64_t start;
+	uint32_t event;
+	int fd;
+
+	cr_assert_eq(util_wait_open(&fabric.fabric_fid, &wattr, &set), 0);
+	attr.wait_set = set;
+	cr_assert_eq(util_eq_open(&fabric, &attr, &eq, NULL), 0);
+	cr_assert_eq(fi_close(&set->fid), -FI_EBUSY);
+	/* The wait object belongs to the set: ask the set for it. */
+	cr_assert_eq(fi_control(&eq->fid, FI_GETWAIT, &fd), -FI_EINVAL);
+	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT);
+
+	arg = (struct writer_arg){ util_eq_of(eq), 100, false };
+	start = now_ms();
+	cr_assert_eq(pthread_create(&thread, NULL, writer, &arg), 0);
+	cr_assert_eq(fi_wait(set, 20000), 0);
+	pthread_join(thread, NULL);
+	cr_assert_lt(now_ms() - start, 15000);
+	/* The set reports, the EQ still holds the event. */
+	cr_assert_eq(fi_wait(set, 0), 0);
+	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0),
+		     (ssize_t)sizeof(got));
+	cr_assert_eq(got.data, 0xfeed);
+	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT);
+
+	cr_assert_eq(fi_close(&eq->fid), 0);
+	cr_assert_eq(fi_close(&set->fid), 0);
+}
