@@ -909,17 +909,26 @@ WEFT_EXPORT char *fi_tostr_r(char *buf, size_t len, const void *data,
 	case FI_TYPE_CQ_EVENT_FLAGS:
 		memcpy(&flags, data, sizeof(flags));
 		break;
-	case FI_TYPE_INFO:
-	case FI_TYPE_TX_ATTR:
-	case FI_TYPE_RX_ATTR:
-	case FI_TYPE_EP_ATTR:
-	case FI_TYPE_DOMAIN_ATTR:
-	case FI_TYPE_FABRIC_ATTR:
-	case FI_TYPE_FID:
-	case FI_TYPE_VERSION:
+	case FI_TYPE_EP_TYPE:
+	case FI_TYPE_ADDR_FORMAT:
+	case FI_TYPE_THREADING:
+	case FI_TYPE_PROGRESS:
+	case FI_TYPE_PROTOCOL:
+	case FI_TYPE_AV_TYPE:
+	case FI_TYPE_ATOMIC_TYPE:
+	case FI_TYPE_ATOMIC_OP:
+	case FI_TYPE_EQ_EVENT:
+	case FI_TYPE_MR_MODE:
+	case FI_TYPE_OP_TYPE:
+	case FI_TYPE_COLLECTIVE_OP:
+	case FI_TYPE_HMEM_IFACE:
+	case FI_TYPE_CQ_FORMAT:
+	case FI_TYPE_LOG_LEVEL:
+	case FI_TYPE_LOG_SUBSYS:
+		memcpy(&val, data, sizeof(val));
 		break;
 	default:
-		memcpy(&val, data, sizeof(val));
+		/* Structures, FI_TYPE_VERSION and unknown types. */
 		break;
 	}
 
