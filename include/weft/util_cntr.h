@@ -102,6 +102,11 @@ int util_cntr_fini(struct util_cntr *cntr);
 int util_cntr_open(struct util_domain *domain, const struct fi_cntr_attr *attr,
 		   struct fid_cntr **cntr, void *context);
 
+/* util_cntr_open in the shape of fi_ops_domain.cntr_open, for a provider
+ * whose domain embeds struct util_domain at domain_fid. */
+int util_cntr_open_op(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		      struct fid_cntr **cntr, void *context);
+
 /*
  * Count n successful completions.  The provider's fast path: callable
  * from any thread, lock-free; makes a syscall only when a thread waits on

@@ -105,12 +105,17 @@ int util_eq_fini(struct util_eq *eq);
 int util_eq_open(struct util_fabric *fabric, const struct fi_eq_attr *attr,
 		 struct fid_eq **eq, void *context);
 
+/* util_eq_open in the shape of fi_ops_fabric.eq_open, for a provider
+ * whose fabric embeds struct util_fabric at fabric_fid. */
+int util_eq_open_op(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		    struct fid_eq **eq, void *context);
+
 /*
  * Queue one event: len bytes from buf (len may be 0).  CM events
  * (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN) need len >= sizeof(struct
  * fi_eq_cm_entry); the bytes after it are the private data.  For
- * FI_CONNREQ the fi_info in the entry passes to the EQ (and to the reader,
- * who frees it with fi_freeinfo).  flags must be 0.  Callable from any
+ * FI_CONNREQ the fi_info in the entry passes to the EQ on success (then to
+ * the reader, who frees it with fi_freeinfo; fi_close frees it if unread).  flags must be 0.  Callable from any
  * thread; takes the EQ mutex, allocates, wakes a waiter; never blocks
  * otherwise.  Returns len, -FI_EINVAL or -FI_ENOMEM.  fi_eq_write by the
  * application goes through here.

@@ -347,3 +347,11 @@ err_free_cntr:
 	free(cntr);
 	return ret;
 }
+
+int util_cntr_open_op(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		      struct fid_cntr **cntr, void *context)
+{
+	return util_cntr_open(container_of(domain, struct util_domain,
+					   domain_fid),
+			      attr, cntr, context);
+}

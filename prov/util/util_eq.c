@@ -430,3 +430,11 @@ err_free_eq:
 	free(eq);
 	return ret;
 }
+
+int util_eq_open_op(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		    struct fid_eq **eq, void *context)
+{
+	return util_eq_open(container_of(fabric, struct util_fabric,
+					 fabric_fid),
+			    attr, eq, context);
+}

@@ -371,3 +371,19 @@ Test(cntr, wait_set_reports_changes)
 	cr_assert_eq(fi_close(&cntr->fid), 0);
 	cr_assert_eq(fi_close(&set->fid), 0);
 }
+
+Test(cntr, open_op_takes_the_domain_fid)
+{
+	struct fi_cntr_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_cntr *cntr = NULL;
+	int ctx;
+
+	cr_assert_eq(util_cntr_open_op(&domain.domain_fid, &attr, &cntr, &ctx),
+		     0);
+	cr_assert_eq(cntr->fid.fclass, FI_CLASS_CNTR);
+	cr_assert_eq(cntr->fid.context, &ctx);
+	cr_assert_eq(util_cntr_of(cntr)->domain, &domain);
+	cr_assert_eq(util_domain_fini(&domain), -FI_EBUSY,
+		     "domain released under an open counter");
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+}

@@ -621,3 +621,18 @@ Test(eq, wait_set_wakes_on_write)
 	cr_assert_eq(fi_close(&eq->fid), 0);
 	cr_assert_eq(fi_close(&set->fid), 0);
 }
+
+Test(eq, open_op_takes_the_fabric_fid)
+{
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq = NULL;
+	int ctx;
+
+	cr_assert_eq(util_eq_open_op(&fabric.fabric_fid, &attr, &eq, &ctx), 0);
+	cr_assert_eq(eq->fid.fclass, FI_CLASS_EQ);
+	cr_assert_eq(eq->fid.context, &ctx);
+	cr_assert_eq(util_eq_of(eq)->fabric, &fabric);
+	cr_assert_eq(util_fabric_fini(&fabric), -FI_EBUSY,
+		     "fabric released under an open EQ");
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
