@@ -481,6 +481,19 @@ static void tostr_sockaddr_in6(struct tostr_out *out, const void *addr)
 			     addr, offsetof(struct sockaddr_in6, sin6_port))));
 }
 
+static void tostr_sockaddr_ib(struct tostr_out *out, const void *addr)
+{
+	char str[INET6_ADDRSTRLEN];
+	unsigned int pkey, port_space, scope;
+
+	tostr_ntop(AF_INET6, addr, 8, str, sizeof(str));
+	pkey = ntohs(tostr_get16(addr, 2));
+	port_space = (be64toh(tostr_get64(addr, 24)) >> 16) & 0xfff;
+	scope = be64toh(tostr_get64(addr, 40)) & 0xff;
+	tostr_printf(out, "fi_sockaddr_ib://[%s]:0x%x:0x%x:0x%x", str, pkey,
+		     port_space, scope);
+}
+
 static void tostr_addr(struct tostr_out *out, uint32_t format,
 		       const void *addr)
 {
@@ -507,13 +520,7 @@ static void tostr_addr(struct tostr_out *out, uint32_t format,
 		tostr_sockaddr_in6(out, addr);
 		break;
 	case FI_SOCKADDR_IB:
-		tostr_ntop(AF_INET6, addr, 8, str, sizeof(str));
-		tostr_printf(out, "fi_sockaddr_ib://[%s]:0x%x:0x%x:0x%x", str,
-			     ntohs(tostr_get16(addr, 2)),
-			     (unsigned int)(be64toh(tostr_get64(addr, 24)) >>
-					    16) & 0xfff,
-			     (unsigned int)be64toh(tostr_get64(addr, 40)) &
-				     0xff);
+		tostr_sockaddr_ib(out, addr);
 		break;
 	case FI_ADDR_PSMX:
 		tostr_printf(out, "fi_addr_psmx://%" PRIx64,
