@@ -820,3 +820,81 @@ Test(av, user_ids_reported_for_source)
 	cr_assert_eq(fi_av_insert(av, a, 1, fa, 0, NULL), 1);
 	cr_assert_eq(util_av_user_id(uav, fa[0]), fa[0]);
 }
+
+/* ---- threads ---------------------------------------------------------------- */
+
+#include <pthread.h>
+
+enum { THREADS = 4, PER_THREAD = 2000 };
+static fi_addr_t thread_fa[THREADS][PER_THREAD];
+
+static void *insert_thread(void *arg)
+{
+	struct util_av *uav = util_av_from_fid(av);
+	uintptr_t t = (uintptr_t)arg;
+	struct sockaddr_in a;
+	int i;
+
+	for (i = 0; i < PER_THREAD; i++) {
+		a = sin_n((uint32_t)(t * PER_THREAD + (uintptr_t)i));
+		if (fi_av_insert(av, &a, 1, &thread_fa[t][i], 0, NULL) != 1)
+			return (void *)1;
+		if (util_av_lookup_addr(uav, &a) != thread_fa[t][i])
+			return (void *)2;
+		if (i % 3 == 0 &&
+		    fi_av_remove(av, &thread_fa[t][i], 1, 0) != 0)
+			return (void *)3;
+	}
+	return NULL;
+}
+
+Test(av, concurrent_inserts_under_thread_safe, .timeout = 30)
+{
+	struct util_av *uav;
+	pthread_t th[THREADS];
+	struct sockaddr_in a;
+	void *ret;
+	uintptr_t t;
+	int i, live = 0;
+
+	cr_assert_eq(dom.threading, FI_THREAD_SAFE);
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	uav = util_av_from_fid(av);
+	for (t = 0; t < THREADS; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, insert_thread,
+					    (void *)t),
+			     0);
+	for (t = 0; t < THREADS; t++) {
+		cr_assert_eq(pthread_join(th[t], &ret), 0);
+		cr_assert_null(ret, "thread %zu failed at step %p", (size_t)t,
+			       ret);
+	}
+	for (t = 0; t < THREADS; t++) {
+		for (i = 0; i < PER_THREAD; i++) {
+			a = sin_n((uint32_t)(t * PER_THREAD + (uintptr_t)i));
+			if (i % 3 == 0) {
+				cr_assert_eq(util_av_lookup_addr(uav, &a),
+					     FI_ADDR_NOTAVAIL);
+				continue;
+			}
+			live++;
+			cr_assert_eq(util_av_lookup_addr(uav, &a),
+				     thread_fa[t][i]);
+			assert_lookup_in(thread_fa[t][i], &a);
+		}
+	}
+	cr_assert_eq(uav->count, (uint32_t)live);
+}
+
+Test(av, provider_side_insert)
+{
+	struct sockaddr_in a = sin_n(3), un = sin_n(4);
+	fi_addr_t fa;
+
+	open_av(FI_AV_MAP, &util_av_sockaddr_in_ops);
+	cr_assert_eq(util_av_insert_addr(util_av_from_fid(av), &a, &fa), 0);
+	assert_lookup_in(fa, &a);
+	un.sin_family = AF_INET6;
+	cr_assert_eq(util_av_insert_addr(util_av_from_fid(av), &un, &fa),
+		     -FI_EINVAL);
+}
