@@ -898,3 +898,112 @@ Test(av, provider_side_insert)
 	cr_assert_eq(util_av_insert_addr(util_av_from_fid(av), &un, &fa),
 		     -FI_EINVAL);
 }
+
+/* ---- FI_ADDR_STR with a binary stored form ----------------------------------- */
+
+static int num_from_str(const struct util_av *a, const char *str, void *addr)
+{
+	unsigned long long v;
+	char *end;
+
+	if (strncmp(str, "fi_num://", 9))
+		return -FI_EINVAL;
+	v = strtoull(str + 9, &end, 10);
+	if (*end || end == str + 9)
+		return -FI_EINVAL;
+	memcpy(addr, &(uint64_t){ v }, sizeof(uint64_t));
+	return 0;
+}
+
+static int num_to_str(const struct util_av *a, const void *addr, char *buf,
+		      size_t len)
+{
+	uint64_t v;
+
+	memcpy(&v, addr, sizeof(v));
+	return snprintf(buf, len, "fi_num://%llu", (unsigned long long)v);
+}
+
+static const struct util_av_ops num_ops = {
+	.addr_format = FI_ADDR_STR,
+	.addrlen = sizeof(uint64_t),
+	.from_str = num_from_str,
+	.to_str = num_to_str,
+};
+
+Test(av, addr_str_with_binary_storage)
+{
+	const char *names[] = { "fi_num://7", "fi_num://x", "fi_num://123456" };
+	uint64_t key = 123456;
+	struct util_av *uav;
+	fi_addr_t fa[3];
+	char buf[32];
+	size_t len = sizeof(buf);
+
+	open_av(FI_AV_TABLE, &num_ops);
+	uav = util_av_from_fid(av);
+	cr_assert_eq(fi_av_insert(av, names, 3, fa, 0, NULL), 2);
+	cr_assert_eq(fa[1], FI_ADDR_NOTAVAIL);
+	cr_assert_eq(fa[2], 1);
+	cr_assert_eq(*(uint64_t *)util_av_addr(uav, fa[2]), 123456);
+	cr_assert_eq(util_av_lookup_addr(uav, &key), fa[2]);
+	cr_assert_eq(fi_av_lookup(av, fa[2], buf, &len), 0);
+	cr_assert_str_eq(buf, "fi_num://123456");
+	cr_assert_eq(len, strlen("fi_num://123456") + 1);
+	cr_assert_eq(fi_av_insertsvc(av, "fi_num://8", NULL, fa, 0, NULL), 1);
+	cr_assert_eq(fa[0], 2);
+	/* a provider giving only one of the two converters is refused */
+	{
+		struct util_av_ops half = num_ops;
+		struct fi_av_attr attr = { .type = FI_AV_TABLE };
+		struct fid_av *a2;
+
+		half.to_str = NULL;
+		cr_assert_eq(util_av_open(&dom, &attr, &half, &a2, NULL),
+			     -FI_EINVAL);
+	}
+}
+
+Test(av, straddr_of_unprintable_address_prints_bytes)
+{
+	struct sockaddr_in a = { .sin_family = AF_UNIX };
+	char buf[128];
+	size_t len = sizeof(buf);
+
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_straddr(av, &a, buf, &len), buf);
+	cr_assert_eq(strncmp(buf, "fi_addr_raw://0100", 18), 0, "%s", buf);
+	cr_assert_eq(len, strlen("fi_addr_raw://") + 2 * sizeof(a) + 1);
+	cr_assert_eq(strlen(buf) + 1, len);
+}
+
+/* ---- with the util EQ ---------------------------------------------------------- */
+
+#include "weft/util_eq.h"
+
+Test(av, async_completion_read_from_util_eq)
+{
+	struct sockaddr_in a[2];
+	struct fi_eq_entry entry;
+	struct fid_eq *eq;
+	uint32_t event;
+	fi_addr_t fa[2];
+	int ctx;
+
+	a[0] = sin_n(1);
+	a[1] = sin_n(2);
+	cr_assert_eq(util_eq_open(NULL, NULL, &eq, NULL), 0);
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(fi_av_insert(av, a, 2, fa, 0, &ctx), 0);
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     sizeof(entry));
+	cr_assert_eq(event, FI_AV_COMPLETE);
+	cr_assert_eq(entry.fid, &av->fid);
+	cr_assert_eq(entry.context, &ctx);
+	cr_assert_eq(entry.data, 2);
+	cr_assert_eq(fa[1], 1);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	av = NULL;
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
