@@ -29,6 +29,23 @@
  * FI_ADDR_STR the application passes strings ("fi_shm://name"); a provider
  * either keeps them as they are (the default: the string, NUL-padded to
  * addrlen bytes) or gives ->from_str / ->to_str to keep a binary form.
+ *
+ * Provider use:
+ *
+ *	static const struct util_av_ops tcp_av_ops = {
+ *		.addr_format = FI_SOCKADDR_IN,
+ *		.priv_size = sizeof(struct tcp_peer),
+ *		.entry_fini = tcp_peer_drop,
+ *	};
+ *	fi_ops_domain.av_open:
+ *		return util_av_open(&dom->util, attr, &tcp_av_ops, av, context);
+ *	send:     peer = util_av_priv(av, dest_addr);  NULL: -FI_EINVAL
+ *	FI_SOURCE: src = util_av_lookup_addr(av, &sin);
+ *		   cq entry's src_addr = util_av_user_id(av, src)
+ *	endpoint bind / close: util_av_get(av) / util_av_put(av)
+ *
+ * util_av_index() is dense (lowest free slot first), so a provider may keep
+ * per-peer arrays indexed by it.
  */
 #ifndef WEFT_UTIL_AV_H
 #define WEFT_UTIL_AV_H
@@ -63,9 +80,9 @@ struct util_av;
  * uses its default for addr_format (FI_SOCKADDR_IN, FI_SOCKADDR_IN6,
  * FI_SOCKADDR, FI_ADDR_STR); for other formats a NULL ->normalize is a
  * plain copy, ->to_str prints hex, ->resolve and ->from_str fail with
- * -FI_ENOSYS.  All callbacks are called with the AV lock not held, may not
- * block except ->resolve (name resolution), and must not call back into the
- * AV.
+ * -FI_ENOSYS.  The address callbacks run without the AV lock, the entry
+ * hooks with it; none may block except ->resolve (name resolution), and
+ * none may call back into the AV.
  */
 struct util_av_ops {
 	/* The format fi_av_insert takes (FI_SOCKADDR_IN, ..., FI_ADDR_STR). */

@@ -15,8 +15,18 @@
  *  - otherwise the application's requested key, -FI_ENOKEY if it is in use.
  * Lookups hash the key: O(1) average, no allocation.
  *
- * A provider embeds a struct util_mr_map in its domain and calls
- * util_mr_map_verify on the target side of every RMA and atomic.
+ * Provider use:
+ *
+ *	struct shm_domain { struct util_domain util; struct util_mr_map mr_map; };
+ *	domain open:  util_mr_map_init(&d->mr_map, prov, d->util.mr_mode, 0,
+ *				       util_domain_needs_lock(&d->util));
+ *	fi_ops_mr.reg: return util_mr_reg(&d->util, &d->mr_map, buf, len, ...);
+ *	RMA target:   ret = util_mr_map_verify(&d->mr_map, key, addr, len,
+ *				       FI_REMOTE_WRITE, &local);
+ *	domain close: util_mr_map_fini(&d->mr_map);
+ *
+ * A provider with its own MR object (verbs: an ibv_mr per registration)
+ * uses the map alone, with its object as the owner.
  */
 #ifndef WEFT_UTIL_MR_H
 #define WEFT_UTIL_MR_H
