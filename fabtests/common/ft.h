@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fabtests common helpers: option parsing, fabric/domain/endpoint setup for
+ * MSG, RDM and DGRAM endpoints, an out-of-band TCP side channel, completion
+ * waiting with a progress timeout, data fill/verify and the result table.
+ *
+ * Everything here uses the public OFI API only (the rdma/ headers), so a program
+ * built once runs over any libfabric.so.1 that the library path selects.
+ */
+#ifndef FT_H
+#define FT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+/* Exit status of a program whose provider lacks what the test needs. */
+#define FT_EXIT_NOTSUPP 77
+
+#define FT_MAX_SIZES 64
+#define FT_DEFAULT_PORT "9228"
+#define FT_TAG 0x5eedULL
+/* Buffers of one endpoint never exceed this, the window shrinks instead. */
+#define FT_MAX_BUF (64UL << 20)
+
+enum ft_comp {
+	FT_COMP_QUEUE,
+	FT_COMP_COUNTER,
+};
+
+struct ft_opts {
+	const char *prov;
+	const char *domain;
+	const char *fabric;
+	const char *src_addr;
+	const char *dst_addr;	/* NULL on the server */
+	const char *src_port;	/* -B: side-channel port the server listens on */
+	const char *dst_port;	/* -P: side-channel port the client connects to */
+	enum fi_ep_type ep_type;
+	size_t sizes[FT_MAX_SIZES];
+	int nsizes;
+	bool sweep;		/* -S all (or the default sweep) */
+	int iters;
+	int warmup;
+	int window;
+	long inject;		/* -j; -1: the provider's inject_size */
+	bool verify;
+	bool machine;
+	bool delivery;
+	enum fi_wait_obj wait_obj;
+	enum ft_comp comp;
+	const char *op;
+	int timeout;		/* seconds without progress before failing */
+	int threads;
+};
+
+/* What a program needs: filled by main() before ft_parse(). */
+struct ft_prog {
+	const char *name;
+	const char *summary;
+	enum fi_ep_type ep_type;	/* default endpoint type */
+	uint64_t caps;
+	int iters;			/* default -I */
+	int window;			/* default -W */
+	const char *sizes;		/* default -S */
+	const char *op;			/* default -o */
+	const char *ops_help;		/* NULL: the program has no -o */
+	bool threads;			/* accepts -n */
+};
+
+/* One endpoint and everything that hangs off it. */
+struct ft_ep {
+	struct fi_info *info;
+	struct fid_ep *ep;
+	struct fid_eq *eq;
+	struct fid_cq *txcq;
+	struct fid_cq *rxcq;
+	struct fid_cntr *txcntr;
+	struct fid_cntr *rxcntr;
+	struct fid_av *av;
+	struct fid_mr *mr;
+	void *desc;
+	char *buf;		/* tx slots, then rx slots */
+	size_t buf_size;
+	size_t slot_size;
+	int nslots;
+	fi_addr_t peer;
+	uint64_t mr_key;
+	/* remote rx slots, for RMA and atomics */
+	uint64_t rkey;
+	uint64_t raddr;
+	/* counts of posted operations and of their completions */
+	uint64_t tx_posted;
+	uint64_t tx_done;
+	uint64_t rx_posted;
+	uint64_t rx_done;
+	uint64_t tx_cq_seen;	/* counter mode: CQ entries seen */
+	uint64_t rx_cq_seen;
+	uint64_t last_cq_data;
+	uint64_t tx_seq;		/* sequence number of the next operation */
+	bool no_oob;		/* driven by a thread: no side-channel use */
+	struct fi_context2 *tx_ctx;
+	struct fi_context2 *rx_ctx;
+	int index;
+};
+
+struct ft_state {
+	struct ft_opts opts;
+	const struct ft_prog *prog;
+	bool server;
+	int oob;			/* side-channel socket */
+	struct fi_info *hints;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_pep *pep;
+	struct fid_eq *pep_eq;
+	struct fi_info *peer_name;	/* client of MSG: the server's listen address */
+	size_t max_size;
+	size_t inject_size;
+	struct ft_ep ep;
+};
+
+extern struct ft_state ft;
+
+/* Print "call: fi_strerror(-ret) (ret)" on stderr. */
+#define FT_ERR(call, ret) \
+	ft_err("%s:%d: %s: %s (%d)", __func__, __LINE__, (call), \
+	       fi_strerror((int)-(ret)), (int)(ret))
+
+void ft_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Options and setup.  ft_parse exits on a usage error. */
+void ft_parse(int argc, char **argv, const struct ft_prog *prog);
+uint64_t ft_mr_access(uint64_t caps);
+/*
+ * Side channel, fabric and the first endpoint; an FI_ENODATA from
+ * fi_getinfo on either side ends both programs with FT_EXIT_NOTSUPP.
+ * Returns 0 or a negative error; never hangs longer than -T seconds.
+ */
+int ft_init(void);
+/* Further endpoints (fi_mt_bw): index >= 1, set up as the first one. */
+int ft_ep_setup(struct ft_ep *e, int index);
+void ft_ep_close(struct ft_ep *e);
+void ft_fini(void);
+
+/* Side channel: whole-message transfers, bounded by -T. */
+int ft_oob_send(const void *buf, size_t len);
+int ft_oob_recv(void *buf, size_t len);
+int ft_sync(void);
+/* Wait for the peer's side-channel message while driving progress on e. */
+int ft_oob_recv_progress(struct ft_ep *e, void *buf, size_t len);
+
+/* Buffers. */
+static inline char *ft_tx_slot(struct ft_ep *e, int i)
+{
+	return e->buf + (size_t)(i % e->nslots) * e->slot_size;
+}
+
+static inline char *ft_rx_slot(struct ft_ep *e, int i)
+{
+	return e->buf + (size_t)(e->nslots + i % e->nslots) * e->slot_size;
+}
+
+static inline uint64_t ft_rx_slot_raddr(struct ft_ep *e, int i)
+{
+	return e->raddr + (uint64_t)(e->nslots + i % e->nslots) * e->slot_size;
+}
+
+void ft_fill(void *buf, size_t len, uint64_t seed);
+int ft_check(const void *buf, size_t len, uint64_t seed, const char *what);
+
+/* Posting: retries -FI_EAGAIN while driving progress, bounded by -T. */
+int ft_post_recv(struct ft_ep *e, int slot, size_t len, bool tagged);
+int ft_post_send(struct ft_ep *e, int slot, size_t len, bool tagged);
+int ft_post_rma(struct ft_ep *e, int op, int slot, size_t len, uint64_t data);
+/* Read both completion queues (or counters) once; returns < 0 on error. */
+int ft_progress(struct ft_ep *e);
+/* Wait until tx_done >= tx / rx_done >= rx; fail after -T s without progress. */
+int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx);
+static inline int ft_wait_tx(struct ft_ep *e)
+{
+	return ft_wait(e, e->tx_posted, 0);
+}
+
+/* Result table: bytes iters total time MB/sec usec/xfer Mxfers/sec. */
+void ft_report_header(const char *first);
+void ft_report(const char *name, size_t size, uint64_t iters, double secs,
+	       int xfers_per_iter);
+double ft_now(void);
+const char *ft_ep_type_str(enum fi_ep_type type);
+
+/* Iteration count for one size of a sweep: large sizes run fewer times. */
+int ft_iters_for(size_t size);
+
+/* Kinds of transfer the pingpong and bandwidth loops drive. */
+enum ft_xfer {
+	FT_XFER_MSG,
+	FT_XFER_TAGGED,
+	FT_XFER_WRITE,
+	FT_XFER_WRITEDATA,
+	FT_XFER_READ,
+};
+
+int ft_pingpong(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
+		double *secs);
+int ft_bandwidth(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
+		 double *secs);
+/* Run fn for every size of the sweep, printing the table; exit status. */
+int ft_run_sizes(int (*fn)(size_t size, int iters, double *secs),
+		 int xfers_per_iter);
+/* End of main(): close everything, map a result to an exit status. */
+int ft_exit(int ret);
+
+#endif /* FT_H */

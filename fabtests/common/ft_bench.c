@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The pingpong and bandwidth loops shared by the benchmark programs.
+ *
+ * Both sides run the same number of operations (same options).  Warmup
+ * operations run first and are not timed.  Data seeds are the operation's
+ * sequence number, so -v checks that every byte landed where it belongs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ft.h"
+
+#define FT_ACK_LEN 4
+/* Seeds of the data the server sends back in a pingpong. */
+#define FT_REPLY_SEED(j) ((j) ^ 0x5a5aULL)
+/* Seeds of the server's rx slots that the client reads. */
+#define FT_READ_SEED(slot) (0xbeefULL + (slot))
+
+static bool ft_is_tagged(enum ft_xfer kind)
+{
+	return kind == FT_XFER_TAGGED;
+}
+
+static int ft_post_xfer(struct ft_ep *e, enum ft_xfer kind, int slot,
+			size_t size, uint64_t seq)
+{
+	switch (kind) {
+	case FT_XFER_MSG:
+	case FT_XFER_TAGGED:
+		return ft_post_send(e, slot, size, ft_is_tagged(kind));
+	default:
+		return ft_post_rma(e, kind, slot, size, seq);
+	}
+}
+
+static int ft_pp_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
+		     int count, uint64_t base)
+{
+	bool msg = kind == FT_XFER_MSG || kind == FT_XFER_TAGGED;
+	bool verify = ft.opts.verify;
+	uint64_t rx0, j;
+	int i, ret;
+
+	if (!count)
+		return 0;
+	if (msg) {
+		ret = ft_post_recv(e, 0, size, ft_is_tagged(kind));
+		if (ret)
+			return ret;
+	}
+	ret = e->no_oob ? 0 : ft_sync();
+	if (ret)
+		return ret;
+	rx0 = e->rx_done;
+
+	for (i = 0; i < count; i++) {
+		j = base + i;
+		if (!ft.server) {
+			if (verify)
+				ft_fill(ft_tx_slot(e, 0), size, j);
+			ret = ft_post_xfer(e, kind, 0, size, j);
+			if (ret)
+				return ret;
+		}
+		ret = ft_wait(e, 0, rx0 + i + 1);
+		if (ret)
+			return ret;
+		if (verify) {
+			ret = ft_check(ft_rx_slot(e, 0), size,
+				       ft.server ? j : FT_REPLY_SEED(j),
+				       ft.server ? "request" : "reply");
+			if (ret)
+				return ret;
+		}
+		if (msg && i + 1 < count) {
+			ret = ft_post_recv(e, 0, size, ft_is_tagged(kind));
+			if (ret)
+				return ret;
+		}
+		/* the previous send must be done before its buffer changes */
+		ret = ft_wait_tx(e);
+		if (ret)
+			return ret;
+		if (ft.server) {
+			if (verify)
+				ft_fill(ft_tx_slot(e, 0), size, FT_REPLY_SEED(j));
+			ret = ft_post_xfer(e, kind, 0, size, j);
+			if (ret)
+				return ret;
+		}
+	}
+	return ft_wait_tx(e);
+}
+
+int ft_pingpong(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
+		double *secs)
+{
+	int warmup = ft.opts.warmup < iters ? ft.opts.warmup : iters;
+	double start;
+	int ret;
+
+	ret = ft_pp_run(e, kind, size, warmup, e->tx_seq);
+	e->tx_seq += warmup;
+	if (ret)
+		return ret;
+	start = ft_now();
+	ret = ft_pp_run(e, kind, size, iters, e->tx_seq);
+	*secs = ft_now() - start;
+	e->tx_seq += iters;
+	return ret;
+}
+
+/* ---- bandwidth ---- */
+
+static bool ft_needs_ack(enum ft_xfer kind)
+{
+	return kind == FT_XFER_MSG || kind == FT_XFER_TAGGED ||
+	       kind == FT_XFER_WRITEDATA;
+}
+
+static int ft_post_window_recvs(struct ft_ep *e, enum ft_xfer kind,
+				size_t size, int n)
+{
+	int k, ret;
+
+	if (kind != FT_XFER_MSG && kind != FT_XFER_TAGGED)
+		return 0;
+	for (k = 0; k < n; k++) {
+		ret = ft_post_recv(e, k, size, ft_is_tagged(kind));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int ft_bw_client(struct ft_ep *e, enum ft_xfer kind, size_t size,
+			int count, uint64_t base)
+{
+	bool ack = ft_needs_ack(kind);
+	int W = e->nslots, done, n, k, ret;
+
+	for (done = 0; done < count; done += n) {
+		n = count - done < W ? count - done : W;
+		if (ack) {
+			ret = ft_post_recv(e, 0, FT_ACK_LEN, ft_is_tagged(kind));
+			if (ret)
+				return ret;
+		}
+		for (k = 0; k < n; k++) {
+			if (ft.opts.verify && kind != FT_XFER_READ)
+				ft_fill(ft_tx_slot(e, k), size, base + done + k);
+			ret = ft_post_xfer(e, kind, k, size, base + done + k);
+			if (ret)
+				return ret;
+		}
+		ret = ft_wait(e, e->tx_posted, ack ? e->rx_posted : 0);
+		if (ret)
+			return ret;
+		for (k = 0; kind == FT_XFER_READ && ft.opts.verify && k < n; k++) {
+			ret = ft_check(ft_rx_slot(e, k), size, FT_READ_SEED(k),
+				       "read data");
+			if (ret)
+				return ret;
+			memset(ft_rx_slot(e, k), 0, size);
+		}
+	}
+	return 0;
+}
+
+static int ft_bw_server(struct ft_ep *e, enum ft_xfer kind, size_t size,
+			int count, uint64_t base, uint64_t rx0)
+{
+	int W = e->nslots, done, n, k, ret;
+	uint64_t j;
+
+	for (done = 0; done < count; done += n) {
+		n = count - done < W ? count - done : W;
+		ret = ft_wait(e, 0, rx0 + done + n);
+		if (ret)
+			return ret;
+		for (k = 0; ft.opts.verify && k < n; k++) {
+			j = base + done + k;
+			ret = ft_check(ft_rx_slot(e, k), size, j, "received data");
+			if (ret)
+				return ret;
+		}
+		if (done + n < count) {
+			k = count - done - n < W ? count - done - n : W;
+			ret = ft_post_window_recvs(e, kind, size, k);
+			if (ret)
+				return ret;
+		}
+		ret = ft_wait_tx(e);
+		if (!ret)
+			ret = ft_post_send(e, 0, FT_ACK_LEN, ft_is_tagged(kind));
+		if (ret)
+			return ret;
+	}
+	return ft_wait_tx(e);
+}
+
+/* RMA write: the slot k holds what the last operation aimed at it wrote. */
+static int ft_check_written(struct ft_ep *e, size_t size, int count,
+			    uint64_t base)
+{
+	int W = e->nslots, k, last, ret;
+
+	for (k = 0; k < W && k < count; k++) {
+		last = k + W * ((count - 1 - k) / W);
+		ret = ft_check(ft_rx_slot(e, k), size, base + last,
+			       "written data");
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int ft_bw_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
+		     int count, uint64_t base)
+{
+	int W = e->nslots, k, ret;
+	uint64_t rx0;
+	char done = 'd';
+
+	if (!count)
+		return 0;
+	if (ft.server) {
+		ret = ft_post_window_recvs(e, kind, size,
+					   count < W ? count : W);
+		for (k = 0; !ret && kind == FT_XFER_READ && k < W; k++)
+			ft_fill(ft_rx_slot(e, k), size, FT_READ_SEED(k));
+		if (ret)
+			return ret;
+	}
+	rx0 = e->rx_done;
+	ret = e->no_oob ? 0 : ft_sync();
+	if (ret)
+		return ret;
+
+	if (!ft.server) {
+		ret = ft_bw_client(e, kind, size, count, base);
+		if (!ret && !ft_needs_ack(kind))
+			ret = ft_oob_send(&done, 1);
+		return ret;
+	}
+	if (ft_needs_ack(kind))
+		return ft_bw_server(e, kind, size, count, base, rx0);
+	/* write/read: the target only drives progress until the client is done */
+	ret = ft_oob_recv_progress(e, &done, 1);
+	if (!ret && kind == FT_XFER_WRITE && ft.opts.verify)
+		ret = ft_check_written(e, size, count, base);
+	return ret;
+}
+
+int ft_bandwidth(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
+		 double *secs)
+{
+	uint64_t *seq = &e->tx_seq;
+	int warmup = ft.opts.warmup < iters ? ft.opts.warmup : iters;
+	double start;
+	int ret;
+
+	ret = ft_bw_run(e, kind, size, warmup, *seq);
+	*seq += warmup;
+	if (ret)
+		return ret;
+	start = ft_now();
+	ret = ft_bw_run(e, kind, size, iters, *seq);
+	*secs = ft_now() - start;
+	*seq += iters;
+	return ret;
+}
