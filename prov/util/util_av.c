@@ -497,7 +497,7 @@ static int av_hash_resize(struct util_av *av, size_t nbuckets)
 	free(av->bucket);
 	av->bucket = bucket;
 	av->bucket_mask = (uint32_t)(nbuckets - 1);
-	/* Reinsert in index order so later insertions stay in front. */
+	/* Rechain every live slot under the new mask. */
 	for (i = 0; i < av->next_idx; i++) {
 		slot = util_av_slot_at(av, i);
 		if (slot->used)

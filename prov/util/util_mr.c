@@ -161,7 +161,7 @@ int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
 		       void *owner, uint64_t *key)
 {
 	struct util_mr_entry *e;
-	uint64_t total = 0;
+	uint64_t total = 0, base;
 	size_t i;
 	int ret;
 
@@ -183,22 +183,22 @@ int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
 			return -FI_EINVAL;
 	}
 
+	base = map->mr_mode & FI_MR_VIRT_ADDR ?
+		       (uint64_t)(uintptr_t)attr->mr_iov[0].iov_base :
+		       attr->offset;
+	/* The peers' range [base, base + total) must not wrap. */
+	if (total > UINT64_MAX - base)
+		return -FI_EINVAL;
+
 	e = malloc(sizeof(*e) + attr->iov_count * sizeof(e->iov[0]));
 	if (!e)
 		return -FI_ENOMEM;
 	e->access = attr->access;
-	e->base = map->mr_mode & FI_MR_VIRT_ADDR ?
-			  (uint64_t)(uintptr_t)attr->mr_iov[0].iov_base :
-			  attr->offset;
+	e->base = base;
 	e->len = total;
 	e->owner = owner;
 	e->iov_count = attr->iov_count;
 	memcpy(e->iov, attr->mr_iov, attr->iov_count * sizeof(e->iov[0]));
-	/* The peers' range [base, base + len) must not wrap. */
-	if (total > UINT64_MAX - e->base) {
-		ret = -FI_EINVAL;
-		goto err_free_entry;
-	}
 
 	weft_lock(&map->lock);
 	if (map->mr_mode & FI_MR_PROV_KEY) {
