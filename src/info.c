@@ -10,6 +10,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include "weft/stubs.h"
+
 static void *dup_mem(const void *src, size_t len, bool *failed)
 {
 	void *dst;
@@ -58,6 +60,11 @@ static int nic_close(struct fid *fid);
 static struct fi_ops nic_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = nic_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_tostr_nic,
+	.ops_set = weft_no_ops_set,
 };
 
 static void nic_free(struct fid_nic *nic)

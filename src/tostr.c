@@ -27,13 +27,6 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_trigger.h>
 
-/*
- * A fi_ops.tostr for struct fid_nic objects: appends the "    nic:" section
- * of fi_info text for the NIC behind fid to buf (at most len bytes,
- * NUL-terminated).  Returns 0, or -FI_EINVAL for a NULL fid or buffer.
- */
-int weft_tostr_nic(const struct fid *fid, char *buf, size_t len);
-
 /* ---- bounded output ----------------------------------------------------- */
 
 struct tostr_out {

@@ -121,6 +121,13 @@ struct fi_info *weft_info_dup(const struct fi_info *info);
 /* Free one fi_info (not its ->next). */
 void weft_info_free(struct fi_info *info);
 
+/*
+ * A fi_ops.tostr for struct fid_nic objects: appends the "    nic:" section
+ * of fi_info text for the NIC behind fid to buf (at most len bytes,
+ * NUL-terminated).  Returns 0, or -FI_EINVAL for a NULL fid or buffer.
+ */
+int weft_tostr_nic(const struct fid *fid, char *buf, size_t len);
+
 /* The default (1.3) entry points, for the compat versions in src/compat.c. */
 int weft_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,

@@ -25,8 +25,6 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_trigger.h>
 
-int weft_tostr_nic(const struct fid *fid, char *buf, size_t len);
-
 #define OUT_SIZE 65536
 
 /* ---- the reference library ---------------------------------------------- */
