@@ -59,7 +59,14 @@
  * call every bound progress function before looking for entries.  A
  * progress source whose events cannot wake the CQ's wait object (no fd
  * added with util_wait_add_fd and no signal from its own thread) sets
- * `polled`: sread then polls it with sched_yield instead of sleeping.
+ * `polled`: sread, fi_wait on the CQ's wait set then poll it with
+ * sched_yield instead of sleeping, and fi_trywait answers -FI_EAGAIN.
+ *
+ * fi_cq_signal sets a one-shot flag and wakes the wait object: a thread
+ * blocked in sread (or the next one to call it, if none was blocked)
+ * returns -FI_EAGAIN unless completions are available.  (A CQ attached to
+ * a wait set cannot be read with sread; fi_wait on the set returns only
+ * for data.)
  */
 #ifndef WEFT_UTIL_CQ_H
 #define WEFT_UTIL_CQ_H
@@ -111,7 +118,7 @@ struct util_cq_ring {
 	/* Writer's line. */
 	atomic_size_t tail weft_cacheline_aligned; /* next slot to fill */
 	size_t head_cache; /* writer's last view of head */
-	size_t reserved; /* slots promised by util_cq_reserve */
+	size_t reserved;   /* slots promised by util_cq_reserve */
 	/* Reader's line. */
 	atomic_size_t head weft_cacheline_aligned; /* next slot to read */
 	size_t tail_cache; /* reader's last view of tail */
@@ -142,27 +149,27 @@ struct util_cq {
 	struct util_waitable waitable;
 	enum fi_cq_format format; /* resolved, never UNSPEC */
 	enum fi_cq_wait_cond wait_cond;
-	size_t entry_size; /* of the application's format */
-	uint32_t api_version; /* err_data rules of fi_cq_readerr */
+	size_t entry_size;	      /* of the application's format */
+	uint32_t api_version;	      /* err_data rules of fi_cq_readerr */
 	util_cq_strerror_fn strerror; /* set by the provider, may be NULL */
-	bool allocated; /* by util_cq_open: freed on close */
+	bool allocated;		      /* by util_cq_open: freed on close */
 
 	struct util_cq_ring *ring;
 	size_t mask; /* capacity - 1 */
 
-	struct weft_lock lock; /* readers, progress list, last_err */
-	struct weft_lock write_lock; /* see util_cq_writer_lock */
+	struct weft_lock lock;		  /* readers, progress list, last_err */
+	struct weft_lock write_lock;	  /* see util_cq_writer_lock */
 	struct dlist_entry progress_list; /* struct util_cq_progress */
-	size_t npolled; /* bound sources with polled set */
-	struct util_cq_err *last_err; /* its err_data lent to the app */
+	size_t npolled;			  /* bound sources with polled set */
+	struct util_cq_err *last_err;	  /* its err_data lent to the app */
 
 	/* Overrun path, rarely touched. */
 	atomic_size_t overflow_count; /* entries on `overflow` */
 	pthread_mutex_t overflow_lock;
 	struct slist overflow;
-	atomic_size_t overrun_entries; /* overflowed since last report */
-	atomic_size_t overrun_lost; /* lost (no memory) since last report */
-	atomic_bool overrun_pending; /* an FI_EOVERRUN report is owed */
+	atomic_size_t overrun_entries;	/* overflowed since last report */
+	atomic_size_t overrun_lost;	/* lost (no memory) since last report */
+	atomic_bool overrun_pending;	/* an FI_EOVERRUN report is owed */
 	struct util_cq_err overrun_err; /* handed out by readerr */
 
 	atomic_bool signalled; /* fi_cq_signal, consumed by sread */
@@ -266,8 +273,8 @@ static inline size_t util_cq_writer_free(struct util_cq *cq)
 	size_t used = tail - ring->head_cache;
 
 	if (used + ring->reserved >= util_cq_capacity(cq)) {
-		ring->head_cache = atomic_load_explicit(&ring->head,
-							memory_order_acquire);
+		ring->head_cache =
+		    atomic_load_explicit(&ring->head, memory_order_acquire);
 		used = tail - ring->head_cache;
 	}
 	return util_cq_capacity(cq) - used - ring->reserved;
@@ -297,8 +304,13 @@ static inline int util_cq_write(struct util_cq *cq, void *context,
 				uint64_t data, uint64_t tag, fi_addr_t src_addr)
 {
 	struct util_cq_slot slot = {
-		.op_context = context, .flags = flags, .len = len,
-		.buf = buf, .data = data, .tag = tag, .src_addr = src_addr,
+	    .op_context = context,
+	    .flags = flags,
+	    .len = len,
+	    .buf = buf,
+	    .data = data,
+	    .tag = tag,
+	    .src_addr = src_addr,
 	};
 
 	if (weft_unlikely(atomic_load_explicit(&cq->overflow_count,
@@ -319,8 +331,13 @@ static inline int util_cq_write_reserved(struct util_cq *cq, void *context,
 					 fi_addr_t src_addr)
 {
 	struct util_cq_slot slot = {
-		.op_context = context, .flags = flags, .len = len,
-		.buf = buf, .data = data, .tag = tag, .src_addr = src_addr,
+	    .op_context = context,
+	    .flags = flags,
+	    .len = len,
+	    .buf = buf,
+	    .data = data,
+	    .tag = tag,
+	    .src_addr = src_addr,
 	};
 
 	assert(cq->ring->reserved > 0);

@@ -28,7 +28,7 @@ struct util_poll_member {
 struct util_poll {
 	struct fid_poll poll_fid;
 	struct util_domain *domain; /* referenced while open; may be NULL */
-	pthread_mutex_t lock; /* members; a real lock in every model */
+	pthread_mutex_t lock;	    /* members; a real lock in every model */
 	struct dlist_entry members; /* struct util_poll_member */
 };
 

@@ -56,8 +56,10 @@
  *
  *	static bool cntr_has_data(struct util_waitable *w)
  *	{
- *		struct util_cntr *c = container_of(w, struct util_cntr, waitable);
- *		util_cntr_progress(c);                  // manual progress, if any
+ *		struct util_cntr *c;
+ *
+ *		c = container_of(w, struct util_cntr, waitable);
+ *		util_cntr_progress(c);          // manual progress, if any
  *		return count or error count changed since the last report;
  *	}
  *
@@ -121,20 +123,20 @@ struct util_wait_fd {
 };
 
 struct util_wait {
-	struct fid_wait wait_fid; /* set up only for fi_wait_open wait sets */
-	enum fi_wait_obj wait_obj; /* resolved: NONE, FD, POLLFD, YIELD, M_C */
+	struct fid_wait wait_fid;   /* set up only for fi_wait_open wait sets */
+	enum fi_wait_obj wait_obj;  /* resolved: NONE, FD, POLLFD, YIELD, M_C */
 	struct util_fabric *fabric; /* may be NULL; referenced by wait sets */
 	const struct fi_provider *prov;
 	bool is_set; /* opened by fi_wait_open */
 
 	/* Hot: read by every producer in util_wait_signal. */
-	atomic_uint waiters; /* threads between arm and block's return */
+	atomic_uint waiters;	/* threads between arm and block's return */
 	atomic_bool fd_drained; /* eventfd empty, must be written on signal */
-	atomic_bool exported; /* MUTEX_COND handed out by FI_GETWAIT */
-	atomic_uint seq; /* bumped by every slow-path signal */
+	atomic_bool exported;	/* MUTEX_COND handed out by FI_GETWAIT */
+	atomic_uint seq;	/* bumped by every slow-path signal */
 
-	int signal_fd; /* eventfd, -1 for YIELD */
-	int epoll_fd; /* FI_WAIT_FD only: signal_fd + provider fds */
+	int signal_fd;	       /* eventfd; -1 for NONE and YIELD */
+	int epoll_fd;	       /* signal_fd + provider fds; FD hands it out */
 	pthread_mutex_t mutex; /* for cond, and what FI_GETWAIT hands out */
 	pthread_cond_t cond;
 
@@ -143,9 +145,9 @@ struct util_wait {
 	struct dlist_entry fds; /* struct util_wait_fd */
 	struct pollfd *pollfds; /* signal_fd first, then provider fds */
 	size_t npollfds;
-	uint64_t change_index; /* bumped when the fd set changes */
+	uint64_t change_index;	    /* bumped when the fd set changes */
 	struct dlist_entry members; /* util_waitable.member_entry (sets) */
-	atomic_int ref; /* waitables attached to a wait set */
+	atomic_int ref;		    /* waitables attached to a wait set */
 };
 
 /* "Does this object have something to read?"  May run manual progress.
@@ -154,14 +156,17 @@ struct util_wait {
 typedef bool (*util_waitable_has_data_fn)(struct util_waitable *waitable);
 
 struct util_waitable {
-	struct util_wait *wait; /* in use; NULL for FI_WAIT_NONE */
-	struct util_wait own; /* when not attached to a wait set */
+	struct util_wait *wait;	   /* in use; NULL for FI_WAIT_NONE */
+	struct util_wait own;	   /* when not attached to a wait set */
 	enum fi_wait_obj wait_obj; /* as resolved (SET if on a wait set) */
-	struct fid *owner; /* the CQ/EQ/counter fid */
+	struct fid *owner;	   /* the CQ/EQ/counter fid */
 	util_waitable_has_data_fn has_data;
 	struct dlist_entry member_entry; /* on wait->members for a set */
 	atomic_int poll_ref; /* poll sets holding the object: its fi_close
 			      * returns -FI_EBUSY while this is not 0 */
+	atomic_bool polled;  /* its events need has_data polled (a progress
+			      * source that cannot signal): fi_wait on its
+			      * set then spins with sched_yield, not sleeps */
 };
 
 /* ---- one wait object ---------------------------------------------------- */
@@ -265,9 +270,9 @@ int util_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
  */
 int util_waitable_init(struct util_waitable *waitable,
 		       struct util_fabric *fabric,
-		       const struct fi_provider *prov, enum fi_wait_obj wait_obj,
-		       struct fid_wait *wait_set, struct fid *owner,
-		       util_waitable_has_data_fn has_data);
+		       const struct fi_provider *prov,
+		       enum fi_wait_obj wait_obj, struct fid_wait *wait_set,
+		       struct fid *owner, util_waitable_has_data_fn has_data);
 
 /* Whether a poll set still holds the object (fi_close: -FI_EBUSY). */
 static inline bool util_waitable_busy(struct util_waitable *waitable)

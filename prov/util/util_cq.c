@@ -92,7 +92,7 @@ out:
 
 int util_cq_write_err(struct util_cq *cq, const struct fi_cq_err_entry *err)
 {
-	struct util_cq_slot slot = { .src_addr = FI_ADDR_NOTAVAIL };
+	struct util_cq_slot slot = {.src_addr = FI_ADDR_NOTAVAIL};
 	struct util_cq_err *node;
 	int ret;
 
@@ -112,8 +112,7 @@ int util_cq_write_err(struct util_cq *cq, const struct fi_cq_err_entry *err)
 			ret = -FI_ENOMEM;
 			goto err_free_node;
 		}
-		memcpy(node->entry.err_data, err->err_data,
-		       err->err_data_size);
+		memcpy(node->entry.err_data, err->err_data, err->err_data_size);
 		node->entry.err_data_size = err->err_data_size;
 	}
 	slot.op_context = err->op_context;
@@ -174,9 +173,10 @@ void util_cq_progress(struct util_cq *cq)
 {
 	struct dlist_entry *item;
 
-	dlist_foreach(&cq->progress_list, item) {
+	dlist_foreach(&cq->progress_list, item)
+	{
 		struct util_cq_progress *p =
-			container_of(item, struct util_cq_progress, entry);
+		    container_of(item, struct util_cq_progress, entry);
 
 		p->progress(p);
 	}
@@ -186,9 +186,8 @@ void util_cq_progress(struct util_cq *cq)
  * Copy up to count entries from the overflow list (the ring is empty).
  * Returns how many; *err_next tells whether an error entry stopped it.
  */
-static size_t util_cq_read_overflow(struct util_cq *cq, char *dst,
-				    size_t count, fi_addr_t *src_addr,
-				    bool *err_next)
+static size_t util_cq_read_overflow(struct util_cq *cq, char *dst, size_t count,
+				    fi_addr_t *src_addr, bool *err_next)
 {
 	struct util_cq_overflow *node;
 	size_t n = 0;
@@ -222,8 +221,8 @@ static size_t util_cq_read_overflow(struct util_cq *cq, char *dst,
  * (0 only when count is 0 and entries wait), -FI_EAVAIL when an error
  * entry (or the overrun report) is next, -FI_EAGAIN when empty.
  */
-static ssize_t util_cq_read_locked(struct util_cq *cq, void *buf,
-				   size_t count, fi_addr_t *src_addr)
+static ssize_t util_cq_read_locked(struct util_cq *cq, void *buf, size_t count,
+				   fi_addr_t *src_addr)
 {
 	struct util_cq_ring *ring = cq->ring;
 	size_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
@@ -417,6 +416,8 @@ static ssize_t util_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 
 	if (!wait || cq->waitable.wait_obj == FI_WAIT_SET)
 		return -FI_EINVAL;
+	if (count && !buf)
+		return -FI_EINVAL;
 	for (;;) {
 		weft_lock(&cq->lock);
 		util_cq_progress(cq);
@@ -523,24 +524,24 @@ static int util_cq_control(struct fid *fid, int command, void *arg)
 }
 
 static const struct fi_ops util_cq_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = util_cq_close,
-	.bind = weft_no_bind,
-	.control = util_cq_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = util_cq_close,
+    .bind = weft_no_bind,
+    .control = util_cq_control,
+    .ops_open = weft_no_ops_open,
+    .tostr = weft_no_tostr,
+    .ops_set = weft_no_ops_set,
 };
 
 static const struct fi_ops_cq util_cq_ops = {
-	.size = sizeof(struct fi_ops_cq),
-	.read = util_cq_read,
-	.readfrom = util_cq_readfrom,
-	.readerr = util_cq_readerr,
-	.sread = util_cq_sread,
-	.sreadfrom = util_cq_sreadfrom,
-	.signal = util_cq_signal,
-	.strerror = util_cq_strerror_op,
+    .size = sizeof(struct fi_ops_cq),
+    .read = util_cq_read,
+    .readfrom = util_cq_readfrom,
+    .readerr = util_cq_readerr,
+    .sread = util_cq_sread,
+    .sreadfrom = util_cq_sreadfrom,
+    .signal = util_cq_signal,
+    .strerror = util_cq_strerror_op,
 };
 
 static size_t util_cq_roundup(size_t size)
@@ -556,8 +557,8 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 		 const struct fi_cq_attr *attr, void *context)
 {
 	static const struct fi_cq_attr defaults = {
-		.format = FI_CQ_FORMAT_CONTEXT,
-		.wait_obj = FI_WAIT_NONE,
+	    .format = FI_CQ_FORMAT_CONTEXT,
+	    .wait_obj = FI_WAIT_NONE,
 	};
 	bool needs_lock = util_domain_needs_lock(domain);
 	size_t size, cap;
@@ -572,9 +573,8 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 	if (attr->wait_cond != FI_CQ_COND_NONE &&
 	    attr->wait_cond != FI_CQ_COND_THRESHOLD)
 		return -FI_EINVAL;
-	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
-			     FI_CQ_FORMAT_CONTEXT :
-			     attr->format;
+	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT
+							 : attr->format;
 	cq->entry_size = util_cq_entry_size(cq->format);
 	if (!cq->entry_size)
 		return -FI_EINVAL;
@@ -586,10 +586,10 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 	cq->domain = domain;
 	cq->wait_cond = attr->wait_cond;
 	cq->mask = cap - 1;
-	cq->api_version = domain && domain->fabric &&
-					  domain->fabric->fabric_fid.api_version ?
-				  domain->fabric->fabric_fid.api_version :
-				  WEFT_API_VERSION;
+	cq->api_version =
+	    domain && domain->fabric && domain->fabric->fabric_fid.api_version
+		? domain->fabric->fabric_fid.api_version
+		: WEFT_API_VERSION;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;
 	/* The public tables are not const; weft never writes through them. */
@@ -605,7 +605,8 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 	atomic_init(&cq->bind_count, 0);
 
 	ret = posix_memalign(&mem, WEFT_CACHELINE,
-			     sizeof(*cq->ring) + cap * sizeof(cq->ring->slots[0]));
+			     sizeof(*cq->ring) +
+				 cap * sizeof(cq->ring->slots[0]));
 	if (ret)
 		return -FI_ENOMEM;
 	cq->ring = mem;
@@ -624,8 +625,7 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 		ret = weft_errno(ret);
 		goto err_destroy_write_lock;
 	}
-	ret = util_waitable_init(&cq->waitable,
-				 domain ? domain->fabric : NULL,
+	ret = util_waitable_init(&cq->waitable, domain ? domain->fabric : NULL,
 				 domain ? domain->prov : NULL, attr->wait_obj,
 				 attr->wait_set, &cq->cq_fid.fid,
 				 util_cq_has_data);
@@ -703,7 +703,7 @@ int util_cq_open_op(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 		    struct fid_cq **cq_fid, void *context)
 {
 	struct util_domain *domain =
-		container_of(domain_fid, struct util_domain, domain_fid);
+	    container_of(domain_fid, struct util_domain, domain_fid);
 	struct util_cq *cq;
 	int ret;
 
@@ -721,6 +721,7 @@ int util_cq_bind(struct util_cq *cq, struct util_cq_progress *progress)
 		dlist_insert_tail(&progress->entry, &cq->progress_list);
 		if (progress->polled)
 			cq->npolled++;
+		atomic_store(&cq->waitable.polled, cq->npolled > 0);
 	}
 	atomic_fetch_add(&cq->bind_count, 1);
 	weft_unlock(&cq->lock);
@@ -734,6 +735,7 @@ void util_cq_unbind(struct util_cq *cq, struct util_cq_progress *progress)
 		dlist_remove(&progress->entry);
 		if (progress->polled)
 			cq->npolled--;
+		atomic_store(&cq->waitable.polled, cq->npolled > 0);
 	}
 	atomic_fetch_sub(&cq->bind_count, 1);
 	weft_unlock(&cq->lock);

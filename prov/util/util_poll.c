@@ -15,9 +15,10 @@ static struct util_poll_member *util_poll_find(struct util_poll *poll,
 {
 	struct dlist_entry *item;
 
-	dlist_foreach(&poll->members, item) {
+	dlist_foreach(&poll->members, item)
+	{
 		struct util_poll_member *m =
-			container_of(item, struct util_poll_member, entry);
+		    container_of(item, struct util_poll_member, entry);
 
 		if (m->fid == fid)
 			return m;
@@ -89,9 +90,10 @@ static int util_poll_poll(struct fid_poll *pollset, void **context, int count)
 	if (count < 0 || (count && !context))
 		return -FI_EINVAL;
 	pthread_mutex_lock(&poll->lock);
-	dlist_foreach(&poll->members, item) {
+	dlist_foreach(&poll->members, item)
+	{
 		struct util_poll_member *m =
-			container_of(item, struct util_poll_member, entry);
+		    container_of(item, struct util_poll_member, entry);
 
 		if (n == count)
 			break;
@@ -115,27 +117,29 @@ static int util_poll_close(struct fid *fid)
 }
 
 static const struct fi_ops util_poll_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = util_poll_close,
-	.bind = weft_no_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = util_poll_close,
+    .bind = weft_no_bind,
+    .control = weft_no_control,
+    .ops_open = weft_no_ops_open,
+    .tostr = weft_no_tostr,
+    .ops_set = weft_no_ops_set,
 };
 
 static const struct fi_ops_poll util_poll_ops = {
-	.size = sizeof(struct fi_ops_poll),
-	.poll = util_poll_poll,
-	.poll_add = util_poll_add,
-	.poll_del = util_poll_del,
+    .size = sizeof(struct fi_ops_poll),
+    .poll = util_poll_poll,
+    .poll_add = util_poll_add,
+    .poll_del = util_poll_del,
 };
 
 int util_poll_open(struct fid_domain *domain_fid, struct fi_poll_attr *attr,
 		   struct fid_poll **pollset)
 {
-	struct util_domain *domain = domain_fid ?
-		container_of(domain_fid, struct util_domain, domain_fid) : NULL;
+	struct util_domain *domain =
+	    domain_fid
+		? container_of(domain_fid, struct util_domain, domain_fid)
+		: NULL;
 	struct util_poll *poll;
 	int ret;
 

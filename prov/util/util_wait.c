@@ -51,8 +51,7 @@ static int util_wait_rebuild_pollfds(struct util_wait *wait)
 	size_t n = wait->signal_fd >= 0 ? 1 : 0;
 	size_t i = 0;
 
-	dlist_foreach(&wait->fds, item)
-		n++;
+	dlist_foreach(&wait->fds, item) n++;
 	pfds = calloc(n ? n : 1, sizeof(*pfds));
 	if (!pfds)
 		return -FI_ENOMEM;
@@ -61,9 +60,10 @@ static int util_wait_rebuild_pollfds(struct util_wait *wait)
 		pfds[i].events = POLLIN;
 		i++;
 	}
-	dlist_foreach(&wait->fds, item) {
+	dlist_foreach(&wait->fds, item)
+	{
 		struct util_wait_fd *wfd =
-			container_of(item, struct util_wait_fd, entry);
+		    container_of(item, struct util_wait_fd, entry);
 
 		pfds[i].fd = wfd->fd;
 		pfds[i].events = (short)wfd->events;
@@ -79,7 +79,7 @@ static int util_wait_rebuild_pollfds(struct util_wait *wait)
 int util_wait_init(struct util_wait *wait, struct util_fabric *fabric,
 		   const struct fi_provider *prov, enum fi_wait_obj wait_obj)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	int ret;
 
 	memset(wait, 0, sizeof(*wait));
@@ -173,7 +173,8 @@ void util_wait_fini(struct util_wait *wait)
 {
 	struct dlist_entry *item, *tmp;
 
-	dlist_foreach_safe(&wait->fds, item, tmp) {
+	dlist_foreach_safe(&wait->fds, item, tmp)
+	{
 		dlist_remove(item);
 		free(container_of(item, struct util_wait_fd, entry));
 	}
@@ -246,7 +247,7 @@ static int util_wait_block_yield(struct util_wait *wait, unsigned int ticket,
 				 int timeout_ms)
 {
 	uint64_t deadline = util_wait_deadline(timeout_ms);
-	struct pollfd pfd = { .fd = wait->epoll_fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = wait->epoll_fd, .events = POLLIN};
 	bool has_fds = wait->npollfds > 0;
 
 	for (;;) {
@@ -261,10 +262,9 @@ static int util_wait_block_yield(struct util_wait *wait, unsigned int ticket,
 	}
 }
 
-int util_wait_block(struct util_wait *wait, unsigned int ticket,
-		    int timeout_ms)
+int util_wait_block(struct util_wait *wait, unsigned int ticket, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = wait->epoll_fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = wait->epoll_fd, .events = POLLIN};
 	int ret;
 
 	if (atomic_load_explicit(&wait->seq, memory_order_acquire) != ticket) {
@@ -298,7 +298,7 @@ out:
 int util_wait_add_fd(struct util_wait *wait, int fd, uint32_t events,
 		     void *context)
 {
-	struct epoll_event ev = { .events = events };
+	struct epoll_event ev = {.events = events};
 	struct util_wait_fd *wfd;
 	struct dlist_entry *item;
 	int ret;
@@ -316,7 +316,8 @@ int util_wait_add_fd(struct util_wait *wait, int fd, uint32_t events,
 
 	pthread_mutex_lock(&wait->lock);
 	ret = -FI_EALREADY;
-	dlist_foreach(&wait->fds, item) {
+	dlist_foreach(&wait->fds, item)
+	{
 		if (container_of(item, struct util_wait_fd, entry)->fd == fd)
 			goto err_unlock;
 	}
@@ -349,7 +350,8 @@ int util_wait_del_fd(struct util_wait *wait, int fd)
 	int ret = -FI_ENOENT;
 
 	pthread_mutex_lock(&wait->lock);
-	dlist_foreach(&wait->fds, item) {
+	dlist_foreach(&wait->fds, item)
+	{
 		wfd = container_of(item, struct util_wait_fd, entry);
 		if (wfd->fd != fd)
 			continue;
@@ -423,17 +425,24 @@ static struct util_wait *util_wait_from_fid(struct fid *fid)
 	return container_of(fid, struct util_wait, wait_fid.fid);
 }
 
-/* Any attached object with data?  Called with set->lock held. */
-static bool util_wait_set_has_data(struct util_wait *set)
+/*
+ * Any attached object with data?  Called with set->lock held.  *polled
+ * tells whether a member can only be polled (sleeping could miss it).
+ */
+static bool util_wait_set_has_data(struct util_wait *set, bool *polled)
 {
 	struct dlist_entry *item;
 
-	dlist_foreach(&set->members, item) {
+	*polled = false;
+	dlist_foreach(&set->members, item)
+	{
 		struct util_waitable *w =
-			container_of(item, struct util_waitable, member_entry);
+		    container_of(item, struct util_waitable, member_entry);
 
 		if (w->has_data(w))
 			return true;
+		if (atomic_load_explicit(&w->polled, memory_order_relaxed))
+			*polled = true;
 	}
 	return false;
 }
@@ -443,20 +452,27 @@ static int util_wait_set_wait(struct fid_wait *wait_fid, int timeout)
 	struct util_wait *set = util_wait_from_fid(&wait_fid->fid);
 	uint64_t deadline = util_wait_deadline(timeout);
 	unsigned int ticket;
-	bool ready;
-	int ret;
+	bool ready, polled;
+	int ret, rem;
 
 	for (;;) {
 		util_wait_arm(set, &ticket);
 		pthread_mutex_lock(&set->lock);
-		ready = util_wait_set_has_data(set);
+		ready = util_wait_set_has_data(set, &polled);
 		pthread_mutex_unlock(&set->lock);
 		if (ready) {
 			util_wait_disarm(set);
 			return 0;
 		}
-		ret = util_wait_block(set, ticket,
-				      util_wait_remaining(deadline));
+		rem = util_wait_remaining(deadline);
+		if (polled) {
+			util_wait_disarm(set);
+			if (!rem)
+				return -FI_ETIMEDOUT;
+			sched_yield();
+			continue;
+		}
+		ret = util_wait_block(set, ticket, rem);
 		if (ret)
 			return ret;
 	}
@@ -481,25 +497,27 @@ static int util_wait_set_control(struct fid *fid, int command, void *arg)
 }
 
 static const struct fi_ops util_wait_set_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = util_wait_set_close,
-	.bind = weft_no_bind,
-	.control = util_wait_set_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = util_wait_set_close,
+    .bind = weft_no_bind,
+    .control = util_wait_set_control,
+    .ops_open = weft_no_ops_open,
+    .tostr = weft_no_tostr,
+    .ops_set = weft_no_ops_set,
 };
 
 static const struct fi_ops_wait util_wait_set_ops = {
-	.size = sizeof(struct fi_ops_wait),
-	.wait = util_wait_set_wait,
+    .size = sizeof(struct fi_ops_wait),
+    .wait = util_wait_set_wait,
 };
 
 int util_wait_open(struct fid_fabric *fabric_fid, struct fi_wait_attr *attr,
 		   struct fid_wait **waitset)
 {
-	struct util_fabric *fabric = fabric_fid ?
-		container_of(fabric_fid, struct util_fabric, fabric_fid) : NULL;
+	struct util_fabric *fabric =
+	    fabric_fid
+		? container_of(fabric_fid, struct util_fabric, fabric_fid)
+		: NULL;
 	struct util_wait *set;
 	int ret;
 
@@ -534,9 +552,9 @@ err_free:
 
 int util_waitable_init(struct util_waitable *waitable,
 		       struct util_fabric *fabric,
-		       const struct fi_provider *prov, enum fi_wait_obj wait_obj,
-		       struct fid_wait *wait_set, struct fid *owner,
-		       util_waitable_has_data_fn has_data)
+		       const struct fi_provider *prov,
+		       enum fi_wait_obj wait_obj, struct fid_wait *wait_set,
+		       struct fid *owner, util_waitable_has_data_fn has_data)
 {
 	struct util_wait *set;
 	int ret;
@@ -547,6 +565,7 @@ int util_waitable_init(struct util_waitable *waitable,
 	waitable->wait_obj = wait_obj;
 	dlist_init(&waitable->member_entry);
 	atomic_init(&waitable->poll_ref, 0);
+	atomic_init(&waitable->polled, false);
 	if (!has_data)
 		return -FI_EINVAL;
 
@@ -638,19 +657,23 @@ int util_waitable_trywait(struct util_waitable *waitable)
 	 * the fd drained and makes it readable again. */
 	util_wait_drain(wait);
 	atomic_thread_fence(memory_order_seq_cst);
-	return waitable->has_data(waitable) ? -FI_EAGAIN : 0;
+	if (waitable->has_data(waitable))
+		return -FI_EAGAIN;
+	/* Events only polling finds would never make the fd readable. */
+	return atomic_load(&waitable->polled) ? -FI_EAGAIN : 0;
 }
 
 static int util_wait_set_trywait(struct util_wait *set)
 {
-	bool ready;
+	bool ready, polled;
 
 	util_wait_drain(set);
 	atomic_thread_fence(memory_order_seq_cst);
 	pthread_mutex_lock(&set->lock);
-	ready = util_wait_set_has_data(set);
+	ready = util_wait_set_has_data(set, &polled);
 	pthread_mutex_unlock(&set->lock);
-	return ready ? -FI_EAGAIN : 0;
+	/* A member that must be polled would leave a native wait hanging. */
+	return ready || polled ? -FI_EAGAIN : 0;
 }
 
 int util_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
@@ -663,11 +686,12 @@ int util_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 	for (i = 0; i < count; i++) {
 		if (fids[i] && fids[i]->fclass == FI_CLASS_WAIT &&
 		    fids[i]->ops == &util_wait_set_fi_ops) {
-			ret = util_wait_set_trywait(util_wait_from_fid(fids[i]));
+			ret =
+			    util_wait_set_trywait(util_wait_from_fid(fids[i]));
 		} else {
 			waitable = util_waitable_of(fids[i]);
-			ret = waitable ? util_waitable_trywait(waitable) :
-					 -FI_EINVAL;
+			ret = waitable ? util_waitable_trywait(waitable)
+				       : -FI_EINVAL;
 		}
 		if (ret)
 			return ret;

@@ -48,7 +48,9 @@ static struct util_cq *open_cq(enum fi_cq_format format, size_t size,
 			       enum fi_wait_obj wait_obj)
 {
 	struct fi_cq_attr attr = {
-		.size = size, .format = format, .wait_obj = wait_obj,
+	    .size = size,
+	    .format = format,
+	    .wait_obj = wait_obj,
 	};
 	struct util_cq *cq;
 
@@ -158,7 +160,7 @@ Test(cq, format_tagged)
 
 Test(cq, bad_attrs)
 {
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_MSG };
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_MSG};
 	struct util_cq *cq;
 
 	attr.flags = FI_AFFINITY;
@@ -190,7 +192,7 @@ Test(cq, bad_attrs)
 
 Test(cq, open_op_and_context)
 {
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_DATA };
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_DATA};
 	struct fid_cq *cq_fid;
 	int ctx;
 
@@ -209,7 +211,7 @@ Test(cq, readfrom_src_addr)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, FI_WAIT_NONE);
 	struct fi_cq_msg_entry e[4];
-	fi_addr_t src[4] = { 0 };
+	fi_addr_t src[4] = {0};
 
 	util_cq_write(cq, CTX(0), FI_RECV, 1, NULL, 0, 0, 42);
 	util_cq_write(cq, CTX(1), FI_RECV, 1, NULL, 0, 0, FI_ADDR_NOTAVAIL);
@@ -265,9 +267,15 @@ static void write_error(struct util_cq *cq, void *ctx, int err, int prov_errno,
 			const void *data, size_t size)
 {
 	struct fi_cq_err_entry e = {
-		.op_context = ctx, .flags = FI_RECV, .len = 3, .tag = 11,
-		.olen = 5, .err = err, .prov_errno = prov_errno,
-		.err_data = (void *)data, .err_data_size = size,
+	    .op_context = ctx,
+	    .flags = FI_RECV,
+	    .len = 3,
+	    .tag = 11,
+	    .olen = 5,
+	    .err = err,
+	    .prov_errno = prov_errno,
+	    .err_data = (void *)data,
+	    .err_data_size = size,
 	};
 
 	cr_assert_eq(util_cq_write_err(cq, &e), 0);
@@ -277,7 +285,7 @@ Test(cq, error_entries_in_order)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_TAGGED, 16, FI_WAIT_NONE);
 	struct fi_cq_tagged_entry e[8];
-	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_err_entry err = {0};
 
 	write_n(cq, 0, 2);
 	write_error(cq, CTX(100), FI_ETRUNC, -12, NULL, 0);
@@ -308,7 +316,7 @@ Test(cq, error_entries_in_order)
 Test(cq, error_rejects_zero_err)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, FI_WAIT_NONE);
-	struct fi_cq_err_entry e = { .op_context = CTX(1) };
+	struct fi_cq_err_entry e = {.op_context = CTX(1)};
 
 	cr_assert_eq(util_cq_write_err(cq, &e), -FI_EINVAL);
 	close_cq(cq);
@@ -318,7 +326,7 @@ Test(cq, err_data_copied_into_user_buffer)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, FI_WAIT_NONE);
 	const char blob[] = "provider detail";
-	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_err_entry err = {0};
 	char user[6];
 
 	write_error(cq, CTX(1), FI_EIO, 1, blob, sizeof(blob));
@@ -382,7 +390,7 @@ Test(cq, overrun_keeps_everything_then_reports)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_DATA, 4, FI_WAIT_NONE);
 	struct fi_cq_data_entry e[3];
-	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_err_entry err = {0};
 	int next = 0;
 	ssize_t ret;
 
@@ -415,7 +423,7 @@ Test(cq, overrun_keeps_error_order)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 2, FI_WAIT_NONE);
 	struct fi_cq_entry e[8];
-	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_err_entry err = {0};
 
 	write_n(cq, 0, 3);
 	write_error(cq, CTX(50), FI_EIO, 0, NULL, 0);
@@ -502,7 +510,7 @@ static void fake_ep_progress(struct util_cq_progress *p)
 Test(cq, manual_progress_and_bind_count)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 8, FI_WAIT_NONE);
-	struct fake_ep ep = { .cq = cq, .to_complete = 1 };
+	struct fake_ep ep = {.cq = cq, .to_complete = 1};
 	struct fi_cq_entry e;
 
 	ep.progress.progress = fake_ep_progress;
@@ -525,7 +533,7 @@ Test(cq, manual_progress_and_bind_count)
 Test(cq, sread_polls_polled_progress)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 8, FI_WAIT_FD);
-	struct fake_ep ep = { .cq = cq };
+	struct fake_ep ep = {.cq = cq};
 	struct fi_cq_entry e;
 
 	ep.progress.progress = fake_ep_progress;
@@ -540,6 +548,66 @@ Test(cq, sread_polls_polled_progress)
 	cr_assert_eq(fi_cq_sread(&cq->cq_fid, &e, 1, NULL, 10000), 1);
 	util_cq_unbind(cq, &ep.progress);
 	close_cq(cq);
+}
+
+struct slow_ep {
+	struct util_cq_progress progress;
+	struct util_cq *cq;
+	int calls;
+	int complete_at;
+};
+
+static void slow_ep_progress(struct util_cq_progress *p)
+{
+	struct slow_ep *ep = container_of(p, struct slow_ep, progress);
+
+	if (++ep->calls == ep->complete_at)
+		util_cq_write(ep->cq, CTX(ep->calls), FI_SEND, 0, NULL, 0, 0,
+			      FI_ADDR_NOTAVAIL);
+}
+
+Test(cq, polled_progress_on_wait_set_and_trywait)
+{
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_FD};
+	struct fi_cq_attr attr = {
+	    .format = FI_CQ_FORMAT_CONTEXT,
+	    .wait_obj = FI_WAIT_SET,
+	};
+	struct slow_ep ep = {.complete_at = 5};
+	struct util_cq *cq, *fdcq;
+	struct fid *fids[1];
+	struct fi_cq_entry e;
+	struct fid_wait *set;
+
+	cr_assert_eq(util_wait_open(NULL, &wattr, &set), 0);
+	attr.wait_set = set;
+	cr_assert_eq(util_cq_open(&domain, &attr, &cq, NULL), 0);
+	ep.cq = cq;
+	ep.progress.progress = slow_ep_progress;
+	ep.progress.polled = true;
+	util_cq_bind(cq, &ep.progress);
+	/* Only polling makes the completion appear: fi_wait must poll. */
+	cr_assert_eq(fi_wait(set, 10000), 0);
+	cr_assert_geq(ep.calls, 5);
+	cr_assert_eq(fi_cq_read(&cq->cq_fid, &e, 1), 1);
+	fids[0] = &set->fid;
+	cr_assert_eq(util_trywait(NULL, fids, 1), -FI_EAGAIN,
+		     "a native wait could hang on a polled source");
+	util_cq_unbind(cq, &ep.progress);
+	cr_assert_eq(util_trywait(NULL, fids, 1), 0);
+	close_cq(cq);
+	cr_assert_eq(fi_close(&set->fid), 0);
+
+	fdcq = open_cq(FI_CQ_FORMAT_CONTEXT, 8, FI_WAIT_FD);
+	ep.cq = fdcq;
+	ep.calls = 0;
+	ep.complete_at = 1000000;
+	util_cq_bind(fdcq, &ep.progress);
+	fids[0] = &fdcq->cq_fid.fid;
+	cr_assert_eq(util_trywait(NULL, fids, 1), -FI_EAGAIN);
+	util_cq_unbind(fdcq, &ep.progress);
+	cr_assert_eq(util_trywait(NULL, fids, 1), 0);
+	close_cq(fdcq);
 }
 
 /* ---- blocking reads ----------------------------------------------------- */
@@ -564,7 +632,7 @@ static void *delayed_writer(void *p)
 static void check_sread(enum fi_wait_obj wait_obj)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 64, wait_obj);
-	struct writer_arg w = { .cq = cq, .delay_ms = 50, .count = 1 };
+	struct writer_arg w = {.cq = cq, .delay_ms = 50, .count = 1};
 	struct fi_cq_msg_entry e[4];
 	pthread_t thr;
 	double t0, dt;
@@ -647,7 +715,7 @@ static void *blocked_reader(void *p)
 static void check_signal(enum fi_wait_obj wait_obj)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, wait_obj);
-	struct sread_arg a = { .cq = cq, .ret = 1 };
+	struct sread_arg a = {.cq = cq, .ret = 1};
 	pthread_t thr;
 
 	cr_assert_eq(pthread_create(&thr, NULL, blocked_reader, &a), 0);
@@ -677,10 +745,12 @@ Test(cq, signal_wakes_sread_yield)
 Test(cq, threshold)
 {
 	struct fi_cq_attr attr = {
-		.size = 16, .format = FI_CQ_FORMAT_CONTEXT,
-		.wait_obj = FI_WAIT_FD, .wait_cond = FI_CQ_COND_THRESHOLD,
+	    .size = 16,
+	    .format = FI_CQ_FORMAT_CONTEXT,
+	    .wait_obj = FI_WAIT_FD,
+	    .wait_cond = FI_CQ_COND_THRESHOLD,
 	};
-	struct writer_arg w = { .delay_ms = 30, .count = 3 };
+	struct writer_arg w = {.delay_ms = 30, .count = 3};
 	struct fi_cq_entry e[8];
 	size_t threshold = 4;
 	struct util_cq *cq;
@@ -707,9 +777,9 @@ Test(cq, threshold)
 Test(cq, getwait_fd_readable_after_write)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, FI_WAIT_FD);
-	struct fid *fids[1] = { &cq->cq_fid.fid };
+	struct fid *fids[1] = {&cq->cq_fid.fid};
 	struct fi_cq_msg_entry e;
-	struct pollfd pfd = { .events = POLLIN };
+	struct pollfd pfd = {.events = POLLIN};
 	enum fi_wait_obj obj;
 
 	cr_assert_eq(fi_control(&cq->cq_fid.fid, FI_GETWAITOBJ, &obj), 0);
@@ -730,11 +800,12 @@ Test(cq, getwait_fd_readable_after_write)
 
 Test(cq, cq_on_wait_set)
 {
-	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_FD };
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_FD};
 	struct fi_cq_attr attr = {
-		.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_SET,
+	    .format = FI_CQ_FORMAT_MSG,
+	    .wait_obj = FI_WAIT_SET,
 	};
-	struct writer_arg w = { .delay_ms = 40, .count = 1 };
+	struct writer_arg w = {.delay_ms = 40, .count = 1};
 	struct util_cq *cq1, *cq2;
 	struct fi_cq_msg_entry e;
 	struct fid_wait *set;
@@ -794,7 +865,7 @@ static void *stress_writer(void *p)
 static void run_stress(enum fi_wait_obj wait_obj, bool reserve, bool blocking)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_TAGGED, 64, wait_obj);
-	struct stress s = { .cq = cq, .reserve = reserve };
+	struct stress s = {.cq = cq, .reserve = reserve};
 	struct fi_cq_tagged_entry e[16];
 	fi_addr_t src[16];
 	pthread_t thr;
@@ -819,8 +890,8 @@ static void run_stress(enum fi_wait_obj wait_obj, bool reserve, bool blocking)
 			    e[i].tag != ~(uint64_t)next ||
 			    e[i].len != (size_t)next ||
 			    src[i] != (fi_addr_t)next)
-				cr_assert_fail("entry %d out of order or corrupt",
-					 next);
+				cr_assert_fail(
+				    "entry %d out of order or corrupt", next);
 		}
 	}
 	pthread_join(thr, NULL);

@@ -32,7 +32,7 @@ TestSuite(poll, .init = setup, .fini = teardown);
 
 static struct util_cq *open_cq(void *context)
 {
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 8 };
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_CONTEXT, .size = 8};
 	struct util_cq *cq;
 
 	cr_assert_eq(util_cq_open(&domain, &attr, &cq, context), 0);
@@ -69,8 +69,7 @@ Test(poll, reports_cqs_with_events)
 	cr_assert_eq(fi_poll_add(ps, &ps->fid, 0), -FI_EINVAL);
 	cr_assert_eq(fi_poll(ps, ctx, 4), 0, "nothing yet");
 
-	util_cq_write(b, NULL, 0, 0, NULL, 0, 0,
-		      FI_ADDR_NOTAVAIL);
+	util_cq_write(b, NULL, 0, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
 	cr_assert_eq(fi_poll(ps, ctx, 4), 1);
 	cr_assert_eq(ctx[0], &ctx_b);
 	cr_assert_eq(fi_poll(ps, ctx, 4), 1, "still not empty");
@@ -100,7 +99,7 @@ Test(poll, drives_progress)
 {
 	int ctx_a;
 	struct util_cq *a = open_cq(&ctx_a);
-	struct fake_ep ep = { .cq = a };
+	struct fake_ep ep = {.cq = a};
 	struct fid_poll *ps;
 	void *ctx[2];
 
@@ -121,7 +120,7 @@ Test(poll, drives_progress)
 
 Test(poll, open_checks)
 {
-	struct fi_poll_attr attr = { .flags = 1 };
+	struct fi_poll_attr attr = {.flags = 1};
 	struct fid_poll *ps;
 
 	cr_assert_eq(util_poll_open(&domain.domain_fid, &attr, &ps),

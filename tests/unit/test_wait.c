@@ -33,13 +33,13 @@ static int fake_control(struct fid *fid, int command, void *arg)
 }
 
 static struct fi_ops fake_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = weft_no_close,
-	.bind = weft_no_bind,
-	.control = fake_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = weft_no_close,
+    .bind = weft_no_bind,
+    .control = fake_control,
+    .ops_open = weft_no_ops_open,
+    .tostr = weft_no_tostr,
+    .ops_set = weft_no_ops_set,
 };
 
 static void fake_open(struct fake_obj *o, enum fi_wait_obj wait_obj,
@@ -49,8 +49,8 @@ static void fake_open(struct fake_obj *o, enum fi_wait_obj wait_obj,
 	o->fid.fclass = FI_CLASS_CNTR;
 	o->fid.ops = &fake_fi_ops;
 	o->fid.context = o;
-	cr_assert_eq(util_waitable_init(&o->waitable, NULL, NULL, wait_obj,
-					set, &o->fid, fake_has_data),
+	cr_assert_eq(util_waitable_init(&o->waitable, NULL, NULL, wait_obj, set,
+					&o->fid, fake_has_data),
 		     0);
 }
 
@@ -143,7 +143,7 @@ static void *waker_main(void *arg)
 static void check_cross_thread_wake(enum fi_wait_obj obj)
 {
 	struct fake_obj o;
-	struct waker wk = { .obj = &o, .delay_ms = 50 };
+	struct waker wk = {.obj = &o, .delay_ms = 50};
 	unsigned int ticket;
 	pthread_t thr;
 	int ret;
@@ -207,7 +207,7 @@ Test(wait, pollfd_getwait)
 {
 	struct fake_obj o;
 	struct pollfd fds[4];
-	struct fi_wait_pollfd pw = { .nfds = 0, .fd = fds };
+	struct fi_wait_pollfd pw = {.nfds = 0, .fd = fds};
 	int pipefd[2];
 	uint64_t idx;
 
@@ -264,7 +264,7 @@ Test(wait, provider_fd_wakes_block)
 Test(wait, mutex_cond_getwait)
 {
 	struct fake_obj o;
-	struct fi_mutex_cond mc = { 0 };
+	struct fi_mutex_cond mc = {0};
 
 	fake_open(&o, FI_WAIT_MUTEX_COND, NULL);
 	cr_assert_eq(fi_control(&o.fid, FI_GETWAIT, &mc), 0);
@@ -276,7 +276,7 @@ Test(wait, mutex_cond_getwait)
 Test(wait, none_has_no_wait_object)
 {
 	struct fake_obj o;
-	struct fid *fids[1] = { &o.fid };
+	struct fid *fids[1] = {&o.fid};
 	int fd;
 
 	fake_open(&o, FI_WAIT_NONE, NULL);
@@ -289,10 +289,10 @@ Test(wait, none_has_no_wait_object)
 
 static void check_wait_set(enum fi_wait_obj obj)
 {
-	struct fi_wait_attr attr = { .wait_obj = obj };
+	struct fi_wait_attr attr = {.wait_obj = obj};
 	struct fid_wait *set;
 	struct fake_obj a, b;
-	struct waker wk = { .obj = &b, .delay_ms = 50 };
+	struct waker wk = {.obj = &b, .delay_ms = 50};
 	struct fid *fids[1];
 	pthread_t thr;
 	double t0;
@@ -350,11 +350,11 @@ Test(wait, set_pollfd)
 
 Test(wait, set_fd_getwait_readable)
 {
-	struct fi_wait_attr attr = { .wait_obj = FI_WAIT_FD };
+	struct fi_wait_attr attr = {.wait_obj = FI_WAIT_FD};
 	struct fid_wait *set;
 	struct fake_obj a;
 	struct fid *fids[1];
-	struct pollfd pfd = { .events = POLLIN };
+	struct pollfd pfd = {.events = POLLIN};
 
 	cr_assert_eq(util_wait_open(NULL, &attr, &set), 0);
 	fake_open(&a, FI_WAIT_SET, set);
@@ -372,7 +372,7 @@ Test(wait, set_fd_getwait_readable)
 
 Test(wait, open_rejects_bad_attr)
 {
-	struct fi_wait_attr attr = { .wait_obj = FI_WAIT_FD, .flags = 1 };
+	struct fi_wait_attr attr = {.wait_obj = FI_WAIT_FD, .flags = 1};
 	struct fid_wait *set;
 	struct fake_obj o;
 
