@@ -13,13 +13,15 @@
  * not wake the counter's wait object by themselves (no fd added with
  * util_wait_add_fd, e.g. shared-memory rings) is registered with
  * UTIL_PROGRESS_POLL; fi_cntr_wait then polls it, yielding the CPU between
- * rounds, instead of blocking.
+ * rounds, instead of blocking (and wait sets and fi_trywait poll too).
  *
  * Provider use:
  *
- *	struct verbs_cntr { struct util_cntr util; ... };	 (or util_cntr_open)
- *	ret = util_cntr_init(&c->util, domain, attr, context);
- *	bind:       util_cntr_get(cntr); util_cntr_add_progress(cntr, fn, ep, 0);
+ *	struct verbs_cntr { struct util_cntr util; ... };
+ *	open:       util_cntr_init(&c->util, domain, attr, context);
+ *	            (or util_cntr_open when there is nothing of its own)
+ *	bind:       util_cntr_get(cntr);
+ *	            util_cntr_add_progress(cntr, fn, ep, 0);
  *	completion: util_cntr_inc(cntr) or util_cntr_inc_err(cntr);
  *	ep close:   util_cntr_del_progress(cntr, fn, ep); util_cntr_put(cntr);
  */
@@ -54,7 +56,7 @@ struct util_cntr {
 	struct fid_cntr cntr_fid;
 	struct util_domain *domain;
 	const struct fi_provider *prov;
-	atomic_int ref; /* endpoints and MRs bound to the counter */
+	atomic_int ref;	    /* endpoints and MRs bound to the counter */
 	uint64_t ops_flags; /* FI_GETOPSFLAG / FI_SETOPSFLAG */
 	struct util_waitable waitable;
 

@@ -23,20 +23,20 @@
  *	struct tcp_eq { struct util_eq util; ... };
  *	ret = util_eq_init(&eq->util, fabric, attr, context);
  *	... override eq->util.eq_fid.ops / fid.ops if needed ...
- *	util_eq_write(&eq->util, FI_CONNREQ, cm_entry, sizeof(*cm_entry) + n, 0);
+ *	util_eq_write(&eq->util, FI_CONNREQ, cm, sizeof(*cm) + n, 0);
  *	util_eq_write_err(&eq->util, &err_entry);
  *	util_eq_get(eq) when an endpoint binds, util_eq_put at its close.
  *
  * Providers that need nothing of their own call util_eq_open.
  *
  * Manual control progress (a tcp listener, an rdma_cm event channel): the
- * provider sets eq->progress after util_eq_init.  Every read, readerr,
- * sread and wait-set / poll-set check calls it before looking at the
- * queues; it turns whatever its sources hold into util_eq_write calls.
+ * provider calls util_eq_set_progress after util_eq_init.  Every read,
+ * readerr, sread and wait-set / poll-set check calls it before looking at
+ * the queues; it turns whatever its sources hold into util_eq_write calls.
  * Its sources' fds go into the EQ's wait object (util_wait_add_fd on
  * util_eq_wait(eq)) so that sread and an application polling FI_GETWAIT's
- * fd wake up when they become ready.  A source without an fd sets
- * progress_polled: sread then polls instead of sleeping.
+ * fd wake up when they become ready.  A source without an fd is marked
+ * polled: sread, wait sets and fi_trywait then poll instead of sleeping.
  */
 #ifndef WEFT_UTIL_EQ_H
 #define WEFT_UTIL_EQ_H
@@ -64,16 +64,12 @@ struct util_eq {
 	atomic_int ref; /* objects bound to the EQ */
 	struct util_waitable waitable;
 
-	/* Optional manual progress, set by the provider (see above).  Called
-	 * without the EQ lock, possibly from several threads at once (the
-	 * provider serialises its sources); must not block, nor attach or
-	 * detach waitables. */
+	/* Optional manual progress: see util_eq_set_progress. */
 	void (*progress)(struct util_eq *eq);
-	bool progress_polled; /* progress's events do not signal the wait */
 
 	pthread_mutex_t lock; /* protects everything below */
-	struct slist events; /* struct util_eq_entry, oldest first */
-	struct slist errors; /* error entries, oldest first */
+	struct slist events;  /* struct util_eq_entry, oldest first */
+	struct slist errors;  /* error entries, oldest first */
 	/* Last error handed out with a provider-owned err_data buffer: kept
 	 * until the next read of any kind (fi_eq(3) compatibility rule). */
 	struct util_eq_entry *err_held;
@@ -115,10 +111,11 @@ int util_eq_open_op(struct fid_fabric *fabric, struct fi_eq_attr *attr,
  * (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN) need len >= sizeof(struct
  * fi_eq_cm_entry); the bytes after it are the private data.  For
  * FI_CONNREQ the fi_info in the entry passes to the EQ on success (then to
- * the reader, who frees it with fi_freeinfo; fi_close frees it if unread).  flags must be 0.  Callable from any
- * thread; takes the EQ mutex, allocates, wakes a waiter; never blocks
- * otherwise.  Returns len, -FI_EINVAL or -FI_ENOMEM.  fi_eq_write by the
- * application goes through here.
+ * the reader, who frees it with fi_freeinfo; fi_close frees it if unread).
+ * flags must be 0.  Callable from any thread; takes the EQ mutex,
+ * allocates, wakes a waiter; never blocks otherwise.  Returns len,
+ * -FI_EINVAL or -FI_ENOMEM.  fi_eq_write by the application goes through
+ * here.
  */
 ssize_t util_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
 		      size_t len, uint64_t flags);
@@ -151,6 +148,17 @@ static inline struct util_eq *util_eq_of(struct fid_eq *eq_fid)
 {
 	return container_of(eq_fid, struct util_eq, eq_fid);
 }
+
+/*
+ * Install the provider's manual progress for this EQ (NULL removes it).
+ * progress is called without the EQ lock, possibly from several threads
+ * at once (the provider serialises its own sources); it must not block,
+ * nor attach or detach waitables.  polled: its sources cannot wake the
+ * wait object (no fd added), so waiters must poll.  Call it before the
+ * application can read the EQ (at open or bind); never blocks.
+ */
+void util_eq_set_progress(struct util_eq *eq,
+			  void (*progress)(struct util_eq *eq), bool polled);
 
 /* The EQ's wait object (NULL for FI_WAIT_NONE; a wait set's when
  * FI_WAIT_SET): providers add their CM fds to it with util_wait_add_fd. */

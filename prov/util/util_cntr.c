@@ -22,7 +22,8 @@ void util_cntr_progress(struct util_cntr *cntr)
 	if (!atomic_load_explicit(&cntr->nprogress, memory_order_acquire))
 		return;
 	weft_lock(&cntr->progress_lock);
-	dlist_foreach(&cntr->progress_list, e) {
+	dlist_foreach(&cntr->progress_list, e)
+	{
 		p = container_of(e, struct util_cntr_progress, entry);
 		p->fn(p->arg);
 	}
@@ -45,8 +46,9 @@ int util_cntr_add_progress(struct util_cntr *cntr, util_progress_fn fn,
 
 	weft_lock(&cntr->progress_lock);
 	dlist_insert_tail(&p->entry, &cntr->progress_list);
-	if (flags & UTIL_PROGRESS_POLL)
-		atomic_fetch_add(&cntr->npoll, 1);
+	if (flags & UTIL_PROGRESS_POLL &&
+	    atomic_fetch_add(&cntr->npoll, 1) == 0)
+		atomic_store(&cntr->waitable.polled, true);
 	atomic_fetch_add(&cntr->nprogress, 1);
 	weft_unlock(&cntr->progress_lock);
 	return 0;
@@ -59,7 +61,8 @@ int util_cntr_del_progress(struct util_cntr *cntr, util_progress_fn fn,
 	struct dlist_entry *e;
 
 	weft_lock(&cntr->progress_lock);
-	dlist_foreach(&cntr->progress_list, e) {
+	dlist_foreach(&cntr->progress_list, e)
+	{
 		p = container_of(e, struct util_cntr_progress, entry);
 		if (p->fn == fn && p->arg == arg)
 			break;
@@ -67,8 +70,9 @@ int util_cntr_del_progress(struct util_cntr *cntr, util_progress_fn fn,
 	}
 	if (p) {
 		dlist_remove(&p->entry);
-		if (p->flags & UTIL_PROGRESS_POLL)
-			atomic_fetch_sub(&cntr->npoll, 1);
+		if (p->flags & UTIL_PROGRESS_POLL &&
+		    atomic_fetch_sub(&cntr->npoll, 1) == 1)
+			atomic_store(&cntr->waitable.polled, false);
 		atomic_fetch_sub(&cntr->nprogress, 1);
 	}
 	weft_unlock(&cntr->progress_lock);
@@ -197,7 +201,7 @@ static int util_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 static bool cntr_has_data(struct util_waitable *waitable)
 {
 	struct util_cntr *cntr =
-		container_of(waitable, struct util_cntr, waitable);
+	    container_of(waitable, struct util_cntr, waitable);
 	uint64_t count, err;
 	bool changed;
 
@@ -212,7 +216,7 @@ static bool cntr_has_data(struct util_waitable *waitable)
 int util_cntr_control(struct fid *fid, int command, void *arg)
 {
 	struct util_cntr *cntr =
-		container_of(fid, struct util_cntr, cntr_fid.fid);
+	    container_of(fid, struct util_cntr, cntr_fid.fid);
 
 	switch (command) {
 	case FI_GETOPSFLAG:
@@ -233,7 +237,7 @@ int util_cntr_control(struct fid *fid, int command, void *arg)
 static int util_cntr_close(struct fid *fid)
 {
 	struct util_cntr *cntr =
-		container_of(fid, struct util_cntr, cntr_fid.fid);
+	    container_of(fid, struct util_cntr, cntr_fid.fid);
 	int ret;
 
 	ret = util_cntr_fini(cntr);
@@ -244,32 +248,32 @@ static int util_cntr_close(struct fid *fid)
 }
 
 static const struct fi_ops util_cntr_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = util_cntr_close,
-	.bind = weft_no_bind,
-	.control = util_cntr_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = util_cntr_close,
+    .bind = weft_no_bind,
+    .control = util_cntr_control,
+    .ops_open = weft_no_ops_open,
+    .tostr = weft_no_tostr,
+    .ops_set = weft_no_ops_set,
 };
 
 static const struct fi_ops_cntr util_cntr_ops = {
-	.size = sizeof(struct fi_ops_cntr),
-	.read = util_cntr_read,
-	.readerr = util_cntr_readerr,
-	.add = util_cntr_add,
-	.set = util_cntr_set,
-	.wait = util_cntr_wait,
-	.adderr = util_cntr_adderr,
-	.seterr = util_cntr_seterr,
+    .size = sizeof(struct fi_ops_cntr),
+    .read = util_cntr_read,
+    .readerr = util_cntr_readerr,
+    .add = util_cntr_add,
+    .set = util_cntr_set,
+    .wait = util_cntr_wait,
+    .adderr = util_cntr_adderr,
+    .seterr = util_cntr_seterr,
 };
 
 int util_cntr_init(struct util_cntr *cntr, struct util_domain *domain,
 		   const struct fi_cntr_attr *attr, void *context)
 {
 	static const struct fi_cntr_attr defaults = {
-		.events = FI_CNTR_EVENTS_COMP,
-		.wait_obj = FI_WAIT_NONE,
+	    .events = FI_CNTR_EVENTS_COMP,
+	    .wait_obj = FI_WAIT_NONE,
 	};
 	int ret;
 
@@ -301,10 +305,9 @@ int util_cntr_init(struct util_cntr *cntr, struct util_domain *domain,
 			     util_domain_needs_lock(domain));
 	if (ret)
 		return ret;
-	ret = util_waitable_init(&cntr->waitable,
-				 domain ? domain->fabric : NULL, cntr->prov,
-				 attr->wait_obj, attr->wait_set,
-				 &cntr->cntr_fid.fid, cntr_has_data);
+	ret = util_waitable_init(
+	    &cntr->waitable, domain ? domain->fabric : NULL, cntr->prov,
+	    attr->wait_obj, attr->wait_set, &cntr->cntr_fid.fid, cntr_has_data);
 	if (ret)
 		goto err_destroy_lock;
 	util_domain_get(domain);
@@ -351,7 +354,7 @@ err_free_cntr:
 int util_cntr_open_op(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		      struct fid_cntr **cntr, void *context)
 {
-	return util_cntr_open(container_of(domain, struct util_domain,
-					   domain_fid),
-			      attr, cntr, context);
+	return util_cntr_open(
+	    container_of(domain, struct util_domain, domain_fid), attr, cntr,
+	    context);
 }

@@ -40,8 +40,7 @@ static void eq_free_list(struct slist *list, bool unread)
 	struct slist_entry *e;
 
 	while ((e = slist_remove_head(list)))
-		eq_entry_free(container_of(e, struct util_eq_entry,
-					   list_entry),
+		eq_entry_free(container_of(e, struct util_eq_entry, list_entry),
 			      unread);
 }
 
@@ -107,6 +106,13 @@ int util_eq_write_err(struct util_eq *eq, const struct fi_eq_err_entry *err)
 		memcpy(copy->err_data, err->err_data, data_size);
 	eq_queue(eq, &eq->errors, entry);
 	return 0;
+}
+
+void util_eq_set_progress(struct util_eq *eq,
+			  void (*progress)(struct util_eq *eq), bool polled)
+{
+	eq->progress = progress;
+	atomic_store(&eq->waitable.polled, progress && polled);
 }
 
 static void eq_progress(struct util_eq *eq)
@@ -197,8 +203,7 @@ ssize_t util_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 		ret = -FI_EAGAIN;
 		goto unlock;
 	}
-	entry = container_of(eq->errors.head, struct util_eq_entry,
-			     list_entry);
+	entry = container_of(eq->errors.head, struct util_eq_entry, list_entry);
 	src = (const struct fi_eq_err_entry *)entry->data;
 
 	buf->fid = src->fid;
@@ -279,7 +284,7 @@ ssize_t util_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		left = util_wait_remaining(deadline);
 		if (!left)
 			return -FI_EAGAIN;
-		if (!wait || (eq->progress && eq->progress_polled)) {
+		if (!wait || atomic_load(&eq->waitable.polled)) {
 			/* FI_WAIT_NONE (fi_eq(3) forbids sread: poll rather
 			 * than fail) or progress that must be polled. */
 			sched_yield();
@@ -299,11 +304,10 @@ ssize_t util_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 }
 
 static const char *util_eq_strerror(struct fid_eq *eq_fid, int prov_errno,
-				    const void *err_data, char *buf,
-				    size_t len)
+				    const void *err_data, char *buf, size_t len)
 {
-	const char *str = fi_strerror(prov_errno < 0 ? -prov_errno :
-						       prov_errno);
+	const char *str =
+	    fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
 
 	if (buf && len) {
 		strncpy(buf, str, len - 1);
@@ -333,28 +337,28 @@ static int util_eq_close(struct fid *fid)
 }
 
 static const struct fi_ops util_eq_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = util_eq_close,
-	.bind = weft_no_bind,
-	.control = util_eq_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = util_eq_close,
+    .bind = weft_no_bind,
+    .control = util_eq_control,
+    .ops_open = weft_no_ops_open,
+    .tostr = weft_no_tostr,
+    .ops_set = weft_no_ops_set,
 };
 
 static const struct fi_ops_eq util_eq_ops = {
-	.size = sizeof(struct fi_ops_eq),
-	.read = util_eq_read,
-	.readerr = util_eq_readerr,
-	.write = util_eq_app_write,
-	.sread = util_eq_sread,
-	.strerror = util_eq_strerror,
+    .size = sizeof(struct fi_ops_eq),
+    .read = util_eq_read,
+    .readerr = util_eq_readerr,
+    .write = util_eq_app_write,
+    .sread = util_eq_sread,
+    .strerror = util_eq_strerror,
 };
 
 int util_eq_init(struct util_eq *eq, struct util_fabric *fabric,
 		 const struct fi_eq_attr *attr, void *context)
 {
-	static const struct fi_eq_attr defaults = { .wait_obj = FI_WAIT_NONE };
+	static const struct fi_eq_attr defaults = {.wait_obj = FI_WAIT_NONE};
 	uint32_t api;
 	int ret;
 
@@ -381,9 +385,9 @@ int util_eq_init(struct util_eq *eq, struct util_fabric *fabric,
 	ret = pthread_mutex_init(&eq->lock, NULL);
 	if (ret)
 		return weft_errno(ret);
-	ret = util_waitable_init(&eq->waitable, fabric, eq->prov,
-				 attr->wait_obj, attr->wait_set,
-				 &eq->eq_fid.fid, eq_has_data);
+	ret =
+	    util_waitable_init(&eq->waitable, fabric, eq->prov, attr->wait_obj,
+			       attr->wait_set, &eq->eq_fid.fid, eq_has_data);
 	if (ret)
 		goto err_destroy_lock;
 	if (fabric)
@@ -434,7 +438,7 @@ err_free_eq:
 int util_eq_open_op(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		    struct fid_eq **eq, void *context)
 {
-	return util_eq_open(container_of(fabric, struct util_fabric,
-					 fabric_fid),
-			    attr, eq, context);
+	return util_eq_open(
+	    container_of(fabric, struct util_fabric, fabric_fid), attr, eq,
+	    context);
 }

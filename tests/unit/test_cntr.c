@@ -12,6 +12,7 @@
 #include "weft/core.h"
 #include "weft/util_cntr.h"
 #include "weft/util_domain.h"
+#include "weft/util_poll.h"
 
 static struct util_domain domain;
 
@@ -30,8 +31,8 @@ TestSuite(cntr, .init = setup, .fini = teardown);
 
 static struct fid_cntr *cntr_open(enum fi_wait_obj wait_obj)
 {
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = wait_obj };
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP,
+				    .wait_obj = wait_obj};
 	struct fid_cntr *cntr = NULL;
 
 	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), 0);
@@ -129,7 +130,7 @@ static void *bumper(void *p)
 static void wait_reaches_threshold(enum fi_wait_obj wait_obj)
 {
 	struct fid_cntr *cntr = cntr_open(wait_obj);
-	struct bump_arg arg = { util_cntr_of(cntr), 10, 10, false };
+	struct bump_arg arg = {util_cntr_of(cntr), 10, 10, false};
 	pthread_t thread;
 	uint64_t start = now_ms();
 	int ret;
@@ -172,7 +173,7 @@ Test(cntr, wait_threshold_from_thread_none)
 Test(cntr, wait_interrupted_by_error)
 {
 	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
-	struct bump_arg arg = { util_cntr_of(cntr), 100, 1, true };
+	struct bump_arg arg = {util_cntr_of(cntr), 100, 1, true};
 	pthread_t thread;
 	uint64_t start = now_ms();
 	int ret;
@@ -241,7 +242,7 @@ Test(cntr, getwait_fd_readable_after_increment)
 	cr_assert_eq(fi_control(&cntr->fid, FI_GETWAIT, &fd), 0);
 	cr_assert_geq(fd, 0);
 	util_cntr_inc(util_cntr_of(cntr));
-	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
 	cr_assert_eq(poll(&pfd, 1, 5000), 1, "fd not readable");
 	cr_assert_eq(fi_close(&cntr->fid), 0);
 }
@@ -278,7 +279,7 @@ static void fake_progress(void *arg)
 Test(cntr, manual_progress_runs_on_read_and_wait)
 {
 	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
-	struct fake_ep ep = { util_cntr_of(cntr), 3, 0 };
+	struct fake_ep ep = {util_cntr_of(cntr), 3, 0};
 	uint64_t start = now_ms();
 
 	cr_assert_eq(util_cntr_add_progress(ep.cntr, fake_progress, &ep,
@@ -315,8 +316,7 @@ Test(cntr, bound_objects_keep_it_open)
 
 Test(cntr, bad_attrs)
 {
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .flags = 1 };
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP, .flags = 1};
 	struct fid_cntr *cntr;
 
 	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), -FI_EINVAL);
@@ -334,9 +334,9 @@ Test(cntr, bad_attrs)
  * (fi_poll(3)); the application's own fi_cntr_add/set do not count. */
 Test(cntr, wait_set_reports_changes)
 {
-	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = FI_WAIT_SET };
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP,
+				    .wait_obj = FI_WAIT_SET};
 	struct bump_arg arg;
 	struct fid_wait *set;
 	struct fid_cntr *cntr;
@@ -352,7 +352,7 @@ Test(cntr, wait_set_reports_changes)
 	cr_assert_eq(fi_cntr_add(cntr, 3), 0);
 	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT, "own add reported");
 
-	arg = (struct bump_arg){ util_cntr_of(cntr), 100, 1, false };
+	arg = (struct bump_arg){util_cntr_of(cntr), 100, 1, false};
 	start = now_ms();
 	cr_assert_eq(pthread_create(&thread, NULL, bumper, &arg), 0);
 	cr_assert_eq(fi_wait(set, 20000), 0);
@@ -374,7 +374,7 @@ Test(cntr, wait_set_reports_changes)
 
 Test(cntr, open_op_takes_the_domain_fid)
 {
-	struct fi_cntr_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cntr_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
 	struct fid_cntr *cntr = NULL;
 	int ctx;
 
@@ -386,4 +386,63 @@ Test(cntr, open_op_takes_the_domain_fid)
 	cr_assert_eq(util_domain_fini(&domain), -FI_EBUSY,
 		     "domain released under an open counter");
 	cr_assert_eq(fi_close(&cntr->fid), 0);
+}
+
+/* fi_poll(3): a counter's context comes back when its success or error
+ * value changed since the last fi_poll, fi_cntr_set or fi_cntr_add. */
+Test(cntr, poll_set_reports_changes_once)
+{
+	struct fid_cntr *cntr;
+	struct fi_cntr_attr attr = {.wait_obj = FI_WAIT_NONE};
+	struct fid_poll *pollset;
+	void *ctx[4] = {NULL};
+	int mine;
+
+	cr_assert_eq(util_poll_open(&domain.domain_fid, NULL, &pollset), 0);
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, &mine), 0);
+	cr_assert_eq(fi_poll_add(pollset, &cntr->fid, 0), 0);
+	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY,
+		     "closed while in a poll set");
+
+	cr_assert_eq(fi_poll(pollset, ctx, 4), 0);
+	util_cntr_inc(util_cntr_of(cntr));
+	cr_assert_eq(fi_poll(pollset, ctx, 4), 1);
+	cr_assert_eq(ctx[0], &mine);
+	cr_assert_eq(fi_poll(pollset, ctx, 4), 0, "reported twice");
+
+	cr_assert_eq(fi_cntr_add(cntr, 2), 0);
+	cr_assert_eq(fi_cntr_set(cntr, 10), 0);
+	cr_assert_eq(fi_poll(pollset, ctx, 4), 0, "own add/set reported");
+
+	util_cntr_inc_err(util_cntr_of(cntr));
+	cr_assert_eq(fi_poll(pollset, ctx, 4), 1, "error not reported");
+
+	cr_assert_eq(fi_poll_del(pollset, &cntr->fid, 0), 0);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&pollset->fid), 0);
+}
+
+/* A progress source without an fd: the wait set must poll it. */
+Test(cntr, wait_set_polls_polled_progress)
+{
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cntr_attr attr = {.wait_obj = FI_WAIT_SET};
+	struct fid_wait *set;
+	struct fid_cntr *cntr;
+	struct fake_ep ep;
+
+	cr_assert_eq(util_wait_open(NULL, &wattr, &set), 0);
+	attr.wait_set = set;
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), 0);
+	ep = (struct fake_ep){util_cntr_of(cntr), 1, 0};
+	cr_assert_eq(util_cntr_add_progress(ep.cntr, fake_progress, &ep,
+					    UTIL_PROGRESS_POLL),
+		     0);
+	cr_assert(atomic_load(&ep.cntr->waitable.polled));
+	cr_assert_eq(fi_wait(set, 20000), 0);
+	cr_assert_eq(ep.pending, 0);
+	cr_assert_eq(util_cntr_del_progress(ep.cntr, fake_progress, &ep), 0);
+	cr_assert(!atomic_load(&ep.cntr->waitable.polled));
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&set->fid), 0);
 }

@@ -17,16 +17,16 @@
 #include "weft/util_eq.h"
 
 static struct fi_provider test_prov = {
-	.version = FI_VERSION(1, 0),
-	.fi_version = FI_VERSION(1, 17),
-	.name = "eqtest",
+    .version = FI_VERSION(1, 0),
+    .fi_version = FI_VERSION(1, 17),
+    .name = "eqtest",
 };
 
 static struct util_fabric fabric;
 
 static void fabric_setup(uint32_t api_version)
 {
-	struct fi_fabric_attr attr = { .api_version = api_version };
+	struct fi_fabric_attr attr = {.api_version = api_version};
 
 	cr_assert_eq(util_fabric_init(&fabric, &test_prov, &attr, NULL), 0);
 }
@@ -44,8 +44,8 @@ static void teardown(void)
 
 static struct fid_eq *eq_open(enum fi_wait_obj wait_obj)
 {
-	struct fi_eq_attr attr = { .size = 16, .wait_obj = wait_obj,
-				   .flags = FI_WRITE };
+	struct fi_eq_attr attr = {
+	    .size = 16, .wait_obj = wait_obj, .flags = FI_WRITE};
 	struct fid_eq *eq = NULL;
 
 	cr_assert_eq(util_eq_open(&fabric, &attr, &eq, NULL), 0);
@@ -73,11 +73,11 @@ Test(eq, events_in_order_with_contents)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
 	struct util_eq *ueq = util_eq_of(eq);
-	struct fi_eq_entry e1 = { .fid = &eq->fid, .context = (void *)0x11,
-				  .data = 42 };
-	struct fi_eq_entry e2 = { .fid = &eq->fid, .context = (void *)0x22,
-				  .data = 7 };
-	struct cm_event cm = { .cm.fid = &eq->fid };
+	struct fi_eq_entry e1 = {
+	    .fid = &eq->fid, .context = (void *)0x11, .data = 42};
+	struct fi_eq_entry e2 = {
+	    .fid = &eq->fid, .context = (void *)0x22, .data = 7};
+	struct cm_event cm = {.cm.fid = &eq->fid};
 	struct cm_event got;
 	uint32_t event = 99;
 	ssize_t ret;
@@ -85,9 +85,9 @@ Test(eq, events_in_order_with_contents)
 	memcpy(cm.data, "hello", 5);
 	cr_assert_eq(util_eq_write(ueq, FI_MR_COMPLETE, &e1, sizeof(e1), 0),
 		     (ssize_t)sizeof(e1));
-	cr_assert_eq(util_eq_write(ueq, FI_CONNECTED, &cm,
-				   sizeof(cm.cm) + 5, 0),
-		     (ssize_t)(sizeof(cm.cm) + 5));
+	cr_assert_eq(
+	    util_eq_write(ueq, FI_CONNECTED, &cm, sizeof(cm.cm) + 5, 0),
+	    (ssize_t)(sizeof(cm.cm) + 5));
 	cr_assert_eq(fi_eq_write(eq, FI_NOTIFY, &e2, sizeof(e2), 0),
 		     (ssize_t)sizeof(e2));
 
@@ -109,24 +109,23 @@ Test(eq, events_in_order_with_contents)
 	cr_assert_eq(event, FI_NOTIFY);
 	cr_assert_eq(((struct fi_eq_entry *)&got)->data, 7);
 
-	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0),
-		     -FI_EAGAIN);
+	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0), -FI_EAGAIN);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
 
 Test(eq, connreq_hands_over_info_and_private_data)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
-	struct cm_event cm = { .cm.fid = &eq->fid };
+	struct cm_event cm = {.cm.fid = &eq->fid};
 	struct cm_event got;
 	uint32_t event;
 
 	cm.cm.info = fi_allocinfo();
 	cr_assert_not_null(cm.cm.info);
 	memcpy(cm.data, "0123456789abcdef", 16);
-	cr_assert_eq(util_eq_write(util_eq_of(eq), FI_CONNREQ, &cm,
-				   sizeof(cm), 0),
-		     (ssize_t)sizeof(cm));
+	cr_assert_eq(
+	    util_eq_write(util_eq_of(eq), FI_CONNREQ, &cm, sizeof(cm), 0),
+	    (ssize_t)sizeof(cm));
 	/* Private data is copied up to the space provided ... */
 	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got.cm) + 4, FI_PEEK),
 		     (ssize_t)(sizeof(got.cm) + 4));
@@ -151,13 +150,13 @@ Test(eq, connreq_hands_over_info_and_private_data)
 static void connreq_cycle(void)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
-	struct fi_eq_cm_entry cm = { .fid = &eq->fid };
+	struct fi_eq_cm_entry cm = {.fid = &eq->fid};
 
 	cm.info = fi_allocinfo();
 	cr_assert_not_null(cm.info);
-	cr_assert_eq(util_eq_write(util_eq_of(eq), FI_CONNREQ, &cm,
-				   sizeof(cm), 0),
-		     (ssize_t)sizeof(cm));
+	cr_assert_eq(
+	    util_eq_write(util_eq_of(eq), FI_CONNREQ, &cm, sizeof(cm), 0),
+	    (ssize_t)sizeof(cm));
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
 
@@ -184,8 +183,8 @@ Test(eq, unread_connreq_is_freed_at_close)
 Test(eq, too_small_leaves_the_event)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
-	struct fi_eq_entry e = { .data = 1234 };
-	struct fi_eq_entry got = { 0 };
+	struct fi_eq_entry e = {.data = 1234};
+	struct fi_eq_entry got = {0};
 	uint32_t event = 0;
 
 	cr_assert_eq(fi_eq_write(eq, FI_AV_COMPLETE, &e, sizeof(e), 0),
@@ -203,7 +202,7 @@ Test(eq, too_small_leaves_the_event)
 Test(eq, peek_does_not_consume)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
-	struct fi_eq_entry a = { .data = 1 }, b = { .data = 2 }, got;
+	struct fi_eq_entry a = {.data = 1}, b = {.data = 2}, got;
 	uint32_t event;
 	int i;
 
@@ -214,8 +213,7 @@ Test(eq, peek_does_not_consume)
 	for (i = 0; i < 3; i++) {
 		got.data = 0;
 		event = 99;
-		cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got),
-					FI_PEEK),
+		cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), FI_PEEK),
 			     (ssize_t)sizeof(got));
 		cr_assert_eq(event, FI_NOTIFY);
 		cr_assert_eq(got.data, 1);
@@ -235,16 +233,16 @@ Test(eq, peek_does_not_consume)
 Test(eq, error_makes_read_eavail_then_readerr_copies)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
-	struct fi_eq_entry e = { .data = 5 }, got;
+	struct fi_eq_entry e = {.data = 5}, got;
 	char detail[] = "rejected by peer";
 	struct fi_eq_err_entry err = {
-		.fid = &eq->fid,
-		.context = (void *)0x77,
-		.data = 9,
-		.err = FI_ECONNREFUSED,
-		.prov_errno = 1234,
-		.err_data = detail,
-		.err_data_size = sizeof(detail),
+	    .fid = &eq->fid,
+	    .context = (void *)0x77,
+	    .data = 9,
+	    .err = FI_ECONNREFUSED,
+	    .prov_errno = 1234,
+	    .err_data = detail,
+	    .err_data_size = sizeof(detail),
 	};
 	struct fi_eq_err_entry out;
 	char small[8];
@@ -255,8 +253,7 @@ Test(eq, error_makes_read_eavail_then_readerr_copies)
 	cr_assert_eq(util_eq_write_err(util_eq_of(eq), &err), 0);
 	memset(detail, 'x', sizeof(detail)); /* the EQ kept its own copy */
 
-	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0),
-		     -FI_EAVAIL);
+	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0), -FI_EAVAIL);
 
 	/* Application buffer: copied up to err_data_size, which is set. */
 	memset(&out, 0, sizeof(out));
@@ -278,8 +275,8 @@ Test(eq, error_makes_read_eavail_then_readerr_copies)
 	cr_assert_eq(out.err_data_size, sizeof("rejected by peer"));
 	cr_assert_not_null(out.err_data);
 	cr_assert_str_eq(out.err_data, "rejected by peer");
-	cr_assert_not_null(fi_eq_strerror(eq, out.prov_errno, out.err_data,
-					  NULL, 0));
+	cr_assert_not_null(
+	    fi_eq_strerror(eq, out.prov_errno, out.err_data, NULL, 0));
 
 	cr_assert_eq(fi_eq_readerr(eq, &out, 0), -FI_EAGAIN);
 	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0),
@@ -292,7 +289,7 @@ Test(eq, error_makes_read_eavail_then_readerr_copies)
 Test(eq, errors_keep_their_order)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
-	struct fi_eq_err_entry err = { .err = FI_EIO }, out;
+	struct fi_eq_err_entry err = {.err = FI_EIO}, out;
 	int i;
 
 	for (i = 1; i <= 3; i++) {
@@ -314,8 +311,8 @@ Test(eq, errors_keep_their_order)
 /* Applications of API 1.4 know fi_eq_err_entry without err_data_size. */
 Test(eq_old_api, readerr_without_err_data_size)
 {
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_NONE };
-	struct fi_eq_err_entry err = { .err = FI_ETIMEDOUT };
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_NONE};
+	struct fi_eq_err_entry err = {.err = FI_ETIMEDOUT};
 	struct fi_eq_err_entry out;
 	struct fid_eq *eq;
 	char detail[4] = "abc";
@@ -361,8 +358,8 @@ struct writer_arg {
 static void *writer(void *p)
 {
 	struct writer_arg *arg = p;
-	struct fi_eq_entry e = { .data = 0xfeed };
-	struct fi_eq_err_entry err = { .err = FI_EIO };
+	struct fi_eq_entry e = {.data = 0xfeed};
+	struct fi_eq_err_entry err = {.err = FI_EIO};
 
 	usleep(arg->delay_ms * 1000);
 	if (arg->error)
@@ -375,8 +372,8 @@ static void *writer(void *p)
 static void sread_woken_by_writer(enum fi_wait_obj wait_obj, bool error)
 {
 	struct fid_eq *eq = eq_open(wait_obj);
-	struct writer_arg arg = { util_eq_of(eq), 100, error };
-	struct fi_eq_entry got = { 0 };
+	struct writer_arg arg = {util_eq_of(eq), 100, error};
+	struct fi_eq_entry got = {0};
 	pthread_t thread;
 	uint64_t start;
 	uint32_t event;
@@ -425,9 +422,9 @@ Test(eq, thread_error_wakes_sread)
 Test(eq, getwait_fd_readable_after_write)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_FD);
-	struct fi_eq_entry e = { .data = 1 }, got;
+	struct fi_eq_entry e = {.data = 1}, got;
 	enum fi_wait_obj obj = FI_WAIT_NONE;
-	struct fid *fids[1] = { &eq->fid };
+	struct fid *fids[1] = {&eq->fid};
 	struct pollfd pfd;
 	uint32_t event;
 	int fd = -1;
@@ -439,7 +436,7 @@ Test(eq, getwait_fd_readable_after_write)
 
 	/* Nothing queued: trywait allows blocking, the fd is quiet. */
 	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), 0);
-	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
 	cr_assert_eq(poll(&pfd, 1, 0), 0);
 
 	cr_assert_eq(fi_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0),
@@ -456,7 +453,7 @@ Test(eq, getwait_fd_readable_after_write)
 Test(eq, getwait_mutex_cond)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_MUTEX_COND);
-	struct fi_mutex_cond mc = { 0 };
+	struct fi_mutex_cond mc = {0};
 
 	cr_assert_eq(fi_control(&eq->fid, FI_GETWAIT, &mc), 0);
 	cr_assert_not_null(mc.mutex);
@@ -476,9 +473,9 @@ Test(eq, bound_objects_keep_it_open)
 
 Test(eq, bad_attrs_and_flags)
 {
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_SET };
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_SET};
 	struct fid_eq *eq;
-	struct fi_eq_entry e = { 0 };
+	struct fi_eq_entry e = {0};
 	uint32_t event;
 
 	cr_assert_eq(util_eq_open(&fabric, &attr, &eq, NULL), -FI_EINVAL);
@@ -495,7 +492,7 @@ struct fake_cm {
 	struct util_eq *eq;
 	int calls;
 	int ready_at; /* polled source: event appears on this call */
-	int pipe[2]; /* fd source: a byte means an event */
+	int pipe[2];  /* fd source: a byte means an event */
 };
 
 static struct fake_cm the_cm;
@@ -509,7 +506,7 @@ static struct fake_cm *fake_cm_of(struct util_eq *eq)
 static void polled_progress(struct util_eq *eq)
 {
 	struct fake_cm *cm = fake_cm_of(eq);
-	struct fi_eq_entry e = { .data = 0xc0 };
+	struct fi_eq_entry e = {.data = 0xc0};
 
 	if (++cm->calls == cm->ready_at)
 		util_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0);
@@ -518,12 +515,11 @@ static void polled_progress(struct util_eq *eq)
 Test(eq, sread_polls_progress_without_fd)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_UNSPEC);
-	struct fi_eq_entry got = { 0 };
+	struct fi_eq_entry got = {0};
 	uint32_t event;
 
-	the_cm = (struct fake_cm){ .eq = util_eq_of(eq), .ready_at = 50 };
-	util_eq_of(eq)->progress = polled_progress;
-	util_eq_of(eq)->progress_polled = true;
+	the_cm = (struct fake_cm){.eq = util_eq_of(eq), .ready_at = 50};
+	util_eq_set_progress(util_eq_of(eq), polled_progress, true);
 	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0), -FI_EAGAIN);
 	cr_assert_eq(the_cm.calls, 1, "read did not run progress");
 	cr_assert_eq(fi_eq_sread(eq, &event, &got, sizeof(got), 20000, 0),
@@ -536,7 +532,7 @@ Test(eq, sread_polls_progress_without_fd)
 static void fd_progress(struct util_eq *eq)
 {
 	struct fake_cm *cm = fake_cm_of(eq);
-	struct fi_eq_entry e = { .data = 0xfd };
+	struct fi_eq_entry e = {.data = 0xfd};
 	char c;
 
 	cm->calls++;
@@ -556,18 +552,18 @@ static void *pipe_writer(void *p)
 Test(eq, sread_wakes_on_provider_fd)
 {
 	struct fid_eq *eq = eq_open(FI_WAIT_FD);
-	struct fi_eq_entry got = { 0 };
+	struct fi_eq_entry got = {0};
 	pthread_t thread;
 	uint64_t start = now_ms();
 	uint32_t event;
 
-	the_cm = (struct fake_cm){ .eq = util_eq_of(eq) };
+	the_cm = (struct fake_cm){.eq = util_eq_of(eq)};
 	cr_assert_eq(pipe(the_cm.pipe), 0);
 	cr_assert_eq(fcntl(the_cm.pipe[0], F_SETFL, O_NONBLOCK), 0);
 	cr_assert_eq(util_wait_add_fd(util_eq_wait(util_eq_of(eq)),
 				      the_cm.pipe[0], POLLIN, NULL),
 		     0);
-	util_eq_of(eq)->progress = fd_progress;
+	util_eq_set_progress(util_eq_of(eq), fd_progress, false);
 	cr_assert_eq(pthread_create(&thread, NULL, pipe_writer, &the_cm), 0);
 	cr_assert_eq(fi_eq_sread(eq, &event, &got, sizeof(got), 20000, 0),
 		     (ssize_t)sizeof(got));
@@ -576,9 +572,8 @@ Test(eq, sread_wakes_on_provider_fd)
 	cr_assert_lt(now_ms() - start, 15000);
 	/* Blocked, not spun: a handful of progress rounds at most. */
 	cr_assert_lt(the_cm.calls, 20, "%d progress calls", the_cm.calls);
-	cr_assert_eq(util_wait_del_fd(util_eq_wait(util_eq_of(eq)),
-				      the_cm.pipe[0]),
-		     0);
+	cr_assert_eq(
+	    util_wait_del_fd(util_eq_wait(util_eq_of(eq)), the_cm.pipe[0]), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 	close(the_cm.pipe[0]);
 	close(the_cm.pipe[1]);
@@ -586,12 +581,12 @@ Test(eq, sread_wakes_on_provider_fd)
 
 Test(eq, wait_set_wakes_on_write)
 {
-	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_SET };
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_SET};
 	struct fid_wait *set;
 	struct fid_eq *eq;
 	struct writer_arg arg;
-	struct fi_eq_entry got = { 0 };
+	struct fi_eq_entry got = {0};
 	pthread_t thread;
 	uint64_t start;
 	uint32_t event;
@@ -605,7 +600,7 @@ Test(eq, wait_set_wakes_on_write)
 	cr_assert_eq(fi_control(&eq->fid, FI_GETWAIT, &fd), -FI_EINVAL);
 	cr_assert_eq(fi_wait(set, 0), -FI_ETIMEDOUT);
 
-	arg = (struct writer_arg){ util_eq_of(eq), 100, false };
+	arg = (struct writer_arg){util_eq_of(eq), 100, false};
 	start = now_ms();
 	cr_assert_eq(pthread_create(&thread, NULL, writer, &arg), 0);
 	cr_assert_eq(fi_wait(set, 20000), 0);
@@ -624,7 +619,7 @@ Test(eq, wait_set_wakes_on_write)
 
 Test(eq, open_op_takes_the_fabric_fid)
 {
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
 	struct fid_eq *eq = NULL;
 	int ctx;
 
@@ -634,5 +629,20 @@ Test(eq, open_op_takes_the_fabric_fid)
 	cr_assert_eq(util_eq_of(eq)->fabric, &fabric);
 	cr_assert_eq(util_fabric_fini(&fabric), -FI_EBUSY,
 		     "fabric released under an open EQ");
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+Test(eq, trywait_refuses_polled_progress)
+{
+	struct fid_eq *eq = eq_open(FI_WAIT_FD);
+	struct fid *fids[1] = {&eq->fid};
+
+	the_cm = (struct fake_cm){.eq = util_eq_of(eq), .ready_at = -1};
+	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), 0);
+	util_eq_set_progress(util_eq_of(eq), polled_progress, true);
+	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), -FI_EAGAIN,
+		     "native wait allowed on a source that cannot wake it");
+	util_eq_set_progress(util_eq_of(eq), NULL, false);
+	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
