@@ -54,6 +54,11 @@
 
 struct util_eq_entry;
 
+/* Provider text for fi_eq_strerror (rdma_cm reject reasons, say). */
+typedef const char *(*util_eq_strerror_fn)(struct fid_eq *eq, int prov_errno,
+					   const void *err_data, char *buf,
+					   size_t len);
+
 struct util_eq {
 	struct fid_eq eq_fid;
 	struct util_fabric *fabric;
@@ -66,6 +71,8 @@ struct util_eq {
 
 	/* Optional manual progress: see util_eq_set_progress. */
 	void (*progress)(struct util_eq *eq);
+	/* Set by the provider, may be NULL: fi_strerror of prov_errno. */
+	util_eq_strerror_fn strerror;
 
 	pthread_mutex_t lock; /* protects everything below */
 	struct slist events;  /* struct util_eq_entry, oldest first */

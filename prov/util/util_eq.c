@@ -306,9 +306,12 @@ ssize_t util_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 static const char *util_eq_strerror(struct fid_eq *eq_fid, int prov_errno,
 				    const void *err_data, char *buf, size_t len)
 {
-	const char *str =
-	    fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+	struct util_eq *eq = util_eq_of(eq_fid);
+	const char *str;
 
+	if (eq->strerror)
+		return eq->strerror(eq_fid, prov_errno, err_data, buf, len);
+	str = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
 	if (buf && len) {
 		strncpy(buf, str, len - 1);
 		buf[len - 1] = '\0';

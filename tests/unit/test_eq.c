@@ -646,3 +646,27 @@ Test(eq, trywait_refuses_polled_progress)
 	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
+
+static const char *reject_text(struct fid_eq *eq, int prov_errno,
+			       const void *err_data, char *buf, size_t len)
+{
+	return prov_errno == 28 ? "consumer defined reject" : "other";
+}
+
+Test(eq, strerror_default_and_provider)
+{
+	struct fid_eq *eq = eq_open(FI_WAIT_NONE);
+	char buf[8];
+
+	cr_assert_str_eq(fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, NULL, 0),
+			 fi_strerror(FI_ETIMEDOUT));
+	cr_assert_eq(fi_eq_strerror(eq, FI_ETIMEDOUT, NULL, buf, sizeof(buf)),
+		     buf);
+	cr_assert_eq(strncmp(buf, fi_strerror(FI_ETIMEDOUT), sizeof(buf) - 1),
+		     0);
+	cr_assert_eq(strlen(buf), sizeof(buf) - 1);
+	util_eq_of(eq)->strerror = reject_text;
+	cr_assert_str_eq(fi_eq_strerror(eq, 28, NULL, NULL, 0),
+			 "consumer defined reject");
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
