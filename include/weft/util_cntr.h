@@ -92,7 +92,8 @@ int util_cntr_init(struct util_cntr *cntr, struct util_domain *domain,
 
 /*
  * Release what util_cntr_init took: -FI_EBUSY while objects are bound
- * (util_cntr_get without util_cntr_put) or progress callbacks remain.  The
+ * (util_cntr_get without util_cntr_put), progress callbacks remain or a
+ * poll set holds it.  The
  * caller frees the memory.
  */
 int util_cntr_fini(struct util_cntr *cntr);

@@ -95,9 +95,10 @@ int util_eq_init(struct util_eq *eq, struct util_fabric *fabric,
 
 /*
  * Release an EQ set up by util_eq_init: -FI_EBUSY while objects are
- * bound (util_eq_get without util_eq_put); otherwise drops queued events
- * (freeing the fi_info of unread FI_CONNREQ events) and the fabric
- * reference.  The caller frees the memory.
+ * bound (util_eq_get without util_eq_put) or a poll set holds it; the
+ * caller guarantees no thread is inside its ops.  Otherwise drops events
+ * (freeing the fi_info of unread FI_CONNREQ events), the wait object and
+ * the fabric reference.  The caller frees the memory.
  */
 int util_eq_fini(struct util_eq *eq);
 
