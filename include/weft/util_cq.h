@@ -167,9 +167,10 @@ struct util_cq {
 	atomic_size_t overflow_count; /* entries on `overflow` */
 	pthread_mutex_t overflow_lock;
 	struct slist overflow;
-	atomic_size_t overrun_entries;	/* overflowed since last report */
-	atomic_size_t overrun_lost;	/* lost (no memory) since last report */
-	atomic_bool overrun_pending;	/* an FI_EOVERRUN report is owed */
+	atomic_size_t overrun_entries; /* overflowed since last report */
+	atomic_size_t overrun_lost;    /* lost (no memory) since last report */
+	atomic_bool overrun_pending;   /* an FI_EOVERRUN report is owed */
+	bool overrun_next; /* reader: fi_cq_read announced the report */
 	struct util_cq_err overrun_err; /* handed out by readerr */
 
 	atomic_bool signalled; /* fi_cq_signal, consumed by sread */

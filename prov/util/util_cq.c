@@ -232,6 +232,9 @@ static ssize_t util_cq_read_locked(struct util_cq *cq, void *buf, size_t count,
 	bool err_next;
 	size_t n = 0;
 
+	if (weft_unlikely(cq->overrun_next))
+		return -FI_EAVAIL;
+again:
 	for (;;) {
 		if (head == tail) {
 			tail = atomic_load_explicit(&ring->tail,
@@ -258,6 +261,15 @@ static ssize_t util_cq_read_locked(struct util_cq *cq, void *buf, size_t count,
 	/* The ring is empty: older entries may wait on the overflow list. */
 	if (weft_unlikely(atomic_load_explicit(&cq->overflow_count,
 					       memory_order_acquire))) {
+		/*
+		 * The writer published whatever it put in the ring before it
+		 * parked its first entry: look again, or a ring entry written
+		 * after our look but before the parking would come out late.
+		 */
+		tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+		ring->tail_cache = tail;
+		if (head != tail)
+			goto again;
 		n += util_cq_read_overflow(cq, dst, count - n,
 					   src_addr ? src_addr + n : NULL,
 					   &err_next);
@@ -267,8 +279,11 @@ static ssize_t util_cq_read_locked(struct util_cq *cq, void *buf, size_t count,
 	}
 	if (n)
 		return n;
-	if (weft_unlikely(atomic_load(&cq->overrun_pending)))
+	if (weft_unlikely(atomic_load(&cq->overrun_pending))) {
+		/* The report takes its place now: later entries follow it. */
+		cq->overrun_next = true;
 		return -FI_EAVAIL;
+	}
 	return -FI_EAGAIN;
 }
 
@@ -334,60 +349,90 @@ static void util_cq_free_err(struct util_cq *cq, struct util_cq_err *node)
 	free(node);
 }
 
+/* The FI_EOVERRUN report, built when it is handed out. */
+static struct util_cq_err *util_cq_take_overrun(struct util_cq *cq)
+{
+	struct util_cq_err *node = &cq->overrun_err;
+
+	cq->overrun_next = false;
+	atomic_exchange(&cq->overrun_pending, false);
+	memset(&node->entry, 0, sizeof(node->entry));
+	node->entry.err = FI_EOVERRUN;
+	node->entry.data = atomic_exchange(&cq->overrun_entries, 0);
+	node->entry.olen = atomic_exchange(&cq->overrun_lost, 0);
+	return node;
+}
+
+/* Pop the error at the head of the overflow list; NULL if not an error. */
+static struct util_cq_err *util_cq_pop_overflow_err(struct util_cq *cq)
+{
+	struct util_cq_overflow *ovf;
+	struct util_cq_err *node;
+
+	pthread_mutex_lock(&cq->overflow_lock);
+	ovf = container_of(cq->overflow.head, struct util_cq_overflow, entry);
+	node = ovf->slot.err;
+	if (node) {
+		slist_remove_head(&cq->overflow);
+		atomic_fetch_sub(&cq->overflow_count, 1);
+		free(ovf);
+	}
+	pthread_mutex_unlock(&cq->overflow_lock);
+	return node;
+}
+
+/*
+ * The error entry that comes next, taken off the queue; NULL when the
+ * next entry is a success or there is none.  Reader lock held.
+ */
+static struct util_cq_err *util_cq_pop_err(struct util_cq *cq)
+{
+	struct util_cq_ring *ring = cq->ring;
+	struct util_cq_err *node;
+	size_t head, tail;
+
+	if (cq->overrun_next)
+		return util_cq_take_overrun(cq);
+	head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	if (head == tail &&
+	    atomic_load_explicit(&cq->overflow_count, memory_order_acquire)) {
+		/* Ring entries published before the parking come first. */
+		tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+		if (head == tail)
+			return util_cq_pop_overflow_err(cq);
+	}
+	ring->tail_cache = tail;
+	if (head != tail) {
+		node = ring->slots[head & cq->mask].err;
+		if (node)
+			atomic_store_explicit(&ring->head, head + 1,
+					      memory_order_release);
+		return node;
+	}
+	if (atomic_load(&cq->overrun_pending))
+		return util_cq_take_overrun(cq);
+	return NULL;
+}
+
 static ssize_t util_cq_readerr(struct fid_cq *cq_fid,
 			       struct fi_cq_err_entry *buf, uint64_t flags)
 {
 	struct util_cq *cq = util_cq_from_fid(cq_fid);
-	struct util_cq_ring *ring = cq->ring;
-	struct util_cq_overflow *ovf;
-	struct util_cq_err *node = NULL;
-	size_t head, tail;
-	ssize_t ret = -FI_EAGAIN;
+	struct util_cq_err *node;
 
 	if (!buf)
 		return -FI_EINVAL;
 	weft_lock(&cq->lock);
 	util_cq_free_err(cq, cq->last_err);
 	cq->last_err = NULL;
-
-	head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-	ring->tail_cache = tail;
-	if (head != tail) {
-		node = ring->slots[head & cq->mask].err;
-		if (!node)
-			goto out_unlock;
-		atomic_store_explicit(&ring->head, head + 1,
-				      memory_order_release);
-	} else if (atomic_load_explicit(&cq->overflow_count,
-					memory_order_acquire)) {
-		pthread_mutex_lock(&cq->overflow_lock);
-		ovf = container_of(cq->overflow.head, struct util_cq_overflow,
-				   entry);
-		node = ovf->slot.err;
-		if (node) {
-			slist_remove_head(&cq->overflow);
-			atomic_fetch_sub(&cq->overflow_count, 1);
-			free(ovf);
-		}
-		pthread_mutex_unlock(&cq->overflow_lock);
-		if (!node)
-			goto out_unlock;
-	} else if (atomic_exchange(&cq->overrun_pending, false)) {
-		node = &cq->overrun_err;
-		memset(&node->entry, 0, sizeof(node->entry));
-		node->entry.err = FI_EOVERRUN;
-		node->entry.data = atomic_exchange(&cq->overrun_entries, 0);
-		node->entry.olen = atomic_exchange(&cq->overrun_lost, 0);
-	} else {
-		goto out_unlock;
+	node = util_cq_pop_err(cq);
+	if (node) {
+		util_cq_fill_err(cq, buf, node);
+		cq->last_err = node;
 	}
-	util_cq_fill_err(cq, buf, node);
-	cq->last_err = node;
-	ret = 1;
-out_unlock:
 	weft_unlock(&cq->lock);
-	return ret;
+	return node ? 1 : -FI_EAGAIN;
 }
 
 static size_t util_cq_threshold(struct util_cq *cq, const void *cond,

@@ -931,3 +931,66 @@ Test(cq_domain, stress_sread_yield)
 {
 	run_stress(FI_WAIT_YIELD, true, true);
 }
+
+static void *flood_writer(void *p)
+{
+	struct stress *s = p;
+
+	for (int i = 0; i < STRESS_N; i++) {
+		/* Mix promised and unsolicited completions, never waiting. */
+		if ((i & 7) == 0 && util_cq_reserve(s->cq, 1) == 0)
+			util_cq_write_reserved(s->cq, CTX(i), FI_RECV,
+					       (size_t)i, NULL, (uint64_t)i,
+					       ~(uint64_t)i, (fi_addr_t)i);
+		else
+			cr_assert_eq(util_cq_write(s->cq, CTX(i), FI_RECV,
+						   (size_t)i, NULL, (uint64_t)i,
+						   ~(uint64_t)i, (fi_addr_t)i),
+				     0);
+	}
+	return NULL;
+}
+
+Test(cq, stress_overflow_keeps_order)
+{
+	struct util_cq *cq = open_cq(FI_CQ_FORMAT_TAGGED, 16, FI_WAIT_NONE);
+	struct stress s = {.cq = cq};
+	struct fi_cq_tagged_entry e[7];
+	struct fi_cq_err_entry err;
+	uint64_t parked = 0;
+	int next = 0, reports = 0;
+	pthread_t thr;
+	ssize_t ret;
+
+	cr_assert_eq(pthread_create(&thr, NULL, flood_writer, &s), 0);
+	while (next < STRESS_N) {
+		ret = fi_cq_read(&cq->cq_fid, e, 7);
+		if (ret == -FI_EAGAIN)
+			continue;
+		if (ret == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			cr_assert_eq(fi_cq_readerr(&cq->cq_fid, &err, 0), 1);
+			cr_assert_eq(err.err, FI_EOVERRUN);
+			cr_assert_eq(err.olen, 0);
+			parked += err.data;
+			reports++;
+			continue;
+		}
+		cr_assert_gt(ret, 0, "read failed: %zd", ret);
+		for (int i = 0; i < ret; i++, next++) {
+			if (e[i].op_context != CTX(next) ||
+			    e[i].tag != ~(uint64_t)next)
+				cr_assert_fail("entry %d out of order", next);
+		}
+	}
+	pthread_join(thr, NULL);
+	while ((ret = fi_cq_read(&cq->cq_fid, e, 7)) == -FI_EAVAIL) {
+		cr_assert_eq(fi_cq_readerr(&cq->cq_fid, &err, 0), 1);
+		parked += err.data;
+		reports++;
+	}
+	cr_assert_eq(ret, -FI_EAGAIN, "no duplicates");
+	cr_assert_gt(reports, 0, "a flood into 16 slots overran");
+	cr_assert_leq(parked, STRESS_N);
+	close_cq(cq);
+}
