@@ -6,6 +6,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
+#include "weft/util_cntr.h"
 #include "weft/util_cq.h"
 #include "weft/util_domain.h"
 #include "weft/util_poll.h"
@@ -130,4 +131,37 @@ Test(poll, open_checks)
 	cr_assert_eq(util_domain_fini(&domain), -FI_EBUSY,
 		     "the set holds the domain");
 	cr_assert_eq(fi_close(&ps->fid), 0);
+}
+
+Test(poll, counters_report_changes)
+{
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP};
+	int ctx_c, ctx_q;
+	struct util_cq *cq = open_cq(&ctx_q);
+	struct fid_cntr *cntr;
+	struct fid_poll *ps;
+	void *ctx[4];
+
+	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, &ctx_c), 0);
+	cr_assert_eq(util_poll_open(&domain.domain_fid, NULL, &ps), 0);
+	cr_assert_eq(fi_poll_add(ps, &cntr->fid, 0), 0);
+	cr_assert_eq(fi_poll_add(ps, &cq->cq_fid.fid, 0), 0);
+	cr_assert_eq(fi_poll(ps, ctx, 4), 0);
+
+	util_cntr_inc(util_cntr_of(cntr));
+	cr_assert_eq(fi_poll(ps, ctx, 4), 1);
+	cr_assert_eq(ctx[0], &ctx_c);
+	cr_assert_eq(fi_poll(ps, ctx, 4), 0, "reported once per change");
+	util_cntr_inc_err(util_cntr_of(cntr));
+	util_cq_write(cq, NULL, 0, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+	cr_assert_eq(fi_poll(ps, ctx, 4), 2);
+	cr_assert_eq(ctx[0], &ctx_c);
+	cr_assert_eq(ctx[1], &ctx_q);
+
+	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY, "held by the set");
+	cr_assert_eq(fi_poll_del(ps, &cntr->fid, 0), 0);
+	cr_assert_eq(fi_poll_del(ps, &cq->cq_fid.fid, 0), 0);
+	cr_assert_eq(fi_close(&ps->fid), 0);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&cq->cq_fid.fid), 0);
 }
