@@ -251,10 +251,14 @@ int util_wait_remaining(uint64_t deadline_ns);
 /* ---- wait sets: fi_wait_open, fi_wait ----------------------------------- */
 
 /*
- * fi_ops_fabric.wait_open for every provider.  attr->wait_obj is UNSPEC,
- * FD, POLLFD, YIELD or MUTEX_COND; attr->flags must be 0.  The set takes a
- * fabric reference when the fabric is a util_fabric.  fi_close returns
- * -FI_EBUSY while objects are attached.
+ * fi_ops_fabric.wait_open for every provider.  fabric is the fabric_fid
+ * of a struct util_fabric (NULL in unit tests); the set holds a reference
+ * on it until fi_close.  attr->wait_obj is UNSPEC, FD, POLLFD, YIELD or
+ * MUTEX_COND; attr->flags must be 0.  Never blocks.  Returns 0,
+ * -FI_EINVAL, -FI_ENOMEM or a translated errno.  The set's fi_close
+ * returns -FI_EBUSY while objects are attached; fi_wait on it returns 0
+ * when an attached object has data, -FI_ETIMEDOUT when the timeout (ms,
+ * -1 forever) passes first.
  */
 int util_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		   struct fid_wait **waitset);
