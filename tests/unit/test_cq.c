@@ -994,3 +994,71 @@ Test(cq, stress_overflow_keeps_order)
 	cr_assert_leq(parked, STRESS_N);
 	close_cq(cq);
 }
+
+struct multi_writer {
+	struct util_cq *cq;
+	int id;
+};
+
+#define MULTI_N 50000
+
+static void *locked_writer(void *p)
+{
+	struct multi_writer *w = p;
+
+	for (int i = 0; i < MULTI_N; i++) {
+		util_cq_writer_lock(w->cq);
+		while (util_cq_reserve(w->cq, 1)) {
+			util_cq_writer_unlock(w->cq);
+			sched_yield();
+			util_cq_writer_lock(w->cq);
+		}
+		util_cq_write_reserved(w->cq, NULL, 0, 0, NULL, (uint64_t)i,
+				       (uint64_t)w->id, FI_ADDR_NOTAVAIL);
+		util_cq_writer_unlock(w->cq);
+	}
+	return NULL;
+}
+
+Test(cq, two_writers_under_the_writer_lock)
+{
+	struct util_cq *cq = open_cq(FI_CQ_FORMAT_TAGGED, 32, FI_WAIT_NONE);
+	struct multi_writer w[2] = {{cq, 0}, {cq, 1}};
+	struct fi_cq_tagged_entry e[8];
+	uint64_t next[2] = {0, 0};
+	pthread_t thr[2];
+	ssize_t ret;
+
+	cr_assert(cq->write_lock.needed, "FI_THREAD_SAFE locks writers");
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(
+		    pthread_create(&thr[i], NULL, locked_writer, &w[i]), 0);
+	while (next[0] + next[1] < 2 * MULTI_N) {
+		ret = fi_cq_read(&cq->cq_fid, e, 8);
+		if (ret == -FI_EAGAIN)
+			continue;
+		cr_assert_gt(ret, 0);
+		for (int i = 0; i < ret; i++) {
+			cr_assert_lt(e[i].tag, 2);
+			if (e[i].data != next[e[i].tag])
+				cr_assert_fail("writer %d: got %d, want %d",
+					       (int)e[i].tag, (int)e[i].data,
+					       (int)next[e[i].tag]);
+			next[e[i].tag]++;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(thr[i], NULL);
+	cr_assert_eq(fi_cq_read(&cq->cq_fid, e, 8), -FI_EAGAIN);
+	cr_assert_eq(atomic_load(&cq->overrun_pending), false);
+	close_cq(cq);
+}
+
+Test(cq_domain, no_locks_under_thread_domain)
+{
+	struct util_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 8, FI_WAIT_FD);
+
+	cr_assert_not(cq->lock.needed);
+	cr_assert_not(cq->write_lock.needed);
+	close_cq(cq);
+}
