@@ -22,9 +22,12 @@
  *                          acquire, copies slots out, then frees them
  *                          with a release store of head.
  * The two sides live on separate cache lines.  Neither takes a lock,
- * allocates or makes a syscall on the fast path; the writer makes one
- * (an eventfd write) only when a thread may be blocked in sread / fi_wait
- * or an exported fd needs re-arming (see weft/util_wait.h).
+ * allocates or makes a syscall on the fast path; the writer pays one
+ * memory fence when the CQ has a wait object, and makes a syscall (an
+ * eventfd write) only when a thread may be blocked in sread / fi_wait or
+ * an exported fd needs re-arming; once an application has taken a
+ * MUTEX_COND object with FI_GETWAIT, every write also broadcasts its
+ * condition variable under its mutex (see weft/util_wait.h).
  *
  * Threading contract:
  *   - Writer-side calls (util_cq_write*, util_cq_reserve, _unreserve) are
@@ -47,8 +50,8 @@
  *     none is free, the completion goes to an overflow list (allocated,
  *     in order) instead of being lost, and the CQ enters the overrun
  *     state: every completion is still delivered in order, and once the
- *     ring and the list are empty, fi_cq_read returns -FI_EAVAIL once and
- *     fi_cq_readerr reports err = FI_EOVERRUN with data = the number of
+ *     ring and the list are empty, fi_cq_read returns -FI_EAVAIL until
+ *     fi_cq_readerr takes the report: err = FI_EOVERRUN, data = the number of
  *     completions that overflowed and olen = the number lost for lack of
  *     memory (0 unless malloc failed).  While the list is not empty, later
  *     writes append to it too, to keep the order, and util_cq_reserve
