@@ -2,8 +2,8 @@
  * Matching a provider's capabilities against fi_getinfo hints.
  *
  * A provider describes what it can do as a list of candidate fi_info
- * entries, best first: each lists every capability, mode and limit it
- * supports (caps including the modifier bits FI_SEND, FI_RECV, FI_READ ...;
+ * entries, best first: each lists every capability, mode, op flag and
+ * limit it supports (caps including the modifier bits FI_SEND, FI_RECV, FI_READ ...;
  * mode the bits it requires; threading, progress, resource management the
  * strongest it offers; av_type FI_AV_UNSPEC when it offers both).
  * util_getinfo() checks each candidate against the hints as fi_getinfo(3)

@@ -93,8 +93,9 @@ static_assert(sizeof(struct shm_queue) == 3 * SHM_CACHELINE, "shm_queue size");
 
 /*
  * Peer table entry: a sender claims a free entry (state FREE -> CLAIMED by
- * CAS), fills name and pid, then publishes ACTIVE (release).  Its index is
- * what it puts in shm_slot.src.  The owner resets entries of peers that
+ * CAS), fills name and pid, bumps gen, then publishes ACTIVE (release).
+ * shm_slot.src carries the entry's index in its low 16 bits and the low 16
+ * bits of gen above them, so the owner notices an entry changing hands.  The owner resets entries of peers that
  * closed or died.
  */
 enum shm_peer_state {
@@ -107,7 +108,8 @@ struct shm_peer {
 	_Atomic uint32_t state;
 	int32_t pid;
 	char name[SHM_NAME_MAX];
-	uint64_t pad;
+	uint32_t gen; /* bumped by every claim: tells reuses apart */
+	uint32_t pad;
 };
 static_assert(sizeof(struct shm_peer) == 64, "shm_peer size");
 

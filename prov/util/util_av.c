@@ -754,6 +754,26 @@ static int av_insert_end(struct av_insert_call *call)
 	return (int)call->done;
 }
 
+/*
+ * FI_ADDR_STR addresses reach fi_av_insert in two layouts.  fi_av(3) says
+ * an array of string pointers (char **); clients written against
+ * upstream's providers (fabtests, MPI libraries) pass the buffer that
+ * fi_getname filled, i.e. the strings themselves, one after another.  The
+ * first bytes tell them apart: an address string starts with printable
+ * characters ("fi_..."), while a user-space pointer on a 64-bit machine
+ * has zero high bytes.
+ */
+static bool av_str_packed(const void *addr)
+{
+	const unsigned char *p = addr;
+	size_t i;
+
+	for (i = 0; i < sizeof(void *); i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
 static int util_av_insert(struct fid_av *av_fid, const void *addr,
 			  size_t count, fi_addr_t *fi_addr, uint64_t flags,
 			  void *context)
@@ -761,7 +781,8 @@ static int util_av_insert(struct fid_av *av_fid, const void *addr,
 	struct util_av *av = util_av_from_fid(av_fid);
 	uint8_t buf[UTIL_AV_MAX_ADDRLEN];
 	struct av_insert_call call;
-	const char *str;
+	const char *str, *next = addr;
+	bool packed;
 	size_t i;
 	int ret;
 
@@ -773,6 +794,8 @@ static int util_av_insert(struct fid_av *av_fid, const void *addr,
 	if (count > INT_MAX)
 		return -FI_EINVAL;
 
+	packed = av->ops.addr_format == FI_ADDR_STR && count &&
+		 av_str_packed(addr);
 	for (i = 0; i < count; i++) {
 		if (av->ops.addr_format != FI_ADDR_STR) {
 			av_insert_stored(&call, i,
@@ -780,7 +803,12 @@ static int util_av_insert(struct fid_av *av_fid, const void *addr,
 					 0);
 			continue;
 		}
-		str = ((const char *const *)addr)[i];
+		if (packed) {
+			str = next;
+			next += strlen(next) + 1;
+		} else {
+			str = ((const char *const *)addr)[i];
+		}
 		ret = str ? av->ops.from_str(av, str, buf) : -FI_EINVAL;
 		av_insert_stored(&call, i, buf, ret);
 	}

@@ -477,6 +477,10 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 	struct fi_domain_attr *d = out->domain_attr;
 
 	if (!hints) {
+		if (out->tx_attr)
+			out->tx_attr->op_flags = 0;
+		if (out->rx_attr)
+			out->rx_attr->op_flags = 0;
 		if (FI_VERSION_LT(version, FI_VERSION(1, 5)) && d)
 			d->mr_mode = d->mr_mode ? FI_MR_BASIC : FI_MR_SCALABLE;
 		return;
@@ -490,8 +494,10 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 				hints->caps,
 			out->tx_attr->caps) &
 				     (out->caps | UTIL_CAP_MODIFIERS);
-		if (hints->tx_attr && hints->tx_attr->op_flags)
-			out->tx_attr->op_flags = hints->tx_attr->op_flags;
+		/* A candidate lists the op flags it supports; the default
+		 * flags handed out are the ones asked for, else none. */
+		out->tx_attr->op_flags =
+			hints->tx_attr ? hints->tx_attr->op_flags : 0;
 	}
 	if (out->rx_attr) {
 		out->rx_attr->caps = narrow_caps(
@@ -500,8 +506,8 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 				hints->caps,
 			out->rx_attr->caps) &
 				     (out->caps | UTIL_CAP_MODIFIERS);
-		if (hints->rx_attr && hints->rx_attr->op_flags)
-			out->rx_attr->op_flags = hints->rx_attr->op_flags;
+		out->rx_attr->op_flags =
+			hints->rx_attr ? hints->rx_attr->op_flags : 0;
 	}
 	/* The modes the provider needs and the application allows; a
 	 * provider needing FI_CONTEXT served by FI_CONTEXT2 reports the

@@ -1,0 +1,289 @@
+/*
+ * The RDM engine: reliable-datagram endpoint semantics over any transport.
+ *
+ * The engine implements what an FI_EP_RDM endpoint means to an application
+ * (fi_msg(3), fi_tagged(3), fi_rma(3), fi_atomic(3) entry points, receive
+ * matching, unexpected messages, multi-receive buffers, completions and
+ * counters, FI_SOURCE, cancel, peek/claim/discard, the completion levels)
+ * once.  A transport (shm today; tcp and verbs RDM later) only moves bytes:
+ * it sends what the engine gives it and hands every arriving message header
+ * to the engine.
+ *
+ *  application ──fi_tsend──▶ engine ──send_eager / send_rndv──▶ transport
+ *  transport progress ──util_rdm_msg_arrived──▶ engine ──▶ matcher, CQ
+ *
+ * Protocols, chosen by the engine from the transport's limits:
+ *  - eager: the whole message is copied by the transport during the call
+ *    (inline in a queue slot, or through a bounce buffer).  The send
+ *    completes at once unless FI_DELIVERY_COMPLETE asks for the receiver's
+ *    acknowledgement.
+ *  - rendezvous: the transport announces the message with a descriptor;
+ *    the receiver fetches the payload once a receive matches (a single
+ *    copy: CMA for shm, RDMA read for verbs) and the sender's buffer is
+ *    held until then.
+ *
+ * Locking: every entry point takes the endpoint's lock (a real lock only
+ * under FI_THREAD_SAFE); transports call the util_rdm_* callbacks from
+ * their progress function, which the engine runs with that lock held.
+ * CQ writes are bracketed by the CQ's writer lock, since endpoints with
+ * different locks may share a CQ.
+ */
+#ifndef WEFT_UTIL_RDM_H
+#define WEFT_UTIL_RDM_H
+
+#include <sys/uio.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "weft/core.h"
+#include "weft/lock.h"
+#include "weft/util_av.h"
+#include "weft/util_bufpool.h"
+#include "weft/util_cntr.h"
+#include "weft/util_cq.h"
+#include "weft/util_domain.h"
+#include "weft/util_match.h"
+
+#define UTIL_RDM_IOV_MAX 4
+
+/* Message classes on the wire. */
+enum util_rdm_op {
+	UTIL_RDM_MSG = 1,
+	UTIL_RDM_TAGGED = 2,
+};
+
+/* Header flags (util_rdm_hdr.flags, util_rdm_msg.flags). */
+#define UTIL_RDM_CQ_DATA (1u << 0) /* data carries remote CQ data */
+#define UTIL_RDM_ACK_REQ (1u << 1) /* sender waits for delivery */
+
+/* What the engine asks a transport to send. */
+struct util_rdm_hdr {
+	uint32_t op; /* enum util_rdm_op */
+	uint32_t flags; /* UTIL_RDM_* */
+	uint64_t tag;
+	uint64_t data;
+	uint64_t len; /* whole message */
+	uint64_t tx_id; /* for the acknowledgement (UTIL_RDM_ACK_REQ) */
+};
+
+/* A transmit request the engine keeps while a transport works on it. */
+struct util_rdm_tx {
+	void *context; /* application's */
+	uint64_t flags; /* op flags in force (FI_COMPLETION, ...) */
+	uint64_t cq_flags; /* FI_SEND | FI_MSG ..., for the completion */
+	fi_addr_t dest;
+	struct util_rdm_hdr hdr;
+	size_t iov_count;
+	struct iovec iov[UTIL_RDM_IOV_MAX];
+	void *desc[UTIL_RDM_IOV_MAX];
+	/* RMA and atomics */
+	size_t rma_count;
+	struct fi_rma_iov rma_iov[UTIL_RDM_IOV_MAX];
+	size_t res_count; /* fetch / compare atomics */
+	struct iovec res_iov[UTIL_RDM_IOV_MAX];
+	size_t cmp_count;
+	struct iovec cmp_iov[UTIL_RDM_IOV_MAX];
+	enum fi_op atomic_op;
+	enum fi_datatype datatype;
+	uint32_t kind; /* UTIL_RDM_TX_* */
+	bool cq_reserved;
+	uint8_t inject_buf[]; /* copy of injected data, tx_inject_size bytes */
+};
+
+enum util_rdm_tx_kind {
+	UTIL_RDM_TX_SEND,
+	UTIL_RDM_TX_WRITE,
+	UTIL_RDM_TX_READ,
+	UTIL_RDM_TX_ATOMIC,
+	UTIL_RDM_TX_FETCH_ATOMIC,
+	UTIL_RDM_TX_COMPARE_ATOMIC,
+};
+
+/*
+ * An arriving message, as the transport read it.  Valid only during the
+ * util_rdm_msg_arrived call.
+ */
+struct util_rdm_msg {
+	uint32_t op; /* enum util_rdm_op */
+	uint32_t flags; /* UTIL_RDM_* */
+	uint64_t tag;
+	uint64_t data;
+	size_t len; /* whole message */
+	fi_addr_t src; /* in the endpoint's AV, or FI_ADDR_NOTAVAIL */
+	const void *src_raw; /* the sender's address, for FI_SOURCE_ERR */
+	size_t src_raw_len;
+	/*
+	 * Either the whole payload is readable now (payload non-NULL: inline,
+	 * or a bounce buffer), and the engine copies what it needs before
+	 * returning; or payload is NULL and the transport's descriptor of the
+	 * payload (stash_len bytes at stash) is kept by the engine and handed
+	 * to ->fetch or ->discard later.
+	 */
+	const void *payload;
+	const void *stash;
+	size_t stash_len;
+	uint64_t tx_id; /* sender's, echoed in the acknowledgement */
+	void *reply; /* the transport's handle of the sender, for acks */
+};
+
+/* Largest transport descriptor the engine keeps for a rendezvous message. */
+#define UTIL_RDM_STASH_MAX 192
+
+struct util_rdm_ep;
+
+/*
+ * What a transport provides.  Every op is called with the endpoint lock
+ * held, never blocks, and returns 0 or -FI_E*; -FI_EAGAIN means "no room
+ * now": the engine fails the application's call with -FI_EAGAIN (the
+ * application progresses and retries).
+ */
+struct util_rdm_transport {
+	/* Messages up to eager_max bytes go through send_eager. */
+	size_t eager_max;
+	/* Bytes fi_inject may carry (<= eager_max). */
+	size_t inject_max;
+
+	/*
+	 * Copy a whole message (hdr->len bytes from iov) toward dest now.
+	 * On 0 the application's buffer is free again.  With
+	 * UTIL_RDM_ACK_REQ in hdr->flags the receiver answers with ->ack,
+	 * and the transport then calls util_rdm_tx_acked.
+	 */
+	int (*send_eager)(struct util_rdm_ep *ep, fi_addr_t dest,
+			  const struct util_rdm_hdr *hdr,
+			  const struct iovec *iov, size_t iov_count);
+	/*
+	 * Announce a message whose payload the receiver will fetch from
+	 * tx->iov.  The transport owns tx until it calls util_rdm_tx_done
+	 * (after the receiver fetched or discarded it, or on failure).
+	 */
+	int (*send_rndv)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+	/*
+	 * Fetch len bytes at offset `skip` of a stashed message into iov.
+	 * Synchronous: returns 0 when the data is in place (and the sender
+	 * has been told), or an error (the receive completes in error).
+	 */
+	int (*fetch)(struct util_rdm_ep *ep, const void *stash,
+		     const struct iovec *iov, size_t iov_count, size_t len);
+	/* Drop a stashed message (discarded, truncated to 0, or at close). */
+	void (*discard)(struct util_rdm_ep *ep, const void *stash);
+	/* Acknowledge delivery of a message that asked for it. */
+	int (*ack)(struct util_rdm_ep *ep, void *reply, uint64_t tx_id,
+		   int err);
+	/* RMA and atomics: move the data; util_rdm_tx_done when finished. */
+	int (*rma)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+	int (*atomic)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+	/* Read and handle everything that arrived (manual progress). */
+	void (*progress)(struct util_rdm_ep *ep);
+};
+
+/* A posted receive. */
+struct util_rdm_rx {
+	struct util_rx_entry m;
+	uint64_t flags; /* op flags in force */
+	uint64_t cq_flags; /* FI_RECV | FI_MSG / FI_TAGGED */
+	size_t iov_count;
+	struct iovec iov[UTIL_RDM_IOV_MAX];
+};
+
+/* An unexpected message kept until a receive takes it. */
+struct util_rdm_unexp {
+	struct util_unexp_entry m;
+	uint32_t op;
+	uint32_t flags;
+	uint64_t data;
+	uint64_t tx_id;
+	void *reply;
+	void *heap; /* payload copy when it did not fit inline_buf */
+	bool stashed; /* payload is at the transport: stash holds its descriptor */
+	size_t stash_len;
+	uint8_t stash[UTIL_RDM_STASH_MAX];
+	uint8_t inline_buf[]; /* ep->unexp_inline bytes */
+};
+
+struct util_rdm_ep_attr {
+	const struct util_rdm_transport *transport;
+	size_t unexp_inline; /* bytes kept inline in an unexpected record */
+};
+
+struct util_rdm_ep {
+	struct fid_ep ep_fid;
+	struct util_domain *domain;
+	const struct util_rdm_transport *tp;
+	void *tp_ctx; /* the transport's endpoint state */
+	struct weft_lock lock;
+	uint64_t caps;
+	uint64_t tx_op_flags;
+	uint64_t rx_op_flags;
+	size_t unexp_inline;
+	bool enabled;
+
+	struct util_av *av;
+	struct util_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective;
+	struct util_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
+	struct util_cntr *rem_read_cntr, *rem_write_cntr;
+	struct util_cq_progress tx_progress, rx_progress;
+
+	struct util_match msgq, tagq;
+	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool;
+	size_t tx_size; /* tx_pool object size (with the inject buffer) */
+};
+
+/*
+ * Initialise the engine part of a provider's RDM endpoint from the
+ * fi_info given to fi_endpoint.  Fills ep_fid's ops with the engine's
+ * (the provider may wrap close, bind and control); the caller sets
+ * tp_ctx.  Returns 0, -FI_EINVAL or -FI_ENOMEM.
+ */
+int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
+		     const struct fi_info *info,
+		     const struct util_rdm_ep_attr *attr, void *context);
+
+/*
+ * Release the engine state: posted receives complete as FI_ECANCELED,
+ * unexpected messages are dropped (stashed ones through ->discard),
+ * bindings are undone.  The transport must have finished every tx it
+ * held.  Called from the provider's close.
+ */
+void util_rdm_ep_fini(struct util_rdm_ep *ep);
+
+/* The engine's bind op (CQs, counters, AV); providers' binds call it. */
+int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+
+/* FI_ENABLE and the op-flag controls; providers' control calls it. */
+int util_rdm_ep_control(struct fid *fid, int command, void *arg);
+
+/* ---- transport → engine ------------------------------------------------ */
+
+/* A message arrived; returns 0, or an error that was already reported. */
+int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg);
+
+/* A tx the transport held is finished (err 0 or a positive FI_E*). */
+void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx,
+		      int err);
+
+/* A delivery acknowledgement for tx_id arrived. */
+void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err);
+
+/* The tx behind an id a transport put on the wire, or NULL. */
+struct util_rdm_tx *util_rdm_tx_of(struct util_rdm_ep *ep, uint64_t tx_id);
+uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+
+/*
+ * Target side of RMA: report a remote write or read that completed here:
+ * bumps the remote counters and, with remote CQ data (FI_REMOTE_CQ_DATA
+ * in flags), writes the receive-side completion.
+ */
+void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags,
+			   size_t len, uint64_t data);
+
+static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct util_rdm_ep, ep_fid);
+}
+
+#endif /* WEFT_UTIL_RDM_H */

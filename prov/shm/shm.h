@@ -1,0 +1,116 @@
+/*
+ * The shm provider: FI_EP_RDM between processes of one host.
+ *
+ * The RDM semantics are prov/util's engine (weft/util_rdm.h); this provider
+ * is its transport: each endpoint owns a region in /dev/shm (shm_layout.h)
+ * whose queue its peers write into, and it moves message payloads inline
+ * in a queue slot, through its own bounce buffers, or with one
+ * process_vm_readv by the receiver.
+ */
+#ifndef WEFT_SHM_H
+#define WEFT_SHM_H
+
+#include "weft/core.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#include "weft/list.h"
+#include "weft/util_av.h"
+#include "weft/util_domain.h"
+#include "weft/util_mr.h"
+#include "weft/util_rdm.h"
+
+#include "shm_region.h"
+
+#define SHM_PREFIX "fi_shm://"
+#define SHM_ADDRLEN FI_NAME_MAX /* stored FI_ADDR_STR addresses */
+
+extern struct fi_provider shm_prov;
+
+/* Tunables, read once from FI_SHM_* (shm_params_init). */
+struct shm_params {
+	size_t queue_slots;
+	size_t max_peers;
+	size_t bounce_count;
+	size_t bounce_size; /* eager limit: larger messages use CMA */
+	bool disable_cma;
+};
+extern struct shm_params shm_params;
+void shm_params_init(void);
+
+struct shm_fabric {
+	struct util_fabric util;
+};
+
+struct shm_domain {
+	struct util_domain util;
+	struct util_mr_map mr_map;
+};
+
+/*
+ * A connection to a peer's region: the mapping, and the entry we hold in
+ * its peer table (which our slots name as their source).
+ */
+struct shm_conn {
+	struct dlist_entry entry; /* shm_ep.conns */
+	char name[SHM_NAME_MAX];
+	struct shm_map map;
+	uint32_t src_id; /* index | gen << 16 in the peer's table */
+	bool claimed;
+	pid_t pid;
+	bool cma; /* the peer's memory can be read with process_vm_readv */
+};
+
+/* What the owner knows of the sender behind one entry of its peer table. */
+struct shm_rxpeer {
+	uint32_t gen; /* of the table entry this describes; 0: unknown */
+	struct shm_conn *conn; /* to answer it and read its bounce buffers */
+	fi_addr_t fi_addr; /* in the endpoint's AV, or FI_ADDR_NOTAVAIL */
+	char addr[SHM_ADDRLEN]; /* "fi_shm://name", for FI_SOURCE_ERR */
+};
+
+/* A control message that found the peer's queue full, sent later. */
+struct shm_pending {
+	struct slist_entry entry;
+	struct shm_conn *conn;
+	uint16_t op;
+	uint32_t aux;
+	uint64_t tag;
+};
+
+struct shm_ep {
+	struct util_rdm_ep rdm; /* first */
+	char name[SHM_NAME_MAX];
+	struct shm_map own;
+	bool cma;
+
+	struct dlist_entry conns; /* struct shm_conn */
+	struct shm_conn **by_addr; /* [AV index] -> connection */
+	fi_addr_t *by_addr_fi; /* the fi_addr each by_addr entry is for */
+	size_t nby_addr;
+	struct shm_rxpeer *rxpeers; /* [own table index] */
+
+	uint32_t bounce_next; /* where to look for a free bounce buffer */
+	struct slist pending; /* struct shm_pending */
+};
+
+static inline struct shm_ep *shm_ep_of(struct util_rdm_ep *rdm)
+{
+	return container_of(rdm, struct shm_ep, rdm);
+}
+
+int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		    void *context);
+int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context);
+int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep, void *context);
+int shm_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		struct fid_av **av, void *context);
+
+/* Whether process_vm_readv works in this process at all. */
+bool shm_cma_probe(void);
+
+#endif /* WEFT_SHM_H */

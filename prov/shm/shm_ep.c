@@ -1,0 +1,806 @@
+/*
+ * The shm endpoint: an RDM engine endpoint whose transport is this file.
+ *
+ * Protocols (docs/shm-layout.md):
+ *  - inline: payloads up to SHM_INLINE_MAX bytes travel in the queue slot;
+ *  - bounce: up to bounce_size bytes are copied into one of the sender's
+ *    bounce buffers, which the receiver copies out of and frees;
+ *  - CMA: larger messages are announced (RTS) with the sender's iovecs;
+ *    the receiver reads them with process_vm_readv once a receive matches,
+ *    then acknowledges, which completes the send.
+ */
+#include "shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <rdma/fi_cm.h>
+
+#include "weft/stubs.h"
+#include "shm_queue.h"
+
+/* Slot operations. */
+enum shm_op {
+	SHM_OP_INLINE = 1, /* payload in the slot */
+	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
+	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
+	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
+};
+
+/* shm_slot.flags: the engine's UTIL_RDM_* flags, and the message class. */
+#define SHM_SLOT_TAGGED (1u << 15)
+
+/* The descriptor of a CMA message, in the slot and in the engine's stash. */
+struct shm_rts {
+	uint64_t tx_id;
+	uint64_t msg_len;
+	int32_t pid;
+	uint32_t iov_count;
+	uint64_t addr[UTIL_RDM_IOV_MAX];
+	uint64_t len[UTIL_RDM_IOV_MAX];
+	uint32_t src; /* stash only: the sender's table entry here */
+	uint32_t pad;
+};
+static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
+static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
+	      "RTS fits the engine's stash");
+
+/* Most slots handled per progress call, so one busy peer cannot starve
+ * the caller. */
+#define SHM_PROGRESS_BATCH 64
+
+static _Atomic uint32_t ep_counter;
+
+/* ---- connections -------------------------------------------------------- */
+
+static struct shm_conn *conn_find(struct shm_ep *ep, const char *name)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&ep->conns, e) {
+		struct shm_conn *c = container_of(e, struct shm_conn, entry);
+
+		if (!strcmp(c->name, name))
+			return c;
+	}
+	return NULL;
+}
+
+static struct shm_conn *conn_get(struct shm_ep *ep, const char *name)
+{
+	struct shm_conn *c = conn_find(ep, name);
+
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	dlist_insert_tail(&c->entry, &ep->conns);
+	return c;
+}
+
+/* Claim an entry in the peer's table so that our slots can name us. */
+static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
+{
+	struct shm_peer *peers = shm_map_peers(&c->map);
+	uint32_t i, n = c->map.hdr->max_peers;
+
+	for (i = 0; i < n; i++) {
+		uint32_t expect = SHM_PEER_FREE;
+
+		if (atomic_load_explicit(&peers[i].state,
+					 memory_order_relaxed) != SHM_PEER_FREE)
+			continue;
+		if (!atomic_compare_exchange_strong(&peers[i].state, &expect,
+						    SHM_PEER_CLAIMED))
+			continue;
+		peers[i].pid = getpid();
+		snprintf(peers[i].name, sizeof(peers[i].name), "%s", ep->name);
+		peers[i].gen = (peers[i].gen + 1) & 0xffff;
+		if (!peers[i].gen)
+			peers[i].gen = 1;
+		atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
+				      memory_order_release);
+		c->src_id = i | (peers[i].gen << 16);
+		c->claimed = true;
+		return 0;
+	}
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"%s: all %u peer entries of %s are taken\n", ep->name, n,
+		c->name);
+	return -FI_ENOSPC;
+}
+
+/* Map the peer's region (once).  -FI_EAGAIN while it does not exist yet. */
+static int conn_map(struct shm_ep *ep, struct shm_conn *c)
+{
+	int ret;
+
+	if (c->map.hdr)
+		return 0;
+	ret = shm_region_map(c->name, &c->map);
+	if (ret)
+		return ret == -FI_ENOENT ? -FI_EAGAIN : ret;
+	c->pid = c->map.hdr->pid;
+	c->cma = ep->cma && (c->map.hdr->flags & SHM_REGION_CMA);
+	return 0;
+}
+
+/*
+ * Make a connection usable for sending: map the peer's region and claim an
+ * entry.  -FI_EAGAIN while the peer's region does not exist yet.
+ */
+static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
+{
+	int ret;
+
+	if (weft_likely(c->claimed))
+		return 0;
+	ret = conn_map(ep, c);
+	if (ret)
+		return ret;
+	return conn_claim(ep, c);
+}
+
+static void conn_release(struct shm_conn *c)
+{
+	if (c->claimed) {
+		struct shm_peer *p = &shm_map_peers(&c->map)[c->src_id & 0xffff];
+
+		atomic_store_explicit(&p->state, SHM_PEER_FREE,
+				      memory_order_release);
+	}
+	shm_region_unmap(&c->map);
+}
+
+/* The connection for an fi_addr of the endpoint's AV. */
+static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
+			struct shm_conn **out)
+{
+	struct util_av *av = ep->rdm.av;
+	const char *addr;
+	uint32_t idx;
+	int ret;
+
+	idx = util_av_index(av, dest);
+	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
+			ep->by_addr_fi[idx] == dest)) {
+		*out = ep->by_addr[idx];
+		return conn_ready(ep, *out);
+	}
+	addr = util_av_addr(av, dest);
+	if (!addr)
+		return -FI_EINVAL;
+	if (idx >= ep->nby_addr) {
+		size_t n = WEFT_MAX((size_t)idx + 1, ep->nby_addr * 2);
+		struct shm_conn **b = realloc(ep->by_addr, n * sizeof(*b));
+		fi_addr_t *f;
+
+		if (!b)
+			return -FI_ENOMEM;
+		ep->by_addr = b;
+		f = realloc(ep->by_addr_fi, n * sizeof(*f));
+		if (!f)
+			return -FI_ENOMEM;
+		ep->by_addr_fi = f;
+		memset(b + ep->nby_addr, 0, (n - ep->nby_addr) * sizeof(*b));
+		ep->nby_addr = n;
+	}
+	ep->by_addr[idx] = conn_get(ep, addr + strlen(SHM_PREFIX));
+	if (!ep->by_addr[idx])
+		return -FI_ENOMEM;
+	ep->by_addr_fi[idx] = dest;
+	*out = ep->by_addr[idx];
+	ret = conn_ready(ep, *out);
+	return ret;
+}
+
+/* ---- senders as the receiver sees them ---------------------------------- */
+
+static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
+{
+	uint32_t idx = src & 0xffff, gen = src >> 16;
+	struct shm_rxpeer *rp;
+	struct shm_peer *p;
+
+	if (idx >= ep->own.hdr->max_peers)
+		return NULL;
+	rp = &ep->rxpeers[idx];
+	if (weft_likely(rp->gen == gen))
+		return rp;
+	p = &shm_map_peers(&ep->own)[idx];
+	if (atomic_load_explicit(&p->state, memory_order_acquire) !=
+	    SHM_PEER_ACTIVE)
+		return NULL;
+	rp->gen = gen;
+	rp->conn = conn_get(ep, p->name);
+	rp->fi_addr = FI_ADDR_NOTAVAIL;
+	memset(rp->addr, 0, sizeof(rp->addr));
+	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", p->name);
+	return rp->conn ? rp : NULL;
+}
+
+/* The sender's fi_addr, when matching or completions need it. */
+static fi_addr_t rxpeer_addr(struct shm_ep *ep, struct shm_rxpeer *rp)
+{
+	if (!(ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV)) || !ep->rdm.av)
+		return FI_ADDR_NOTAVAIL;
+	if (rp->fi_addr == FI_ADDR_NOTAVAIL)
+		rp->fi_addr = util_av_lookup_addr(ep->rdm.av, rp->addr);
+	return rp->fi_addr;
+}
+
+/* ---- sending slots ------------------------------------------------------ */
+
+static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
+{
+	return shm_queue_claim(shm_map_queue(&c->map), pos);
+}
+
+/* Send a control slot now, or keep it for the next progress call. */
+static int send_ctrl(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
+		     uint64_t tag, uint32_t aux)
+{
+	struct shm_pending *p;
+	struct shm_slot *s;
+	uint64_t pos;
+	int ret;
+
+	ret = conn_ready(ep, c);
+	if (!ret && slist_empty(&ep->pending)) {
+		s = slot_claim(c, &pos);
+		if (s) {
+			s->op = op;
+			s->flags = 0;
+			s->src = c->src_id;
+			s->tag = tag;
+			s->aux = aux;
+			s->len = 0;
+			shm_queue_publish(s, pos);
+			return 0;
+		}
+	}
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	p->conn = c;
+	p->op = op;
+	p->tag = tag;
+	p->aux = aux;
+	slist_insert_tail(&p->entry, &ep->pending);
+	return 0;
+}
+
+static void flush_pending(struct shm_ep *ep)
+{
+	struct shm_pending *p;
+	struct shm_slot *s;
+	uint64_t pos;
+
+	while (!slist_empty(&ep->pending)) {
+		p = container_of(ep->pending.head, struct shm_pending, entry);
+		if (conn_ready(ep, p->conn))
+			return;
+		s = slot_claim(p->conn, &pos);
+		if (!s)
+			return;
+		s->op = p->op;
+		s->flags = 0;
+		s->src = p->conn->src_id;
+		s->tag = p->tag;
+		s->aux = p->aux;
+		s->len = 0;
+		shm_queue_publish(s, pos);
+		slist_remove_head(&ep->pending);
+		free(p);
+	}
+}
+
+static size_t gather(void *dst, const struct iovec *iov, size_t count,
+		     size_t len)
+{
+	size_t i, done = 0;
+
+	for (i = 0; i < count && done < len; i++) {
+		size_t n = WEFT_MIN(iov[i].iov_len, len - done);
+
+		memcpy((char *)dst + done, iov[i].iov_base, n);
+		done += n;
+	}
+	return done;
+}
+
+static int bounce_get(struct shm_ep *ep, uint32_t *idx)
+{
+	uint32_t n = ep->own.hdr->bounce_count, i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t b = (ep->bounce_next + i) % n;
+		struct shm_bounce *bb = shm_map_bounce(&ep->own, b);
+
+		if (!atomic_load_explicit(&bb->busy, memory_order_acquire)) {
+			ep->bounce_next = (b + 1) % n;
+			*idx = b;
+			return 0;
+		}
+	}
+	return -FI_EAGAIN;
+}
+
+static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
+			  const struct util_rdm_hdr *hdr,
+			  const struct iovec *iov, size_t iov_count)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_conn *c;
+	struct shm_slot *s;
+	uint32_t bidx = 0;
+	uint64_t pos;
+	int ret;
+
+	ret = conn_of_addr(ep, dest, &c);
+	if (weft_unlikely(ret))
+		return ret;
+	if (hdr->len > SHM_INLINE_MAX) {
+		ret = bounce_get(ep, &bidx);
+		if (ret)
+			return ret;
+	}
+	s = slot_claim(c, &pos);
+	if (weft_unlikely(!s))
+		return -FI_EAGAIN;
+	s->flags = (uint16_t)(hdr->flags |
+			      (hdr->op == UTIL_RDM_TAGGED ? SHM_SLOT_TAGGED : 0));
+	s->src = c->src_id;
+	s->tag = hdr->tag;
+	s->data = hdr->data;
+	s->len = (uint32_t)hdr->len;
+	if (hdr->len <= SHM_INLINE_MAX) {
+		s->op = SHM_OP_INLINE;
+		s->aux = (uint32_t)hdr->tx_id;
+		if (iov_count == 1)
+			memcpy(s->payload, iov[0].iov_base, hdr->len);
+		else
+			gather(s->payload, iov, iov_count, hdr->len);
+	} else {
+		struct shm_bounce *bb = shm_map_bounce(&ep->own, bidx);
+
+		s->op = SHM_OP_BOUNCE;
+		s->aux = bidx;
+		memcpy(s->payload, &hdr->tx_id, sizeof(hdr->tx_id));
+		gather(bb->data, iov, iov_count, hdr->len);
+		bb->len = (uint32_t)hdr->len;
+		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
+	}
+	shm_queue_publish(s, pos);
+	return 0;
+}
+
+static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_rts rts = { 0 };
+	struct shm_conn *c;
+	struct shm_slot *s;
+	uint64_t pos;
+	size_t i;
+	int ret;
+
+	ret = conn_of_addr(ep, tx->dest, &c);
+	if (ret)
+		return ret;
+	if (!c->cma) {
+		FI_WARN_ONCE(&shm_prov, FI_LOG_EP_DATA,
+			     "process_vm_readv is not available between %s "
+			     "and %s: messages above %zu bytes cannot be "
+			     "sent\n",
+			     ep->name, c->name, shm_params.bounce_size);
+		return -FI_EMSGSIZE;
+	}
+	s = slot_claim(c, &pos);
+	if (!s)
+		return -FI_EAGAIN;
+	rts.tx_id = tx->hdr.tx_id;
+	rts.msg_len = tx->hdr.len;
+	rts.pid = getpid();
+	rts.iov_count = (uint32_t)tx->iov_count;
+	for (i = 0; i < tx->iov_count; i++) {
+		rts.addr[i] = (uintptr_t)tx->iov[i].iov_base;
+		rts.len[i] = tx->iov[i].iov_len;
+	}
+	s->op = SHM_OP_RTS;
+	s->flags = (uint16_t)(tx->hdr.flags | (tx->hdr.op == UTIL_RDM_TAGGED ?
+						       SHM_SLOT_TAGGED :
+						       0));
+	s->src = c->src_id;
+	s->tag = tx->hdr.tag;
+	s->data = tx->hdr.data;
+	/* The RTS carries the whole length: messages may pass 4 GiB. */
+	s->len = 0;
+	s->aux = 0;
+	memcpy(s->payload, &rts, sizeof(rts));
+	shm_queue_publish(s, pos);
+	return 0;
+}
+
+static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
+		     const struct iovec *iov, size_t iov_count, size_t len)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	const struct shm_rts *rts = stash;
+	struct iovec remote[UTIL_RDM_IOV_MAX];
+	struct shm_rxpeer *rp;
+	size_t i, nremote, left = len, got = 0;
+	ssize_t n;
+	int err = 0;
+
+	for (i = 0; i < rts->iov_count && i < UTIL_RDM_IOV_MAX; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)rts->addr[i];
+		remote[i].iov_len = rts->len[i];
+	}
+	nremote = i;
+	while (left) {
+		struct iovec l[UTIL_RDM_IOV_MAX], r[UTIL_RDM_IOV_MAX];
+		size_t nl = 0, nr = 0, skip, j;
+
+		/* Describe what is left on both sides. */
+		for (skip = got, j = 0; j < iov_count; j++) {
+			if (skip >= iov[j].iov_len) {
+				skip -= iov[j].iov_len;
+				continue;
+			}
+			l[nl].iov_base = (char *)iov[j].iov_base + skip;
+			l[nl++].iov_len = iov[j].iov_len - skip;
+			skip = 0;
+		}
+		for (skip = got, j = 0; j < nremote; j++) {
+			if (skip >= remote[j].iov_len) {
+				skip -= remote[j].iov_len;
+				continue;
+			}
+			r[nr].iov_base = (char *)remote[j].iov_base + skip;
+			r[nr++].iov_len = remote[j].iov_len - skip;
+			skip = 0;
+		}
+		n = process_vm_readv(rts->pid, l, nl, r, nr, 0);
+		if (n <= 0) {
+			err = n < 0 ? errno : EIO;
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"process_vm_readv from pid %d: %s\n", rts->pid,
+				strerror(err));
+			break;
+		}
+		got += (size_t)n;
+		left = got < len ? len - got : 0;
+	}
+	rp = rxpeer_of(ep, rts->src);
+	if (rp)
+		send_ctrl(ep, rp->conn, SHM_OP_ACK, rts->tx_id,
+			  err ? FI_EIO : 0);
+	return err ? -FI_EIO : 0;
+}
+
+static void shm_discard(struct util_rdm_ep *rdm, const void *stash)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	const struct shm_rts *rts = stash;
+	struct shm_rxpeer *rp = rxpeer_of(ep, rts->src);
+
+	if (rp)
+		send_ctrl(ep, rp->conn, SHM_OP_ACK, rts->tx_id, 0);
+}
+
+static int shm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
+		   int err)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_rxpeer *rp = rxpeer_of(ep, (uint32_t)(uintptr_t)reply);
+
+	if (!rp)
+		return -FI_ENOTCONN;
+	return send_ctrl(ep, rp->conn, SHM_OP_ACK, tx_id, (uint32_t)err);
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
+{
+	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	struct util_rdm_msg msg = {
+		.op = (s->flags & SHM_SLOT_TAGGED) ? UTIL_RDM_TAGGED :
+						     UTIL_RDM_MSG,
+		.flags = s->flags & (UTIL_RDM_CQ_DATA | UTIL_RDM_ACK_REQ),
+		.tag = s->tag,
+		.data = s->data,
+		.len = s->len,
+		.src = FI_ADDR_NOTAVAIL,
+		.reply = (void *)(uintptr_t)s->src,
+	};
+	struct shm_bounce *bb = NULL;
+	struct shm_rts rts;
+
+	if (weft_unlikely(!rp)) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: message from an unknown peer entry %u dropped\n",
+			ep->name, s->src & 0xffff);
+		return;
+	}
+	msg.src = rxpeer_addr(ep, rp);
+	msg.src_raw = rp->addr;
+	msg.src_raw_len = strlen(rp->addr) + 1;
+
+	switch (s->op) {
+	case SHM_OP_INLINE:
+		msg.payload = s->payload;
+		msg.tx_id = s->aux;
+		break;
+	case SHM_OP_BOUNCE:
+		if (conn_map(ep, rp->conn)) {
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"%s: cannot map %s's region\n", ep->name,
+				rp->conn->name);
+			return;
+		}
+		if (s->aux >= rp->conn->map.hdr->bounce_count)
+			return;
+		bb = shm_map_bounce(&rp->conn->map, s->aux);
+		msg.payload = bb->data;
+		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
+		break;
+	case SHM_OP_RTS:
+		memcpy(&rts, s->payload, sizeof(rts));
+		rts.src = s->src;
+		msg.stash = &rts;
+		msg.stash_len = sizeof(rts);
+		msg.tx_id = rts.tx_id;
+		msg.len = rts.msg_len;
+		break;
+	}
+	util_rdm_msg_arrived(&ep->rdm, &msg);
+	if (bb)
+		atomic_store_explicit(&bb->busy, 0, memory_order_release);
+}
+
+static void shm_progress(struct util_rdm_ep *rdm)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_queue *q = shm_map_queue(&ep->own);
+	struct shm_slot *s;
+	int n;
+
+	if (weft_unlikely(!slist_empty(&ep->pending)))
+		flush_pending(ep);
+	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
+		switch (s->op) {
+		case SHM_OP_INLINE:
+		case SHM_OP_BOUNCE:
+		case SHM_OP_RTS:
+			handle_msg(ep, s);
+			break;
+		case SHM_OP_ACK:
+			util_rdm_tx_acked(rdm, s->tag, (int)s->aux);
+			break;
+		default:
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"%s: unknown slot op %u dropped\n", ep->name,
+				s->op);
+			break;
+		}
+		shm_queue_release(q, s);
+	}
+}
+
+static struct util_rdm_transport shm_transport = {
+	.eager_max = 0, /* set from shm_params at first open */
+	.inject_max = 0,
+	.send_eager = shm_send_eager,
+	.send_rndv = shm_send_rndv,
+	.fetch = shm_fetch,
+	.discard = shm_discard,
+	.ack = shm_ack,
+	.progress = shm_progress,
+};
+
+/* ---- fid ops ------------------------------------------------------------ */
+
+static int shm_ep_close(struct fid *fid)
+{
+	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct dlist_entry *e, *tmp;
+	struct slist_entry *p;
+
+	util_rdm_ep_fini(&ep->rdm);
+	while ((p = slist_remove_head(&ep->pending)))
+		free(container_of(p, struct shm_pending, entry));
+	dlist_foreach_safe(&ep->conns, e, tmp) {
+		struct shm_conn *c = container_of(e, struct shm_conn, entry);
+
+		dlist_remove(e);
+		conn_release(c);
+		free(c);
+	}
+	shm_region_unmap(&ep->own);
+	free(ep->by_addr);
+	free(ep->by_addr_fi);
+	free(ep->rxpeers);
+	free(ep);
+	return 0;
+}
+
+static int shm_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_region_attr attr;
+	int ret;
+
+	if (command != FI_ENABLE)
+		return util_rdm_ep_control(fid, command, arg);
+	if (ep->own.hdr)
+		return 0;
+	attr.queue_slots = (uint32_t)shm_params.queue_slots;
+	attr.max_peers = (uint32_t)shm_params.max_peers;
+	attr.bounce_count = (uint32_t)shm_params.bounce_count;
+	attr.bounce_size = (uint32_t)shm_params.bounce_size;
+	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
+	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
+	if (!ep->rxpeers)
+		return -FI_ENOMEM;
+	ret = shm_region_create(ep->name, &attr, &ep->own);
+	if (ret) {
+		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
+			"cannot create the region of %s: %s\n", ep->name,
+			fi_strerror(-ret));
+		return ret;
+	}
+	ret = util_rdm_ep_control(fid, command, arg);
+	if (ret)
+		shm_region_unmap(&ep->own);
+	return ret;
+}
+
+static struct fi_ops shm_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = shm_ep_close,
+	.bind = util_rdm_ep_bind,
+	.control = shm_ep_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	char buf[SHM_ADDRLEN];
+	size_t len;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	snprintf(buf, sizeof(buf), SHM_PREFIX "%s", ep->name);
+	len = strlen(buf) + 1;
+	if (!addr || *addrlen < len) {
+		*addrlen = len;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, buf, len);
+	*addrlen = len;
+	return 0;
+}
+
+static int shm_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	const char *s = addr;
+
+	if (!addr || !addrlen || strnlen(s, addrlen) == addrlen)
+		return -FI_EINVAL;
+	if (!strncmp(s, SHM_PREFIX, strlen(SHM_PREFIX)))
+		s += strlen(SHM_PREFIX);
+	if (!shm_name_valid(s))
+		return -FI_EINVAL;
+	if (ep->own.hdr)
+		return -FI_EOPBADSTATE; /* the region is named already */
+	snprintf(ep->name, sizeof(ep->name), "%s", s);
+	return 0;
+}
+
+static int shm_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_connect(struct fid_ep *ep, const void *addr,
+			  const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_accept(struct fid_ep *ep, const void *param,
+			 size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+			 size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		       struct fid_mc **mc, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm shm_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = shm_setname,
+	.getname = shm_getname,
+	.getpeer = shm_no_getpeer,
+	.connect = shm_no_connect,
+	.listen = shm_no_listen,
+	.accept = shm_no_accept,
+	.reject = shm_no_reject,
+	.shutdown = shm_no_shutdown,
+	.join = shm_no_join,
+};
+
+int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		struct fid_ep **ep_fid, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+	struct util_rdm_ep_attr attr = {
+		.transport = &shm_transport,
+		.unexp_inline = SHM_INLINE_MAX,
+	};
+	struct shm_ep *ep;
+	const char *src;
+	int ret;
+
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	shm_params_init();
+	shm_transport.eager_max = shm_params.bounce_size;
+	shm_transport.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
+
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	src = info->src_addr && info->src_addrlen ? info->src_addr : NULL;
+	if (src && !strncmp(src, SHM_PREFIX, strlen(SHM_PREFIX)) &&
+	    shm_name_valid(src + strlen(SHM_PREFIX)))
+		snprintf(ep->name, sizeof(ep->name), "%s",
+			 src + strlen(SHM_PREFIX));
+	else
+		snprintf(ep->name, sizeof(ep->name), "%d.%u", (int)getpid(),
+			 atomic_fetch_add(&ep_counter, 1));
+	ep->cma = shm_cma_probe();
+	dlist_init(&ep->conns);
+	slist_init(&ep->pending);
+
+	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
+	if (ret) {
+		free(ep);
+		return ret;
+	}
+	ep->rdm.ep_fid.fid.ops = &shm_ep_fi_ops;
+	ep->rdm.ep_fid.cm = &shm_cm_ops;
+	*ep_fid = &ep->rdm.ep_fid;
+	return 0;
+}

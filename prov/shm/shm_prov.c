@@ -1,0 +1,524 @@
+/*
+ * The shm provider: registration, fi_getinfo, fabric, domain, AV.
+ */
+#include "shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+
+#include "weft/stubs.h"
+#include "weft/util_cntr.h"
+#include "weft/util_cq.h"
+#include "weft/util_eq.h"
+#include "weft/util_getinfo.h"
+#include "weft/util_poll.h"
+#include "weft/util_wait.h"
+
+struct shm_params shm_params = {
+	.queue_slots = 1024,
+	.max_peers = 4096,
+	.bounce_count = 64,
+	.bounce_size = 16384,
+};
+
+void shm_params_init(void)
+{
+	static bool done;
+	size_t v;
+	int b;
+
+	if (done)
+		return;
+	done = true;
+	fi_param_define(&shm_prov, "queue_slots", FI_PARAM_SIZE_T,
+			"Slots in an endpoint's inbound queue, a power of two "
+			"(default %zu)",
+			shm_params.queue_slots);
+	fi_param_define(&shm_prov, "max_peers", FI_PARAM_SIZE_T,
+			"Peers that may send to one endpoint (default %zu)",
+			shm_params.max_peers);
+	fi_param_define(&shm_prov, "bounce_size", FI_PARAM_SIZE_T,
+			"Largest message copied through shared bounce buffers; "
+			"larger ones are read by the receiver with "
+			"process_vm_readv (default %zu)",
+			shm_params.bounce_size);
+	fi_param_define(&shm_prov, "bounce_count", FI_PARAM_SIZE_T,
+			"Bounce buffers per endpoint (default %zu)",
+			shm_params.bounce_count);
+	fi_param_define(&shm_prov, "disable_cma", FI_PARAM_BOOL,
+			"Never use process_vm_readv/writev: copy large "
+			"messages through shared memory (default no)");
+
+	if (!fi_param_get_size_t(&shm_prov, "queue_slots", &v) && v >= 16 &&
+	    !(v & (v - 1)) && v <= (1u << 20))
+		shm_params.queue_slots = v;
+	if (!fi_param_get_size_t(&shm_prov, "max_peers", &v) && v >= 2 &&
+	    v <= 65535)
+		shm_params.max_peers = v;
+	if (!fi_param_get_size_t(&shm_prov, "bounce_size", &v) &&
+	    v >= SHM_INLINE_MAX && v <= (64u << 20))
+		shm_params.bounce_size = v;
+	if (!fi_param_get_size_t(&shm_prov, "bounce_count", &v) && v >= 1 &&
+	    v <= 4096)
+		shm_params.bounce_count = v;
+	if (!fi_param_get_bool(&shm_prov, "disable_cma", &b))
+		shm_params.disable_cma = b;
+}
+
+bool shm_cma_probe(void)
+{
+	char src[8] = "weft", dst[8] = { 0 };
+	struct iovec local = { dst, sizeof(dst) };
+	struct iovec remote = { src, sizeof(src) };
+
+	if (shm_params.disable_cma)
+		return false;
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
+		       (ssize_t)sizeof(src) &&
+	       !memcmp(src, dst, sizeof(src));
+}
+
+/* ---- what the provider offers ------------------------------------------- */
+
+#define SHM_CAPS                                                               \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_MULTI_RECV |              \
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM)
+#define SHM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define SHM_RX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
+	 FI_SOURCE | FI_SOURCE_ERR)
+#define SHM_TX_OP_FLAGS                                                        \
+	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
+#define SHM_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
+
+static struct fi_tx_attr shm_tx_attr = {
+	.caps = SHM_TX_CAPS,
+	.op_flags = SHM_TX_OP_FLAGS,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.inject_size = 4096,
+	.size = 1024,
+	.iov_limit = UTIL_RDM_IOV_MAX,
+	.rma_iov_limit = UTIL_RDM_IOV_MAX,
+};
+
+static struct fi_rx_attr shm_rx_attr = {
+	.caps = SHM_RX_CAPS,
+	.op_flags = SHM_RX_OP_FLAGS,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.size = 1024,
+	.iov_limit = UTIL_RDM_IOV_MAX,
+};
+
+static struct fi_ep_attr shm_ep_attr = {
+	.type = FI_EP_RDM,
+	.protocol = FI_PROTO_SHM,
+	.protocol_version = SHM_VERSION,
+	.max_msg_size = SIZE_MAX,
+	/* Any bit may be matched or ignored: the generic format. */
+	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+static struct fi_domain_attr shm_domain_attr = {
+	.name = "shm",
+	.threading = FI_THREAD_SAFE,
+	.control_progress = FI_PROGRESS_MANUAL,
+	.data_progress = FI_PROGRESS_MANUAL,
+	.resource_mgmt = FI_RM_ENABLED,
+	.av_type = FI_AV_UNSPEC,
+	.mr_mode = 0,
+	.mr_key_size = sizeof(uint64_t),
+	.cq_data_size = sizeof(uint64_t),
+	.cq_cnt = 1024,
+	.ep_cnt = 256,
+	.tx_ctx_cnt = 256,
+	.rx_ctx_cnt = 256,
+	.max_ep_tx_ctx = 1,
+	.max_ep_rx_ctx = 1,
+	.cntr_cnt = 1024,
+	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
+	.caps = FI_LOCAL_COMM,
+	.mr_cnt = 65536,
+	.max_err_data = SHM_ADDRLEN,
+};
+
+static struct fi_fabric_attr shm_fabric_attr = {
+	.name = "shm",
+	.prov_version = WEFT_PROV_VERSION,
+};
+
+static struct fi_info shm_info = {
+	.caps = SHM_CAPS,
+	.addr_format = FI_ADDR_STR,
+	.tx_attr = &shm_tx_attr,
+	.rx_attr = &shm_rx_attr,
+	.ep_attr = &shm_ep_attr,
+	.domain_attr = &shm_domain_attr,
+	.fabric_attr = &shm_fabric_attr,
+};
+
+/* "fi_shm://name" for a node name given bare or already prefixed. */
+static char *shm_addr_of(const char *node)
+{
+	char *addr;
+
+	if (!strncmp(node, SHM_PREFIX, strlen(SHM_PREFIX)))
+		node += strlen(SHM_PREFIX);
+	if (!shm_name_valid(node))
+		return NULL;
+	if (asprintf(&addr, SHM_PREFIX "%s", node) < 0)
+		return NULL;
+	return addr;
+}
+
+static int shm_resolve(const struct util_prov *uprov, uint32_t version,
+		       const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info *out)
+{
+	char *addr;
+
+	if (!node)
+		return 0;
+	addr = shm_addr_of(node);
+	if (!addr) {
+		weft_explain(&shm_prov,
+			     "\"%s\" is not an shm address (fi_shm://NAME, "
+			     "NAME without '/', shorter than %d)",
+			     node, SHM_NAME_MAX);
+		return -FI_ENODATA;
+	}
+	if (flags & FI_SOURCE) {
+		free(out->src_addr);
+		out->src_addr = addr;
+		out->src_addrlen = strlen(addr) + 1;
+	} else {
+		free(out->dest_addr);
+		out->dest_addr = addr;
+		out->dest_addrlen = strlen(addr) + 1;
+	}
+	return 0;
+}
+
+static const struct util_prov shm_util_prov = {
+	.prov = &shm_prov,
+	.info = &shm_info,
+	.resolve = shm_resolve,
+};
+
+static int shm_getinfo(uint32_t version, const char *node, const char *service,
+		       uint64_t flags, const struct fi_info *hints,
+		       struct fi_info **info)
+{
+	shm_params_init();
+	shm_tx_attr.inject_size = shm_params.bounce_size < 4096 ?
+					  shm_params.bounce_size :
+					  4096;
+	return util_getinfo(&shm_util_prov, version, node, service, flags,
+			    hints, info);
+}
+
+/* ---- AV ----------------------------------------------------------------- */
+
+/* Addresses are "fi_shm://NAME" strings; anything else is refused. */
+static int shm_av_normalize(const struct util_av *av, const void *in, void *out)
+{
+	char buf[SHM_ADDRLEN];
+	const char *s = in;
+
+	if (strnlen(s, SHM_ADDRLEN) == SHM_ADDRLEN ||
+	    strncmp(s, SHM_PREFIX, strlen(SHM_PREFIX)) ||
+	    !shm_name_valid(s + strlen(SHM_PREFIX)))
+		return -FI_EINVAL;
+	memset(buf, 0, sizeof(buf));
+	strcpy(buf, s);
+	memcpy(out, buf, sizeof(buf));
+	return 0;
+}
+
+static int shm_av_resolve(const struct util_av *av, const char *node,
+			  const char *service, void *addr)
+{
+	char *a;
+	int ret;
+
+	if (!node)
+		return -FI_EINVAL;
+	a = shm_addr_of(node);
+	if (!a)
+		return -FI_EINVAL;
+	ret = strlen(a) < SHM_ADDRLEN ? shm_av_normalize(av, a, addr) :
+					-FI_EINVAL;
+	free(a);
+	return ret;
+}
+
+static const struct util_av_ops shm_av_ops = {
+	.addr_format = FI_ADDR_STR,
+	.addrlen = SHM_ADDRLEN,
+	.normalize = shm_av_normalize,
+	.resolve = shm_av_resolve,
+};
+
+int shm_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
+		struct fid_av **av, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+
+	return util_av_open(domain, attr, &shm_av_ops, av, context);
+}
+
+/* ---- domain ------------------------------------------------------------- */
+
+static int shm_domain_close(struct fid *fid)
+{
+	struct shm_domain *domain =
+		container_of(fid, struct shm_domain, util.domain_fid.fid);
+	int ret;
+
+	ret = util_domain_fini(&domain->util);
+	if (ret)
+		return ret;
+	util_mr_map_fini(&domain->mr_map);
+	free(domain);
+	return 0;
+}
+
+static int shm_mr_reg(struct fid *fid, const void *buf, size_t len,
+		      uint64_t access, uint64_t offset, uint64_t requested_key,
+		      uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct shm_domain *domain =
+		container_of(fid, struct shm_domain, util.domain_fid.fid);
+
+	return util_mr_reg(&domain->util, &domain->mr_map, buf, len, access,
+			   offset, requested_key, flags, mr, context);
+}
+
+static int shm_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		       uint64_t access, uint64_t offset, uint64_t requested_key,
+		       uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct shm_domain *domain =
+		container_of(fid, struct shm_domain, util.domain_fid.fid);
+
+	return util_mr_regv(&domain->util, &domain->mr_map, iov, count, access,
+			    offset, requested_key, flags, mr, context);
+}
+
+static int shm_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			  uint64_t flags, struct fid_mr **mr)
+{
+	struct shm_domain *domain =
+		container_of(fid, struct shm_domain, util.domain_fid.fid);
+
+	return util_mr_regattr(&domain->util, &domain->mr_map, attr, flags,
+			       mr);
+}
+
+static struct fi_ops_mr shm_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = shm_mr_reg,
+	.regv = shm_mr_regv,
+	.regattr = shm_mr_regattr,
+};
+
+static struct fi_ops shm_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = shm_domain_close,
+	.bind = util_domain_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int shm_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+			  struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+			  struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_query_atomic(struct fid_domain *domain,
+			    enum fi_datatype datatype, enum fi_op op,
+			    struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static int shm_no_query_collective(struct fid_domain *domain,
+				   enum fi_collective_op coll,
+				   struct fi_collective_attr *attr,
+				   uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			 struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return shm_ep_open(domain, info, ep, context);
+}
+
+static struct fi_ops_domain shm_domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = shm_av_open,
+	.cq_open = util_cq_open_op,
+	.endpoint = shm_ep_open,
+	.scalable_ep = shm_no_scalable_ep,
+	.cntr_open = util_cntr_open_op,
+	.poll_open = util_poll_open,
+	.stx_ctx = shm_no_stx_ctx,
+	.srx_ctx = shm_no_srx_ctx,
+	.query_atomic = shm_query_atomic,
+	.query_collective = shm_no_query_collective,
+	.endpoint2 = shm_endpoint2,
+};
+
+int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
+		    struct fid_domain **domain_fid, void *context)
+{
+	struct shm_fabric *fabric =
+		container_of(fabric_fid, struct shm_fabric, util.fabric_fid);
+	struct shm_domain *domain;
+	int ret;
+
+	if (!info || !info->domain_attr)
+		return -FI_EINVAL;
+	if (info->domain_attr->name &&
+	    strcmp(info->domain_attr->name, shm_domain_attr.name))
+		return -FI_EINVAL;
+	domain = calloc(1, sizeof(*domain));
+	if (!domain)
+		return -FI_ENOMEM;
+	ret = util_domain_init(&domain->util, &fabric->util, info, context);
+	if (ret)
+		goto err_free;
+	ret = util_mr_map_init(&domain->mr_map, &shm_prov,
+			       info->domain_attr->mr_mode, 0,
+			       util_domain_needs_lock(&domain->util));
+	if (ret)
+		goto err_fini;
+	domain->util.domain_fid.fid.ops = &shm_domain_fi_ops;
+	domain->util.domain_fid.ops = &shm_domain_ops;
+	domain->util.domain_fid.mr = &shm_mr_ops;
+	*domain_fid = &domain->util.domain_fid;
+	return 0;
+
+err_fini:
+	util_domain_fini(&domain->util);
+err_free:
+	free(domain);
+	return ret;
+}
+
+/* ---- fabric ------------------------------------------------------------- */
+
+static int shm_fabric_close(struct fid *fid)
+{
+	struct shm_fabric *fabric =
+		container_of(fid, struct shm_fabric, util.fabric_fid.fid);
+	int ret;
+
+	ret = util_fabric_fini(&fabric->util);
+	if (ret)
+		return ret;
+	free(fabric);
+	return 0;
+}
+
+static struct fi_ops shm_fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = shm_fabric_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int shm_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+			     struct fid_pep **pep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int shm_domain2(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_domain **domain, uint64_t flags,
+		       void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return shm_domain_open(fabric, info, domain, context);
+}
+
+static struct fi_ops_fabric shm_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = shm_domain_open,
+	.passive_ep = shm_no_passive_ep,
+	.eq_open = util_eq_open_op,
+	.wait_open = util_wait_open,
+	.trywait = util_trywait,
+	.domain2 = shm_domain2,
+};
+
+int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,
+		    void *context)
+{
+	struct shm_fabric *fabric;
+	int ret;
+
+	if (attr->name && strcmp(attr->name, shm_fabric_attr.name))
+		return -FI_EINVAL;
+	shm_params_init();
+	fabric = calloc(1, sizeof(*fabric));
+	if (!fabric)
+		return -FI_ENOMEM;
+	ret = util_fabric_init(&fabric->util, &shm_prov, attr, context);
+	if (ret) {
+		free(fabric);
+		return ret;
+	}
+	fabric->util.fabric_fid.fid.ops = &shm_fabric_fi_ops;
+	fabric->util.fabric_fid.ops = &shm_fabric_ops;
+	*fabric_fid = &fabric->util.fabric_fid;
+	return 0;
+}
+
+static void shm_cleanup(void)
+{
+}
+
+struct fi_provider shm_prov = {
+	.version = WEFT_PROV_VERSION,
+	.fi_version = WEFT_API_VERSION,
+	.name = "shm",
+	.getinfo = shm_getinfo,
+	.fabric = shm_fabric_open,
+	.cleanup = shm_cleanup,
+};
+WEFT_PROVIDER(shm_prov);

@@ -1,0 +1,1301 @@
+/*
+ * The RDM engine (weft/util_rdm.h): endpoint semantics over a transport.
+ */
+#include "weft/util_rdm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+
+#include "weft/stubs.h"
+
+#define RDM_DEFAULT_MIN_MULTI_RECV 64
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static size_t iov_len(const struct iovec *iov, size_t count)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/* Copy len bytes from src into iov, starting `skip` bytes into it. */
+static void iov_copy_in(const struct iovec *iov, size_t count, size_t skip,
+			const void *src, size_t len)
+{
+	const char *s = src;
+	size_t i;
+
+	for (i = 0; i < count && len; i++) {
+		size_t n;
+
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		n = WEFT_MIN(iov[i].iov_len - skip, len);
+		memcpy((char *)iov[i].iov_base + skip, s, n);
+		s += n;
+		len -= n;
+		skip = 0;
+	}
+}
+
+/* Describe [skip, skip+len) of iov as a new iovec array; returns count. */
+static size_t iov_slice(const struct iovec *iov, size_t count, size_t skip,
+			size_t len, struct iovec *out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < count && len; i++) {
+		size_t take;
+
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		take = WEFT_MIN(iov[i].iov_len - skip, len);
+		out[n].iov_base = (char *)iov[i].iov_base + skip;
+		out[n].iov_len = take;
+		n++;
+		len -= take;
+		skip = 0;
+	}
+	return n;
+}
+
+static void cntr_inc(struct util_cntr *cntr, int err)
+{
+	if (!cntr)
+		return;
+	if (err)
+		util_cntr_inc_err(cntr);
+	else
+		util_cntr_inc(cntr);
+}
+
+static inline void ep_lock(struct util_rdm_ep *ep)
+{
+	weft_lock(&ep->lock);
+}
+
+static inline void ep_unlock(struct util_rdm_ep *ep)
+{
+	weft_unlock(&ep->lock);
+}
+
+/* Whether an operation with these flags reports to the CQ. */
+static inline bool wants_comp(bool selective, uint64_t flags)
+{
+	if (flags & FI_INJECT)
+		return false;
+	return !selective || (flags & FI_COMPLETION);
+}
+
+/* ---- transmit requests -------------------------------------------------- */
+
+uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	return util_bufpool_index(ep->tx_pool, tx);
+}
+
+struct util_rdm_tx *util_rdm_tx_of(struct util_rdm_ep *ep, uint64_t tx_id)
+{
+	return util_bufpool_at(ep->tx_pool, tx_id);
+}
+
+static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep)
+{
+	return util_bufpool_get(ep->tx_pool);
+}
+
+static void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	util_bufpool_put(ep->tx_pool, tx);
+}
+
+static struct util_cntr *tx_cntr(struct util_rdm_ep *ep,
+				 const struct util_rdm_tx *tx)
+{
+	switch (tx->kind) {
+	case UTIL_RDM_TX_SEND:
+		return ep->send_cntr;
+	case UTIL_RDM_TX_WRITE:
+	case UTIL_RDM_TX_ATOMIC:
+		return ep->write_cntr;
+	default:
+		return ep->read_cntr;
+	}
+}
+
+/* Report a finished transmit: success or error completion, counter. */
+static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
+{
+	struct util_cq *cq = ep->tx_cq;
+
+	if (tx->cq_reserved) {
+		util_cq_writer_lock(cq);
+		if (!err) {
+			util_cq_write_reserved(cq, tx->context, tx->cq_flags, 0,
+					       NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		} else {
+			struct fi_cq_err_entry e = {
+				.op_context = tx->context,
+				.flags = tx->cq_flags,
+				.err = err,
+				.prov_errno = -err,
+			};
+
+			util_cq_unreserve(cq, 1);
+			util_cq_write_err(cq, &e);
+		}
+		util_cq_writer_unlock(cq);
+	} else if (err && cq) {
+		/* Failures are reported even without FI_COMPLETION
+		 * (fi_cq(3): selective completion suppresses successes). */
+		struct fi_cq_err_entry e = {
+			.op_context = tx->context,
+			.flags = tx->cq_flags,
+			.err = err,
+			.prov_errno = -err,
+		};
+
+		util_cq_writer_lock(cq);
+		util_cq_write_err(cq, &e);
+		util_cq_writer_unlock(cq);
+	}
+	cntr_inc(tx_cntr(ep, tx), err);
+}
+
+void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
+{
+	tx_report(ep, tx, err);
+	tx_put(ep, tx);
+}
+
+void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err)
+{
+	struct util_rdm_tx *tx = util_rdm_tx_of(ep, tx_id);
+
+	if (!tx) {
+		FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+			"acknowledgement for unknown request %llu\n",
+			(unsigned long long)tx_id);
+		return;
+	}
+	util_rdm_tx_done(ep, tx, err);
+}
+
+/* Reserve the CQ slot an operation will report to; -FI_EAGAIN if full. */
+static int tx_reserve(struct util_rdm_ep *ep, bool comp)
+{
+	int ret;
+
+	if (!comp)
+		return 0;
+	if (!ep->tx_cq)
+		return -FI_ENOCQ;
+	util_cq_writer_lock(ep->tx_cq);
+	ret = util_cq_reserve(ep->tx_cq, 1);
+	util_cq_writer_unlock(ep->tx_cq);
+	return ret;
+}
+
+static void tx_unreserve(struct util_rdm_ep *ep, bool comp)
+{
+	if (!comp)
+		return;
+	util_cq_writer_lock(ep->tx_cq);
+	util_cq_unreserve(ep->tx_cq, 1);
+	util_cq_writer_unlock(ep->tx_cq);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
+			void **desc, size_t count, fi_addr_t dest,
+			uint64_t tag, uint64_t data, void *context,
+			uint64_t flags, uint32_t op)
+{
+	const struct util_rdm_transport *tp = ep->tp;
+	uint64_t cq_flags = FI_SEND | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
+	struct util_rdm_hdr hdr = {
+		.op = op,
+		.flags = (flags & FI_REMOTE_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0,
+		.tag = tag,
+		.data = data,
+	};
+	struct util_rdm_tx *tx = NULL;
+	bool comp;
+	ssize_t ret;
+
+	if (weft_unlikely(count > UTIL_RDM_IOV_MAX || (count && !iov)))
+		return -FI_EINVAL;
+	hdr.len = iov_len(iov, count);
+	comp = wants_comp(ep->tx_selective, flags);
+
+	ep_lock(ep);
+	if (weft_unlikely(!ep->enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (flags & FI_INJECT) {
+		if (hdr.len > tp->inject_max) {
+			ret = -FI_EINVAL;
+			goto out;
+		}
+		ret = tp->send_eager(ep, dest, &hdr, iov, count);
+		if (!ret)
+			cntr_inc(ep->send_cntr, 0);
+		goto out;
+	}
+
+	if (hdr.len <= tp->eager_max && !(comp && (flags & FI_DELIVERY_COMPLETE))) {
+		ret = tx_reserve(ep, comp);
+		if (ret)
+			goto out;
+		ret = tp->send_eager(ep, dest, &hdr, iov, count);
+		if (ret) {
+			tx_unreserve(ep, comp);
+			goto out;
+		}
+		if (comp) {
+			util_cq_writer_lock(ep->tx_cq);
+			util_cq_write_reserved(ep->tx_cq, context, cq_flags, 0,
+					       NULL, 0, 0, FI_ADDR_NOTAVAIL);
+			util_cq_writer_unlock(ep->tx_cq);
+		}
+		cntr_inc(ep->send_cntr, 0);
+		goto out;
+	}
+
+	/* Rendezvous, or eager waiting for the receiver's acknowledgement. */
+	tx = tx_get(ep);
+	if (!tx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	ret = tx_reserve(ep, comp);
+	if (ret)
+		goto err_put;
+	tx->context = context;
+	tx->flags = flags;
+	tx->cq_flags = cq_flags;
+	tx->dest = dest;
+	tx->kind = UTIL_RDM_TX_SEND;
+	tx->cq_reserved = comp;
+	tx->iov_count = count;
+	memcpy(tx->iov, iov, count * sizeof(*iov));
+	if (desc)
+		memcpy(tx->desc, desc, count * sizeof(*desc));
+	tx->hdr = hdr;
+	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
+	if (hdr.len <= tp->eager_max) {
+		tx->hdr.flags |= UTIL_RDM_ACK_REQ;
+		ret = tp->send_eager(ep, dest, &tx->hdr, iov, count);
+	} else {
+		ret = tp->send_rndv(ep, tx);
+	}
+	if (ret)
+		goto err_unreserve;
+	goto out;
+
+err_unreserve:
+	tx_unreserve(ep, comp);
+err_put:
+	tx_put(ep, tx);
+out:
+	ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    void *desc, fi_addr_t dest, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, &desc, 1, dest, 0, 0, context,
+			ep->tx_op_flags, UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t dest,
+			     void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_send(ep, iov, desc, count, dest, 0, 0, context,
+			ep->tx_op_flags, UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			msg->addr, 0, msg->data, msg->context,
+			flags | (ep->tx_op_flags & FI_COMPLETION), UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, fi_addr_t dest)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, NULL, 1, dest, 0, 0, NULL, FI_INJECT,
+			UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf,
+				size_t len, void *desc, uint64_t data,
+				fi_addr_t dest, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, &desc, 1, dest, 0, data, context,
+			ep->tx_op_flags | FI_REMOTE_CQ_DATA, UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
+				  size_t len, uint64_t data, fi_addr_t dest)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, NULL, 1, dest, 0, data, NULL,
+			FI_INJECT | FI_REMOTE_CQ_DATA, UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_tagged_send(struct fid_ep *ep_fid, const void *buf,
+			       size_t len, void *desc, fi_addr_t dest,
+			       uint64_t tag, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, &desc, 1, dest, tag, 0, context,
+			ep->tx_op_flags, UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+				void **desc, size_t count, fi_addr_t dest,
+				uint64_t tag, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_send(ep, iov, desc, count, dest, tag, 0, context,
+			ep->tx_op_flags, UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_sendmsg(struct fid_ep *ep_fid,
+				  const struct fi_msg_tagged *msg,
+				  uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			msg->addr, msg->tag, msg->data, msg->context,
+			flags | (ep->tx_op_flags & FI_COMPLETION),
+			UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_inject(struct fid_ep *ep_fid, const void *buf,
+				 size_t len, fi_addr_t dest, uint64_t tag)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, NULL, 1, dest, tag, 0, NULL, FI_INJECT,
+			UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
+				   size_t len, void *desc, uint64_t data,
+				   fi_addr_t dest, uint64_t tag, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, &desc, 1, dest, tag, data, context,
+			ep->tx_op_flags | FI_REMOTE_CQ_DATA, UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
+				     size_t len, uint64_t data,
+				     fi_addr_t dest, uint64_t tag)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+
+	return rdm_send(ep, &iov, NULL, 1, dest, tag, data, NULL,
+			FI_INJECT | FI_REMOTE_CQ_DATA, UTIL_RDM_TAGGED);
+}
+
+/* ---- receive completions ------------------------------------------------ */
+
+static fi_addr_t report_src(struct util_rdm_ep *ep, fi_addr_t src)
+{
+	if (src == FI_ADDR_NOTAVAIL || !ep->av)
+		return FI_ADDR_NOTAVAIL;
+	return util_av_user_id(ep->av, src);
+}
+
+/*
+ * Write the completion of one delivered receive (or slice of a multi-recv
+ * buffer) and release the request when it is finished.
+ */
+static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+			const struct util_match_result *res, uint64_t tag,
+			uint64_t data, uint32_t msg_flags, fi_addr_t src,
+			const void *src_raw, size_t src_raw_len, int err)
+{
+	struct util_cq *cq = ep->rx_cq;
+	uint64_t flags = rx->cq_flags;
+	bool multi = rx->m.flags & FI_MULTI_RECV;
+	void *buf;
+	bool done;
+
+	if (msg_flags & UTIL_RDM_CQ_DATA)
+		flags |= FI_REMOTE_CQ_DATA;
+	else
+		data = 0;
+	if (!(rx->cq_flags & FI_TAGGED))
+		tag = 0;
+	flags |= util_match_rx_complete(&rx->m);
+	done = !multi || (flags & FI_MULTI_RECV);
+	buf = multi ? (char *)rx->iov[0].iov_base + res->offset :
+		      (rx->iov_count ? rx->iov[0].iov_base : NULL);
+
+	if (!err && res->olen)
+		err = FI_ETRUNC;
+	if (!err && src == FI_ADDR_NOTAVAIL && (ep->caps & FI_SOURCE_ERR) &&
+	    src_raw)
+		err = FI_EADDRNOTAVAIL;
+
+	if (cq && (err || wants_comp(ep->rx_selective, rx->flags))) {
+		util_cq_writer_lock(cq);
+		if (!err) {
+			util_cq_write(cq, rx->m.context, flags, res->len, buf,
+				      data, tag, report_src(ep, src));
+		} else {
+			struct fi_cq_err_entry e = {
+				.op_context = rx->m.context,
+				.flags = flags,
+				.len = res->len,
+				.buf = buf,
+				.data = data,
+				.tag = tag,
+				.olen = res->olen,
+				.err = err,
+				.prov_errno = -err,
+			};
+
+			if (err == FI_EADDRNOTAVAIL) {
+				e.err_data = (void *)src_raw;
+				e.err_data_size = src_raw_len;
+			}
+			util_cq_write_err(cq, &e);
+		}
+		util_cq_writer_unlock(cq);
+	}
+	cntr_inc(ep->recv_cntr, err && err != FI_EADDRNOTAVAIL);
+	if (done)
+		util_bufpool_put(ep->rx_pool, rx);
+}
+
+/* Place a message's payload into the slice the match gave and complete. */
+static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+		       const struct util_match_result *res,
+		       const struct util_rdm_msg *msg)
+{
+	struct iovec slice[UTIL_RDM_IOV_MAX];
+	size_t n;
+	int err = 0;
+
+	if (msg->payload) {
+		iov_copy_in(rx->iov, rx->iov_count, res->offset, msg->payload,
+			    res->len);
+	} else {
+		n = iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
+			      slice);
+		err = -ep->tp->fetch(ep, msg->stash, slice, n, res->len);
+	}
+	if (msg->flags & UTIL_RDM_ACK_REQ)
+		ep->tp->ack(ep, msg->reply, msg->tx_id, err);
+	rx_complete(ep, rx, res, msg->tag, msg->data, msg->flags, msg->src,
+		    msg->src_raw, msg->src_raw_len, err);
+}
+
+/* The message an unexpected record describes, for rx_deliver. */
+static void unexp_to_msg(const struct util_rdm_unexp *ue,
+			 struct util_rdm_msg *msg)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->op = ue->op;
+	msg->flags = ue->flags;
+	msg->tag = ue->m.tag;
+	msg->data = ue->data;
+	msg->len = ue->m.len;
+	msg->src = ue->m.addr;
+	msg->tx_id = ue->tx_id;
+	msg->reply = ue->reply;
+	if (ue->stashed) {
+		msg->stash = ue->stash;
+		msg->stash_len = ue->stash_len;
+	} else {
+		msg->payload = ue->heap ? ue->heap : ue->inline_buf;
+	}
+}
+
+static void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
+		       bool discard)
+{
+	if (ue->stashed && discard)
+		ep->tp->discard(ep, ue->stash);
+	free(ue->heap);
+	util_bufpool_put(ep->unexp_pool, ue);
+}
+
+/* ---- arrivals (transport -> engine) ------------------------------------- */
+
+static struct util_match *queue_of(struct util_rdm_ep *ep, uint32_t op)
+{
+	return op == UTIL_RDM_TAGGED ? &ep->tagq : &ep->msgq;
+}
+
+int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
+{
+	struct util_match *q = queue_of(ep, msg->op);
+	struct util_match_result res;
+	struct util_rdm_unexp *ue;
+
+	if (util_match_msg_arrived(q, msg->src, msg->tag, msg->len, &res)) {
+		rx_deliver(ep, container_of(res.rx, struct util_rdm_rx, m),
+			   &res, msg);
+		return 0;
+	}
+
+	ue = util_bufpool_get(ep->unexp_pool);
+	if (!ue)
+		goto err_nomem;
+	util_unexp_entry_init(&ue->m, msg->src, msg->tag, msg->len);
+	ue->op = msg->op;
+	ue->flags = msg->flags;
+	ue->data = msg->data;
+	ue->tx_id = msg->tx_id;
+	ue->reply = msg->reply;
+	ue->heap = NULL;
+	ue->stashed = !msg->payload;
+	if (ue->stashed) {
+		if (msg->stash_len > sizeof(ue->stash)) {
+			util_bufpool_put(ep->unexp_pool, ue);
+			goto err_nomem;
+		}
+		memcpy(ue->stash, msg->stash, msg->stash_len);
+		ue->stash_len = msg->stash_len;
+	} else if (msg->len > ep->unexp_inline) {
+		ue->heap = malloc(msg->len);
+		if (!ue->heap) {
+			util_bufpool_put(ep->unexp_pool, ue);
+			goto err_nomem;
+		}
+		memcpy(ue->heap, msg->payload, msg->len);
+	} else {
+		memcpy(ue->inline_buf, msg->payload, msg->len);
+	}
+	util_match_add_unexp(q, &ue->m);
+	return 0;
+
+err_nomem:
+	FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+		"no memory to keep an unexpected message of %zu bytes: "
+		"dropped\n",
+		msg->len);
+	if (msg->stash)
+		ep->tp->discard(ep, msg->stash);
+	else if (msg->flags & UTIL_RDM_ACK_REQ)
+		ep->tp->ack(ep, msg->reply, msg->tx_id, FI_ENOMEM);
+	return -FI_ENOMEM;
+}
+
+void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags, size_t len,
+			   uint64_t data)
+{
+	if (flags & FI_REMOTE_WRITE)
+		cntr_inc(ep->rem_write_cntr, 0);
+	else
+		cntr_inc(ep->rem_read_cntr, 0);
+	if ((flags & FI_REMOTE_CQ_DATA) && ep->rx_cq) {
+		util_cq_writer_lock(ep->rx_cq);
+		util_cq_write(ep->rx_cq, NULL, flags | FI_RMA, len, NULL, data,
+			      0, FI_ADDR_NOTAVAIL);
+		util_cq_writer_unlock(ep->rx_cq);
+	}
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
+			struct util_rdm_rx *rx)
+{
+	struct util_unexp_entry *m;
+	struct util_rdm_unexp *ue;
+	struct util_cq *cq = ep->rx_cq;
+	int ret;
+
+	ret = util_match_peek(q, &rx->m, &m);
+	if (!cq)
+		return 0;
+	util_cq_writer_lock(cq);
+	if (ret) {
+		struct fi_cq_err_entry e = {
+			.op_context = rx->m.context,
+			.flags = rx->cq_flags,
+			.tag = rx->m.tag,
+			.err = FI_ENOMSG,
+			.prov_errno = -FI_ENOMSG,
+		};
+
+		util_cq_write_err(cq, &e);
+	} else {
+		ue = container_of(m, struct util_rdm_unexp, m);
+		util_cq_write(cq, rx->m.context,
+			      rx->cq_flags |
+				      ((ue->flags & UTIL_RDM_CQ_DATA) ?
+					       FI_REMOTE_CQ_DATA :
+					       0),
+			      ue->m.len, NULL,
+			      (ue->flags & UTIL_RDM_CQ_DATA) ? ue->data : 0,
+			      ue->m.tag, report_src(ep, ue->m.addr));
+	}
+	util_cq_writer_unlock(cq);
+	if (!ret && (rx->m.flags & FI_DISCARD)) {
+		ue = container_of(m, struct util_rdm_unexp, m);
+		if (ue->flags & UTIL_RDM_ACK_REQ)
+			ep->tp->ack(ep, ue->reply, ue->tx_id, 0);
+		unexp_free(ep, ue, true);
+	}
+	return 0;
+}
+
+/* A receive met an unexpected message: deliver it. */
+static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+			  const struct util_match_result *res, bool discard)
+{
+	struct util_rdm_unexp *ue =
+		container_of(res->unexp, struct util_rdm_unexp, m);
+	struct util_rdm_msg msg;
+
+	unexp_to_msg(ue, &msg);
+	if (discard) {
+		if (ue->flags & UTIL_RDM_ACK_REQ)
+			ep->tp->ack(ep, ue->reply, ue->tx_id, 0);
+		rx_complete(ep, rx, res, msg.tag, msg.data, msg.flags, msg.src,
+			    NULL, 0, 0);
+		unexp_free(ep, ue, true);
+		return;
+	}
+	rx_deliver(ep, rx, res, &msg);
+	/* A stashed payload was fetched: the transport already released it. */
+	unexp_free(ep, ue, false);
+}
+
+static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
+			size_t count, fi_addr_t src, uint64_t tag,
+			uint64_t ignore, void *context, uint64_t flags,
+			uint32_t op)
+{
+	struct util_match *q = queue_of(ep, op);
+	struct util_match_result res;
+	struct util_rdm_rx *rx;
+	ssize_t ret = 0;
+	int r;
+
+	if (weft_unlikely(count > UTIL_RDM_IOV_MAX || (count && !iov)))
+		return -FI_EINVAL;
+	if ((flags & FI_MULTI_RECV) && (op != UTIL_RDM_MSG || count != 1))
+		return -FI_EINVAL;
+	if (!(ep->caps & FI_DIRECTED_RECV))
+		src = FI_ADDR_UNSPEC;
+
+	ep_lock(ep);
+	if (weft_unlikely(!ep->enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	rx = util_bufpool_get(ep->rx_pool);
+	if (!rx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	rx->flags = flags;
+	rx->cq_flags = FI_RECV | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
+	rx->iov_count = count;
+	memcpy(rx->iov, iov, count * sizeof(*iov));
+	util_rx_entry_init(&rx->m, src, tag, ignore,
+			   flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM |
+				    FI_DISCARD),
+			   context, iov_len(iov, count));
+
+	if (flags & FI_PEEK) {
+		ret = rdm_peek(ep, q, rx);
+		util_bufpool_put(ep->rx_pool, rx);
+		goto out;
+	}
+	if (flags & FI_CLAIM) {
+		r = util_match_claim(q, &rx->m, &res);
+		if (r < 0) {
+			util_bufpool_put(ep->rx_pool, rx);
+			ret = r == -FI_ENOMSG ? -FI_EINVAL : r;
+			goto out;
+		}
+		deliver_unexp(ep, rx, &res, flags & FI_DISCARD);
+		goto out;
+	}
+	for (;;) {
+		r = util_match_post_recv(q, &rx->m, &res);
+		if (r <= 0)
+			break;
+		deliver_unexp(ep, rx, &res, false);
+		if (!(flags & FI_MULTI_RECV) || res.released)
+			break;
+	}
+out:
+	ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			    void *desc, fi_addr_t src, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(ep, &iov, 1, src, 0, ~0ULL, context, ep->rx_op_flags,
+			UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src,
+			     void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, iov, count, src, 0, ~0ULL, context,
+			ep->rx_op_flags, UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, ~0ULL,
+			msg->context,
+			flags | (ep->rx_op_flags & FI_COMPLETION),
+			UTIL_RDM_MSG);
+}
+
+static ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			       void *desc, fi_addr_t src, uint64_t tag,
+			       uint64_t ignore, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(ep, &iov, 1, src, tag, ignore, context,
+			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+				void **desc, size_t count, fi_addr_t src,
+				uint64_t tag, uint64_t ignore, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, iov, count, src, tag, ignore, context,
+			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+}
+
+static ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
+				  const struct fi_msg_tagged *msg,
+				  uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+			msg->ignore, msg->context,
+			flags | (ep->rx_op_flags & FI_COMPLETION),
+			UTIL_RDM_TAGGED);
+}
+
+/* ---- cancel, options ---------------------------------------------------- */
+
+static ssize_t rdm_cancel(fid_t fid, void *context)
+{
+	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
+					      ep_fid.fid);
+	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_rx_entry *m = NULL;
+	size_t i;
+
+	ep_lock(ep);
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues) && !m; i++)
+		m = util_match_cancel(queues[i], context);
+	if (m) {
+		struct util_rdm_rx *rx = container_of(m, struct util_rdm_rx, m);
+
+		/* A multi-recv buffer with slices in flight finishes with
+		 * its last slice instead. */
+		if (!m->pending) {
+			struct fi_cq_err_entry e = {
+				.op_context = m->context,
+				.flags = rx->cq_flags,
+				.tag = m->tag,
+				.err = FI_ECANCELED,
+				.prov_errno = -FI_ECANCELED,
+			};
+
+			if (ep->rx_cq) {
+				util_cq_writer_lock(ep->rx_cq);
+				util_cq_write_err(ep->rx_cq, &e);
+				util_cq_writer_unlock(ep->rx_cq);
+			}
+			cntr_inc(ep->recv_cntr, FI_ECANCELED);
+			util_bufpool_put(ep->rx_pool, rx);
+		}
+	}
+	ep_unlock(ep);
+	return 0;
+}
+
+static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
+		      size_t *optlen)
+{
+	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
+					      ep_fid.fid);
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if (!optval || !optlen || *optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*(size_t *)optval = ep->msgq.min_multi_recv;
+		*optlen = sizeof(size_t);
+		return 0;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+static int rdm_setopt(fid_t fid, int level, int optname, const void *optval,
+		      size_t optlen)
+{
+	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
+					      ep_fid.fid);
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if (!optval || optlen < sizeof(size_t))
+			return -FI_EINVAL;
+		ep_lock(ep);
+		util_match_set_min_multi_recv(&ep->msgq,
+					      *(const size_t *)optval);
+		ep_unlock(ep);
+		return 0;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+static ssize_t rdm_rx_size_left(struct fid_ep *ep_fid)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t rdm_tx_size_left(struct fid_ep *ep_fid)
+{
+	return -FI_ENOSYS;
+}
+
+static int rdm_no_tx_ctx(struct fid_ep *sep, int index,
+			 struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+			 void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int rdm_no_rx_ctx(struct fid_ep *sep, int index,
+			 struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			 void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_ep rdm_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = rdm_cancel,
+	.getopt = rdm_getopt,
+	.setopt = rdm_setopt,
+	.tx_ctx = rdm_no_tx_ctx,
+	.rx_ctx = rdm_no_rx_ctx,
+	.rx_size_left = rdm_rx_size_left,
+	.tx_size_left = rdm_tx_size_left,
+};
+
+static struct fi_ops_msg rdm_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = rdm_msg_recv,
+	.recvv = rdm_msg_recvv,
+	.recvmsg = rdm_msg_recvmsg,
+	.send = rdm_msg_send,
+	.sendv = rdm_msg_sendv,
+	.sendmsg = rdm_msg_sendmsg,
+	.inject = rdm_msg_inject,
+	.senddata = rdm_msg_senddata,
+	.injectdata = rdm_msg_injectdata,
+};
+
+static struct fi_ops_tagged rdm_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = rdm_tagged_recv,
+	.recvv = rdm_tagged_recvv,
+	.recvmsg = rdm_tagged_recvmsg,
+	.send = rdm_tagged_send,
+	.sendv = rdm_tagged_sendv,
+	.sendmsg = rdm_tagged_sendmsg,
+	.inject = rdm_tagged_inject,
+	.senddata = rdm_tagged_senddata,
+	.injectdata = rdm_tagged_injectdata,
+};
+
+/* ---- progress ----------------------------------------------------------- */
+
+static void rdm_progress(struct util_rdm_ep *ep)
+{
+	ep_lock(ep);
+	if (ep->enabled)
+		ep->tp->progress(ep);
+	ep_unlock(ep);
+}
+
+static void rdm_tx_cq_progress(struct util_cq_progress *p)
+{
+	rdm_progress(container_of(p, struct util_rdm_ep, tx_progress));
+}
+
+static void rdm_rx_cq_progress(struct util_cq_progress *p)
+{
+	rdm_progress(container_of(p, struct util_rdm_ep, rx_progress));
+}
+
+static void rdm_cntr_progress(void *arg)
+{
+	rdm_progress(arg);
+}
+
+/* ---- binding, enabling -------------------------------------------------- */
+
+static int bind_cq(struct util_rdm_ep *ep, struct util_cq *cq, uint64_t flags)
+{
+	int ret;
+
+	if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+		return -FI_EBADFLAGS;
+	if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
+	    ((flags & FI_RECV) && ep->rx_cq))
+		return -FI_EALREADY;
+	if (flags & FI_TRANSMIT) {
+		ret = util_cq_bind(cq, &ep->tx_progress);
+		if (ret)
+			return ret;
+		ep->tx_cq = cq;
+		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
+	}
+	if (flags & FI_RECV) {
+		ret = util_cq_bind(cq, cq == ep->tx_cq ? NULL :
+						       &ep->rx_progress);
+		if (ret)
+			return ret;
+		ep->rx_cq = cq;
+		ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
+	}
+	return 0;
+}
+
+static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
+		     uint64_t flags)
+{
+	struct {
+		uint64_t flag;
+		struct util_cntr **slot;
+	} map[] = {
+		{ FI_SEND, &ep->send_cntr },
+		{ FI_RECV, &ep->recv_cntr },
+		{ FI_READ, &ep->read_cntr },
+		{ FI_WRITE, &ep->write_cntr },
+		{ FI_REMOTE_READ, &ep->rem_read_cntr },
+		{ FI_REMOTE_WRITE, &ep->rem_write_cntr },
+	};
+	size_t i;
+	int ret;
+
+	if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+				 FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		return -FI_EBADFLAGS;
+	for (i = 0; i < WEFT_ARRAY_SIZE(map); i++)
+		if ((flags & map[i].flag) && *map[i].slot)
+			return -FI_EALREADY;
+	ret = util_cntr_add_progress(cntr, rdm_cntr_progress, ep, 0);
+	if (ret)
+		return ret;
+	for (i = 0; i < WEFT_ARRAY_SIZE(map); i++) {
+		if (flags & map[i].flag) {
+			*map[i].slot = cntr;
+			util_cntr_get(cntr);
+		}
+	}
+	return 0;
+}
+
+int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
+					      ep_fid.fid);
+	int ret;
+
+	if (!bfid)
+		return -FI_EINVAL;
+	ep_lock(ep);
+	if (ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		ret = bind_cq(ep, util_cq_from_fid(container_of(
+					  bfid, struct fid_cq, fid)),
+			      flags);
+		break;
+	case FI_CLASS_CNTR:
+		ret = bind_cntr(ep, util_cntr_of(container_of(
+					    bfid, struct fid_cntr, fid)),
+				flags);
+		break;
+	case FI_CLASS_AV:
+		if (ep->av) {
+			ret = -FI_EALREADY;
+			break;
+		}
+		ep->av = util_av_from_fid(container_of(bfid, struct fid_av,
+						       fid));
+		util_av_get(ep->av);
+		ret = 0;
+		break;
+	case FI_CLASS_EQ:
+		/* RDM endpoints have no connection events to report. */
+		ret = 0;
+		break;
+	default:
+		ret = -FI_EINVAL;
+		break;
+	}
+out:
+	ep_unlock(ep);
+	return ret;
+}
+
+int util_rdm_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
+					      ep_fid.fid);
+	uint64_t *flags = arg;
+	int ret = 0;
+
+	switch (command) {
+	case FI_ENABLE:
+		ep_lock(ep);
+		if (!ep->av)
+			ret = -FI_ENOAV;
+		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
+			  !ep->tx_cq && !ep->send_cntr && !ep->write_cntr &&
+			  !ep->read_cntr) ||
+			 ((ep->caps & FI_RECV) && !ep->rx_cq &&
+			  !ep->recv_cntr))
+			ret = -FI_ENOCQ;
+		else
+			ep->enabled = true;
+		ep_unlock(ep);
+		return ret;
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			*flags = ep->tx_op_flags;
+		else if (*flags & FI_RECV)
+			*flags = ep->rx_op_flags;
+		else
+			return -FI_EINVAL;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
+		else if (*flags & FI_RECV)
+			ep->rx_op_flags = *flags & ~FI_RECV;
+		else
+			return -FI_EINVAL;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+/* ---- setup and teardown ------------------------------------------------- */
+
+int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
+		     const struct fi_info *info,
+		     const struct util_rdm_ep_attr *attr, void *context)
+{
+	struct util_match_attr mattr = {
+		.min_multi_recv = RDM_DEFAULT_MIN_MULTI_RECV,
+	};
+	struct util_bufpool_attr pattr = { 0 };
+	int ret;
+
+	memset(ep, 0, sizeof(*ep));
+	ep->domain = domain;
+	ep->tp = attr->transport;
+	ep->caps = info->caps;
+	ep->unexp_inline = attr->unexp_inline;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	/* Without FI_SELECTIVE_COMPLETION every operation completes. */
+	ep->tx_op_flags |= FI_COMPLETION;
+	ep->rx_op_flags |= FI_COMPLETION;
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.ops = &rdm_ep_ops;
+	ep->ep_fid.msg = &rdm_msg_ops;
+	ep->ep_fid.tagged = &rdm_tagged_ops;
+	ep->tx_progress.progress = rdm_tx_cq_progress;
+	ep->rx_progress.progress = rdm_rx_cq_progress;
+	ep->tx_progress.polled = true;
+	ep->rx_progress.polled = true;
+
+	ret = weft_lock_init(&ep->lock, util_domain_needs_lock(domain));
+	if (ret)
+		return ret;
+	ret = util_match_init(&ep->msgq, &mattr);
+	if (ret)
+		goto err_lock;
+	mattr.flags = UTIL_MATCH_TAGGED;
+	if (ep->caps & FI_DIRECTED_RECV)
+		mattr.flags |= UTIL_MATCH_DIRECTED;
+	ret = util_match_init(&ep->tagq, &mattr);
+	if (ret)
+		goto err_msgq;
+	/* The untagged queue honours directed receive too. */
+	if (ep->caps & FI_DIRECTED_RECV) {
+		util_match_fini(&ep->msgq);
+		mattr.flags = UTIL_MATCH_DIRECTED;
+		ret = util_match_init(&ep->msgq, &mattr);
+		if (ret)
+			goto err_tagq;
+	}
+
+	pattr.name = "rdm rx";
+	pattr.size = sizeof(struct util_rdm_rx);
+	ret = util_bufpool_create(&pattr, &ep->rx_pool);
+	if (ret)
+		goto err_tagq;
+	pattr.name = "rdm unexpected";
+	pattr.size = sizeof(struct util_rdm_unexp) + attr->unexp_inline;
+	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
+	if (ret)
+		goto err_rx_pool;
+	pattr.name = "rdm tx";
+	ep->tx_size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
+	pattr.size = ep->tx_size;
+	ret = util_bufpool_create(&pattr, &ep->tx_pool);
+	if (ret)
+		goto err_unexp_pool;
+	util_domain_get(domain);
+	return 0;
+
+err_unexp_pool:
+	util_bufpool_destroy(ep->unexp_pool);
+err_rx_pool:
+	util_bufpool_destroy(ep->rx_pool);
+err_tagq:
+	util_match_fini(&ep->tagq);
+err_msgq:
+	util_match_fini(&ep->msgq);
+err_lock:
+	weft_lock_destroy(&ep->lock);
+	return ret;
+}
+
+static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)
+{
+	struct util_unexp_entry *ue;
+	struct util_rx_entry *m;
+
+	while ((m = util_match_pop_posted(q)))
+		util_bufpool_put(ep->rx_pool,
+				 container_of(m, struct util_rdm_rx, m));
+	while ((ue = util_match_pop_unexp(q)))
+		unexp_free(ep, container_of(ue, struct util_rdm_unexp, m),
+			   true);
+	util_match_fini(q);
+}
+
+void util_rdm_ep_fini(struct util_rdm_ep *ep)
+{
+	struct util_cntr *cntrs[] = { ep->send_cntr,	 ep->recv_cntr,
+				       ep->read_cntr,	 ep->write_cntr,
+				       ep->rem_read_cntr, ep->rem_write_cntr };
+	struct util_cntr *unhooked[WEFT_ARRAY_SIZE(cntrs)];
+	size_t i, j, n = 0;
+
+	if (ep->tx_cq)
+		util_cq_unbind(ep->tx_cq, &ep->tx_progress);
+	if (ep->rx_cq)
+		util_cq_unbind(ep->rx_cq, ep->rx_cq == ep->tx_cq ?
+						  NULL :
+						  &ep->rx_progress);
+	for (i = 0; i < WEFT_ARRAY_SIZE(cntrs); i++) {
+		if (!cntrs[i])
+			continue;
+		for (j = 0; j < n && unhooked[j] != cntrs[i]; j++)
+			;
+		if (j == n) {
+			util_cntr_del_progress(cntrs[i], rdm_cntr_progress, ep);
+			unhooked[n++] = cntrs[i];
+		}
+		util_cntr_put(cntrs[i]);
+	}
+	if (ep->av)
+		util_av_put(ep->av);
+	ep_lock(ep);
+	drain_queue(ep, &ep->msgq);
+	drain_queue(ep, &ep->tagq);
+	ep_unlock(ep);
+	util_bufpool_destroy(ep->tx_pool);
+	util_bufpool_destroy(ep->unexp_pool);
+	util_bufpool_destroy(ep->rx_pool);
+	weft_lock_destroy(&ep->lock);
+	util_domain_put(ep->domain);
+}
