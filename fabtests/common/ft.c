@@ -10,7 +10,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,52 @@ const char *ft_ep_type_str(enum fi_ep_type type)
 	default:
 		return "unspec";
 	}
+}
+
+/*
+ * Watchdog.  Every wait in this file gives up after -T seconds without
+ * progress, but a provider call that blocks and never returns (a blocking
+ * CQ read that ignores its timeout) would still hang the run: a thread
+ * ends the process once nothing has progressed for -T + 5 seconds.
+ */
+static _Atomic long ft_heartbeat;
+
+void ft_alive(void)
+{
+	atomic_store_explicit(&ft_heartbeat, (long)ft_now(),
+			      memory_order_relaxed);
+}
+
+static void *ft_watchdog(void *arg)
+{
+	long limit = ft.opts.timeout + 5, idle;
+
+	for (;;) {
+		sleep(1);
+		idle = (long)ft_now() -
+		       atomic_load_explicit(&ft_heartbeat, memory_order_relaxed);
+		if (idle > limit) {
+			ft_err("watchdog: no progress for %ld s, a call into "
+			       "the provider did not return", idle);
+			_exit(1);
+		}
+	}
+	return NULL;
+}
+
+static void ft_watchdog_start(void)
+{
+	static bool started;
+	pthread_t thread;
+
+	ft_alive();
+	if (started)
+		return;
+	started = true;
+	if (pthread_create(&thread, NULL, ft_watchdog, NULL))
+		ft_err("pthread_create(watchdog) failed; runs are not bounded");
+	else
+		pthread_detach(thread);
 }
 
 /* ---- options ---- */
@@ -467,6 +515,7 @@ static int ft_oob_recv_some(char *p, size_t len, size_t *got)
 	n = recv(ft.oob, p, len, MSG_DONTWAIT);
 	if (n > 0) {
 		*got += n;
+		ft_alive();
 		return 0;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -523,6 +572,12 @@ int ft_oob_recv_progress(struct ft_ep *e, void *buf, size_t len)
 			last = ft_now();
 	}
 	return 0;
+}
+
+int ft_oob_open(void)
+{
+	ft_watchdog_start();
+	return ft.server ? ft_oob_listen() : ft_oob_connect();
 }
 
 int ft_sync(void)
@@ -712,7 +767,7 @@ int ft_init(void)
 	size_t name_len = 0;
 	int ret;
 
-	ret = ft.server ? ft_oob_listen() : ft_oob_connect();
+	ret = ft_oob_open();
 	if (ret)
 		return ret;
 	ret = ft_alloc_hints();
@@ -817,7 +872,22 @@ static int ft_wait_cm(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *e
 		ft_err("fi_eq_sread: got event %u, expected %u", event, want);
 		return -FI_EOTHER;
 	}
+	ft_alive();
 	return 0;
+}
+
+/* A wait object the provider lacks makes the test "not supported". */
+static int ft_wait_obj_error(const char *call, int ret)
+{
+	if (ft.opts.wait_obj != FI_WAIT_NONE &&
+	    (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP)) {
+		fprintf(stderr, "%s: %s: %s: the provider does not support "
+			"the wait object asked for (-t)\n", ft.prog->name,
+			call, fi_strerror(-ret));
+		return -FI_ENODATA;
+	}
+	FT_ERR(call, ret);
+	return ret;
 }
 
 static int ft_ep_bind(struct ft_ep *e)
@@ -833,25 +903,18 @@ static int ft_ep_bind(struct ft_ep *e)
 	cq_attr.size = (size_t)e->nslots * 2 + 64;
 	cq_attr.wait_obj = ft.opts.wait_obj;
 	ret = fi_cq_open(ft.domain, &cq_attr, &e->txcq, NULL);
-	if (ret) {
-		FT_ERR("fi_cq_open", ret);
-		return ret;
-	}
-	ret = fi_cq_open(ft.domain, &cq_attr, &e->rxcq, NULL);
-	if (ret) {
-		FT_ERR("fi_cq_open", ret);
-		return ret;
-	}
+	if (!ret)
+		ret = fi_cq_open(ft.domain, &cq_attr, &e->rxcq, NULL);
+	if (ret)
+		return ft_wait_obj_error("fi_cq_open", ret);
 	if (ft.opts.comp == FT_COMP_COUNTER) {
 		sel = FI_SELECTIVE_COMPLETION;
 		cntr_attr.wait_obj = ft.opts.wait_obj;
 		ret = fi_cntr_open(ft.domain, &cntr_attr, &e->txcntr, NULL);
 		if (!ret)
 			ret = fi_cntr_open(ft.domain, &cntr_attr, &e->rxcntr, NULL);
-		if (ret) {
-			FT_ERR("fi_cntr_open", ret);
-			return ret;
-		}
+		if (ret)
+			return ft_wait_obj_error("fi_cntr_open", ret);
 	}
 	if (ft.opts.ep_type == FI_EP_MSG && !ft.server) {
 		ret = fi_eq_open(ft.fabric, &eq_attr, &e->eq, NULL);
@@ -1261,6 +1324,7 @@ int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx)
 		if (e->tx_done + e->rx_done != seen) {
 			seen = e->tx_done + e->rx_done;
 			last = 0;
+			ft_alive();
 			continue;
 		}
 		if ((++spin & 255) && ft.opts.wait_obj == FI_WAIT_NONE)
@@ -1361,6 +1425,21 @@ int ft_post_send(struct ft_ep *e, int slot, size_t len, bool tagged)
 	return 0;
 }
 
+static ssize_t ft_writemsg_dc(struct ft_ep *e, int slot, size_t len,
+			      uint64_t raddr, void *ctx)
+{
+	struct iovec iov = { .iov_base = ft_tx_slot(e, slot), .iov_len = len };
+	struct fi_rma_iov rma = { .addr = raddr, .len = len, .key = e->rkey };
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov, .desc = &e->desc, .iov_count = 1,
+		.addr = e->peer, .rma_iov = &rma, .rma_iov_count = 1,
+		.context = ctx,
+	};
+
+	return fi_writemsg(e->ep, &msg, FI_DELIVERY_COMPLETE |
+			   (ft.opts.comp == FT_COMP_QUEUE ? FI_COMPLETION : 0));
+}
+
 int ft_post_rma(struct ft_ep *e, int op, int slot, size_t len, uint64_t data)
 {
 	void *ctx = &e->tx_ctx[slot % e->nslots];
@@ -1373,6 +1452,13 @@ int ft_post_rma(struct ft_ep *e, int op, int slot, size_t len, uint64_t data)
 	for (;;) {
 		switch (op) {
 		case FT_XFER_WRITE:
+			if (ft.opts.delivery) {
+				/* explicit: not every provider applies
+				 * tx_attr->op_flags to fi_write */
+				call = "fi_writemsg";
+				ret = ft_writemsg_dc(e, slot, len, raddr, ctx);
+				break;
+			}
 			call = "fi_write";
 			ret = fi_write(e->ep, ft_tx_slot(e, slot), len, e->desc,
 				       e->peer, raddr, e->rkey, ctx);
@@ -1423,7 +1509,7 @@ static const char *ft_num_str(char *buf, size_t len, double v, double base)
 	if (!i)
 		snprintf(buf, len, "%.0f", v);
 	else
-		snprintf(buf, len, "%.3g%c", v, suffix[i]);
+		snprintf(buf, len, "%.4g%c", v, suffix[i]);
 	return buf;
 }
 
@@ -1451,12 +1537,14 @@ void ft_report(const char *name, size_t size, uint64_t iters, double secs,
 	double rate = secs > 0 ? xfers / secs / 1e6 : 0;
 	char b1[32], b2[32], b3[32];
 
+	ft_alive();
 	if (ft.opts.machine) {
 		printf("test=%s%s%s prov=%s ep=%s bytes=%zu iters=%llu "
 		       "total_bytes=%.0f time_s=%.6f mb_per_s=%.2f "
 		       "usec_per_xfer=%.3f mxfers_per_s=%.4f\n",
 		       ft.prog->name, name ? ":" : "", name ? name : "",
-		       ft.info ? ft.info->fabric_attr->prov_name : "none",
+		       ft.info ? ft.info->fabric_attr->prov_name :
+		       ft.label ? ft.label : "none",
 		       ft_ep_type_str(ft.opts.ep_type), size,
 		       (unsigned long long)iters, total, secs, mbps, usec, rate);
 		fflush(stdout);

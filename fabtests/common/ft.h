@@ -126,6 +126,7 @@ struct ft_state {
 	struct fid_pep *pep;
 	struct fid_eq *pep_eq;
 	struct fi_info *peer_name;	/* client of MSG: the server's listen address */
+	const char *label;		/* prov= of -m lines without a provider */
 	size_t max_size;
 	size_t inject_size;
 	struct ft_ep ep;
@@ -149,6 +150,8 @@ uint64_t ft_mr_access(uint64_t caps);
  * Returns 0 or a negative error; never hangs longer than -T seconds.
  */
 int ft_init(void);
+/* Only the side channel (the raw baselines use it as their data socket). */
+int ft_oob_open(void);
 /* Further endpoints (fi_mt_bw): index >= 1, set up as the first one. */
 int ft_ep_setup(struct ft_ep *e, int index);
 void ft_ep_close(struct ft_ep *e);
@@ -198,6 +201,8 @@ void ft_report_header(const char *first);
 void ft_report(const char *name, size_t size, uint64_t iters, double secs,
 	       int xfers_per_iter);
 double ft_now(void);
+/* Tell the watchdog that something progressed (-T + 5 s without ends the run). */
+void ft_alive(void);
 const char *ft_ep_type_str(enum fi_ep_type type);
 
 /* Iteration count for one size of a sweep: large sizes run fewer times. */
