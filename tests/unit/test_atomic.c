@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -950,10 +952,21 @@ Test(atomic_apply, lock_free_paths)
 
 /* ---- several processes on one shared mapping -------------------------- */
 
-enum { NPROC = 4, ITERS = 20000 };
+/*
+ * Each phase runs for a fixed wall time rather than a fixed count, so that
+ * the children overlap even when the machine is busy and a child would
+ * otherwise finish a short phase within one time slice.
+ */
+enum {
+	NPROC = 4,
+	NPHASE = 6,
+	PHASE_MS = 100,
+	SEEN_PER_CHILD = 1 << 20,
+};
 
 struct shared_area {
 	uint32_t go;
+	uint32_t arrived;
 	int32_t i32;
 	uint64_t u64;
 	uint64_t cs;
@@ -963,31 +976,74 @@ struct shared_area {
 	double complex dc;
 	long double complex ldc;
 	struct util_atomic_locks locks;
-	uint8_t seen[NPROC * ITERS];
+	uint64_t done[NPHASE][NPROC];
+	uint8_t seen[NPROC * SEEN_PER_CHILD];
 };
 
-static void child_work(struct shared_area *sh)
+/* Wait until every child has reached phase `phase` (1, 2, ...). */
+static void barrier(struct shared_area *sh, uint32_t phase)
 {
-	uint64_t one = 1, old, cur, next;
+	__atomic_add_fetch(&sh->arrived, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&sh->arrived, __ATOMIC_ACQUIRE) < phase * NPROC)
+		sched_yield();
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether phase `phase` should run another iteration; counts it. */
+static bool phase_more(struct shared_area *sh, int phase, int me, uint64_t end,
+		       uint64_t cap)
+{
+	uint64_t n = sh->done[phase][me];
+
+	if (n >= cap || ((n & 255) == 0 && now_ms() >= end))
+		return false;
+	sh->done[phase][me] = n + 1;
+	return true;
+}
+
+/*
+ * One tight loop per path, so that the children hammer the same element at
+ * the same time: fetch-add, add, a CSWAP retry loop, the 16-byte
+ * compare-and-swap, and the shared stripe locks.
+ */
+static void child_work(struct shared_area *sh, int me)
+{
+	uint64_t one = 1, old, cur, next, end;
 	int32_t minus = -1;
 	u128_t add = 1;
 	double complex dinc = 1.0 + 2.0 * I;
 	long double complex linc = 2.0L - 1.0L * I;
-	int k;
+	int ph = 0;
 
 	while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
 		;
-	for (k = 0; k < ITERS; k++) {
+	barrier(sh, ++ph);
+	end = now_ms() + PHASE_MS;
+	while (phase_more(sh, ph - 1, me, end, SEEN_PER_CHILD)) {
 		if (util_atomic_apply(FI_SUM, FI_UINT64, &sh->u64, &one, NULL,
 				      &old, 1) ||
-		    old >= NPROC * ITERS)
+		    old >= NPROC * SEEN_PER_CHILD)
 			_exit(2);
 		/* each fetched value is distinct, so no two children write
 		 * the same byte */
 		sh->seen[old]++;
+	}
+	barrier(sh, ++ph);
+	end = now_ms() + PHASE_MS;
+	while (phase_more(sh, ph - 1, me, end, UINT64_MAX))
 		if (util_atomic_apply(FI_SUM, FI_INT32, &sh->i32, &minus, NULL,
 				      NULL, 1))
 			_exit(3);
+	barrier(sh, ++ph);
+	end = now_ms() + PHASE_MS;
+	while (phase_more(sh, ph - 1, me, end, UINT64_MAX)) {
 		if (util_atomic_apply(FI_ATOMIC_READ, FI_UINT64, &sh->cs, NULL,
 				      NULL, &cur, 1))
 			_exit(4);
@@ -1000,19 +1056,39 @@ static void child_work(struct shared_area *sh)
 				break;
 			cur = old;
 		}
+	}
+	barrier(sh, ++ph);
+	end = now_ms() + PHASE_MS;
+	while (phase_more(sh, ph - 1, me, end, UINT64_MAX))
 		if (util_atomic_apply(FI_SUM, FI_UINT128, &sh->u128, &add, NULL,
 				      NULL, 1))
 			_exit(6);
+	barrier(sh, ++ph);
+	end = now_ms() + PHASE_MS;
+	while (phase_more(sh, ph - 1, me, end, UINT64_MAX))
 		if (util_atomic_apply_shared(&sh->locks, FI_SUM,
 					     FI_DOUBLE_COMPLEX, &sh->dc, &dinc,
 					     NULL, NULL, 1))
 			_exit(7);
+	barrier(sh, ++ph);
+	end = now_ms() + PHASE_MS;
+	while (phase_more(sh, ph - 1, me, end, UINT64_MAX))
 		if (util_atomic_apply_shared(&sh->locks, FI_SUM,
 					     FI_LONG_DOUBLE_COMPLEX, &sh->ldc,
 					     &linc, NULL, NULL, 1))
 			_exit(8);
-	}
 	_exit(0);
+}
+
+/* Iterations all children ran in one phase. */
+static uint64_t phase_total(const struct shared_area *sh, int phase)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < NPROC; i++)
+		n += sh->done[phase][i];
+	return n;
 }
 
 Test(atomic_stress, processes_lose_no_update, .timeout = 120)
@@ -1020,12 +1096,13 @@ Test(atomic_stress, processes_lose_no_update, .timeout = 120)
 	struct shared_area *sh;
 	pid_t pids[NPROC];
 	int i, status;
-	const long total = (long)NPROC * ITERS;
-	u128_t start128 = ((u128_t)1 << 64) - total / 2;
+	uint64_t n;
+	const u128_t start128 = ((u128_t)1 << 64) - 1000;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
+	/* the carry into the high half happens during the run */
 	sh->u128 = start128;
 	cr_assert_not(util_atomic_lock_free(FI_DOUBLE_COMPLEX, &sh->dc));
 	cr_assert_not(util_atomic_lock_free(FI_LONG_DOUBLE_COMPLEX, &sh->ldc));
@@ -1034,7 +1111,7 @@ Test(atomic_stress, processes_lose_no_update, .timeout = 120)
 		pids[i] = fork();
 		cr_assert_geq(pids[i], 0);
 		if (pids[i] == 0)
-			child_work(sh);
+			child_work(sh, i);
 	}
 	__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < NPROC; i++) {
@@ -1043,19 +1120,30 @@ Test(atomic_stress, processes_lose_no_update, .timeout = 120)
 			  "child %d status %#x", i, status);
 	}
 
-	cr_expect_eq(sh->u64, total);
-	cr_expect_eq(sh->i32, -total);
-	cr_expect_eq(sh->cs, total);
-	cr_expect(sh->u128 == start128 + total, "u128 lost updates");
-	cr_expect(creal(sh->dc) == total && cimag(sh->dc) == 2.0 * total,
-		  "double complex: %g%+gi", creal(sh->dc), cimag(sh->dc));
-	cr_expect(
-	    creall(sh->ldc) == 2.0L * total && cimagl(sh->ldc) == -1.0L * total,
-	    "long double complex: %Lg%+Lgi", creall(sh->ldc), cimagl(sh->ldc));
-	for (i = 0; i < total; i++)
+	n = phase_total(sh, 0);
+	cr_expect_eq(sh->u64, n, "uint64 fetch-add: %llu, want %llu",
+		     (unsigned long long)sh->u64, (unsigned long long)n);
+	for (i = 0; i < (int)n; i++)
 		if (sh->seen[i] != 1)
 			break;
-	cr_expect_eq(i, total, "fetched value %d seen %d times", i,
-		     i < total ? sh->seen[i] : 0);
+	cr_expect_eq(i, n, "fetched value %d seen %d times", i,
+		     i < (int)n ? sh->seen[i] : 0);
+	n = phase_total(sh, 1);
+	cr_expect_eq(sh->i32, -(int64_t)n, "int32 add: %d, want -%llu", sh->i32,
+		     (unsigned long long)n);
+	n = phase_total(sh, 2);
+	cr_expect_eq(sh->cs, n, "CSWAP loop: %llu, want %llu",
+		     (unsigned long long)sh->cs, (unsigned long long)n);
+	n = phase_total(sh, 3);
+	cr_expect(sh->u128 == start128 + n, "uint128 lost updates");
+	cr_expect_gt(n, 1000, "uint128 phase too short to carry");
+	n = phase_total(sh, 4);
+	cr_expect(creal(sh->dc) == n && cimag(sh->dc) == 2.0 * n,
+		  "double complex: %g%+gi, want %llu", creal(sh->dc),
+		  cimag(sh->dc), (unsigned long long)n);
+	n = phase_total(sh, 5);
+	cr_expect(creall(sh->ldc) == 2.0L * n && cimagl(sh->ldc) == -1.0L * n,
+		  "long double complex: %Lg%+Lgi, want %llu", creall(sh->ldc),
+		  cimagl(sh->ldc), (unsigned long long)n);
 	munmap(sh, sizeof(*sh));
 }
