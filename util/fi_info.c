@@ -30,6 +30,7 @@ struct name_val {
 	uint64_t val;
 };
 
+/* clang-format off */
 #define NV(x) { #x, x }
 
 /*
@@ -68,6 +69,7 @@ static const struct name_val addr_format_names[] = {
 	NV(FI_ADDR_EFA),      NV(FI_ADDR_PSMX3),  NV(FI_ADDR_OPX),
 	NV(FI_ADDR_CXI),
 };
+/* clang-format on */
 
 /* What the command line asked for. */
 struct info_opts {
