@@ -3,8 +3,10 @@
  *
  * A provider that receives an atomic request (shm: a peer's message on the
  * inbound ring; tcp and verbs RDM: a protocol message) checks the key and
- * bounds of the target memory, then calls util_atomic_apply to update it.
- * The engine knows nothing of transports, keys or completions.
+ * bounds of the target memory and, with util_atomic_valid, that the op is
+ * allowed in the class the request came from (util_atomic_apply knows only
+ * the op), then calls util_atomic_apply to update the memory.  The engine
+ * knows nothing of transports, keys or completions.
  *
  * Which operation is valid for which datatype (fi_atomic(3) lists the ops
  * per class; the datatypes follow from the pseudo-code of each op, read as
@@ -44,8 +46,9 @@
  *    (x86-64 cmpxchg16b).  SUM, BOR, BAND, BXOR on integers up to 8 bytes
  *    and READ/WRITE up to 8 bytes are single atomic instructions; the rest
  *    are compare-and-swap loops.  These are atomic against any other
- *    util_atomic_* call on the same memory from any thread of any process
- *    that maps it, and against plain aligned loads.  A 16-byte
+ *    update of the element through this engine from any thread of any
+ *    process that maps it, and a plain aligned load of up to 8 bytes sees
+ *    either the old or the new value.  A 16-byte
  *    ATOMIC_READ is one load on CPUs that guarantee aligned 16-byte loads
  *    are atomic (x86-64 with AVX), and a compare-and-swap otherwise, which
  *    needs the memory to be writable.
@@ -63,10 +66,15 @@
  *    memory shared by every process that may update the same target
  *    memory; then locked elements are atomic across those processes.  A
  *    process killed inside the few instructions of a locked update leaves
- *    that lock held and later updates of the same stripe spin for ever.
+ *    that lock held and later updates of the same stripe wait for ever.
+ *    Plain loads and stores by the application are not ordered with a
+ *    locked update.
  *
- * Whether an element takes the lock-free path depends only on the datatype
- * and on the element's address modulo 16, so every process agrees on it.
+ * Whether an element takes the lock-free path depends only on the datatype,
+ * the element's address modulo 16 and the CPU, so every process on a node
+ * agrees on it.  Updates are atomic with respect to updates of the same
+ * element with the same datatype; one memory location updated as two
+ * datatypes of which one is locked is not covered.
  *
  * In weft's providers the target endpoint applies the atomics addressed to
  * it, serialised by its own progress, so the cross-process case arises only
