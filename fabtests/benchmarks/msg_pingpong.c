@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * fi_msg_pingpong: latency of fi_send/fi_recv round trips (one-way time per transfer).
+ * fi_msg_pingpong: latency of fi_send/fi_recv round trips (one-way time per
+ * transfer).
  */
 #include "ft.h"
 

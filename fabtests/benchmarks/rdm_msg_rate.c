@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * fi_rdm_msg_rate: message rate: small fi_send with many operations in flight.
+ * fi_rdm_msg_rate: message rate: small fi_send with many operations in
+ * flight.
  */
 #include "ft.h"
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * fi_rdm_pingpong: latency of fi_send/fi_recv round trips over a reliable datagram endpoint.
+ * fi_rdm_pingpong: latency of fi_send/fi_recv round trips over a reliable
+ * datagram endpoint.
  */
 #include "ft.h"
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * fi_rdm_tagged_bw: bandwidth of windows of fi_tsend, acknowledged per window.
+ * fi_rdm_tagged_bw: bandwidth of windows of fi_tsend, acknowledged per
+ * window.
  */
 #include "ft.h"
 

@@ -232,6 +232,8 @@ static void ft_bad(const char *what, const char *arg)
 	exit(2);
 }
 
+#define FT_OPTSTRING "p:e:d:f:s:B:P:S:I:w:W:j:vmUt:c:o:T:n:h"
+
 void ft_parse(int argc, char **argv, const struct ft_prog *prog)
 {
 	struct ft_opts *o = &ft.opts;
@@ -255,7 +257,7 @@ void ft_parse(int argc, char **argv, const struct ft_prog *prog)
 	if (ft_parse_sizes(prog->sizes))
 		ft_bad("default size", prog->sizes);
 
-	while ((c = getopt(argc, argv, "p:e:d:f:s:B:P:S:I:w:W:j:vmUt:c:o:T:n:h")) != -1) {
+	while ((c = getopt(argc, argv, FT_OPTSTRING)) != -1) {
 		switch (c) {
 		case 'p':
 			o->prov = optarg;
@@ -850,7 +852,8 @@ out:
 
 /* ---- endpoints ---- */
 
-static int ft_wait_cm(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *entry)
+static int ft_wait_cm(struct fid_eq *eq, uint32_t want,
+		      struct fi_eq_cm_entry *entry)
 {
 	struct fi_eq_err_entry err = { 0 };
 	uint32_t event;
@@ -1348,7 +1351,8 @@ int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx)
 /* ---- posting ---- */
 
 /* Retry an operation that returned -FI_EAGAIN, driving progress. */
-static int ft_retry(struct ft_ep *e, ssize_t ret, double *start, const char *call)
+static int ft_retry(struct ft_ep *e, ssize_t ret, double *start,
+		    const char *call)
 {
 	if (ret != -FI_EAGAIN) {
 		FT_ERR(call, ret);

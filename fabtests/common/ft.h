@@ -4,8 +4,8 @@
  * MSG, RDM and DGRAM endpoints, an out-of-band TCP side channel, completion
  * waiting with a progress timeout, data fill/verify and the result table.
  *
- * Everything here uses the public OFI API only (the rdma/ headers), so a program
- * built once runs over any libfabric.so.1 that the library path selects.
+ * Everything here uses the public OFI API only (the rdma/ headers), so a
+ * program built once runs over any libfabric.so.1 the library path selects.
  */
 #ifndef FT_H
 #define FT_H
@@ -189,7 +189,7 @@ int ft_post_send(struct ft_ep *e, int slot, size_t len, bool tagged);
 int ft_post_rma(struct ft_ep *e, int op, int slot, size_t len, uint64_t data);
 /* Read both completion queues (or counters) once; returns < 0 on error. */
 int ft_progress(struct ft_ep *e);
-/* Wait until tx_done >= tx / rx_done >= rx; fail after -T s without progress. */
+/* Wait until tx_done >= tx and rx_done >= rx; fail after -T s idle. */
 int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx);
 static inline int ft_wait_tx(struct ft_ep *e)
 {
@@ -201,7 +201,7 @@ void ft_report_header(const char *first);
 void ft_report(const char *name, size_t size, uint64_t iters, double secs,
 	       int xfers_per_iter);
 double ft_now(void);
-/* Tell the watchdog that something progressed (-T + 5 s without ends the run). */
+/* Tell the watchdog something progressed (-T + 5 s idle ends the run). */
 void ft_alive(void);
 const char *ft_ep_type_str(enum fi_ep_type type);
 
