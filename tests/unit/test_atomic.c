@@ -7,6 +7,8 @@
  * of reals computed part by part.  It shares nothing with the engine,
  * which widens integers and uses C complex arithmetic.
  */
+#define _GNU_SOURCE 1 /* memfd_create */
+
 #include <criterion/criterion.h>
 
 #include <complex.h>
@@ -1146,4 +1148,94 @@ Test(atomic_stress, processes_lose_no_update, .timeout = 120)
 		  "long double complex: %Lg%+Lgi, want %llu", creall(sh->ldc),
 		  cimagl(sh->ldc), (unsigned long long)n);
 	munmap(sh, sizeof(*sh));
+}
+
+/*
+ * The same memory mapped at a different address in each process: the
+ * stripe lock must still be the same one.
+ */
+struct alias_area {
+	uint32_t go;
+	uint32_t arrived;
+	struct util_atomic_locks locks;
+	long double complex ldc;
+	_Alignas(16) unsigned char dc_pad[8];
+	double complex dc;
+	uint64_t done[NPROC];
+};
+
+static void alias_child(int fd, const struct alias_area *inherited, int me)
+{
+	struct alias_area *al;
+	long double complex linc = 1.0L + 1.0L * I;
+	double complex dinc = -1.0;
+	uint64_t end, n = 0;
+	size_t page = sysconf(_SC_PAGESIZE);
+	char *reserve;
+
+	/* child i maps the memory i + 1 pages into a fresh reservation, so
+	 * that no two processes see it at the same page number */
+	reserve = mmap(NULL, (NPROC + 1) * page, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (reserve == MAP_FAILED)
+		_exit(9);
+	al = mmap(reserve + (me + 1) * page, sizeof(*al),
+		  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (al == MAP_FAILED || al == inherited)
+		_exit(9);
+	while (!__atomic_load_n(&al->go, __ATOMIC_ACQUIRE))
+		;
+	__atomic_add_fetch(&al->arrived, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&al->arrived, __ATOMIC_ACQUIRE) < NPROC)
+		sched_yield();
+	end = now_ms() + PHASE_MS;
+	while ((n & 255) || now_ms() < end) {
+		if (util_atomic_apply_shared(&al->locks, FI_SUM,
+					     FI_LONG_DOUBLE_COMPLEX, &al->ldc,
+					     &linc, NULL, NULL, 1) ||
+		    util_atomic_apply_shared(&al->locks, FI_SUM,
+					     FI_DOUBLE_COMPLEX, &al->dc, &dinc,
+					     NULL, NULL, 1))
+			_exit(10);
+		n++;
+	}
+	al->done[me] = n;
+	_exit(0);
+}
+
+Test(atomic_stress, locks_shared_across_aliases, .timeout = 60)
+{
+	struct alias_area *al;
+	pid_t pids[NPROC];
+	uint64_t n = 0;
+	int fd, i, status;
+
+	fd = memfd_create("weft-atomic-test", 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, sizeof(*al)), 0);
+	al = mmap(NULL, sizeof(*al), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(al, MAP_FAILED);
+	cr_assert_not(util_atomic_lock_free(FI_DOUBLE_COMPLEX, &al->dc));
+
+	for (i = 0; i < NPROC; i++) {
+		pids[i] = fork();
+		cr_assert_geq(pids[i], 0);
+		if (pids[i] == 0)
+			alias_child(fd, al, i);
+	}
+	__atomic_store_n(&al->go, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < NPROC; i++) {
+		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+		cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "child %d status %#x", i, status);
+		n += al->done[i];
+	}
+	cr_expect(creall(al->ldc) == n && cimagl(al->ldc) == n,
+		  "long double complex: %Lg%+Lgi, want %llu", creall(al->ldc),
+		  cimagl(al->ldc), (unsigned long long)n);
+	cr_expect(creal(al->dc) == -(double)n && cimag(al->dc) == 0,
+		  "double complex: %g%+gi, want -%llu", creal(al->dc),
+		  cimag(al->dc), (unsigned long long)n);
+	munmap(al, sizeof(*al));
+	close(fd);
 }
