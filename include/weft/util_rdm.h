@@ -145,6 +145,8 @@ struct util_rdm_transport {
 	size_t eager_max;
 	/* Bytes fi_inject may carry (<= eager_max). */
 	size_t inject_max;
+	/* Bytes of one atomic operand vector (and of its results). */
+	size_t atomic_max;
 
 	/*
 	 * Copy a whole message (hdr->len bytes from iov) toward dest now.
@@ -173,9 +175,13 @@ struct util_rdm_transport {
 	/* Acknowledge delivery of a message that asked for it. */
 	int (*ack)(struct util_rdm_ep *ep, void *reply, uint64_t tx_id,
 		   int err);
-	/* RMA and atomics: move the data; util_rdm_tx_done when finished. */
+	/*
+	 * RMA and atomics (tx->kind says which): move the data and apply the
+	 * operation at the target; util_rdm_tx_done when the initiator's
+	 * side is finished (read data and fetched values in place).  NULL
+	 * when the transport has none: the calls fail with -FI_EOPNOTSUPP.
+	 */
 	int (*rma)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
-	int (*atomic)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
 	/* Read and handle everything that arrived (manual progress). */
 	void (*progress)(struct util_rdm_ep *ep);
 };

@@ -77,7 +77,9 @@ struct shm_pending {
 	struct shm_conn *conn;
 	uint16_t op;
 	uint32_t aux;
+	uint32_t len;
 	uint64_t tag;
+	uint64_t data;
 };
 
 struct shm_ep {

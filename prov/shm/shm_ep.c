@@ -20,6 +20,7 @@
 #include <rdma/fi_cm.h>
 
 #include "weft/stubs.h"
+#include "weft/util_atomic.h"
 #include "shm_queue.h"
 
 /* Slot operations. */
@@ -28,6 +29,8 @@ enum shm_op {
 	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
 	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
 	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
+	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
+	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
 };
 
 /* shm_slot.flags: the engine's UTIL_RDM_* flags, and the message class. */
@@ -242,8 +245,8 @@ static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
-static int send_ctrl(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
-		     uint64_t tag, uint32_t aux)
+static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
+		      uint64_t tag, uint32_t aux, uint64_t data, uint32_t len)
 {
 	struct shm_pending *p;
 	struct shm_slot *s;
@@ -259,7 +262,8 @@ static int send_ctrl(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 			s->src = c->src_id;
 			s->tag = tag;
 			s->aux = aux;
-			s->len = 0;
+			s->data = data;
+			s->len = len;
 			shm_queue_publish(s, pos);
 			return 0;
 		}
@@ -271,8 +275,16 @@ static int send_ctrl(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 	p->op = op;
 	p->tag = tag;
 	p->aux = aux;
+	p->data = data;
+	p->len = len;
 	slist_insert_tail(&p->entry, &ep->pending);
 	return 0;
+}
+
+static int send_ctrl(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
+		     uint64_t tag, uint32_t aux)
+{
+	return send_ctrl_data(ep, c, op, tag, aux, 0, 0);
 }
 
 static void flush_pending(struct shm_ep *ep)
@@ -293,7 +305,8 @@ static void flush_pending(struct shm_ep *ep)
 		s->src = p->conn->src_id;
 		s->tag = p->tag;
 		s->aux = p->aux;
-		s->len = 0;
+		s->data = p->data;
+		s->len = p->len;
 		shm_queue_publish(s, pos);
 		slist_remove_head(&ep->pending);
 		free(p);
@@ -565,6 +578,9 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		atomic_store_explicit(&bb->busy, 0, memory_order_release);
 }
 
+static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
+static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
+
 static void shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
@@ -584,6 +600,13 @@ static void shm_progress(struct util_rdm_ep *rdm)
 		case SHM_OP_ACK:
 			util_rdm_tx_acked(rdm, s->tag, (int)s->aux);
 			break;
+		case SHM_OP_RMA:
+			if (handle_rma(ep, s) == -FI_EAGAIN)
+				return; /* retried at the next call */
+			break;
+		case SHM_OP_RMA_RESP:
+			handle_rma_resp(ep, s);
+			break;
 		default:
 			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 				"%s: unknown slot op %u dropped\n", ep->name,
@@ -594,6 +617,325 @@ static void shm_progress(struct util_rdm_ep *rdm)
 	}
 }
 
+/* ---- RMA and atomics ---------------------------------------------------- */
+
+/*
+ * A request, in the slot payload.  The data to write, or atomic operands
+ * (source then compare values), sit in the initiator's bounce buffer
+ * `bounce`; without one, the target reads or writes the initiator's
+ * iovecs with process_vm_readv/writev.
+ */
+struct shm_rma_req {
+	uint64_t tx_id;
+	uint64_t len; /* bytes at the target */
+	int32_t pid;
+	uint32_t bounce; /* initiator's bounce buffer, or SHM_NO_BOUNCE */
+	uint8_t kind; /* enum util_rdm_tx_kind */
+	uint8_t iov_count;
+	uint8_t rma_count;
+	uint8_t datatype;
+	uint8_t op; /* enum fi_op */
+	uint8_t reply_bounce; /* results come back in a target bounce buffer */
+	uint8_t pad[2];
+	uint64_t laddr[UTIL_RDM_IOV_MAX];
+	uint64_t llen[UTIL_RDM_IOV_MAX];
+	struct fi_rma_iov rma[UTIL_RDM_IOV_MAX];
+};
+static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
+	      "RMA request fits a slot");
+
+#define SHM_NO_BOUNCE UINT32_MAX
+
+static void scatter(const struct iovec *iov, size_t count, const void *src,
+		    size_t len)
+{
+	size_t i, done = 0;
+
+	for (i = 0; i < count && done < len; i++) {
+		size_t n = WEFT_MIN(iov[i].iov_len, len - done);
+
+		memcpy(iov[i].iov_base, (const char *)src + done, n);
+		done += n;
+	}
+}
+
+static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_rma_req req = { 0 };
+	struct shm_bounce *bb;
+	struct shm_conn *c;
+	struct shm_slot *s;
+	uint32_t bidx = SHM_NO_BOUNCE;
+	bool atomic = tx->kind >= UTIL_RDM_TX_ATOMIC;
+	size_t i, len = tx->hdr.len;
+	uint64_t pos;
+	int ret;
+
+	ret = conn_of_addr(ep, tx->dest, &c);
+	if (ret)
+		return ret;
+	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
+		       (len <= shm_params.bounce_size || !c->cma))) {
+		size_t need = atomic ? len * (tx->cmp_count ? 2 : 1) : len;
+
+		if (need > shm_params.bounce_size) {
+			FI_WARN_ONCE(&shm_prov, FI_LOG_EP_DATA,
+				     "process_vm_readv is not available "
+				     "between %s and %s: RMA above %zu bytes "
+				     "cannot be done\n",
+				     ep->name, c->name, shm_params.bounce_size);
+			return -FI_EMSGSIZE;
+		}
+		ret = bounce_get(ep, &bidx);
+		if (ret)
+			return ret;
+	} else if (tx->kind == UTIL_RDM_TX_READ && !c->cma) {
+		if (len > shm_params.bounce_size) {
+			FI_WARN_ONCE(&shm_prov, FI_LOG_EP_DATA,
+				     "process_vm_writev is not available "
+				     "between %s and %s: RMA above %zu bytes "
+				     "cannot be done\n",
+				     ep->name, c->name, shm_params.bounce_size);
+			return -FI_EMSGSIZE;
+		}
+		req.reply_bounce = 1;
+	}
+	s = slot_claim(c, &pos);
+	if (!s)
+		return -FI_EAGAIN;
+
+	if (bidx != SHM_NO_BOUNCE) {
+		bb = shm_map_bounce(&ep->own, bidx);
+		if (tx->iov_count)
+			gather(bb->data, tx->iov, tx->iov_count, len);
+		if (tx->cmp_count)
+			gather(bb->data + len, tx->cmp_iov, tx->cmp_count, len);
+		bb->len = (uint32_t)len;
+		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
+	}
+	if (tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
+	    tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC)
+		req.reply_bounce = 1;
+	req.tx_id = tx->hdr.tx_id;
+	req.len = len;
+	req.pid = getpid();
+	req.bounce = bidx;
+	req.kind = (uint8_t)tx->kind;
+	req.iov_count = (uint8_t)tx->iov_count;
+	req.rma_count = (uint8_t)tx->rma_count;
+	req.datatype = (uint8_t)tx->datatype;
+	req.op = (uint8_t)tx->atomic_op;
+	for (i = 0; i < tx->iov_count; i++) {
+		req.laddr[i] = (uintptr_t)tx->iov[i].iov_base;
+		req.llen[i] = tx->iov[i].iov_len;
+	}
+	memcpy(req.rma, tx->rma_iov, tx->rma_count * sizeof(*tx->rma_iov));
+
+	s->op = SHM_OP_RMA;
+	s->flags = (uint16_t)(tx->hdr.flags & UTIL_RDM_CQ_DATA);
+	s->src = c->src_id;
+	s->tag = tx->hdr.tx_id;
+	s->data = tx->hdr.data;
+	s->len = 0;
+	s->aux = 0;
+	memcpy(s->payload, &req, sizeof(req));
+	shm_queue_publish(s, pos);
+	return 0;
+}
+
+/* Target side: translate the request's remote ranges into local memory. */
+static int rma_local(struct shm_ep *ep, const struct shm_rma_req *req,
+		     uint64_t access, struct iovec *local, size_t *nlocal)
+{
+	struct shm_domain *domain =
+		container_of(ep->rdm.domain, struct shm_domain, util);
+	size_t i, n = 0;
+	int ret;
+
+	for (i = 0; i < req->rma_count && i < UTIL_RDM_IOV_MAX; i++) {
+		size_t cnt = UTIL_RDM_IOV_MAX * 2 - n;
+
+		ret = util_mr_map_verify_iov(&domain->mr_map, req->rma[i].key,
+					     req->rma[i].addr, req->rma[i].len,
+					     access, local + n, &cnt);
+		if (ret)
+			return ret;
+		n += cnt;
+	}
+	*nlocal = n;
+	return 0;
+}
+
+/* Apply an atomic to local pieces; operands and results are packed. */
+static int rma_apply_atomic(const struct shm_rma_req *req,
+			    const struct iovec *local, size_t nlocal,
+			    const uint8_t *src, const uint8_t *cmp,
+			    uint8_t *res)
+{
+	size_t elem = util_atomic_dt_size(req->datatype), i, off = 0;
+	int ret;
+
+	if (!elem)
+		return -FI_EINVAL;
+	for (i = 0; i < nlocal; i++) {
+		size_t cnt = local[i].iov_len / elem;
+
+		if (local[i].iov_len % elem)
+			return -FI_EINVAL;
+		ret = util_atomic_apply(req->op, req->datatype,
+					local[i].iov_base, src ? src + off : NULL,
+					cmp ? cmp + off : NULL,
+					res ? res + off : NULL, cnt);
+		if (ret)
+			return ret;
+		off += local[i].iov_len;
+	}
+	return 0;
+}
+
+static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
+			const struct shm_rma_req *req, bool write_remote)
+{
+	struct iovec remote[UTIL_RDM_IOV_MAX];
+	size_t i;
+
+	for (i = 0; i < req->iov_count && i < UTIL_RDM_IOV_MAX; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)req->laddr[i];
+		remote[i].iov_len = req->llen[i];
+	}
+	/* Either way `local` is ours and `remote` the initiator's. */
+	return write_remote ?
+		       process_vm_writev(pid, local, nlocal, remote, i, 0) :
+		       process_vm_readv(pid, local, nlocal, remote, i, 0);
+}
+
+/*
+ * Serve one request.  Returns -FI_EAGAIN when it must wait for a free
+ * bounce buffer of ours (the slot stays in the queue).
+ */
+static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
+{
+	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	struct shm_bounce *ib = NULL, *tb = NULL;
+	struct shm_rma_req req;
+	uint32_t tidx = 0;
+	uint64_t access, ev;
+	size_t nlocal = 0;
+	ssize_t n;
+	int ret;
+
+	memcpy(&req, s->payload, sizeof(req));
+	if (!rp)
+		return 0;
+	if (req.reply_bounce) {
+		ret = bounce_get(ep, &tidx);
+		if (ret)
+			return ret;
+		tb = shm_map_bounce(&ep->own, tidx);
+	}
+	if (req.bounce != SHM_NO_BOUNCE) {
+		ret = conn_map(ep, rp->conn);
+		if (ret || req.bounce >= rp->conn->map.hdr->bounce_count) {
+			ret = -FI_EIO;
+			goto reply;
+		}
+		ib = shm_map_bounce(&rp->conn->map, req.bounce);
+	}
+	switch (req.kind) {
+	case UTIL_RDM_TX_WRITE:
+		access = FI_REMOTE_WRITE;
+		ev = FI_REMOTE_WRITE;
+		break;
+	case UTIL_RDM_TX_READ:
+		access = FI_REMOTE_READ;
+		ev = FI_REMOTE_READ;
+		break;
+	case UTIL_RDM_TX_ATOMIC:
+		access = FI_REMOTE_WRITE;
+		ev = FI_REMOTE_WRITE;
+		break;
+	default:
+		access = FI_REMOTE_READ | FI_REMOTE_WRITE;
+		ev = FI_REMOTE_WRITE;
+		break;
+	}
+	ret = rma_local(ep, &req, access, local, &nlocal);
+	if (ret)
+		goto reply;
+
+	switch (req.kind) {
+	case UTIL_RDM_TX_WRITE:
+		if (ib) {
+			scatter(local, nlocal, ib->data, req.len);
+		} else {
+			n = cma_copy(req.pid, local, nlocal, &req, false);
+			ret = n == (ssize_t)req.len ? 0 : -FI_EIO;
+		}
+		break;
+	case UTIL_RDM_TX_READ:
+		if (tb) {
+			gather(tb->data, local, nlocal, req.len);
+		} else {
+			n = cma_copy(req.pid, local, nlocal, &req, true);
+			ret = n == (ssize_t)req.len ? 0 : -FI_EIO;
+		}
+		break;
+	default:
+		ret = rma_apply_atomic(&req, local, nlocal,
+				       ib && req.op != FI_ATOMIC_READ ?
+					       ib->data :
+					       NULL,
+				       ib && req.kind ==
+						       UTIL_RDM_TX_COMPARE_ATOMIC ?
+					       ib->data + req.len :
+					       NULL,
+				       tb ? tb->data : NULL);
+		break;
+	}
+	if (!ret)
+		util_rdm_remote_event(&ep->rdm,
+				      ev | ((s->flags & UTIL_RDM_CQ_DATA) ?
+						    FI_REMOTE_CQ_DATA :
+						    0),
+				      req.len, s->data);
+reply:
+	if (ib)
+		atomic_store_explicit(&ib->busy, 0, memory_order_release);
+	if (tb && !ret) {
+		tb->len = (uint32_t)req.len;
+		atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
+	}
+	send_ctrl_data(ep, rp->conn, SHM_OP_RMA_RESP, req.tx_id,
+		       ret ? (uint32_t)-ret : 0, tb && !ret ? tidx + 1 : 0,
+		       (uint32_t)req.len);
+	return 0;
+}
+
+/* Initiator side: the target answered. */
+static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
+{
+	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, s->tag);
+	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	struct shm_bounce *tb = NULL;
+
+	if (s->data && rp && !conn_map(ep, rp->conn) &&
+	    s->data - 1 < rp->conn->map.hdr->bounce_count)
+		tb = shm_map_bounce(&rp->conn->map, (uint32_t)(s->data - 1));
+	if (tx && tb && !s->aux) {
+		if (tx->kind == UTIL_RDM_TX_READ)
+			scatter(tx->iov, tx->iov_count, tb->data, tx->hdr.len);
+		else
+			scatter(tx->res_iov, tx->res_count, tb->data,
+				tx->hdr.len);
+	}
+	if (tb)
+		atomic_store_explicit(&tb->busy, 0, memory_order_release);
+	if (tx)
+		util_rdm_tx_done(&ep->rdm, tx, (int)s->aux);
+}
+
 static struct util_rdm_transport shm_transport = {
 	.eager_max = 0, /* set from shm_params at first open */
 	.inject_max = 0,
@@ -602,6 +944,7 @@ static struct util_rdm_transport shm_transport = {
 	.fetch = shm_fetch,
 	.discard = shm_discard,
 	.ack = shm_ack,
+	.rma = shm_rma,
 	.progress = shm_progress,
 };
 
@@ -778,6 +1121,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	shm_params_init();
 	shm_transport.eager_max = shm_params.bounce_size;
 	shm_transport.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
+	shm_transport.atomic_max = shm_params.bounce_size / 2;
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)

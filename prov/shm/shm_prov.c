@@ -13,6 +13,7 @@
 #include <rdma/fi_cm.h>
 
 #include "weft/stubs.h"
+#include "weft/util_atomic.h"
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
 #include "weft/util_eq.h"
@@ -87,12 +88,22 @@ bool shm_cma_probe(void)
 /* ---- what the provider offers ------------------------------------------- */
 
 #define SHM_CAPS                                                               \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_MULTI_RECV |              \
-	 FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR | FI_LOCAL_COMM)
-#define SHM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
+	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
+	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
+	 FI_RMA_EVENT | FI_LOCAL_COMM)
+#define SHM_TX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
+	 FI_WRITE)
 #define SHM_RX_CAPS                                                            \
-	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
-	 FI_SOURCE | FI_SOURCE_ERR)
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
+	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
+	 FI_SOURCE_ERR | FI_RMA_EVENT)
+/* One queue carries everything from one sender, served in order. */
+#define SHM_ORDER                                                              \
+	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |           \
+	 FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |           \
+	 FI_ORDER_WAS)
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
@@ -101,7 +112,7 @@ bool shm_cma_probe(void)
 static struct fi_tx_attr shm_tx_attr = {
 	.caps = SHM_TX_CAPS,
 	.op_flags = SHM_TX_OP_FLAGS,
-	.msg_order = FI_ORDER_SAS,
+	.msg_order = SHM_ORDER,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = 4096,
 	.size = 1024,
@@ -112,7 +123,7 @@ static struct fi_tx_attr shm_tx_attr = {
 static struct fi_rx_attr shm_rx_attr = {
 	.caps = SHM_RX_CAPS,
 	.op_flags = SHM_RX_OP_FLAGS,
-	.msg_order = FI_ORDER_SAS,
+	.msg_order = SHM_ORDER,
 	.comp_order = FI_ORDER_NONE,
 	.size = 1024,
 	.iov_limit = UTIL_RDM_IOV_MAX,
@@ -365,7 +376,8 @@ static int shm_query_atomic(struct fid_domain *domain,
 			    enum fi_datatype datatype, enum fi_op op,
 			    struct fi_atomic_attr *attr, uint64_t flags)
 {
-	return -FI_EOPNOTSUPP;
+	return util_atomic_query(datatype, op, shm_params.bounce_size / 2,
+				 flags, attr);
 }
 
 static int shm_no_query_collective(struct fid_domain *domain,

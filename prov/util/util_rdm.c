@@ -9,6 +9,7 @@
 #include <rdma/fi_cm.h>
 
 #include "weft/stubs.h"
+#include "weft/util_atomic.h"
 
 #define RDM_DEFAULT_MIN_MULTI_RECV 64
 
@@ -340,7 +341,7 @@ static ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 
 	return rdm_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
 			msg->addr, 0, msg->data, msg->context,
-			flags | (ep->tx_op_flags & FI_COMPLETION), UTIL_RDM_MSG);
+			flags, UTIL_RDM_MSG);
 }
 
 static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf,
@@ -403,7 +404,7 @@ static ssize_t rdm_tagged_sendmsg(struct fid_ep *ep_fid,
 
 	return rdm_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
 			msg->addr, msg->tag, msg->data, msg->context,
-			flags | (ep->tx_op_flags & FI_COMPLETION),
+			flags,
 			UTIL_RDM_TAGGED);
 }
 
@@ -438,6 +439,602 @@ static ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 	return rdm_send(ep, &iov, NULL, 1, dest, tag, data, NULL,
 			FI_INJECT | FI_REMOTE_CQ_DATA, UTIL_RDM_TAGGED);
 }
+
+/* ---- RMA ---------------------------------------------------------------- */
+
+static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
+		       const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t addr, const struct fi_rma_iov *rma,
+		       size_t rma_count, void *context, uint64_t data,
+		       uint64_t flags)
+{
+	const struct util_rdm_transport *tp = ep->tp;
+	struct util_rdm_tx *tx;
+	size_t len, rlen = 0, i;
+	bool comp;
+	ssize_t ret;
+
+	if (!tp->rma || !(ep->caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	if (count > UTIL_RDM_IOV_MAX || rma_count > UTIL_RDM_IOV_MAX ||
+	    !rma_count || (count && !iov) || !rma)
+		return -FI_EINVAL;
+	len = iov_len(iov, count);
+	for (i = 0; i < rma_count; i++)
+		rlen += rma[i].len;
+	if (len != rlen)
+		return -FI_EINVAL;
+	if ((flags & FI_INJECT) && (kind != UTIL_RDM_TX_WRITE ||
+				    len > tp->inject_max))
+		return -FI_EINVAL;
+	comp = wants_comp(ep->tx_selective, flags);
+
+	ep_lock(ep);
+	if (weft_unlikely(!ep->enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	tx = tx_get(ep);
+	if (!tx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	ret = tx_reserve(ep, comp);
+	if (ret)
+		goto err_put;
+	memset(&tx->hdr, 0, sizeof(tx->hdr));
+	tx->context = context;
+	tx->flags = flags;
+	tx->cq_flags = FI_RMA | (kind == UTIL_RDM_TX_READ ? FI_READ : FI_WRITE);
+	tx->dest = addr;
+	tx->kind = kind;
+	tx->cq_reserved = comp;
+	tx->hdr.flags = (flags & FI_REMOTE_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0;
+	tx->hdr.data = data;
+	tx->hdr.len = len;
+	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
+	tx->rma_count = rma_count;
+	memcpy(tx->rma_iov, rma, rma_count * sizeof(*rma));
+	tx->res_count = tx->cmp_count = 0;
+	if (flags & FI_INJECT) {
+		/* The buffer is the caller's again when we return. */
+		iov_slice(iov, count, 0, len, tx->iov);
+		for (i = 0, rlen = 0; i < count; i++) {
+			memcpy(tx->inject_buf + rlen, iov[i].iov_base,
+			       iov[i].iov_len);
+			rlen += iov[i].iov_len;
+		}
+		tx->iov[0].iov_base = tx->inject_buf;
+		tx->iov[0].iov_len = len;
+		tx->iov_count = 1;
+	} else {
+		tx->iov_count = count;
+		memcpy(tx->iov, iov, count * sizeof(*iov));
+		if (desc)
+			memcpy(tx->desc, desc, count * sizeof(*desc));
+	}
+	ret = tp->rma(ep, tx);
+	if (!ret)
+		goto out;
+	tx_unreserve(ep, comp);
+err_put:
+	tx_put(ep, tx);
+out:
+	ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t rdm_read(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, uint64_t addr, uint64_t key,
+			void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { buf, len };
+	struct fi_rma_iov rma = { addr, len, key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_READ, &iov, &desc, 1, src, &rma, 1,
+		       context, 0, ep->tx_op_flags);
+}
+
+static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 uint64_t addr, uint64_t key, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_rma_iov rma = { addr, iov_len(iov, count), key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_READ, iov, desc, count, src, &rma, 1,
+		       context, 0, ep->tx_op_flags);
+}
+
+static ssize_t rdm_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
+			   uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_rma(ep, UTIL_RDM_TX_READ, msg->msg_iov, msg->desc,
+		       msg->iov_count, msg->addr, msg->rma_iov,
+		       msg->rma_iov_count, msg->context, msg->data,
+		       flags);
+}
+
+static ssize_t rdm_write(struct fid_ep *ep_fid, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+	struct fi_rma_iov rma = { addr, len, key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, &desc, 1, dest, &rma, 1,
+		       context, 0, ep->tx_op_flags);
+}
+
+static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_rma_iov rma = { addr, iov_len(iov, count), key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_WRITE, iov, desc, count, dest, &rma, 1,
+		       context, 0, ep->tx_op_flags);
+}
+
+static ssize_t rdm_writemsg(struct fid_ep *ep_fid,
+			    const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_rma(ep, UTIL_RDM_TX_WRITE, msg->msg_iov, msg->desc,
+		       msg->iov_count, msg->addr, msg->rma_iov,
+		       msg->rma_iov_count, msg->context, msg->data,
+		       flags);
+}
+
+static ssize_t rdm_inject_write(struct fid_ep *ep_fid, const void *buf,
+				size_t len, fi_addr_t dest, uint64_t addr,
+				uint64_t key)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+	struct fi_rma_iov rma = { addr, len, key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, NULL, 1, dest, &rma, 1,
+		       NULL, 0, FI_INJECT);
+}
+
+static ssize_t rdm_writedata(struct fid_ep *ep_fid, const void *buf,
+			     size_t len, void *desc, uint64_t data,
+			     fi_addr_t dest, uint64_t addr, uint64_t key,
+			     void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+	struct fi_rma_iov rma = { addr, len, key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, &desc, 1, dest, &rma, 1,
+		       context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf,
+				    size_t len, uint64_t data, fi_addr_t dest,
+				    uint64_t addr, uint64_t key)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { (void *)buf, len };
+	struct fi_rma_iov rma = { addr, len, key };
+
+	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, NULL, 1, dest, &rma, 1,
+		       NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+static struct fi_ops_rma rdm_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = rdm_read,
+	.readv = rdm_readv,
+	.readmsg = rdm_readmsg,
+	.write = rdm_write,
+	.writev = rdm_writev,
+	.writemsg = rdm_writemsg,
+	.inject = rdm_inject_write,
+	.writedata = rdm_writedata,
+	.injectdata = rdm_inject_writedata,
+};
+
+/* ---- atomics ------------------------------------------------------------ */
+
+/* fi_ioc vectors as byte iovecs; returns the element count, or -1. */
+static ssize_t ioc_to_iov(const struct fi_ioc *ioc, size_t count,
+			  size_t elem, struct iovec *iov)
+{
+	size_t i, n = 0;
+
+	if (count > UTIL_RDM_IOV_MAX || (count && !ioc))
+		return -1;
+	for (i = 0; i < count; i++) {
+		iov[i].iov_base = ioc[i].addr;
+		iov[i].iov_len = ioc[i].count * elem;
+		n += ioc[i].count;
+	}
+	return (ssize_t)n;
+}
+
+struct rdm_atomic_args {
+	uint32_t kind;
+	const struct fi_ioc *iov;
+	void **desc;
+	size_t count;
+	const struct fi_ioc *cmp;
+	size_t cmp_count;
+	struct fi_ioc *res;
+	size_t res_count;
+	fi_addr_t addr;
+	const struct fi_rma_ioc *rma;
+	size_t rma_count;
+	enum fi_datatype datatype;
+	enum fi_op op;
+	void *context;
+	uint64_t data;
+	uint64_t flags;
+};
+
+static enum util_atomic_class atomic_class(uint32_t kind)
+{
+	return kind == UTIL_RDM_TX_ATOMIC	 ? UTIL_ATOMIC_BASE :
+	       kind == UTIL_RDM_TX_FETCH_ATOMIC ? UTIL_ATOMIC_FETCH :
+						  UTIL_ATOMIC_COMPARE;
+}
+
+static ssize_t rdm_atomic(struct util_rdm_ep *ep,
+			  const struct rdm_atomic_args *a)
+{
+	const struct util_rdm_transport *tp = ep->tp;
+	size_t elem = util_atomic_dt_size(a->datatype), i, rcount = 0;
+	ssize_t n, ncmp = 0, nres = 0;
+	struct util_rdm_tx *tx;
+	bool comp;
+	ssize_t ret;
+
+	if (!tp->rma || !(ep->caps & FI_ATOMIC))
+		return -FI_EOPNOTSUPP;
+	if (!util_atomic_valid(a->op, a->datatype, atomic_class(a->kind)))
+		return -FI_EOPNOTSUPP;
+	if (!a->rma_count || a->rma_count > UTIL_RDM_IOV_MAX || !a->rma)
+		return -FI_EINVAL;
+	for (i = 0; i < a->rma_count; i++)
+		rcount += a->rma[i].count;
+
+	ep_lock(ep);
+	if (weft_unlikely(!ep->enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	tx = tx_get(ep);
+	if (!tx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	n = a->op == FI_ATOMIC_READ && !a->iov ?
+		    (ssize_t)rcount :
+		    ioc_to_iov(a->iov, a->count, elem, tx->iov);
+	if (a->kind == UTIL_RDM_TX_COMPARE_ATOMIC)
+		ncmp = ioc_to_iov(a->cmp, a->cmp_count, elem, tx->cmp_iov);
+	if (a->kind != UTIL_RDM_TX_ATOMIC)
+		nres = ioc_to_iov(a->res, a->res_count, elem, tx->res_iov);
+	if (n < 0 || ncmp < 0 || nres < 0 || (size_t)n != rcount || !rcount ||
+	    (a->kind == UTIL_RDM_TX_COMPARE_ATOMIC && ncmp != n) ||
+	    (a->kind != UTIL_RDM_TX_ATOMIC && nres != n) ||
+	    rcount * elem > tp->atomic_max) {
+		ret = -FI_EINVAL;
+		goto err_put;
+	}
+	comp = wants_comp(ep->tx_selective, a->flags);
+	ret = tx_reserve(ep, comp);
+	if (ret)
+		goto err_put;
+	memset(&tx->hdr, 0, sizeof(tx->hdr));
+	tx->context = a->context;
+	tx->flags = a->flags;
+	tx->cq_flags = FI_ATOMIC |
+		       (a->kind == UTIL_RDM_TX_ATOMIC ? FI_WRITE : FI_READ);
+	tx->dest = a->addr;
+	tx->kind = a->kind;
+	tx->cq_reserved = comp;
+	tx->atomic_op = a->op;
+	tx->datatype = a->datatype;
+	tx->hdr.flags = (a->flags & FI_REMOTE_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0;
+	tx->hdr.data = a->data;
+	tx->hdr.len = rcount * elem;
+	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
+	tx->iov_count = a->op == FI_ATOMIC_READ && !a->iov ? 0 : a->count;
+	tx->cmp_count = a->kind == UTIL_RDM_TX_COMPARE_ATOMIC ? a->cmp_count : 0;
+	tx->res_count = a->kind != UTIL_RDM_TX_ATOMIC ? a->res_count : 0;
+	tx->rma_count = a->rma_count;
+	for (i = 0; i < a->rma_count; i++) {
+		tx->rma_iov[i].addr = a->rma[i].addr;
+		tx->rma_iov[i].len = a->rma[i].count * elem;
+		tx->rma_iov[i].key = a->rma[i].key;
+	}
+	ret = tp->rma(ep, tx);
+	if (!ret)
+		goto out;
+	tx_unreserve(ep, comp);
+err_put:
+	tx_put(ep, tx);
+out:
+	ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t rdm_atomic_write(struct fid_ep *ep_fid, const void *buf,
+				size_t count, void *desc, fi_addr_t dest,
+				uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_ioc ioc = { (void *)buf, count };
+	struct fi_rma_ioc rma = { addr, count, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_ATOMIC, .iov = &ioc, .desc = &desc,
+		.count = 1, .addr = dest, .rma = &rma, .rma_count = 1,
+		.datatype = datatype, .op = op, .context = context,
+		.flags = ep->tx_op_flags,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_writev(struct fid_ep *ep_fid,
+				 const struct fi_ioc *iov, void **desc,
+				 size_t count, fi_addr_t dest, uint64_t addr,
+				 uint64_t key, enum fi_datatype datatype,
+				 enum fi_op op, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_rma_ioc rma = { addr, 0, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_ATOMIC, .iov = iov, .desc = desc,
+		.count = count, .addr = dest, .rma = &rma, .rma_count = 1,
+		.datatype = datatype, .op = op, .context = context,
+		.flags = ep->tx_op_flags,
+	};
+	size_t i;
+
+	for (i = 0; iov && i < count; i++)
+		rma.count += iov[i].count;
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_writemsg(struct fid_ep *ep_fid,
+				   const struct fi_msg_atomic *msg,
+				   uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_ATOMIC, .iov = msg->msg_iov,
+		.desc = msg->desc, .count = msg->iov_count, .addr = msg->addr,
+		.rma = msg->rma_iov, .rma_count = msg->rma_iov_count,
+		.datatype = msg->datatype, .op = msg->op,
+		.context = msg->context, .data = msg->data,
+		.flags = flags,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_inject(struct fid_ep *ep_fid, const void *buf,
+				 size_t count, fi_addr_t dest, uint64_t addr,
+				 uint64_t key, enum fi_datatype datatype,
+				 enum fi_op op)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_ioc ioc = { (void *)buf, count };
+	struct fi_rma_ioc rma = { addr, count, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_ATOMIC, .iov = &ioc, .count = 1,
+		.addr = dest, .rma = &rma, .rma_count = 1,
+		.datatype = datatype, .op = op, .flags = FI_INJECT,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
+				    size_t count, void *desc, void *result,
+				    void *result_desc, fi_addr_t dest,
+				    uint64_t addr, uint64_t key,
+				    enum fi_datatype datatype, enum fi_op op,
+				    void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_ioc ioc = { (void *)buf, count };
+	struct fi_ioc res = { result, count };
+	struct fi_rma_ioc rma = { addr, count, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_FETCH_ATOMIC, .iov = buf ? &ioc : NULL,
+		.desc = &desc, .count = 1, .res = &res, .res_count = 1,
+		.addr = dest, .rma = &rma, .rma_count = 1,
+		.datatype = datatype, .op = op, .context = context,
+		.flags = ep->tx_op_flags,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_readwritev(struct fid_ep *ep_fid,
+				     const struct fi_ioc *iov, void **desc,
+				     size_t count, struct fi_ioc *resultv,
+				     void **result_desc, size_t result_count,
+				     fi_addr_t dest, uint64_t addr,
+				     uint64_t key, enum fi_datatype datatype,
+				     enum fi_op op, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_rma_ioc rma = { addr, 0, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_FETCH_ATOMIC, .iov = iov, .desc = desc,
+		.count = count, .res = resultv, .res_count = result_count,
+		.addr = dest, .rma = &rma, .rma_count = 1,
+		.datatype = datatype, .op = op, .context = context,
+		.flags = ep->tx_op_flags,
+	};
+	size_t i;
+
+	for (i = 0; resultv && i < result_count; i++)
+		rma.count += resultv[i].count;
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_readwritemsg(struct fid_ep *ep_fid,
+				       const struct fi_msg_atomic *msg,
+				       struct fi_ioc *resultv,
+				       void **result_desc, size_t result_count,
+				       uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_FETCH_ATOMIC, .iov = msg->msg_iov,
+		.desc = msg->desc, .count = msg->iov_count, .res = resultv,
+		.res_count = result_count, .addr = msg->addr,
+		.rma = msg->rma_iov, .rma_count = msg->rma_iov_count,
+		.datatype = msg->datatype, .op = msg->op,
+		.context = msg->context, .data = msg->data,
+		.flags = flags,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_compwrite(struct fid_ep *ep_fid, const void *buf,
+				    size_t count, void *desc,
+				    const void *compare, void *compare_desc,
+				    void *result, void *result_desc,
+				    fi_addr_t dest, uint64_t addr, uint64_t key,
+				    enum fi_datatype datatype, enum fi_op op,
+				    void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_ioc ioc = { (void *)buf, count };
+	struct fi_ioc cmp = { (void *)compare, count };
+	struct fi_ioc res = { result, count };
+	struct fi_rma_ioc rma = { addr, count, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_COMPARE_ATOMIC, .iov = &ioc,
+		.desc = &desc, .count = 1, .cmp = &cmp, .cmp_count = 1,
+		.res = &res, .res_count = 1, .addr = dest, .rma = &rma,
+		.rma_count = 1, .datatype = datatype, .op = op,
+		.context = context, .flags = ep->tx_op_flags,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_compwritev(struct fid_ep *ep_fid,
+				     const struct fi_ioc *iov, void **desc,
+				     size_t count, const struct fi_ioc *comparev,
+				     void **compare_desc, size_t compare_count,
+				     struct fi_ioc *resultv,
+				     void **result_desc, size_t result_count,
+				     fi_addr_t dest, uint64_t addr,
+				     uint64_t key, enum fi_datatype datatype,
+				     enum fi_op op, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_rma_ioc rma = { addr, 0, key };
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_COMPARE_ATOMIC, .iov = iov, .desc = desc,
+		.count = count, .cmp = comparev, .cmp_count = compare_count,
+		.res = resultv, .res_count = result_count, .addr = dest,
+		.rma = &rma, .rma_count = 1, .datatype = datatype, .op = op,
+		.context = context, .flags = ep->tx_op_flags,
+	};
+	size_t i;
+
+	for (i = 0; iov && i < count; i++)
+		rma.count += iov[i].count;
+	return rdm_atomic(ep, &a);
+}
+
+static ssize_t rdm_atomic_compwritemsg(struct fid_ep *ep_fid,
+				       const struct fi_msg_atomic *msg,
+				       const struct fi_ioc *comparev,
+				       void **compare_desc,
+				       size_t compare_count,
+				       struct fi_ioc *resultv,
+				       void **result_desc, size_t result_count,
+				       uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct rdm_atomic_args a = {
+		.kind = UTIL_RDM_TX_COMPARE_ATOMIC, .iov = msg->msg_iov,
+		.desc = msg->desc, .count = msg->iov_count, .cmp = comparev,
+		.cmp_count = compare_count, .res = resultv,
+		.res_count = result_count, .addr = msg->addr,
+		.rma = msg->rma_iov, .rma_count = msg->rma_iov_count,
+		.datatype = msg->datatype, .op = msg->op,
+		.context = msg->context, .data = msg->data,
+		.flags = flags,
+	};
+
+	return rdm_atomic(ep, &a);
+}
+
+static int rdm_atomic_valid(struct fid_ep *ep_fid, enum fi_datatype datatype,
+			    enum fi_op op, uint64_t flags, size_t *count)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct fi_atomic_attr attr;
+	int ret;
+
+	if (!ep->tp->rma || !(ep->caps & FI_ATOMIC))
+		return -FI_EOPNOTSUPP;
+	ret = util_atomic_query(datatype, op, ep->tp->atomic_max, flags,
+				&attr);
+	if (!ret && count)
+		*count = attr.count;
+	return ret;
+}
+
+static int rdm_atomic_writevalid(struct fid_ep *ep_fid,
+				 enum fi_datatype datatype, enum fi_op op,
+				 size_t *count)
+{
+	return rdm_atomic_valid(ep_fid, datatype, op, 0, count);
+}
+
+static int rdm_atomic_readwritevalid(struct fid_ep *ep_fid,
+				     enum fi_datatype datatype, enum fi_op op,
+				     size_t *count)
+{
+	return rdm_atomic_valid(ep_fid, datatype, op, FI_FETCH_ATOMIC, count);
+}
+
+static int rdm_atomic_compwritevalid(struct fid_ep *ep_fid,
+				     enum fi_datatype datatype, enum fi_op op,
+				     size_t *count)
+{
+	return rdm_atomic_valid(ep_fid, datatype, op, FI_COMPARE_ATOMIC,
+				count);
+}
+
+static struct fi_ops_atomic rdm_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = rdm_atomic_write,
+	.writev = rdm_atomic_writev,
+	.writemsg = rdm_atomic_writemsg,
+	.inject = rdm_atomic_inject,
+	.readwrite = rdm_atomic_readwrite,
+	.readwritev = rdm_atomic_readwritev,
+	.readwritemsg = rdm_atomic_readwritemsg,
+	.compwrite = rdm_atomic_compwrite,
+	.compwritev = rdm_atomic_compwritev,
+	.compwritemsg = rdm_atomic_compwritemsg,
+	.writevalid = rdm_atomic_writevalid,
+	.readwritevalid = rdm_atomic_readwritevalid,
+	.compwritevalid = rdm_atomic_compwritevalid,
+};
 
 /* ---- receive completions ------------------------------------------------ */
 
@@ -800,7 +1397,7 @@ static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 
 	return rdm_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, ~0ULL,
 			msg->context,
-			flags | (ep->rx_op_flags & FI_COMPLETION),
+			flags,
 			UTIL_RDM_MSG);
 }
 
@@ -833,7 +1430,7 @@ static ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
 
 	return rdm_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
 			msg->ignore, msg->context,
-			flags | (ep->rx_op_flags & FI_COMPLETION),
+			flags,
 			UTIL_RDM_TAGGED);
 }
 
@@ -1182,14 +1779,13 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->unexp_inline = attr->unexp_inline;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
-	/* Without FI_SELECTIVE_COMPLETION every operation completes. */
-	ep->tx_op_flags |= FI_COMPLETION;
-	ep->rx_op_flags |= FI_COMPLETION;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
 	ep->ep_fid.ops = &rdm_ep_ops;
 	ep->ep_fid.msg = &rdm_msg_ops;
 	ep->ep_fid.tagged = &rdm_tagged_ops;
+	ep->ep_fid.rma = &rdm_rma_ops;
+	ep->ep_fid.atomic = &rdm_atomic_ops;
 	ep->tx_progress.progress = rdm_tx_cq_progress;
 	ep->rx_progress.progress = rdm_rx_cq_progress;
 	ep->tx_progress.polled = true;
