@@ -59,6 +59,7 @@
 #include "weft/core.h"
 #include "weft/lock.h"
 #include "weft/util_domain.h"
+#include "weft/util_eq.h"
 
 struct util_av;
 
@@ -66,14 +67,6 @@ struct util_av;
 #define UTIL_AV_MAX_ADDRLEN 256
 #define UTIL_AV_STR_ADDRLEN FI_NAME_MAX
 
-/*
- * Flag for fi_eq_write() marking the entry as an error entry (struct
- * fi_eq_err_entry) that fi_eq_read reports through fi_eq_readerr.  The AV
- * writes its per-address insert errors with it; the util EQ accepts it.
- */
-#ifndef UTIL_EQ_FLAG_ERROR
-#define UTIL_EQ_FLAG_ERROR (1ULL << 60)
-#endif
 
 /*
  * How a provider's addresses look.  Every callback may be NULL: the AV then

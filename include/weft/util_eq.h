@@ -115,6 +115,13 @@ int util_eq_open_op(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		    struct fid_eq **eq, void *context);
 
 /*
+ * Flag of fi_eq_write (weft's own, above the public flag bits): the entry
+ * is a struct fi_eq_err_entry to queue as an error.  prov/util objects that
+ * hold only the public fid of an EQ (the AV) report errors with it.
+ */
+#define UTIL_EQ_FLAG_ERROR (1ULL << 60)
+
+/*
  * Queue one event: len bytes from buf (len may be 0).  CM events
  * (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN) need len >= sizeof(struct
  * fi_eq_cm_entry); the bytes after it are the private data.  For

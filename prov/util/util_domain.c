@@ -1,5 +1,6 @@
 /* Base fabric and domain objects (weft/util_domain.h). */
 #include "weft/util_domain.h"
+#include "weft/util_eq.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,8 @@ int util_domain_fini(struct util_domain *domain)
 {
 	if (atomic_load_explicit(&domain->ref, memory_order_acquire))
 		return -FI_EBUSY;
+	if (domain->eq)
+		util_eq_put(util_eq_of(domain->eq));
 	if (domain->fabric)
 		atomic_fetch_sub(&domain->fabric->ref, 1);
 	weft_lock_destroy(&domain->lock);
@@ -106,5 +109,7 @@ int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return -FI_EALREADY;
 	domain->eq = container_of(bfid, struct fid_eq, fid);
 	domain->eq_flags = flags;
+	/* fi_close of the EQ answers -FI_EBUSY while the domain holds it. */
+	util_eq_get(util_eq_of(domain->eq));
 	return 0;
 }

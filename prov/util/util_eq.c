@@ -67,7 +67,16 @@ ssize_t util_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
 		      size_t len, uint64_t flags)
 {
 	struct util_eq_entry *entry;
+	int ret;
 
+	/* Other prov/util objects (the AV) report errors through the public
+	 * fi_eq_write, marked with UTIL_EQ_FLAG_ERROR. */
+	if (flags == UTIL_EQ_FLAG_ERROR) {
+		if (len != sizeof(struct fi_eq_err_entry) || !buf)
+			return -FI_EINVAL;
+		ret = util_eq_write_err(eq, buf);
+		return ret ? ret : (ssize_t)len;
+	}
 	if (flags || (len && !buf))
 		return -FI_EINVAL;
 	if (eq_is_cm_event(event) && len < sizeof(struct fi_eq_cm_entry))

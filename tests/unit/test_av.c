@@ -1007,3 +1007,40 @@ Test(av, async_completion_read_from_util_eq)
 	av = NULL;
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
+
+Test(av, async_errors_read_from_util_eq)
+{
+	struct sockaddr_in a[2];
+	struct fi_eq_err_entry err;
+	struct fi_eq_entry entry;
+	struct fid_eq *eq;
+	uint32_t event;
+	fi_addr_t fa[2];
+	int ctx;
+
+	a[0] = sin_n(1);
+	a[1] = sin_n(2);
+	a[1].sin_family = AF_UNIX; /* malformed: fails alone */
+	cr_assert_eq(util_eq_open(NULL, NULL, &eq, NULL), 0);
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(fi_av_insert(av, a, 2, fa, 0, &ctx), 0);
+	/* The failed address comes first, as an error entry. */
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	cr_assert_eq(fi_eq_readerr(eq, &err, 0), sizeof(err));
+	cr_assert_eq(err.fid, &av->fid);
+	cr_assert_eq(err.context, &ctx);
+	cr_assert_eq(err.data, 1);
+	cr_assert_eq(err.err, FI_EINVAL);
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     sizeof(entry));
+	cr_assert_eq(event, FI_AV_COMPLETE);
+	cr_assert_eq(entry.data, 1);
+	cr_assert_eq(fa[0], 0);
+	cr_assert_eq(fa[1], FI_ADDR_NOTAVAIL);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	av = NULL;
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
