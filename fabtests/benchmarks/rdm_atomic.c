@@ -364,8 +364,9 @@ static int post(struct ft_ep *e, enum fn fn, int op, int dt, int k)
 
 	for (;;) {
 		if (fn == FN_ATOMIC)
-			ret = fi_atomicmsg(e->ep, &msg, FI_COMPLETION |
-					   FI_DELIVERY_COMPLETE);
+			ret = fi_atomicmsg(e->ep, &msg, FI_DELIVERY_COMPLETE |
+					   (ft.opts.comp == FT_COMP_QUEUE ?
+					    FI_COMPLETION : 0));
 		else if (fn == FN_FETCH)
 			ret = fi_fetch_atomic(e->ep, opnd, 1, e->desc, res,
 					      e->desc, e->peer, raddr, e->rkey,
