@@ -31,6 +31,8 @@
 #ifndef WEFT_UTIL_RDM_H
 #define WEFT_UTIL_RDM_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/uio.h>
 
 #include <rdma/fi_atomic.h>
@@ -182,8 +184,12 @@ struct util_rdm_transport {
 	 * when the transport has none: the calls fail with -FI_EOPNOTSUPP.
 	 */
 	int (*rma)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
-	/* Read and handle everything that arrived (manual progress). */
-	void (*progress)(struct util_rdm_ep *ep);
+	/*
+	 * Read and handle what arrived; returns how many events it handled
+	 * (0: nothing was there), so an automatic-progress thread can back
+	 * off when idle.
+	 */
+	int (*progress)(struct util_rdm_ep *ep);
 };
 
 /* A posted receive. */
@@ -237,6 +243,11 @@ struct util_rdm_ep {
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool;
 	size_t tx_size; /* tx_pool object size (with the inject buffer) */
+
+	/* FI_PROGRESS_AUTO: a thread drives the transport. */
+	pthread_t progress_thread;
+	bool progress_running;
+	atomic_bool progress_stop;
 };
 
 /*

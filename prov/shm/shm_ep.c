@@ -581,7 +581,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
 static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
 
-static void shm_progress(struct util_rdm_ep *rdm)
+static int shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	struct shm_queue *q = shm_map_queue(&ep->own);
@@ -602,7 +602,7 @@ static void shm_progress(struct util_rdm_ep *rdm)
 			break;
 		case SHM_OP_RMA:
 			if (handle_rma(ep, s) == -FI_EAGAIN)
-				return; /* retried at the next call */
+				return n; /* retried at the next call */
 			break;
 		case SHM_OP_RMA_RESP:
 			handle_rma_resp(ep, s);
@@ -615,6 +615,7 @@ static void shm_progress(struct util_rdm_ep *rdm)
 		}
 		shm_queue_release(q, s);
 	}
+	return n;
 }
 
 /* ---- RMA and atomics ---------------------------------------------------- */

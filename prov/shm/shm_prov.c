@@ -143,8 +143,10 @@ static struct fi_ep_attr shm_ep_attr = {
 static struct fi_domain_attr shm_domain_attr = {
 	.name = "shm",
 	.threading = FI_THREAD_SAFE,
-	.control_progress = FI_PROGRESS_MANUAL,
-	.data_progress = FI_PROGRESS_MANUAL,
+	/* Both kinds are offered; manual is what callers get unless they ask
+	 * for automatic progress (shm_getinfo). */
+	.control_progress = FI_PROGRESS_AUTO,
+	.data_progress = FI_PROGRESS_AUTO,
 	.resource_mgmt = FI_RM_ENABLED,
 	.av_type = FI_AV_UNSPEC,
 	.mr_mode = 0,
@@ -234,8 +236,22 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	shm_tx_attr.inject_size = shm_params.bounce_size < 4096 ?
 					  shm_params.bounce_size :
 					  4096;
-	return util_getinfo(&shm_util_prov, version, node, service, flags,
-			    hints, info);
+	const struct fi_domain_attr *hd = hints ? hints->domain_attr : NULL;
+	struct fi_info *cur;
+	int ret;
+
+	ret = util_getinfo(&shm_util_prov, version, node, service, flags,
+			   hints, info);
+	if (ret)
+		return ret;
+	/* Automatic progress costs a thread per endpoint: only on request. */
+	for (cur = *info; cur; cur = cur->next) {
+		if (!hd || hd->control_progress != FI_PROGRESS_AUTO)
+			cur->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+		if (!hd || hd->data_progress != FI_PROGRESS_AUTO)
+			cur->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	}
+	return 0;
 }
 
 /* ---- AV ----------------------------------------------------------------- */

@@ -662,7 +662,10 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 	ret = weft_lock_init(&cq->lock, needs_lock);
 	if (ret)
 		goto err_free_ring;
-	ret = weft_lock_init(&cq->write_lock, needs_lock);
+	/* Progress threads (FI_PROGRESS_AUTO) write from their own thread. */
+	ret = weft_lock_init(&cq->write_lock,
+			     needs_lock || (domain && domain->data_progress ==
+							  FI_PROGRESS_AUTO));
 	if (ret)
 		goto err_destroy_lock;
 	ret = pthread_mutex_init(&cq->overflow_lock, NULL);

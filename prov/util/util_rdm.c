@@ -3,8 +3,10 @@
  */
 #include "weft/util_rdm.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rdma/fi_cm.h>
 
@@ -1587,6 +1589,43 @@ static void rdm_progress(struct util_rdm_ep *ep)
 	ep_unlock(ep);
 }
 
+/*
+ * FI_PROGRESS_AUTO: progress without the application's calls.  Busy while
+ * there is traffic; when idle, yields, then sleeps with a growing pause
+ * (at most RDM_AUTO_SLEEP_MAX_US), so an idle endpoint costs little CPU.
+ */
+#define RDM_AUTO_SPIN 256
+#define RDM_AUTO_SLEEP_MAX_US 1000
+
+static void *rdm_progress_thread(void *arg)
+{
+	struct util_rdm_ep *ep = arg;
+	unsigned int idle = 0, pause_us = 1;
+	struct timespec ts;
+	int n;
+
+	while (!atomic_load_explicit(&ep->progress_stop, memory_order_acquire)) {
+		ep_lock(ep);
+		n = ep->tp->progress(ep);
+		ep_unlock(ep);
+		if (n) {
+			idle = 0;
+			pause_us = 1;
+			continue;
+		}
+		if (++idle < RDM_AUTO_SPIN) {
+			sched_yield();
+			continue;
+		}
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)pause_us * 1000;
+		nanosleep(&ts, NULL);
+		if (pause_us < RDM_AUTO_SLEEP_MAX_US)
+			pause_us *= 2;
+	}
+	return NULL;
+}
+
 static void rdm_tx_cq_progress(struct util_cq_progress *p)
 {
 	rdm_progress(container_of(p, struct util_rdm_ep, tx_progress));
@@ -1734,6 +1773,17 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 		else
 			ep->enabled = true;
 		ep_unlock(ep);
+		if (!ret && ep->domain->data_progress == FI_PROGRESS_AUTO &&
+		    !ep->progress_running) {
+			atomic_store(&ep->progress_stop, false);
+			ret = -pthread_create(&ep->progress_thread, NULL,
+					      rdm_progress_thread, ep);
+			ep->progress_running = !ret;
+			if (ret) {
+				ep->enabled = false;
+				ret = weft_errno(-ret);
+			}
+		}
 		return ret;
 	case FI_GETOPSFLAG:
 		if (!flags)
@@ -1791,7 +1841,9 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->tx_progress.polled = true;
 	ep->rx_progress.polled = true;
 
-	ret = weft_lock_init(&ep->lock, util_domain_needs_lock(domain));
+	ret = weft_lock_init(&ep->lock,
+			     util_domain_needs_lock(domain) ||
+				     domain->data_progress == FI_PROGRESS_AUTO);
 	if (ret)
 		return ret;
 	ret = util_match_init(&ep->msgq, &mattr);
@@ -1866,6 +1918,12 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	struct util_cntr *unhooked[WEFT_ARRAY_SIZE(cntrs)];
 	size_t i, j, n = 0;
 
+	if (ep->progress_running) {
+		atomic_store_explicit(&ep->progress_stop, true,
+				      memory_order_release);
+		pthread_join(ep->progress_thread, NULL);
+		ep->progress_running = false;
+	}
 	if (ep->tx_cq)
 		util_cq_unbind(ep->tx_cq, &ep->tx_progress);
 	if (ep->rx_cq)
