@@ -133,6 +133,8 @@ struct util_rdm_msg {
 
 /* Largest transport descriptor the engine keeps for a rendezvous message. */
 #define UTIL_RDM_STASH_MAX 192
+/* Longest sender address kept with an unexpected message (FI_SOURCE_ERR). */
+#define UTIL_RDM_SRC_RAW_MAX 64
 
 struct util_rdm_ep;
 
@@ -166,12 +168,15 @@ struct util_rdm_transport {
 	 */
 	int (*send_rndv)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
 	/*
-	 * Fetch len bytes at offset `skip` of a stashed message into iov.
-	 * Synchronous: returns 0 when the data is in place (and the sender
-	 * has been told), or an error (the receive completes in error).
+	 * Fetch the first len bytes of a stashed message into iov (len may
+	 * be less than the message: truncation).  Returns 0 when the data
+	 * is in place and the sender has been told, -FI_EINPROGRESS when the
+	 * transport will finish later and then call util_rdm_fetch_done with
+	 * `cookie`, or an error (the receive completes in error).
 	 */
 	int (*fetch)(struct util_rdm_ep *ep, const void *stash,
-		     const struct iovec *iov, size_t iov_count, size_t len);
+		     const struct iovec *iov, size_t iov_count, size_t len,
+		     void *cookie);
 	/* Drop a stashed message (discarded, truncated to 0, or at close). */
 	void (*discard)(struct util_rdm_ep *ep, const void *stash);
 	/* Acknowledge delivery of a message that asked for it. */
@@ -213,6 +218,8 @@ struct util_rdm_unexp {
 	bool stashed; /* payload is at the transport: stash holds its descriptor */
 	size_t stash_len;
 	uint8_t stash[UTIL_RDM_STASH_MAX];
+	size_t src_raw_len; /* sender's address, kept for FI_SOURCE_ERR */
+	uint8_t src_raw[UTIL_RDM_SRC_RAW_MAX];
 	uint8_t inline_buf[]; /* ep->unexp_inline bytes */
 };
 
@@ -241,7 +248,7 @@ struct util_rdm_ep {
 	struct util_cq_progress tx_progress, rx_progress;
 
 	struct util_match msgq, tagq;
-	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool;
+	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
 	size_t tx_size; /* tx_pool object size (with the inject buffer) */
 
 	/* FI_PROGRESS_AUTO: a thread drives the transport. */
@@ -278,6 +285,9 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg);
 
 /* A message arrived; returns 0, or an error that was already reported. */
 int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg);
+
+/* A fetch that returned -FI_EINPROGRESS is finished (err positive). */
+void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err);
 
 /* A tx the transport held is finished (err 0 or a positive FI_E*). */
 void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx,

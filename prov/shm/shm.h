@@ -96,6 +96,32 @@ struct shm_ep {
 
 	uint32_t bounce_next; /* where to look for a free bounce buffer */
 	struct slist pending; /* struct shm_pending */
+
+	/* Copying large messages through bounce buffers, without CMA. */
+	struct util_bufpool *pulls; /* struct shm_pull, receiving side */
+	struct dlist_entry pushes; /* struct shm_push, sending side */
+	bool cma_warned;
+};
+
+/* Receiving side of a message pushed through bounce buffers. */
+struct shm_pull {
+	void *cookie; /* the engine's, for util_rdm_fetch_done */
+	struct iovec iov[UTIL_RDM_IOV_MAX];
+	size_t iov_count;
+	size_t len; /* bytes wanted */
+	size_t got;
+	uint64_t tx_id; /* the sender's */
+	uint32_t src; /* the sender's entry in our table */
+};
+
+/* Sending side: a message being pushed after the receiver's go-ahead. */
+struct shm_push {
+	struct dlist_entry entry;
+	struct util_rdm_tx *tx;
+	struct shm_conn *conn;
+	uint32_t pull_id;
+	size_t len; /* bytes the receiver wants */
+	size_t sent;
 };
 
 static inline struct shm_ep *shm_ep_of(struct util_rdm_ep *rdm)

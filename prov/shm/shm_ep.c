@@ -31,6 +31,8 @@ enum shm_op {
 	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
 	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
 	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
+	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
+	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
 };
 
 /* shm_slot.flags: the engine's UTIL_RDM_* flags, and the message class. */
@@ -45,7 +47,7 @@ struct shm_rts {
 	uint64_t addr[UTIL_RDM_IOV_MAX];
 	uint64_t len[UTIL_RDM_IOV_MAX];
 	uint32_t src; /* stash only: the sender's table entry here */
-	uint32_t pad;
+	uint32_t push; /* the sender cannot be read with CMA: ask for a push */
 };
 static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
 static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
@@ -327,6 +329,41 @@ static size_t gather(void *dst, const struct iovec *iov, size_t count,
 	return done;
 }
 
+static void scatter(const struct iovec *iov, size_t count, const void *src,
+		    size_t len)
+{
+	size_t i, done = 0;
+
+	for (i = 0; i < count && done < len; i++) {
+		size_t n = WEFT_MIN(iov[i].iov_len, len - done);
+
+		memcpy(iov[i].iov_base, (const char *)src + done, n);
+		done += n;
+	}
+}
+
+/* Describe [skip, skip+len) of iov in out; returns the number of pieces. */
+static size_t iov_piece(const struct iovec *iov, size_t count, size_t skip,
+			size_t len, struct iovec *out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < count && len; i++) {
+		size_t take;
+
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		take = WEFT_MIN(iov[i].iov_len - skip, len);
+		out[n].iov_base = (char *)iov[i].iov_base + skip;
+		out[n++].iov_len = take;
+		len -= take;
+		skip = 0;
+	}
+	return n;
+}
+
 static int bounce_get(struct shm_ep *ep, uint32_t *idx)
 {
 	uint32_t n = ep->own.hdr->bounce_count, i;
@@ -406,20 +443,13 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	ret = conn_of_addr(ep, tx->dest, &c);
 	if (ret)
 		return ret;
-	if (!c->cma) {
-		FI_WARN_ONCE(&shm_prov, FI_LOG_EP_DATA,
-			     "process_vm_readv is not available between %s "
-			     "and %s: messages above %zu bytes cannot be "
-			     "sent\n",
-			     ep->name, c->name, shm_params.bounce_size);
-		return -FI_EMSGSIZE;
-	}
 	s = slot_claim(c, &pos);
 	if (!s)
 		return -FI_EAGAIN;
 	rts.tx_id = tx->hdr.tx_id;
 	rts.msg_len = tx->hdr.len;
 	rts.pid = getpid();
+	rts.push = !c->cma;
 	rts.iov_count = (uint32_t)tx->iov_count;
 	for (i = 0; i < tx->iov_count; i++) {
 		rts.addr[i] = (uintptr_t)tx->iov[i].iov_base;
@@ -440,8 +470,51 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	return 0;
 }
 
+static void cma_unavailable(struct shm_ep *ep, int err)
+{
+	if (ep->cma_warned)
+		return;
+	ep->cma_warned = true;
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"%s: process_vm_readv/writev %s: large transfers are copied "
+		"through shared memory instead\n",
+		ep->name, err ? strerror(err) : "is disabled");
+}
+
+/* Ask the sender to push the message through its bounce buffers. */
+static int fetch_by_push(struct shm_ep *ep, const struct shm_rts *rts,
+			 const struct iovec *iov, size_t iov_count, size_t len,
+			 void *cookie)
+{
+	struct shm_rxpeer *rp = rxpeer_of(ep, rts->src);
+	struct shm_pull *pull;
+	int ret;
+
+	if (!rp)
+		return -FI_EIO;
+	pull = util_bufpool_get(ep->pulls);
+	if (!pull)
+		return -FI_ENOMEM;
+	pull->cookie = cookie;
+	pull->iov_count = iov_count;
+	memcpy(pull->iov, iov, iov_count * sizeof(*iov));
+	pull->len = len;
+	pull->got = 0;
+	pull->tx_id = rts->tx_id;
+	pull->src = rts->src;
+	ret = send_ctrl_data(ep, rp->conn, SHM_OP_CTS, rts->tx_id,
+			     (uint32_t)util_bufpool_index(ep->pulls, pull), len,
+			     0);
+	if (ret) {
+		util_bufpool_put(ep->pulls, pull);
+		return ret;
+	}
+	return -FI_EINPROGRESS;
+}
+
 static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
-		     const struct iovec *iov, size_t iov_count, size_t len)
+		     const struct iovec *iov, size_t iov_count, size_t len,
+		     void *cookie)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	const struct shm_rts *rts = stash;
@@ -451,6 +524,12 @@ static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
 	ssize_t n;
 	int err = 0;
 
+	if (rts->push || !ep->cma) {
+		if (len)
+			return fetch_by_push(ep, rts, iov, iov_count, len,
+					     cookie);
+		goto ack;
+	}
 	for (i = 0; i < rts->iov_count && i < UTIL_RDM_IOV_MAX; i++) {
 		remote[i].iov_base = (void *)(uintptr_t)rts->addr[i];
 		remote[i].iov_len = rts->len[i];
@@ -480,6 +559,13 @@ static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
 			skip = 0;
 		}
 		n = process_vm_readv(rts->pid, l, nl, r, nr, 0);
+		if (n < 0 && !got && (errno == EPERM || errno == ENOSYS)) {
+			/* Denied (seccomp, ptrace rules): copy instead. */
+			cma_unavailable(ep, errno);
+			ep->cma = false;
+			return fetch_by_push(ep, rts, iov, iov_count, len,
+					     cookie);
+		}
 		if (n <= 0) {
 			err = n < 0 ? errno : EIO;
 			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
@@ -490,11 +576,118 @@ static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
 		got += (size_t)n;
 		left = got < len ? len - got : 0;
 	}
+ack:
 	rp = rxpeer_of(ep, rts->src);
 	if (rp)
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, rts->tx_id,
 			  err ? FI_EIO : 0);
 	return err ? -FI_EIO : 0;
+}
+
+/* Sending side: push what room allows; true when everything was sent. */
+static bool push_continue(struct shm_ep *ep, struct shm_push *push)
+{
+	struct util_rdm_tx *tx = push->tx;
+
+	while (push->sent < push->len) {
+		size_t chunk = WEFT_MIN(push->len - push->sent,
+					shm_params.bounce_size);
+		struct shm_bounce *bb;
+		struct iovec piece[UTIL_RDM_IOV_MAX];
+		struct shm_slot *s;
+		uint32_t bidx;
+		uint64_t pos;
+		size_t n;
+
+		if (bounce_get(ep, &bidx))
+			return false;
+		s = slot_claim(push->conn, &pos);
+		if (!s)
+			return false;
+		bb = shm_map_bounce(&ep->own, bidx);
+		n = iov_piece(tx->iov, tx->iov_count, push->sent, chunk, piece);
+		gather(bb->data, piece, n, chunk);
+		bb->len = (uint32_t)chunk;
+		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
+		s->op = SHM_OP_DATA;
+		s->flags = 0;
+		s->src = push->conn->src_id;
+		s->tag = push->pull_id;
+		s->aux = bidx;
+		s->data = push->sent;
+		s->len = (uint32_t)chunk;
+		shm_queue_publish(s, pos);
+		push->sent += chunk;
+	}
+	return true;
+}
+
+static int pushes_continue(struct shm_ep *ep)
+{
+	struct dlist_entry *e, *tmp;
+	int n = 0;
+
+	dlist_foreach_safe(&ep->pushes, e, tmp) {
+		struct shm_push *push = container_of(e, struct shm_push, entry);
+
+		if (push_continue(ep, push)) {
+			dlist_remove(e);
+			free(push);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The receiver is ready for a pushed message (its tx waits for the ACK). */
+static void handle_cts(struct shm_ep *ep, struct shm_slot *s)
+{
+	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, s->tag);
+	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	struct shm_push *push;
+
+	if (!tx || !rp)
+		return;
+	push = malloc(sizeof(*push));
+	if (!push) {
+		util_rdm_tx_done(&ep->rdm, tx, FI_ENOMEM);
+		return;
+	}
+	push->tx = tx;
+	push->conn = rp->conn;
+	push->pull_id = s->aux;
+	push->len = WEFT_MIN(s->data, tx->hdr.len);
+	push->sent = 0;
+	if (conn_ready(ep, push->conn) || !push_continue(ep, push))
+		dlist_insert_tail(&push->entry, &ep->pushes);
+	else
+		free(push);
+}
+
+/* Receiving side: pushed bytes arrived. */
+static void handle_data(struct shm_ep *ep, struct shm_slot *s)
+{
+	struct shm_pull *pull = util_bufpool_at(ep->pulls, s->tag);
+	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	struct iovec piece[UTIL_RDM_IOV_MAX];
+	struct shm_bounce *bb;
+	size_t n, len = s->len;
+
+	if (!rp || conn_map(ep, rp->conn) ||
+	    s->aux >= rp->conn->map.hdr->bounce_count)
+		return;
+	bb = shm_map_bounce(&rp->conn->map, s->aux);
+	if (pull && s->data <= pull->len && len <= pull->len - s->data) {
+		n = iov_piece(pull->iov, pull->iov_count, s->data, len, piece);
+		scatter(piece, n, bb->data, len);
+		pull->got += len;
+	}
+	atomic_store_explicit(&bb->busy, 0, memory_order_release);
+	if (pull && pull->got == pull->len) {
+		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id, 0);
+		util_rdm_fetch_done(&ep->rdm, pull->cookie, 0);
+		util_bufpool_put(ep->pulls, pull);
+	}
 }
 
 static void shm_discard(struct util_rdm_ep *rdm, const void *stash)
@@ -586,10 +779,12 @@ static int shm_progress(struct util_rdm_ep *rdm)
 	struct shm_ep *ep = shm_ep_of(rdm);
 	struct shm_queue *q = shm_map_queue(&ep->own);
 	struct shm_slot *s;
-	int n;
+	int n, n_pushed = 0;
 
 	if (weft_unlikely(!slist_empty(&ep->pending)))
 		flush_pending(ep);
+	if (weft_unlikely(!dlist_empty(&ep->pushes)))
+		n_pushed = pushes_continue(ep);
 	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
 		switch (s->op) {
 		case SHM_OP_INLINE:
@@ -602,10 +797,16 @@ static int shm_progress(struct util_rdm_ep *rdm)
 			break;
 		case SHM_OP_RMA:
 			if (handle_rma(ep, s) == -FI_EAGAIN)
-				return n; /* retried at the next call */
+				return n + n_pushed; /* retried next call */
 			break;
 		case SHM_OP_RMA_RESP:
 			handle_rma_resp(ep, s);
+			break;
+		case SHM_OP_CTS:
+			handle_cts(ep, s);
+			break;
+		case SHM_OP_DATA:
+			handle_data(ep, s);
 			break;
 		default:
 			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
@@ -615,7 +816,7 @@ static int shm_progress(struct util_rdm_ep *rdm)
 		}
 		shm_queue_release(q, s);
 	}
-	return n;
+	return n + n_pushed;
 }
 
 /* ---- RMA and atomics ---------------------------------------------------- */
@@ -646,19 +847,6 @@ static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
 	      "RMA request fits a slot");
 
 #define SHM_NO_BOUNCE UINT32_MAX
-
-static void scatter(const struct iovec *iov, size_t count, const void *src,
-		    size_t len)
-{
-	size_t i, done = 0;
-
-	for (i = 0; i < count && done < len; i++) {
-		size_t n = WEFT_MIN(iov[i].iov_len, len - done);
-
-		memcpy(iov[i].iov_base, (const char *)src + done, n);
-		done += n;
-	}
-}
 
 static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 {
@@ -958,6 +1146,11 @@ static int shm_ep_close(struct fid *fid)
 	struct slist_entry *p;
 
 	util_rdm_ep_fini(&ep->rdm);
+	dlist_foreach_safe(&ep->pushes, e, tmp) {
+		dlist_remove(e);
+		free(container_of(e, struct shm_push, entry));
+	}
+	util_bufpool_destroy(ep->pulls);
 	while ((p = slist_remove_head(&ep->pending)))
 		free(container_of(p, struct shm_pending, entry));
 	dlist_foreach_safe(&ep->conns, e, tmp) {
@@ -1138,9 +1331,25 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->cma = shm_cma_probe();
 	dlist_init(&ep->conns);
 	slist_init(&ep->pending);
+	dlist_init(&ep->pushes);
+	{
+		struct util_bufpool_attr pattr = {
+			.name = "shm pulls",
+			.size = sizeof(struct shm_pull),
+		};
+
+		ret = util_bufpool_create(&pattr, &ep->pulls);
+		if (ret) {
+			free(ep);
+			return ret;
+		}
+	}
+	if (!ep->cma)
+		cma_unavailable(ep, 0);
 
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
 	if (ret) {
+		util_bufpool_destroy(ep->pulls);
 		free(ep);
 		return ret;
 	}

@@ -1110,23 +1110,67 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 		util_bufpool_put(ep->rx_pool, rx);
 }
 
+/* A receive whose payload the transport is still fetching. */
+struct rdm_fetch {
+	struct util_rdm_rx *rx;
+	struct util_match_result res;
+	uint64_t tag;
+	uint64_t data;
+	uint32_t msg_flags;
+	fi_addr_t src;
+	size_t src_raw_len;
+	uint8_t src_raw[UTIL_RDM_SRC_RAW_MAX];
+};
+
+void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err)
+{
+	struct rdm_fetch *f = cookie;
+
+	rx_complete(ep, f->rx, &f->res, f->tag, f->data, f->msg_flags, f->src,
+		    f->src_raw_len ? f->src_raw : NULL, f->src_raw_len, err);
+	util_bufpool_put(ep->fetch_pool, f);
+}
+
 /* Place a message's payload into the slice the match gave and complete. */
 static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 		       const struct util_match_result *res,
 		       const struct util_rdm_msg *msg)
 {
 	struct iovec slice[UTIL_RDM_IOV_MAX];
+	struct rdm_fetch *f;
 	size_t n;
-	int err = 0;
+	int err = 0, ret;
 
 	if (msg->payload) {
 		iov_copy_in(rx->iov, rx->iov_count, res->offset, msg->payload,
 			    res->len);
 	} else {
+		f = util_bufpool_get(ep->fetch_pool);
+		if (!f) {
+			ep->tp->discard(ep, msg->stash);
+			err = FI_ENOMEM;
+			goto complete;
+		}
+		f->rx = rx;
+		f->res = *res;
+		f->tag = msg->tag;
+		f->data = msg->data;
+		f->msg_flags = msg->flags;
+		f->src = msg->src;
+		f->src_raw_len = WEFT_MIN(msg->src_raw_len, sizeof(f->src_raw));
+		if (msg->src_raw)
+			memcpy(f->src_raw, msg->src_raw, f->src_raw_len);
+		else
+			f->src_raw_len = 0;
 		n = iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
 			      slice);
-		err = -ep->tp->fetch(ep, msg->stash, slice, n, res->len);
+		ret = ep->tp->fetch(ep, msg->stash, slice, n, res->len, f);
+		if (ret == -FI_EINPROGRESS)
+			return;
+		util_bufpool_put(ep->fetch_pool, f);
+		err = -ret;
 	}
+complete:
 	if (msg->flags & UTIL_RDM_ACK_REQ)
 		ep->tp->ack(ep, msg->reply, msg->tx_id, err);
 	rx_complete(ep, rx, res, msg->tag, msg->data, msg->flags, msg->src,
@@ -1146,6 +1190,10 @@ static void unexp_to_msg(const struct util_rdm_unexp *ue,
 	msg->src = ue->m.addr;
 	msg->tx_id = ue->tx_id;
 	msg->reply = ue->reply;
+	if (ue->src_raw_len) {
+		msg->src_raw = ue->src_raw;
+		msg->src_raw_len = ue->src_raw_len;
+	}
 	if (ue->stashed) {
 		msg->stash = ue->stash;
 		msg->stash_len = ue->stash_len;
@@ -1192,6 +1240,13 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 	ue->tx_id = msg->tx_id;
 	ue->reply = msg->reply;
 	ue->heap = NULL;
+	ue->src_raw_len = 0;
+	if (msg->src == FI_ADDR_NOTAVAIL && msg->src_raw &&
+	    (ep->caps & FI_SOURCE_ERR)) {
+		ue->src_raw_len = WEFT_MIN(msg->src_raw_len,
+					   sizeof(ue->src_raw));
+		memcpy(ue->src_raw, msg->src_raw, ue->src_raw_len);
+	}
 	ue->stashed = !msg->payload;
 	if (ue->stashed) {
 		if (msg->stash_len > sizeof(ue->stash)) {
@@ -1874,15 +1929,22 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
 	if (ret)
 		goto err_rx_pool;
+	pattr.name = "rdm fetch";
+	pattr.size = sizeof(struct rdm_fetch);
+	ret = util_bufpool_create(&pattr, &ep->fetch_pool);
+	if (ret)
+		goto err_unexp_pool;
 	pattr.name = "rdm tx";
 	ep->tx_size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
 	pattr.size = ep->tx_size;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
-		goto err_unexp_pool;
+		goto err_fetch_pool;
 	util_domain_get(domain);
 	return 0;
 
+err_fetch_pool:
+	util_bufpool_destroy(ep->fetch_pool);
 err_unexp_pool:
 	util_bufpool_destroy(ep->unexp_pool);
 err_rx_pool:
@@ -1948,6 +2010,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	drain_queue(ep, &ep->tagq);
 	ep_unlock(ep);
 	util_bufpool_destroy(ep->tx_pool);
+	util_bufpool_destroy(ep->fetch_pool);
 	util_bufpool_destroy(ep->unexp_pool);
 	util_bufpool_destroy(ep->rx_pool);
 	weft_lock_destroy(&ep->lock);
