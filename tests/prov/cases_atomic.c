@@ -1,0 +1,2 @@
+#include "conformance.h"
+const struct cf_case cf_cases_atomic[] = { { NULL } };

@@ -1,0 +1,20 @@
+#!/bin/sh
+# make check: the conformance suite over every provider this library has
+# built.  With none built there is nothing to conform: the test is skipped,
+# never passed.
+set -u
+bld=${top_builddir:-.}
+src=${top_srcdir:-.}
+prog=$bld/tests/prov/conformance
+[ -x "$prog" ] || { echo "no $prog: build first"; exit 99; }
+# This library, not whatever else the loader would find.
+LD_LIBRARY_PATH=$bld/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+provs=$("$prog" -P) || { echo "listing providers failed"; exit 1; }
+if [ -z "$provs" ]; then
+	echo "no provider is built into this library: nothing to test"
+	echo "0 passed, 0 failed, 0 skipped"
+	exit 77
+fi
+# shellcheck disable=SC2086
+CONFORMANCE=$prog exec sh "$src/tests/prov/run-conformance.sh" $provs
