@@ -100,6 +100,7 @@ struct shm_ep {
 	/* Copying large messages through bounce buffers, without CMA. */
 	struct util_bufpool *pulls; /* struct shm_pull, receiving side */
 	struct dlist_entry pushes; /* struct shm_push, sending side */
+	struct dlist_entry chunked; /* struct shm_rma_chunked */
 	bool cma_warned;
 };
 
@@ -112,6 +113,15 @@ struct shm_pull {
 	size_t got;
 	uint64_t tx_id; /* the sender's */
 	uint32_t src; /* the sender's entry in our table */
+};
+
+/* An RMA without CMA, larger than a bounce buffer: sent part by part. */
+struct shm_rma_chunked {
+	struct dlist_entry entry;
+	struct util_rdm_tx *tx;
+	struct shm_conn *conn;
+	size_t off; /* bytes done */
+	size_t inflight; /* bytes of the part the target is serving, or 0 */
 };
 
 /* Sending side: a message being pushed after the receiver's go-ahead. */

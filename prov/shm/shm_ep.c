@@ -773,6 +773,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 
 static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
 static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
+static int chunks_continue(struct shm_ep *ep);
 
 static int shm_progress(struct util_rdm_ep *rdm)
 {
@@ -785,6 +786,8 @@ static int shm_progress(struct util_rdm_ep *rdm)
 		flush_pending(ep);
 	if (weft_unlikely(!dlist_empty(&ep->pushes)))
 		n_pushed = pushes_continue(ep);
+	if (weft_unlikely(!dlist_empty(&ep->chunked)))
+		n_pushed += chunks_continue(ep);
 	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
 		switch (s->op) {
 		case SHM_OP_INLINE:
@@ -838,7 +841,8 @@ struct shm_rma_req {
 	uint8_t datatype;
 	uint8_t op; /* enum fi_op */
 	uint8_t reply_bounce; /* results come back in a target bounce buffer */
-	uint8_t pad[2];
+	uint8_t last; /* the operation's last part: report remote events */
+	uint8_t pad;
 	uint64_t laddr[UTIL_RDM_IOV_MAX];
 	uint64_t llen[UTIL_RDM_IOV_MAX];
 	struct fi_rma_iov rma[UTIL_RDM_IOV_MAX];
@@ -848,81 +852,88 @@ static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
 
 #define SHM_NO_BOUNCE UINT32_MAX
 
-static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+/* Describe [skip, skip+len) of remote ranges; returns the number of pieces. */
+static size_t rma_piece(const struct fi_rma_iov *rma, size_t count, size_t skip,
+			size_t len, struct fi_rma_iov *out)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
-	struct shm_rma_req req = { 0 };
-	struct shm_bounce *bb;
-	struct shm_conn *c;
-	struct shm_slot *s;
-	uint32_t bidx = SHM_NO_BOUNCE;
+	size_t i, n = 0;
+
+	for (i = 0; i < count && len; i++) {
+		size_t take;
+
+		if (skip >= rma[i].len) {
+			skip -= rma[i].len;
+			continue;
+		}
+		take = WEFT_MIN(rma[i].len - skip, len);
+		out[n].addr = rma[i].addr + skip;
+		out[n].len = take;
+		out[n++].key = rma[i].key;
+		len -= take;
+		skip = 0;
+	}
+	return n;
+}
+
+/*
+ * Send the request for bytes [off, off+len) of an RMA or atomic tx.  Data
+ * goes through a bounce buffer when the op is an atomic, when it is small,
+ * or when the transfer is chunked (no CMA); otherwise the target moves it
+ * with process_vm_readv/writev.  `last` marks the part whose completion at
+ * the target counts as the operation's remote event.
+ */
+static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
+		     struct shm_conn *c, size_t off, size_t len, bool chunked,
+		     bool last)
+{
 	bool atomic = tx->kind >= UTIL_RDM_TX_ATOMIC;
-	size_t i, len = tx->hdr.len;
+	struct shm_rma_req req = { 0 };
+	struct iovec piece[UTIL_RDM_IOV_MAX];
+	uint32_t bidx = SHM_NO_BOUNCE;
+	struct shm_bounce *bb;
+	struct shm_slot *s;
+	size_t i, n;
 	uint64_t pos;
-	int ret;
 
-	ret = conn_of_addr(ep, tx->dest, &c);
-	if (ret)
-		return ret;
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
-		       (len <= shm_params.bounce_size || !c->cma))) {
-		size_t need = atomic ? len * (tx->cmp_count ? 2 : 1) : len;
-
-		if (need > shm_params.bounce_size) {
-			FI_WARN_ONCE(&shm_prov, FI_LOG_EP_DATA,
-				     "process_vm_readv is not available "
-				     "between %s and %s: RMA above %zu bytes "
-				     "cannot be done\n",
-				     ep->name, c->name, shm_params.bounce_size);
-			return -FI_EMSGSIZE;
-		}
-		ret = bounce_get(ep, &bidx);
-		if (ret)
-			return ret;
-	} else if (tx->kind == UTIL_RDM_TX_READ && !c->cma) {
-		if (len > shm_params.bounce_size) {
-			FI_WARN_ONCE(&shm_prov, FI_LOG_EP_DATA,
-				     "process_vm_writev is not available "
-				     "between %s and %s: RMA above %zu bytes "
-				     "cannot be done\n",
-				     ep->name, c->name, shm_params.bounce_size);
-			return -FI_EMSGSIZE;
-		}
-		req.reply_bounce = 1;
+		       (chunked || len <= shm_params.bounce_size))) {
+		if (bounce_get(ep, &bidx))
+			return -FI_EAGAIN;
 	}
 	s = slot_claim(c, &pos);
 	if (!s)
 		return -FI_EAGAIN;
 
+	n = iov_piece(tx->iov, tx->iov_count, off, len, piece);
 	if (bidx != SHM_NO_BOUNCE) {
 		bb = shm_map_bounce(&ep->own, bidx);
-		if (tx->iov_count)
-			gather(bb->data, tx->iov, tx->iov_count, len);
+		gather(bb->data, piece, n, len);
 		if (tx->cmp_count)
 			gather(bb->data + len, tx->cmp_iov, tx->cmp_count, len);
 		bb->len = (uint32_t)len;
 		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
-	if (tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
-	    tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC)
-		req.reply_bounce = 1;
+	req.reply_bounce = tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
+			   tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC ||
+			   (tx->kind == UTIL_RDM_TX_READ && (chunked || !c->cma));
 	req.tx_id = tx->hdr.tx_id;
 	req.len = len;
 	req.pid = getpid();
 	req.bounce = bidx;
 	req.kind = (uint8_t)tx->kind;
-	req.iov_count = (uint8_t)tx->iov_count;
-	req.rma_count = (uint8_t)tx->rma_count;
+	req.iov_count = (uint8_t)n;
+	req.rma_count = (uint8_t)rma_piece(tx->rma_iov, tx->rma_count, off,
+					   len, req.rma);
 	req.datatype = (uint8_t)tx->datatype;
 	req.op = (uint8_t)tx->atomic_op;
-	for (i = 0; i < tx->iov_count; i++) {
-		req.laddr[i] = (uintptr_t)tx->iov[i].iov_base;
-		req.llen[i] = tx->iov[i].iov_len;
+	req.last = last;
+	for (i = 0; i < n; i++) {
+		req.laddr[i] = (uintptr_t)piece[i].iov_base;
+		req.llen[i] = piece[i].iov_len;
 	}
-	memcpy(req.rma, tx->rma_iov, tx->rma_count * sizeof(*tx->rma_iov));
 
 	s->op = SHM_OP_RMA;
-	s->flags = (uint16_t)(tx->hdr.flags & UTIL_RDM_CQ_DATA);
+	s->flags = (uint16_t)(last ? tx->hdr.flags & UTIL_RDM_CQ_DATA : 0);
 	s->src = c->src_id;
 	s->tag = tx->hdr.tx_id;
 	s->data = tx->hdr.data;
@@ -931,6 +942,69 @@ static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	memcpy(s->payload, &req, sizeof(req));
 	shm_queue_publish(s, pos);
 	return 0;
+}
+
+/* Issue the next part of a chunked transfer; false if it must wait. */
+static bool chunk_issue(struct shm_ep *ep, struct shm_rma_chunked *ch)
+{
+	size_t total = ch->tx->hdr.len;
+	size_t len = WEFT_MIN(total - ch->off, shm_params.bounce_size);
+
+	if (rma_issue(ep, ch->tx, ch->conn, ch->off, len, true,
+		      ch->off + len == total))
+		return false;
+	ch->inflight = len;
+	return true;
+}
+
+static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+{
+	struct shm_ep *ep = shm_ep_of(rdm);
+	bool atomic = tx->kind >= UTIL_RDM_TX_ATOMIC;
+	size_t len = tx->hdr.len;
+	struct shm_rma_chunked *ch;
+	struct shm_conn *c;
+	int ret;
+
+	ret = conn_of_addr(ep, tx->dest, &c);
+	if (ret)
+		return ret;
+	if (atomic) {
+		if (len * (tx->cmp_count ? 2 : 1) > shm_params.bounce_size)
+			return -FI_EINVAL;
+		return rma_issue(ep, tx, c, 0, len, false, true);
+	}
+	if (c->cma || len <= shm_params.bounce_size)
+		return rma_issue(ep, tx, c, 0, len, false, true);
+
+	/* No CMA: a part per bounce buffer, one at a time. */
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -FI_ENOMEM;
+	ch->tx = tx;
+	ch->conn = c;
+	if (!chunk_issue(ep, ch)) {
+		free(ch);
+		return -FI_EAGAIN;
+	}
+	dlist_insert_tail(&ch->entry, &ep->chunked);
+	return 0;
+}
+
+/* Chunked transfers whose next part found no room: try again. */
+static int chunks_continue(struct shm_ep *ep)
+{
+	struct dlist_entry *e;
+	int n = 0;
+
+	dlist_foreach(&ep->chunked, e) {
+		struct shm_rma_chunked *ch =
+			container_of(e, struct shm_rma_chunked, entry);
+
+		if (!ch->inflight && chunk_issue(ep, ch))
+			n++;
+	}
+	return n;
 }
 
 /* Target side: translate the request's remote ranges into local memory. */
@@ -1083,7 +1157,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 				       tb ? tb->data : NULL);
 		break;
 	}
-	if (!ret)
+	if (!ret && req.last)
 		util_rdm_remote_event(&ep->rdm,
 				      ev | ((s->flags & UTIL_RDM_CQ_DATA) ?
 						    FI_REMOTE_CQ_DATA :
@@ -1102,27 +1176,65 @@ reply:
 	return 0;
 }
 
-/* Initiator side: the target answered. */
+static struct shm_rma_chunked *chunk_of(struct shm_ep *ep,
+					 struct util_rdm_tx *tx)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&ep->chunked, e) {
+		struct shm_rma_chunked *ch =
+			container_of(e, struct shm_rma_chunked, entry);
+
+		if (ch->tx == tx)
+			return ch;
+	}
+	return NULL;
+}
+
+/* Initiator side: the target answered (for the whole op or one part). */
 static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 {
 	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	struct iovec piece[UTIL_RDM_IOV_MAX];
+	struct shm_rma_chunked *ch = NULL;
 	struct shm_bounce *tb = NULL;
+	size_t off = 0, len, n;
 
 	if (s->data && rp && !conn_map(ep, rp->conn) &&
 	    s->data - 1 < rp->conn->map.hdr->bounce_count)
 		tb = shm_map_bounce(&rp->conn->map, (uint32_t)(s->data - 1));
+	if (tx)
+		ch = chunk_of(ep, tx);
+	if (ch) {
+		off = ch->off;
+		len = ch->inflight;
+	} else if (tx) {
+		len = tx->hdr.len;
+	}
 	if (tx && tb && !s->aux) {
-		if (tx->kind == UTIL_RDM_TX_READ)
-			scatter(tx->iov, tx->iov_count, tb->data, tx->hdr.len);
-		else
-			scatter(tx->res_iov, tx->res_count, tb->data,
-				tx->hdr.len);
+		if (tx->kind == UTIL_RDM_TX_READ) {
+			n = iov_piece(tx->iov, tx->iov_count, off, len, piece);
+			scatter(piece, n, tb->data, len);
+		} else {
+			scatter(tx->res_iov, tx->res_count, tb->data, len);
+		}
 	}
 	if (tb)
 		atomic_store_explicit(&tb->busy, 0, memory_order_release);
-	if (tx)
-		util_rdm_tx_done(&ep->rdm, tx, (int)s->aux);
+	if (!tx)
+		return;
+	if (ch) {
+		ch->off += ch->inflight;
+		ch->inflight = 0;
+		if (!s->aux && ch->off < tx->hdr.len) {
+			chunk_issue(ep, ch);
+			return;
+		}
+		dlist_remove(&ch->entry);
+		free(ch);
+	}
+	util_rdm_tx_done(&ep->rdm, tx, (int)s->aux);
 }
 
 static struct util_rdm_transport shm_transport = {
@@ -1149,6 +1261,10 @@ static int shm_ep_close(struct fid *fid)
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		dlist_remove(e);
 		free(container_of(e, struct shm_push, entry));
+	}
+	dlist_foreach_safe(&ep->chunked, e, tmp) {
+		dlist_remove(e);
+		free(container_of(e, struct shm_rma_chunked, entry));
 	}
 	util_bufpool_destroy(ep->pulls);
 	while ((p = slist_remove_head(&ep->pending)))
@@ -1332,6 +1448,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	dlist_init(&ep->conns);
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
+	dlist_init(&ep->chunked);
 	{
 		struct util_bufpool_attr pattr = {
 			.name = "shm pulls",
