@@ -41,6 +41,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "weft/core.h"
+#include "weft/list.h"
 #include "weft/lock.h"
 #include "weft/util_av.h"
 #include "weft/util_bufpool.h"
@@ -92,6 +93,7 @@ struct util_rdm_tx {
 	enum fi_datatype datatype;
 	uint32_t kind; /* UTIL_RDM_TX_* */
 	bool cq_reserved;
+	struct dlist_entry waiting; /* on ep->tx_waiting while a peer holds it */
 	uint8_t inject_buf[]; /* copy of injected data, tx_inject_size bytes */
 };
 
@@ -249,6 +251,7 @@ struct util_rdm_ep {
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
+	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	size_t tx_size; /* tx_pool object size (with the inject buffer) */
 
 	/* FI_PROGRESS_AUTO: a thread drives the transport. */
@@ -293,6 +296,16 @@ void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err);
 void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx,
 		      int err);
 
+/*
+ * The peer at dest is gone (died, closed, unreachable): every transmit the
+ * engine handed to the transport for it completes with err (positive).
+ * Returns how many did.
+ */
+int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err);
+
+/* Whether any transmit waits on a peer (rendezvous, RMA, acknowledgement). */
+static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep);
+
 /* A delivery acknowledgement for tx_id arrived. */
 void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err);
 
@@ -307,6 +320,11 @@ uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
  */
 void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags,
 			   size_t len, uint64_t data);
+
+static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
+{
+	return !dlist_empty(&ep->tx_waiting);
+}
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
 {

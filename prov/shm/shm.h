@@ -61,6 +61,7 @@ struct shm_conn {
 	bool claimed;
 	pid_t pid;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
+	bool dead; /* its owner is gone: transfers to it fail */
 };
 
 /* What the owner knows of the sender behind one entry of its peer table. */
@@ -101,11 +102,15 @@ struct shm_ep {
 	struct util_bufpool *pulls; /* struct shm_pull, receiving side */
 	struct dlist_entry pushes; /* struct shm_push, sending side */
 	struct dlist_entry chunked; /* struct shm_rma_chunked */
+	struct dlist_entry pull_list; /* struct shm_pull in flight */
 	bool cma_warned;
+	uint64_t last_check_ms; /* when peers were last checked for life */
 };
 
 /* Receiving side of a message pushed through bounce buffers. */
 struct shm_pull {
+	struct dlist_entry entry; /* shm_ep.pull_list */
+	struct shm_conn *conn; /* the sender */
 	void *cookie; /* the engine's, for util_rdm_fetch_done */
 	struct iovec iov[UTIL_RDM_IOV_MAX];
 	size_t iov_count;

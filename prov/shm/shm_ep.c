@@ -11,10 +11,12 @@
  */
 #include "shm.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fi_cm.h>
@@ -58,6 +60,7 @@ static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
 #define SHM_PROGRESS_BATCH 64
 
 static _Atomic uint32_t ep_counter;
+static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
 /* ---- connections -------------------------------------------------------- */
 
@@ -175,6 +178,8 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
 			ep->by_addr_fi[idx] == dest)) {
 		*out = ep->by_addr[idx];
+		if (weft_unlikely((*out)->dead))
+			return -FI_ECONNRESET;
 		return conn_ready(ep, *out);
 	}
 	addr = util_av_addr(av, dest);
@@ -202,6 +207,80 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	*out = ep->by_addr[idx];
 	ret = conn_ready(ep, *out);
 	return ret;
+}
+
+/* ---- peers that die ---------------------------------------------------- */
+
+/* How often peers with transfers in flight are checked for life. */
+#define SHM_PEER_CHECK_MS 100
+
+static uint64_t coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A peer died: fail everything that waits on it. */
+static void conn_died(struct shm_ep *ep, struct shm_conn *c)
+{
+	struct dlist_entry *e, *tmp;
+	size_t i;
+
+	c->dead = true;
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"%s: peer %s (pid %d) is gone; its transfers fail\n", ep->name,
+		c->name, (int)c->pid);
+	dlist_foreach_safe(&ep->pushes, e, tmp) {
+		struct shm_push *p = container_of(e, struct shm_push, entry);
+
+		if (p->conn == c) {
+			dlist_remove(e);
+			free(p);
+		}
+	}
+	dlist_foreach_safe(&ep->chunked, e, tmp) {
+		struct shm_rma_chunked *ch =
+			container_of(e, struct shm_rma_chunked, entry);
+
+		if (ch->conn == c) {
+			dlist_remove(e);
+			free(ch);
+		}
+	}
+	dlist_foreach_safe(&ep->pull_list, e, tmp) {
+		struct shm_pull *pull = container_of(e, struct shm_pull, entry);
+
+		if (pull->conn == c) {
+			dlist_remove(e);
+			util_rdm_fetch_done(&ep->rdm, pull->cookie,
+					    FI_ECONNRESET);
+			util_bufpool_put(ep->pulls, pull);
+		}
+	}
+	for (i = 0; i < ep->nby_addr; i++)
+		if (ep->by_addr[i] == c)
+			util_rdm_fail_dest(&ep->rdm, ep->by_addr_fi[i],
+					   FI_ECONNRESET);
+}
+
+/* With transfers in flight, look (rarely) for peers that died. */
+static void check_peers(struct shm_ep *ep, bool now)
+{
+	uint64_t t = coarse_ms();
+	struct dlist_entry *e;
+
+	if (!now && t - ep->last_check_ms < SHM_PEER_CHECK_MS)
+		return;
+	ep->last_check_ms = t;
+	dlist_foreach(&ep->conns, e) {
+		struct shm_conn *c = container_of(e, struct shm_conn, entry);
+
+		if (c->map.hdr && !c->dead &&
+		    !shm_region_owner_alive(c->map.hdr))
+			conn_died(ep, c);
+	}
 }
 
 /* ---- senders as the receiver sees them ---------------------------------- */
@@ -401,8 +480,11 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 			return ret;
 	}
 	s = slot_claim(c, &pos);
-	if (weft_unlikely(!s))
-		return -FI_EAGAIN;
+	if (weft_unlikely(!s)) {
+		/* A queue that stays full may belong to a dead peer. */
+		check_peers(ep, false);
+		return c->dead ? -FI_ECONNRESET : -FI_EAGAIN;
+	}
 	s->flags = (uint16_t)(hdr->flags |
 			      (hdr->op == UTIL_RDM_TAGGED ? SHM_SLOT_TAGGED : 0));
 	s->src = c->src_id;
@@ -502,6 +584,7 @@ static int fetch_by_push(struct shm_ep *ep, const struct shm_rts *rts,
 	pull->got = 0;
 	pull->tx_id = rts->tx_id;
 	pull->src = rts->src;
+	pull->conn = rp->conn;
 	ret = send_ctrl_data(ep, rp->conn, SHM_OP_CTS, rts->tx_id,
 			     (uint32_t)util_bufpool_index(ep->pulls, pull), len,
 			     0);
@@ -509,6 +592,7 @@ static int fetch_by_push(struct shm_ep *ep, const struct shm_rts *rts,
 		util_bufpool_put(ep->pulls, pull);
 		return ret;
 	}
+	dlist_insert_tail(&pull->entry, &ep->pull_list);
 	return -FI_EINPROGRESS;
 }
 
@@ -685,6 +769,7 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 	atomic_store_explicit(&bb->busy, 0, memory_order_release);
 	if (pull && pull->got == pull->len) {
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id, 0);
+		dlist_remove(&pull->entry);
 		util_rdm_fetch_done(&ep->rdm, pull->cookie, 0);
 		util_bufpool_put(ep->pulls, pull);
 	}
@@ -782,6 +867,9 @@ static int shm_progress(struct util_rdm_ep *rdm)
 	struct shm_slot *s;
 	int n, n_pushed = 0;
 
+	if (weft_unlikely(util_rdm_tx_waiting(rdm) ||
+			  !dlist_empty(&ep->pull_list)))
+		check_peers(ep, false);
 	if (weft_unlikely(!slist_empty(&ep->pending)))
 		flush_pending(ep);
 	if (weft_unlikely(!dlist_empty(&ep->pushes)))
@@ -1294,6 +1382,7 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 		return util_rdm_ep_control(fid, command, arg);
 	if (ep->own.hdr)
 		return 0;
+	pthread_once(&sweep_once, shm_region_sweep);
 	attr.queue_slots = (uint32_t)shm_params.queue_slots;
 	attr.max_peers = (uint32_t)shm_params.max_peers;
 	attr.bounce_count = (uint32_t)shm_params.bounce_count;
@@ -1449,6 +1538,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);
+	dlist_init(&ep->pull_list);
 	{
 		struct util_bufpool_attr pattr = {
 			.name = "shm pulls",

@@ -1,6 +1,7 @@
 /* Shared-memory regions (shm_region.h, docs/shm-layout.md). */
 #include "weft/core.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,22 +97,28 @@ static size_t region_layout(const struct shm_region_attr *attr,
 	return off;
 }
 
-/* A region under our name exists: take it over if its owner is gone. */
-static int reclaim_stale(const char *path)
+/*
+ * Remove the region at path if its owner is gone.  `ours`: the path is the
+ * name we are creating, so a half-made file can only be a dead creator's
+ * (nobody else creates under our name); elsewhere (the sweep) a half-made
+ * file may be another process being born, and is left alone.  Returns 0
+ * when the path is free now, -FI_EADDRINUSE when its owner lives or it is
+ * left alone, or a translated errno.
+ */
+static int reclaim_stale(const char *path, bool ours)
 {
 	struct shm_region_hdr *hdr;
 	struct stat st;
-	bool alive;
+	bool keep;
 	int fd;
 
 	fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : weft_errno(errno);
 	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*hdr)) {
-		/* Too short to hold a header: a creator died mid-way, or it
-		 * is being created now.  Only a dead creator leaves it so for
-		 * long; treat it as stale, the race is benign (O_EXCL). */
 		close(fd);
+		if (!ours)
+			return -FI_EADDRINUSE;
 		shm_unlink(path);
 		return 0;
 	}
@@ -119,9 +126,13 @@ static int reclaim_stale(const char *path)
 	close(fd);
 	if (hdr == MAP_FAILED)
 		return weft_errno(errno);
-	alive = hdr->magic == SHM_MAGIC && shm_region_owner_alive(hdr);
+	if (hdr->magic != SHM_MAGIC ||
+	    !atomic_load_explicit(&hdr->ready, memory_order_acquire))
+		keep = !ours; /* being set up, unless it is ours to make */
+	else
+		keep = shm_region_owner_alive(hdr);
 	munmap(hdr, sizeof(*hdr));
-	if (alive)
+	if (keep)
 		return -FI_EADDRINUSE;
 	shm_unlink(path);
 	return 0;
@@ -150,7 +161,7 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 			break;
 		if (errno != EEXIST || tries)
 			return weft_errno(errno);
-		ret = reclaim_stale(map->path);
+		ret = reclaim_stale(map->path, true);
 		if (ret)
 			return ret;
 	}
@@ -256,4 +267,30 @@ void shm_region_unmap(struct shm_map *map)
 		shm_unlink(map->path);
 	munmap(map->hdr, map->size);
 	map->hdr = NULL;
+}
+
+void shm_region_sweep(void)
+{
+	char prefix[32], path[SHM_NAME_MAX + 32];
+	struct dirent *d;
+	size_t plen;
+	DIR *dir;
+
+	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)getuid());
+	plen = strlen(prefix);
+	dir = opendir("/dev/shm");
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		if (strncmp(d->d_name, prefix, plen) ||
+		    strlen(d->d_name) >= sizeof(path) - 1)
+			continue;
+		snprintf(path, sizeof(path), "/%s", d->d_name);
+		/* Only regions whose owner is gone are removed. */
+		if (!reclaim_stale(path, false))
+			FI_INFO(&weft_core_prov, FI_LOG_CORE,
+				"removed %s, left by a process that is gone\n",
+				d->d_name);
+	}
+	closedir(dir);
 }

@@ -67,6 +67,13 @@ int shm_region_map(const char *name, struct shm_map *map);
 /* Unmap; the owner's unmap also removes the file. */
 void shm_region_unmap(struct shm_map *map);
 
+/*
+ * Remove the regions of this user whose owners no longer run (killed
+ * processes leave theirs behind).  Called once per process, at the first
+ * endpoint; reads /dev/shm, never blocks on a peer.
+ */
+void shm_region_sweep(void);
+
 /* Start time of a process (for telling a reused pid from its owner), or 0. */
 uint64_t shm_pid_start(pid_t pid);
 

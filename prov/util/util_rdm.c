@@ -113,7 +113,17 @@ struct util_rdm_tx *util_rdm_tx_of(struct util_rdm_ep *ep, uint64_t tx_id)
 
 static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep)
 {
-	return util_bufpool_get(ep->tx_pool);
+	struct util_rdm_tx *tx = util_bufpool_get(ep->tx_pool);
+
+	if (tx)
+		dlist_init(&tx->waiting);
+	return tx;
+}
+
+/* The transport holds tx now: it waits on the peer until done. */
+static void tx_wait(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	dlist_insert_tail(&tx->waiting, &ep->tx_waiting);
 }
 
 static void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
@@ -176,8 +186,26 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 
 void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 {
+	dlist_remove(&tx->waiting);
 	tx_report(ep, tx, err);
 	tx_put(ep, tx);
+}
+
+int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err)
+{
+	struct dlist_entry *e, *tmp;
+	int n = 0;
+
+	dlist_foreach_safe(&ep->tx_waiting, e, tmp) {
+		struct util_rdm_tx *tx =
+			container_of(e, struct util_rdm_tx, waiting);
+
+		if (tx->dest != dest)
+			continue;
+		util_rdm_tx_done(ep, tx, err);
+		n++;
+	}
+	return n;
 }
 
 void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err)
@@ -297,14 +325,18 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		memcpy(tx->desc, desc, count * sizeof(*desc));
 	tx->hdr = hdr;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
+	/* Waiting before the hand-off: a transport may finish it at once. */
+	tx_wait(ep, tx);
 	if (hdr.len <= tp->eager_max) {
 		tx->hdr.flags |= UTIL_RDM_ACK_REQ;
 		ret = tp->send_eager(ep, dest, &tx->hdr, iov, count);
 	} else {
 		ret = tp->send_rndv(ep, tx);
 	}
-	if (ret)
+	if (ret) {
+		dlist_remove(&tx->waiting);
 		goto err_unreserve;
+	}
 	goto out;
 
 err_unreserve:
@@ -515,9 +547,11 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 		if (desc)
 			memcpy(tx->desc, desc, count * sizeof(*desc));
 	}
+	tx_wait(ep, tx);
 	ret = tp->rma(ep, tx);
 	if (!ret)
 		goto out;
+	dlist_remove(&tx->waiting);
 	tx_unreserve(ep, comp);
 err_put:
 	tx_put(ep, tx);
@@ -758,9 +792,11 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		tx->rma_iov[i].len = a->rma[i].count * elem;
 		tx->rma_iov[i].key = a->rma[i].key;
 	}
+	tx_wait(ep, tx);
 	ret = tp->rma(ep, tx);
 	if (!ret)
 		goto out;
+	dlist_remove(&tx->waiting);
 	tx_unreserve(ep, comp);
 err_put:
 	tx_put(ep, tx);
@@ -1878,6 +1914,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	int ret;
 
 	memset(ep, 0, sizeof(*ep));
+	dlist_init(&ep->tx_waiting);
 	ep->domain = domain;
 	ep->tp = attr->transport;
 	ep->caps = info->caps;

@@ -2,6 +2,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,4 +182,38 @@ Test(shm_queue, many_producer_processes_nothing_lost, .timeout = 60)
 	}
 	cr_assert_null(shm_queue_peek(shm_map_queue(&own)));
 	shm_region_unmap(&own);
+}
+
+Test(shm_region, sweep_removes_only_dead_owners)
+{
+	struct shm_map m, live;
+	char dead[SHM_NAME_MAX], alive[SHM_NAME_MAX], path[128];
+	int status, fd;
+	pid_t pid;
+
+	unique_name(dead, sizeof(dead), "sweep-dead");
+	unique_name(alive, sizeof(alive), "sweep-live");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(shm_region_create(dead, &attr, &m) ? 1 : 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(WEXITSTATUS(status), 0);
+	cr_assert_eq(shm_region_create(alive, &attr, &live), 0);
+	/* A file another process is still creating (no header yet). */
+	snprintf(path, sizeof(path), "/weft-shm.%u.test-sweep-new-%d",
+		 (unsigned)getuid(), (int)getpid());
+	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+
+	shm_region_sweep();
+	cr_assert_eq(shm_region_map(dead, &m), -FI_ENOENT);
+	cr_assert_eq(shm_region_map(alive, &m), 0);
+	shm_region_unmap(&m);
+	fd = shm_open(path, O_RDONLY, 0);
+	cr_assert_geq(fd, 0, "a region being created was removed");
+	close(fd);
+	shm_unlink(path);
+	shm_region_unmap(&live);
 }
