@@ -824,8 +824,6 @@ int ft_init(void)
 		}
 		if (ret)
 			goto out_getinfo;
-		ft.peer_name = (void *)name;	/* kept for fi_connect */
-		name = NULL;
 	}
 	ret = ft_fix_sizes();
 	if (!ret)
@@ -1169,14 +1167,12 @@ void ft_fini(void)
 		fi_freeinfo(ft.info);
 	if (ft.hints)
 		fi_freeinfo(ft.hints);
-	free(ft.peer_name);
 	ft.pep = NULL;
 	ft.pep_eq = NULL;
 	ft.domain = NULL;
 	ft.fabric = NULL;
 	ft.info = NULL;
 	ft.hints = NULL;
-	ft.peer_name = NULL;
 	if (ft.oob >= 0)
 		close(ft.oob);
 	ft.oob = -1;

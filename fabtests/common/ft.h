@@ -125,7 +125,6 @@ struct ft_state {
 	struct fid_domain *domain;
 	struct fid_pep *pep;
 	struct fid_eq *pep_eq;
-	struct fi_info *peer_name;	/* client of MSG: the server's listen address */
 	const char *label;		/* prov= of -m lines without a provider */
 	size_t max_size;
 	size_t inject_size;
