@@ -51,6 +51,7 @@ struct shm_rts {
 	uint32_t src; /* stash only: the sender's table entry here */
 	uint32_t push; /* the sender cannot be read with CMA: ask for a push */
 };
+static_assert(sizeof(struct shm_rts) == 96, "RTS layout (docs/shm-layout.md)");
 static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
 static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
 	      "RTS fits the engine's stash");
@@ -935,6 +936,8 @@ struct shm_rma_req {
 	uint64_t llen[UTIL_RDM_IOV_MAX];
 	struct fi_rma_iov rma[UTIL_RDM_IOV_MAX];
 };
+static_assert(sizeof(struct shm_rma_req) == 192,
+	      "RMA request layout (docs/shm-layout.md)");
 static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
 	      "RMA request fits a slot");
 
