@@ -1,2 +1,612 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Conformance cases for counters, address vectors, completion levels,
+ * FI_CONTEXT/FI_CONTEXT2 and FI_THREAD_SAFE.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "conformance.h"
-const struct cf_case cf_cases_misc[] = { { NULL } };
+
+/*
+ * Send and receive counters count completed operations exactly, wake
+ * fi_cntr_wait at a threshold, count a truncated receive as an error, and
+ * obey fi_cntr_set/fi_cntr_add.
+ */
+static int case_cntr(const char *prov)
+{
+	struct cf_opts o = {
+		.caps = FI_MSG,
+		.cntr_mask = (1 << CF_CNTR_SEND) | (1 << CF_CNTR_RECV),
+	};
+	struct fi_context2 sc[10], rc[10];
+	struct cf_mem sm, rm;
+	struct fid_cntr *rx;
+	struct cf_comp c;
+	struct cf_fix f;
+	int i, ret;
+
+	cf_open(&f, prov, &o);
+	rx = f.ep[1].cntr[CF_CNTR_RECV];
+	cf_mem_reg(&f, 0, &sm, 1000, FI_SEND);
+	cf_mem_reg(&f, 1, &rm, 10 * 1000, FI_RECV);
+	cf_fill(sm.p, 1000, 4);
+	for (i = 0; i < 10; i++)
+		cf_post(&f, fi_recv(f.ep[1].ep, rm.p + i * 1000, 1000, rm.desc,
+				    FI_ADDR_UNSPEC, &rc[i]));
+	cf_assert(fi_cntr_read(rx) == 0, "receive counter starts at %llu",
+		  (unsigned long long)fi_cntr_read(rx));
+	for (i = 0; i < 10; i++)
+		cf_post(&f, fi_send(f.ep[0].ep, sm.p, 1000, sm.desc,
+				    f.ep[1].addr, &sc[i]));
+	/* fi_cntr_wait must itself drive progress to reach the threshold. */
+	ret = fi_cntr_wait(rx, 10, CF_WAIT_MS);
+	if (ret == -FI_ETIMEDOUT)
+		cf_fail("fi_cntr_wait(10) timed out at %llu",
+			(unsigned long long)fi_cntr_read(rx));
+	cf_assert(!ret, "fi_cntr_wait: %d (%s)", ret, fi_strerror(-ret));
+	cf_wait_cntr(&f, 0, CF_CNTR_SEND, 10);
+	for (i = 0; i < 10; i++) {
+		c = cf_wait_ctx(&f, 1, &rc[i]);
+		cf_assert(!c.err, "receive %d: error %d", i, c.err);
+		cf_check_fill(rm.p + i * 1000, 1000, 4, "counted receive");
+		c = cf_wait_ctx(&f, 0, &sc[i]);
+		cf_assert(!c.err, "send %d: error %d", i, c.err);
+	}
+	cf_expect_none(&f, 1, 50);
+	cf_assert(fi_cntr_read(rx) == 10 &&
+		  fi_cntr_read(f.ep[0].cntr[CF_CNTR_SEND]) == 10,
+		  "counters read recv %llu send %llu, want 10 and 10",
+		  (unsigned long long)fi_cntr_read(rx),
+		  (unsigned long long)fi_cntr_read(f.ep[0].cntr[CF_CNTR_SEND]));
+	cf_assert(!fi_cntr_readerr(rx), "receive error counter %llu",
+		  (unsigned long long)fi_cntr_readerr(rx));
+	/* A wait already satisfied returns at once. */
+	cf_ok(fi_cntr_wait(rx, 5, 1000));
+
+	/* A truncated receive counts as an error, not a success. */
+	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 10, rm.desc, FI_ADDR_UNSPEC,
+			    &rc[0]));
+	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr,
+			    &sc[0]));
+	c = cf_wait_ctx(&f, 1, &rc[0]);
+	cf_assert(c.err == FI_ETRUNC, "truncated receive: err %d", c.err);
+	cf_wait_ctx(&f, 0, &sc[0]);
+	cf_expect_none(&f, 1, 50);
+	/* Upstream 1.17 shm does not count it. */
+	cf_expect(fi_cntr_readerr(rx) == 1, "receive error counter %llu after "
+		  "a truncation, want 1", (unsigned long long)fi_cntr_readerr(rx));
+	cf_assert(fi_cntr_read(rx) == 10, "receive counter %llu after a "
+		  "truncation, want 10", (unsigned long long)fi_cntr_read(rx));
+
+	/* Application updates. */
+	cf_ok(fi_cntr_set(rx, 100));
+	cf_ok(fi_cntr_add(rx, 5));
+	cf_assert(fi_cntr_read(rx) == 105, "set 100, add 5: %llu",
+		  (unsigned long long)fi_cntr_read(rx));
+	ret = fi_cntr_wait(rx, 106, 100);
+	cf_assert(ret == -FI_ETIMEDOUT || ret == -FI_EAVAIL,
+		  "fi_cntr_wait for a value never reached: %d", ret);
+	cf_ok(fi_cntr_seterr(rx, 0));
+	cf_ok(fi_cntr_adderr(rx, 2));
+	cf_assert(fi_cntr_readerr(rx) == 2, "seterr 0, adderr 2: %llu",
+		  (unsigned long long)fi_cntr_readerr(rx));
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
+/* One message each way, addressed by to1 (ep1) and to0 (ep0). */
+static void av_roundtrip(struct cf_fix *f, fi_addr_t to0, fi_addr_t to1,
+			 const char *what)
+{
+	struct fi_context2 sc, rc;
+	struct cf_mem sm, rm;
+	struct cf_comp c;
+	int d;
+
+	for (d = 0; d < 2; d++) {
+		cf_mem_reg(f, d, &sm, 300, FI_SEND);
+		cf_mem_reg(f, !d, &rm, 300, FI_RECV);
+		cf_fill(sm.p, 300, 50 + d);
+		cf_post(f, fi_recv(f->ep[!d].ep, rm.p, 300, rm.desc,
+				   FI_ADDR_UNSPEC, &rc));
+		cf_post(f, fi_send(f->ep[d].ep, sm.p, 300, sm.desc,
+				   d ? to0 : to1, &sc));
+		c = cf_wait_ctx(f, !d, &rc);
+		cf_assert(!c.err && c.len == 300, "%s: receive err %d", what,
+			  c.err);
+		cf_check_fill(rm.p, 300, 50 + d, what);
+		c = cf_wait_ctx(f, d, &sc);
+		cf_assert(!c.err, "%s: send err %d", what, c.err);
+		cf_mem_free(&sm);
+		cf_mem_free(&rm);
+	}
+}
+
+/*
+ * FI_AV_MAP and FI_AV_TABLE: inserting the endpoints' real names, lookup
+ * and straddr round trips, a batch insert, removal (sending to a removed
+ * address fails cleanly and delivers nothing) and re-insertion.
+ */
+static int case_av(const char *prov)
+{
+	static const enum fi_av_type types[2] = { FI_AV_MAP, FI_AV_TABLE };
+	uint8_t buf[CF_MAX_NAME * 2];
+	char str[512];
+	fi_addr_t two[2];
+	struct cf_fix f;
+	size_t len;
+	int k, i, ret;
+
+	for (k = 0; k < 2; k++) {
+		struct cf_opts o = { .caps = FI_MSG, .av_type = types[k] };
+		const char *tn = k ? "FI_AV_TABLE" : "FI_AV_MAP";
+		struct fi_context2 sc, rc;
+		struct cf_mem sm, rm;
+		struct cf_comp c;
+		ssize_t sret;
+
+		cf_open(&f, prov, &o);
+		if (types[k] == FI_AV_TABLE)
+			cf_assert(f.ep[0].addr == 0 && f.ep[1].addr == 1,
+				  "%s: first inserts gave %llu and %llu, want "
+				  "0 and 1", tn,
+				  (unsigned long long)f.ep[0].addr,
+				  (unsigned long long)f.ep[1].addr);
+		for (i = 0; i < 2; i++) {
+			len = sizeof(buf);
+			memset(buf, 0, sizeof(buf));
+			cf_ok(fi_av_lookup(f.av, f.ep[i].addr, buf, &len));
+			cf_assert(len == f.ep[i].namelen &&
+				  !memcmp(buf, f.ep[i].name, len),
+				  "%s: fi_av_lookup of ep%d gave %zu bytes, "
+				  "not the %zu-byte name inserted", tn, i, len,
+				  f.ep[i].namelen);
+			len = sizeof(str);
+			cf_assert(fi_av_straddr(f.av, f.ep[i].name, str, &len),
+				  "%s: fi_av_straddr returned NULL", tn);
+			cf_assert(len > 1 && len <= sizeof(str) &&
+				  strlen(str) == len - 1,
+				  "%s: fi_av_straddr length %zu for \"%s\"", tn,
+				  len, str);
+		}
+		/* A small buffer: lookup reports the size it needs. */
+		len = 1;
+		ret = fi_av_lookup(f.av, f.ep[0].addr, buf, &len);
+		cf_assert(len == f.ep[0].namelen, "%s: fi_av_lookup with a "
+			  "1-byte buffer: ret %d len %zu, want len %zu", tn,
+			  ret, len, f.ep[0].namelen);
+		av_roundtrip(&f, f.ep[0].addr, f.ep[1].addr, "after insert");
+
+		/* Remove ep1: sending to it fails and delivers nothing. */
+		cf_ok(fi_av_remove(f.av, &f.ep[1].addr, 1, 0));
+		len = sizeof(buf);
+		/* fi_av(3) makes the address invalid, lookup unspecified. */
+		ret = fi_av_lookup(f.av, f.ep[1].addr, buf, &len);
+		if (!ret)
+			cf_note("%s: fi_av_lookup of a removed address "
+				"succeeds", tn);
+		cf_mem_reg(&f, 0, &sm, 100, FI_SEND);
+		cf_mem_reg(&f, 1, &rm, 100, FI_RECV);
+		cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 100, rm.desc,
+				    FI_ADDR_UNSPEC, &rc));
+		sret = fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr,
+			       &sc);
+		if (!sret) {
+			c = cf_wait_ctx(&f, 0, &sc);
+			/* Upstream 1.17 shm completes it; tcp crashes. */
+			cf_expect(c.err, "%s: send to a removed address "
+				  "completed successfully", tn);
+			if (c.err)
+				cf_note("%s: send to a removed address: error "
+				"completion %d (%s)", tn, c.err,
+				fi_strerror(c.err));
+		} else {
+			cf_note("%s: send to a removed address: returned %zd "
+				"(%s)", tn, sret, fi_strerror((int)-sret));
+		}
+		cf_expect_none(&f, 1, 100);
+		cf_ok(fi_cancel(&f.ep[1].ep->fid, &rc));
+		c = cf_wait_ctx(&f, 1, &rc);
+		cf_assert(c.err == FI_ECANCELED, "%s: receive after a send to "
+			  "a removed address: err %d", tn, c.err);
+		cf_mem_free(&sm);
+		cf_mem_free(&rm);
+
+		/* Both names at once, then traffic over the new addresses. */
+		memcpy(buf, f.ep[0].name, f.ep[0].namelen);
+		cf_assert(f.ep[0].namelen == f.ep[1].namelen,
+			  "names of different lengths");
+		memcpy(buf + f.ep[0].namelen, f.ep[1].name, f.ep[1].namelen);
+		ret = fi_av_insert(f.av, buf, 2, two, 0, NULL);
+		cf_assert(ret == 2, "%s: batch insert of 2: %d", tn, ret);
+		for (i = 0; i < 2; i++) {
+			len = sizeof(str);
+			cf_ok(fi_av_lookup(f.av, two[i], str, &len));
+			cf_assert(len == f.ep[i].namelen &&
+				  !memcmp(str, f.ep[i].name, len),
+				  "%s: batch-inserted address %d looks up "
+				  "wrong", tn, i);
+		}
+		av_roundtrip(&f, two[0], two[1], "after re-insert");
+		cf_close(&f);
+	}
+	return 0;
+}
+
+/*
+ * FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE as
+ * fi_sendmsg/fi_writemsg flags: accepted, completed, data intact; at
+ * FI_DELIVERY_COMPLETE the data is at the target by the time the
+ * initiator's completion is read.
+ */
+static int case_comp_levels(const char *prov)
+{
+	static const uint64_t lvl[3] = { FI_INJECT_COMPLETE,
+					 FI_TRANSMIT_COMPLETE,
+					 FI_DELIVERY_COMPLETE };
+	static const char *const lname[3] = { "FI_INJECT_COMPLETE",
+					      "FI_TRANSMIT_COMPLETE",
+					      "FI_DELIVERY_COMPLETE" };
+	static const size_t sizes[2] = { 100, 300000 };
+	struct cf_opts o = { .caps = FI_MSG | FI_RMA };
+	struct fi_context2 sc, rc;
+	struct cf_mem sm, rm;
+	struct cf_comp c;
+	struct cf_fix f;
+	bool rma = true;
+	int k, s;
+
+	o.caps = FI_MSG | FI_RMA;
+	{
+		struct fi_info *fi;
+		int ret;
+
+		fi = cf_getinfo(prov, &o, &ret);
+		fi_freeinfo(fi);
+		if (ret) {
+			o.caps = FI_MSG;
+			rma = false;
+			cf_note("no FI_RMA: levels tested on sends only");
+		}
+	}
+	cf_open(&f, prov, &o);
+	cf_mem_reg(&f, 0, &sm, 300000, FI_SEND | FI_WRITE);
+	cf_mem_reg(&f, 1, &rm, 300000,
+		   FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ);
+	for (k = 0; k < 3; k++) {
+		for (s = 0; s < 2; s++) {
+			size_t len = sizes[s];
+			struct iovec iov = { sm.p, len };
+			struct fi_msg msg = {
+				.msg_iov = &iov, .desc = &sm.desc,
+				.iov_count = 1, .addr = f.ep[1].addr,
+				.context = &sc,
+			};
+			char what[96];
+
+			snprintf(what, sizeof(what), "fi_sendmsg %s %zu bytes",
+				 lname[k], len);
+			memset(rm.p, 0, len);
+			cf_fill(sm.p, len, 10 * k + s);
+			cf_post(&f, fi_recv(f.ep[1].ep, rm.p, len, rm.desc,
+					    FI_ADDR_UNSPEC, &rc));
+			cf_post(&f, fi_sendmsg(f.ep[0].ep, &msg,
+					       FI_COMPLETION | lvl[k]));
+			/* Harvest only the sender's CQ while waiting. */
+			c = cf_wait_ctx(&f, 0, &sc);
+			cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
+				  fi_strerror(c.err));
+			if (lvl[k] == FI_DELIVERY_COMPLETE)
+				cf_check_fill(rm.p, len, 10 * k + s, what);
+			/* The source buffer is reusable at any level. */
+			memset(sm.p, 0, len);
+			c = cf_wait_ctx(&f, 1, &rc);
+			cf_assert(!c.err && c.len == len, "%s: receive err %d",
+				  what, c.err);
+			cf_check_fill(rm.p, len, 10 * k + s, what);
+			if (!rma)
+				continue;
+
+			snprintf(what, sizeof(what), "fi_writemsg %s %zu "
+				 "bytes", lname[k], len);
+			{
+				struct fi_rma_iov riov = { rm.raddr, len,
+							   rm.key };
+				struct fi_msg_rma wmsg = {
+					.msg_iov = &iov, .desc = &sm.desc,
+					.iov_count = 1, .addr = f.ep[1].addr,
+					.rma_iov = &riov, .rma_iov_count = 1,
+					.context = &sc,
+				};
+
+				memset(rm.p, 0, len);
+				cf_fill(sm.p, len, 10 * k + s + 5);
+				cf_post(&f, fi_writemsg(f.ep[0].ep, &wmsg,
+							FI_COMPLETION |
+							lvl[k]));
+			}
+			c = cf_wait_ctx(&f, 0, &sc);
+			cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
+				  fi_strerror(c.err));
+			if (lvl[k] == FI_DELIVERY_COMPLETE) {
+				cf_check_fill(rm.p, len, 10 * k + s + 5, what);
+			} else {
+				uint64_t end = cf_now_ms() + CF_WAIT_MS;
+				uint8_t *want = malloc(len);
+
+				cf_fill(want, len, 10 * k + s + 5);
+				while (memcmp(rm.p, want, len)) {
+					cf_assert(cf_now_ms() < end, "%s: data "
+						  "never reached the target",
+						  what);
+					cf_progress(&f);
+				}
+				free(want);
+			}
+		}
+	}
+	cf_expect_none(&f, 0, 50);
+	cf_expect_none(&f, 1, 0);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
+/* A context with guard bytes on both sides. */
+struct guarded_ctx {
+	uint8_t pre[64];
+	struct fi_context2 ctx;
+	uint8_t post[64];
+};
+
+/*
+ * FI_CONTEXT/FI_CONTEXT2: the provider may use the fi_context(2) we pass,
+ * but nothing outside it, and hands back the same pointer.  A provider
+ * that asked only for FI_CONTEXT must leave the second half of an
+ * fi_context2 alone.
+ */
+static int case_context(const char *prov)
+{
+	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	static struct guarded_ctx g[8];
+	struct cf_mem sm, rm;
+	uint64_t mode;
+	struct cf_comp c;
+	struct cf_fix f;
+	size_t limit, j;
+	int i;
+
+	cf_open(&f, prov, &o);
+	mode = f.info->mode;
+	cf_note("provider mode [%s]", fi_tostr(&mode, FI_TYPE_MODE));
+	limit = (mode & FI_CONTEXT2) ? sizeof(struct fi_context2) :
+		(mode & FI_CONTEXT) ? sizeof(struct fi_context) : 0;
+	memset(g, 0xc3, sizeof(g));
+	cf_mem_reg(&f, 0, &sm, 70000, FI_SEND);
+	cf_mem_reg(&f, 1, &rm, 4 * 70000, FI_RECV);
+	cf_fill(sm.p, 70000, 2);
+	for (i = 0; i < 4; i++) {
+		size_t len = i & 1 ? 70000 : 64;
+
+		if (i < 2)
+			cf_post(&f, fi_recv(f.ep[1].ep, rm.p + i * 70000, len,
+					    rm.desc, FI_ADDR_UNSPEC,
+					    &g[4 + i].ctx));
+		else
+			cf_post(&f, fi_trecv(f.ep[1].ep, rm.p + i * 70000, len,
+					     rm.desc, FI_ADDR_UNSPEC, i, 0,
+					     &g[4 + i].ctx));
+	}
+	for (i = 0; i < 4; i++) {
+		size_t len = i & 1 ? 70000 : 64;
+
+		if (i < 2)
+			cf_post(&f, fi_send(f.ep[0].ep, sm.p, len, sm.desc,
+					    f.ep[1].addr, &g[i].ctx));
+		else
+			cf_post(&f, fi_tsend(f.ep[0].ep, sm.p, len, sm.desc,
+					     f.ep[1].addr, i, &g[i].ctx));
+	}
+	for (i = 0; i < 8; i++) {
+		c = cf_wait_ctx(&f, i < 4 ? 0 : 1, &g[i].ctx);
+		cf_assert(!c.err, "operation %d: error %d", i, c.err);
+		if (i >= 4)
+			cf_check_fill(rm.p + (i - 4) * 70000, c.len, 2,
+				      "received data");
+	}
+	for (i = 0; i < 8; i++) {
+		const uint8_t *p = (const uint8_t *)&g[i].ctx;
+
+		for (j = 0; j < 64; j++)
+			cf_assert(g[i].pre[j] == 0xc3 && g[i].post[j] == 0xc3,
+				  "operation %d: bytes around its context were "
+				  "written", i);
+		for (j = limit; j < sizeof(struct fi_context2); j++)
+			cf_assert(p[j] == 0xc3, "operation %d: context byte "
+				  "%zu written though the mode allows %zu", i,
+				  j, limit);
+	}
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
+#define MT_N 400
+#define MT_LEN(k) (32 + (size_t)(k) * 13)
+
+/* The context of each operation says who posted it. */
+struct mt_op {
+	struct fi_context2 ctx;
+	int owner;		/* 0,1 senders on ep0; 2,3 receivers on ep1 */
+	int k;
+	size_t len;
+};
+
+struct mt {
+	struct cf_fix *f;
+	struct cf_mem sm[2], rm[2];
+	struct mt_op ops[4][MT_N];
+	atomic_int done[4];
+	atomic_int dup;
+	atomic_int errors;
+	uint64_t deadline;
+};
+
+struct mt_arg {
+	struct mt *m;
+	int who;
+};
+
+/* Read this thread's endpoint's CQ and credit whoever posted each entry. */
+static void mt_poll(struct mt *m, int ep)
+{
+	struct fi_cq_tagged_entry e[8];
+	ssize_t n, i;
+
+	n = fi_cq_read(m->f->ep[ep].cq, e, 8);
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = { 0 };
+
+		if (fi_cq_readerr(m->f->ep[ep].cq, &err, 0) == 1)
+			atomic_fetch_add(&m->errors, 1);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct mt_op *op = e[i].op_context;
+
+		if (op->owner >= 2)
+			op->len = e[i].len;
+		/* ctx first word is provider-owned; the k field marks use. */
+		if (op->k < 0)
+			atomic_fetch_add(&m->dup, 1);
+		op->k = -1 - op->k;
+		atomic_fetch_add(&m->done[op->owner], 1);
+	}
+}
+
+static void *mt_thread(void *p)
+{
+	struct mt_arg *a = p;
+	struct mt *m = a->m;
+	struct cf_fix *f = m->f;
+	int who = a->who, ep = who < 2 ? 0 : 1, t = who & 1, k;
+	ssize_t ret;
+
+	for (k = 0; k < MT_N; k++) {
+		struct mt_op *op = &m->ops[who][k];
+
+		op->owner = who;
+		op->k = k;
+		do {
+			if (who < 2)
+				ret = fi_tsend(f->ep[0].ep,
+					       m->sm[t].p + k * 8, MT_LEN(k),
+					       m->sm[t].desc, f->ep[1].addr,
+					       100 + t, &op->ctx);
+			else
+				ret = fi_trecv(f->ep[1].ep,
+					       m->rm[t].p + k * 8192, 8192,
+					       m->rm[t].desc, FI_ADDR_UNSPEC,
+					       100 + t, 0, &op->ctx);
+			if (ret == -FI_EAGAIN)
+				mt_poll(m, ep);
+		} while (ret == -FI_EAGAIN && cf_now_ms() < m->deadline);
+		if (ret) {
+			atomic_fetch_add(&m->errors, 1);
+			return NULL;
+		}
+	}
+	while (atomic_load(&m->done[who]) < MT_N &&
+	       cf_now_ms() < m->deadline)
+		mt_poll(m, ep);
+	return NULL;
+}
+
+/*
+ * FI_THREAD_SAFE: two threads send tagged messages on one endpoint while
+ * two threads post receives and poll on the other; every message arrives
+ * intact, every operation completes once.
+ */
+static int case_thread_safe(const char *prov)
+{
+	struct cf_opts o = { .caps = FI_TAGGED,
+			     .threading = FI_THREAD_SAFE };
+	static struct mt m;
+	struct mt_arg args[4];
+	pthread_t th[4];
+	struct cf_fix f;
+	int i, k, t;
+
+	cf_open(&f, prov, &o);
+	m.f = &f;
+	m.deadline = cf_now_ms() + 60000;
+	for (t = 0; t < 2; t++) {
+		cf_mem_reg(&f, 0, &m.sm[t], MT_N * 8 + 8192, FI_SEND);
+		cf_fill(m.sm[t].p, MT_N * 8 + 8192, 70 + t);
+		cf_mem_reg(&f, 1, &m.rm[t], (size_t)MT_N * 8192, FI_RECV);
+	}
+	/* Receivers first, so most receives are posted before the sends. */
+	for (i = 3; i >= 0; i--) {
+		args[i] = (struct mt_arg){ &m, i };
+		cf_assert(!pthread_create(&th[i], NULL, mt_thread, &args[i]),
+			  "pthread_create");
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	cf_assert(!atomic_load(&m.errors), "%d operations failed",
+		  atomic_load(&m.errors));
+	cf_assert(!atomic_load(&m.dup), "%d duplicate completions",
+		  atomic_load(&m.dup));
+	for (i = 0; i < 4; i++)
+		cf_assert(atomic_load(&m.done[i]) == MT_N, "thread %d: %d of "
+			  "%d operations completed", i,
+			  atomic_load(&m.done[i]), MT_N);
+	/*
+	 * Receive k of tag t holds message k of sender t if the provider
+	 * orders same-tag messages; else the length says which it holds.
+	 */
+	for (t = 0; t < 2; t++) {
+		for (k = 0; k < MT_N; k++) {
+			size_t len = m.ops[2 + t][k].len;
+			size_t src = (len - 32) / 13;
+			uint8_t *want = m.sm[t].p + src * 8;
+
+			cf_assert(len >= 32 && (len - 32) % 13 == 0 &&
+				  src < MT_N, "receive %d of tag %d: length "
+				  "%zu matches no message", k, 100 + t, len);
+			cf_assert(!memcmp(m.rm[t].p + (size_t)k * 8192, want,
+					  len), "receive %d of tag %d: data "
+				  "differs from message %zu", k, 100 + t, src);
+		}
+	}
+	for (t = 0; t < 2; t++) {
+		cf_mem_free(&m.sm[t]);
+		cf_mem_free(&m.rm[t]);
+	}
+	cf_close(&f);
+	return 0;
+}
+
+const struct cf_case cf_cases_misc[] = {
+	{ "cntr", "send/recv counters, fi_cntr_wait, error counts, set/add",
+	  case_cntr },
+	{ "av", "FI_AV_MAP and FI_AV_TABLE: insert, lookup, straddr, remove, "
+	  "re-insert", case_av },
+	{ "comp_levels", "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "
+	  "writes", case_comp_levels },
+	{ "context", "FI_CONTEXT/FI_CONTEXT2: only the context is written, "
+	  "returned as given", case_context },
+	{ "thread_safe", "FI_THREAD_SAFE: 2 sender and 2 receiver threads on "
+	  "two endpoints", case_thread_safe },
+	{ NULL },
+};
