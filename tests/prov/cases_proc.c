@@ -1,3 +1,380 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Two-process conformance cases: the case process starts this same
+ * program in a peer role (fork + exec, "-R ROLE") and the two exchange
+ * their endpoint names over a pair of pipes (fd 3 in, fd 4 out on the
+ * peer's side), then talk over the provider only.  The peer dies with its
+ * parent (PR_SET_PDEATHSIG) and on its own alarm; it is only ever stopped
+ * by its PID.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
 #include "conformance.h"
-const struct cf_case cf_cases_proc[] = { { NULL } };
-int cf_peer_main(const char *role, int argc, char **argv) { (void)role; (void)argc; (void)argv; return 1; }
+
+#define PEER_IN 3
+#define PEER_OUT 4
+#define PEER_ALARM_S 150
+
+/* The pingpong schedule both sides follow: count messages of each size. */
+static const struct {
+	size_t len;
+	int count;
+} sched[] = {
+	{ 1, 250 }, { 100, 250 }, { 4096, 250 }, { 70000, 250 },
+	{ 1 << 20, 20 },
+};
+
+#define NSCHED (sizeof(sched) / sizeof(sched[0]))
+#define PP_MAX (1 << 20)
+#define WARMUP 10
+
+struct peer_link {
+	pid_t pid;
+	int wfd, rfd;
+};
+
+/* Make fd number want a copy of fd, inherited across exec. */
+static void move_fd(int fd, int want)
+{
+	if (fd == want) {
+		fcntl(fd, F_SETFD, 0);
+		return;
+	}
+	if (dup2(fd, want) < 0)
+		_exit(127);
+}
+
+static void spawn_peer(const char *role, struct peer_link *l)
+{
+	int down[2], up[2];
+
+	cf_assert(!pipe2(down, O_CLOEXEC) && !pipe2(up, O_CLOEXEC), "pipe2");
+	fflush(stdout);
+	l->pid = fork();
+	cf_assert(l->pid >= 0, "fork: %s", strerror(errno));
+	if (!l->pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Keep the ends apart from 3 and 4 before moving them there. */
+		down[0] = fcntl(down[0], F_DUPFD_CLOEXEC, 10);
+		up[1] = fcntl(up[1], F_DUPFD_CLOEXEC, 10);
+		move_fd(down[0], PEER_IN);
+		move_fd(up[1], PEER_OUT);
+		execl(cf_self_exe, "conformance", "-p", cf_prov, "-R", role,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(down[0]);
+	close(up[1]);
+	l->wfd = down[1];
+	l->rfd = up[0];
+}
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		cf_assert(n > 0, "write to peer pipe: %s", strerror(errno));
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void read_all(int fd, void *buf, size_t len, int timeout_ms)
+{
+	uint64_t end = cf_now_ms() + timeout_ms;
+	uint8_t *p = buf;
+	ssize_t n;
+
+	while (len) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		int left = (int)(end - cf_now_ms());
+
+		cf_assert(cf_now_ms() < end, "peer said nothing for %d ms",
+			  timeout_ms);
+		if (poll(&pfd, 1, left) <= 0)
+			continue;
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		cf_assert(n > 0, "peer pipe closed (peer died?)");
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void send_name(int fd, const struct cf_ep *e)
+{
+	uint32_t len = (uint32_t)e->namelen;
+
+	write_all(fd, &len, sizeof(len));
+	write_all(fd, e->name, len);
+}
+
+/* Read the other side's name and insert it into our AV. */
+static fi_addr_t recv_name(int fd, struct cf_fix *f)
+{
+	uint8_t name[CF_MAX_NAME];
+	uint32_t len;
+	fi_addr_t a;
+	int ret;
+
+	read_all(fd, &len, sizeof(len), CF_WAIT_MS);
+	cf_assert(len > 0 && len <= sizeof(name), "peer name of %u bytes",
+		  len);
+	read_all(fd, name, len, CF_WAIT_MS);
+	ret = fi_av_insert(f->av, name, 1, &a, 0, NULL);
+	cf_assert(ret == 1, "fi_av_insert of the peer's name: %d", ret);
+	return a;
+}
+
+/* Wait for the peer to exit; its status must be 0 unless killed. */
+static int reap(struct peer_link *l, int timeout_ms)
+{
+	uint64_t end = cf_now_ms() + timeout_ms;
+	int status;
+
+	for (;;) {
+		pid_t w = waitpid(l->pid, &status, WNOHANG);
+
+		if (w == l->pid)
+			return status;
+		if (cf_now_ms() > end) {
+			kill(l->pid, SIGKILL);
+			waitpid(l->pid, &status, 0);
+			cf_fail("peer %d did not exit within %d ms", (int)l->pid,
+				timeout_ms);
+		}
+		cf_sleep_ms(5);
+	}
+}
+
+/* One message out and its echo back, both verified. */
+static void ping(struct cf_fix *f, fi_addr_t peer, struct cf_mem *sm,
+		 struct cf_mem *rm, size_t len, unsigned int seed)
+{
+	struct fi_context2 sc, rc;
+	struct cf_comp c;
+
+	cf_fill(sm->p, len, seed);
+	memset(rm->p, 0, len);
+	cf_post(f, fi_recv(f->ep[0].ep, rm->p, len, rm->desc, peer, &rc));
+	cf_post(f, fi_send(f->ep[0].ep, sm->p, len, sm->desc, peer, &sc));
+	c = cf_wait_ctx(f, 0, &sc);
+	cf_assert(!c.err, "ping %u (%zu bytes): send error %d (%s)", seed, len,
+		  c.err, fi_strerror(c.err));
+	c = cf_wait_ctx(f, 0, &rc);
+	cf_assert(!c.err && c.len == len, "ping %u (%zu bytes): echo err %d "
+		  "len %zu", seed, len, c.err, c.len);
+	cf_check_fill(rm->p, len, seed, "echo from the peer process");
+}
+
+/* The peer's side: receive, verify, send the same bytes back. */
+static void pong(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
+		 size_t len, unsigned int seed)
+{
+	struct fi_context2 sc, rc;
+	struct cf_comp c;
+
+	memset(m->p, 0, len);
+	cf_post(f, fi_recv(f->ep[0].ep, m->p, len, m->desc, peer, &rc));
+	c = cf_wait_ctx(f, 0, &rc);
+	cf_assert(!c.err && c.len == len, "pong %u: err %d len %zu, want %zu",
+		  seed, c.err, c.len, len);
+	cf_check_fill(m->p, len, seed, "ping in the peer process");
+	cf_post(f, fi_send(f->ep[0].ep, m->p, len, m->desc, peer, &sc));
+	c = cf_wait_ctx(f, 0, &sc);
+	cf_assert(!c.err, "pong %u: send error %d", seed, c.err);
+}
+
+static void open_one(struct cf_fix *f, const char *prov)
+{
+	struct cf_opts o = { .caps = FI_MSG, .nep = 1, .no_insert = true };
+
+	cf_open(f, prov, &o);
+}
+
+int cf_peer_main(const char *role, int argc, char **argv)
+{
+	struct cf_mem m;
+	struct cf_fix f;
+	fi_addr_t peer;
+	unsigned int seed = 0;
+	size_t s;
+	int i;
+	char b = 'D';
+
+	(void)argc;
+	(void)argv;
+	cf_case_name = role;
+	alarm(PEER_ALARM_S);
+	open_one(&f, cf_prov);
+	send_name(PEER_OUT, &f.ep[0]);
+	peer = recv_name(PEER_IN, &f);
+	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
+	if (!strcmp(role, "pong")) {
+		for (s = 0; s < NSCHED; s++)
+			for (i = 0; i < sched[s].count; i++)
+				pong(&f, peer, &m, sched[s].len, seed++);
+	} else if (!strcmp(role, "victim")) {
+		for (i = 0; i < WARMUP; i++)
+			pong(&f, peer, &m, 4096, seed++);
+		write_all(PEER_OUT, &b, 1);
+		/* Keep the endpoint open until killed. */
+		for (;;)
+			pause();
+	} else {
+		cf_fail("unknown peer role %s", role);
+	}
+	cf_mem_free(&m);
+	cf_close(&f);
+	write_all(PEER_OUT, &b, 1);
+	return 0;
+}
+
+/*
+ * 1020 round trips with a peer process at sizes from 1 byte to 1 MiB, each
+ * message verified by the peer and its echo by us; the peer exits 0.
+ */
+static int case_proc_pingpong(const char *prov)
+{
+	struct peer_link l;
+	struct cf_mem sm, rm;
+	struct cf_fix f;
+	fi_addr_t peer;
+	unsigned int seed = 0;
+	int i, status;
+	size_t s;
+	char b;
+
+	open_one(&f, prov);
+	spawn_peer("pong", &l);
+	send_name(l.wfd, &f.ep[0]);
+	peer = recv_name(l.rfd, &f);
+	cf_mem_reg(&f, 0, &sm, PP_MAX, FI_SEND);
+	cf_mem_reg(&f, 0, &rm, PP_MAX, FI_RECV);
+	for (s = 0; s < NSCHED; s++)
+		for (i = 0; i < sched[s].count; i++)
+			ping(&f, peer, &sm, &rm, sched[s].len, seed++);
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	cf_expect_none(&f, 0, 50);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/* Poll for ctx up to ms; report what the provider did with the operation. */
+static void report_op(struct cf_fix *f, void *ctx, int ms, const char *what)
+{
+	uint64_t end = cf_now_ms() + ms;
+	struct cf_queue *q = &f->ep[0].q;
+	size_t j;
+
+	while (cf_now_ms() < end) {
+		cf_progress(f);
+		for (j = 0; j < q->n; j++) {
+			if (q->v[j].ctx != ctx)
+				continue;
+			if (q->v[j].err)
+				cf_note("%s: error completion %d (%s)", what,
+					q->v[j].err, fi_strerror(q->v[j].err));
+			else
+				cf_note("%s: completed successfully", what);
+			return;
+		}
+	}
+	cf_note("%s: no completion within %d ms (timeout)", what, ms);
+}
+
+/*
+ * A peer killed with SIGKILL while we talk to it: every call we make
+ * afterwards must return, and the endpoint must close.  What the provider
+ * reports (error completion, success, or nothing before our timeout) is
+ * noted, not judged.
+ */
+static int case_proc_peer_killed(const char *prov)
+{
+	struct fi_context2 sc[2], rc;
+	struct peer_link l;
+	struct cf_mem sm, rm;
+	struct cf_fix f;
+	fi_addr_t peer;
+	ssize_t ret;
+	int i, status;
+	char b;
+
+	open_one(&f, prov);
+	spawn_peer("victim", &l);
+	send_name(l.wfd, &f.ep[0]);
+	peer = recv_name(l.rfd, &f);
+	cf_mem_reg(&f, 0, &sm, PP_MAX, FI_SEND);
+	cf_mem_reg(&f, 0, &rm, PP_MAX, FI_RECV);
+	for (i = 0; i < WARMUP; i++)
+		ping(&f, peer, &sm, &rm, 4096, i);
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+
+	cf_assert(!kill(l.pid, SIGKILL), "kill %d: %s", (int)l.pid,
+		  strerror(errno));
+	status = reap(&l, CF_WAIT_MS);
+	cf_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "peer ended with status 0x%x before being killed", status);
+
+	cf_post(&f, fi_recv(f.ep[0].ep, rm.p, PP_MAX, rm.desc, peer, &rc));
+	for (i = 0; i < 2; i++) {
+		size_t len = i ? PP_MAX : 64;
+		uint64_t end = cf_now_ms() + 5000;
+
+		do {
+			ret = fi_send(f.ep[0].ep, sm.p, len, sm.desc, peer,
+				      &sc[i]);
+			if (ret == -FI_EAGAIN)
+				cf_progress(&f);
+		} while (ret == -FI_EAGAIN && cf_now_ms() < end);
+		if (ret) {
+			cf_note("send of %zu bytes to the dead peer returned "
+				"%zd (%s)", len, ret, fi_strerror((int)-ret));
+			continue;
+		}
+		report_op(&f, &sc[i], 5000, i ? "1 MiB send to the dead peer" :
+					     "64-byte send to the dead peer");
+	}
+	report_op(&f, &rc, 100, "receive from the dead peer");
+	ret = fi_cancel(&f.ep[0].ep->fid, &rc);
+	cf_note("fi_cancel of that receive: %zd", ret);
+	report_op(&f, &rc, 1000, "the cancelled receive");
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+const struct cf_case cf_cases_proc[] = {
+	{ "proc_pingpong", "two processes: 1020 verified round trips, 1 B to "
+	  "1 MiB", case_proc_pingpong },
+	{ "proc_peer_killed", "two processes: peer SIGKILLed, survivor's "
+	  "calls return and the endpoint closes", case_proc_peer_killed },
+	{ NULL },
+};

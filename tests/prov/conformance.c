@@ -4,6 +4,8 @@
  * shares.
  *
  *   conformance -p PROV [-c CASE]...   run all (or the named) cases
+ *               [-t SECONDS]           deadline per case (default 60, or
+ *                                      $CF_CASE_TIMEOUT)
  *   conformance -l                     list the cases
  *   conformance -P                     list the providers the library has
  *
@@ -35,6 +37,7 @@ const char *cf_self_exe;
 /* The case process tells the driver it printed its result line here. */
 static int cf_result_fd = -1;
 static int cf_nexpect;
+static bool cf_in_peer;
 
 static void cf_result_sent(void)
 {
@@ -71,7 +74,9 @@ void cf_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("FAIL: %s %s: ", cf_prov, cf_case_name);
+	/* A peer's failure shows in its case's result, not as one of its own. */
+	printf("%s: %s %s: ", cf_in_peer ? "  peer failed" : "FAIL", cf_prov,
+	       cf_case_name);
 	cf_where(file, line);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
@@ -85,7 +90,8 @@ void cf_skip(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("SKIP: %s %s: ", cf_prov, cf_case_name);
+	printf("%s: %s %s: ", cf_in_peer ? "  peer skipped" : "SKIP", cf_prov,
+	       cf_case_name);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -719,7 +725,7 @@ static void cf_usage(const char *argv0)
 
 int main(int argc, char **argv)
 {
-	int npass = 0, nfail = 0, nskip = 0, nsel = 0, limit_s = 120;
+	int npass = 0, nfail = 0, nskip = 0, nsel = 0, limit_s = 60;
 	char *sel[256];
 	const char *role = NULL;
 	bool list = false;
@@ -727,6 +733,8 @@ int main(int argc, char **argv)
 	int opt;
 
 	cf_self_exe = "/proc/self/exe";
+	if (getenv("CF_CASE_TIMEOUT"))
+		limit_s = atoi(getenv("CF_CASE_TIMEOUT"));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((opt = getopt(argc, argv, "p:c:t:lPR:h")) != -1) {
 		switch (opt) {
@@ -766,6 +774,7 @@ int main(int argc, char **argv)
 		cf_usage(argv[0]);
 		return 2;
 	}
+	cf_in_peer = role != NULL;
 	if (role)
 		return cf_peer_main(role, argc - optind, argv + optind);
 
