@@ -12,6 +12,7 @@
 #include "shm.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,31 +93,43 @@ static struct shm_conn *conn_get(struct shm_ep *ep, const char *name)
 	return c;
 }
 
+/* Take entry i of the peer's table if it is in state `from`. */
+static bool peer_take(struct shm_peer *p, uint32_t from)
+{
+	uint32_t expect = from;
+
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) != from)
+		return false;
+	/* An ACTIVE entry is taken over only from a holder that is gone. */
+	if (from == SHM_PEER_ACTIVE && !(kill(p->pid, 0) && errno == ESRCH))
+		return false;
+	return atomic_compare_exchange_strong(&p->state, &expect,
+					      SHM_PEER_CLAIMED);
+}
+
 /* Claim an entry in the peer's table so that our slots can name us. */
 static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 {
+	static const uint32_t from[] = { SHM_PEER_FREE, SHM_PEER_ACTIVE };
 	struct shm_peer *peers = shm_map_peers(&c->map);
-	uint32_t i, n = c->map.hdr->max_peers;
+	uint32_t i, n = c->map.hdr->max_peers, pass;
 
-	for (i = 0; i < n; i++) {
-		uint32_t expect = SHM_PEER_FREE;
-
-		if (atomic_load_explicit(&peers[i].state,
-					 memory_order_relaxed) != SHM_PEER_FREE)
-			continue;
-		if (!atomic_compare_exchange_strong(&peers[i].state, &expect,
-						    SHM_PEER_CLAIMED))
-			continue;
-		peers[i].pid = getpid();
-		snprintf(peers[i].name, sizeof(peers[i].name), "%s", ep->name);
-		peers[i].gen = (peers[i].gen + 1) & 0xffff;
-		if (!peers[i].gen)
-			peers[i].gen = 1;
-		atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
-				      memory_order_release);
-		c->src_id = i | (peers[i].gen << 16);
-		c->claimed = true;
-		return 0;
+	for (pass = 0; pass < WEFT_ARRAY_SIZE(from); pass++) {
+		for (i = 0; i < n; i++) {
+			if (!peer_take(&peers[i], from[pass]))
+				continue;
+			peers[i].pid = getpid();
+			snprintf(peers[i].name, sizeof(peers[i].name), "%s",
+				 ep->name);
+			peers[i].gen = (peers[i].gen + 1) & 0xffff;
+			if (!peers[i].gen)
+				peers[i].gen = 1;
+			atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
+					      memory_order_release);
+			c->src_id = i | (peers[i].gen << 16);
+			c->claimed = true;
+			return 0;
+		}
 	}
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"%s: all %u peer entries of %s are taken\n", ep->name, n,
