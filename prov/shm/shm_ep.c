@@ -188,6 +188,11 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	uint32_t idx;
 	int ret;
 
+	/* The entry must still be live (a removed FI_AV_TABLE index keeps
+	 * its value): a few loads, no lock. */
+	addr = util_av_addr(av, dest);
+	if (weft_unlikely(!addr))
+		return -FI_EINVAL;
 	idx = util_av_index(av, dest);
 	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
 			ep->by_addr_fi[idx] == dest)) {
@@ -196,9 +201,6 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 			return -FI_ECONNRESET;
 		return conn_ready(ep, *out);
 	}
-	addr = util_av_addr(av, dest);
-	if (!addr)
-		return -FI_EINVAL;
 	if (idx >= ep->nby_addr) {
 		size_t n = WEFT_MAX((size_t)idx + 1, ep->nby_addr * 2);
 		struct shm_conn **b = realloc(ep->by_addr, n * sizeof(*b));
