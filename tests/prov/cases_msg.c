@@ -890,7 +890,9 @@ static int case_source_err(const char *prov)
 /*
  * A receive buffer smaller than the message: FI_ETRUNC with olen the bytes
  * cut off, the part that fits delivered; the sender completes.  Eager and
- * large messages, untagged and tagged.
+ * large messages, untagged and tagged.  Upstream 1.17 shm and tcp report
+ * olen 0; for the 1 MiB message shm hangs and tcp never completes the
+ * receive.
  */
 static int case_truncation(const char *prov)
 {
@@ -1068,6 +1070,7 @@ static int case_peek_claim(const char *prov)
 		cf_fill(sm[i].p, 1000 + i, 90 + i);
 	}
 
+	/* Upstream 1.17 shm posts no completion at all for this peek. */
 	cf_post(&f, trecvmsg(&f, NULL, 0, 0x77, &pc, FI_PEEK));
 	c = cf_wait_ctx(&f, 1, &pc);
 	cf_assert(c.err == FI_ENOMSG, "peek with nothing sent: err %d (%s), "
@@ -1206,7 +1209,10 @@ static void multi_recv(const char *prov, bool late)
 	cf_close(&f);
 }
 
-/* The man page recommends setting FI_OPT_MIN_MULTI_RECV before fi_enable. */
+/*
+ * The man page recommends setting FI_OPT_MIN_MULTI_RECV before fi_enable.
+ * Upstream 1.17 shm crashes (SIGSEGV) in that fi_setopt.
+ */
 static int case_multi_recv(const char *prov)
 {
 	multi_recv(prov, false);
