@@ -24,6 +24,7 @@
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
+#include "weft/util_iov.h"
 #include "shm_queue.h"
 
 /* Slot operations. */
@@ -410,55 +411,6 @@ static void flush_pending(struct shm_ep *ep)
 	}
 }
 
-static size_t gather(void *dst, const struct iovec *iov, size_t count,
-		     size_t len)
-{
-	size_t i, done = 0;
-
-	for (i = 0; i < count && done < len; i++) {
-		size_t n = WEFT_MIN(iov[i].iov_len, len - done);
-
-		memcpy((char *)dst + done, iov[i].iov_base, n);
-		done += n;
-	}
-	return done;
-}
-
-static void scatter(const struct iovec *iov, size_t count, const void *src,
-		    size_t len)
-{
-	size_t i, done = 0;
-
-	for (i = 0; i < count && done < len; i++) {
-		size_t n = WEFT_MIN(iov[i].iov_len, len - done);
-
-		memcpy(iov[i].iov_base, (const char *)src + done, n);
-		done += n;
-	}
-}
-
-/* Describe [skip, skip+len) of iov in out; returns the number of pieces. */
-static size_t iov_piece(const struct iovec *iov, size_t count, size_t skip,
-			size_t len, struct iovec *out)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < count && len; i++) {
-		size_t take;
-
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		take = WEFT_MIN(iov[i].iov_len - skip, len);
-		out[n].iov_base = (char *)iov[i].iov_base + skip;
-		out[n++].iov_len = take;
-		len -= take;
-		skip = 0;
-	}
-	return n;
-}
-
 static int bounce_get(struct shm_ep *ep, uint32_t *idx)
 {
 	uint32_t n = ep->own.hdr->bounce_count, i;
@@ -513,14 +465,14 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 		if (iov_count == 1)
 			memcpy(s->payload, iov[0].iov_base, hdr->len);
 		else
-			gather(s->payload, iov, iov_count, hdr->len);
+			util_iov_copy_from(s->payload, iov, iov_count, 0, hdr->len);
 	} else {
 		struct shm_bounce *bb = shm_map_bounce(&ep->own, bidx);
 
 		s->op = SHM_OP_BOUNCE;
 		s->aux = bidx;
 		memcpy(s->payload, &hdr->tx_id, sizeof(hdr->tx_id));
-		gather(bb->data, iov, iov_count, hdr->len);
+		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
 		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
@@ -693,11 +645,9 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		size_t chunk = WEFT_MIN(push->len - push->sent,
 					shm_params.bounce_size);
 		struct shm_bounce *bb;
-		struct iovec piece[UTIL_RDM_IOV_MAX];
 		struct shm_slot *s;
 		uint32_t bidx;
 		uint64_t pos;
-		size_t n;
 
 		if (bounce_get(ep, &bidx))
 			return false;
@@ -705,8 +655,8 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		if (!s)
 			return false;
 		bb = shm_map_bounce(&ep->own, bidx);
-		n = iov_piece(tx->iov, tx->iov_count, push->sent, chunk, piece);
-		gather(bb->data, piece, n, chunk);
+		util_iov_copy_from(bb->data, tx->iov, tx->iov_count, push->sent,
+				   chunk);
 		bb->len = (uint32_t)chunk;
 		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 		s->op = SHM_OP_DATA;
@@ -769,17 +719,16 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 {
 	struct shm_pull *pull = util_bufpool_at(ep->pulls, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
-	struct iovec piece[UTIL_RDM_IOV_MAX];
 	struct shm_bounce *bb;
-	size_t n, len = s->len;
+	size_t len = s->len;
 
 	if (!rp || conn_map(ep, rp->conn) ||
 	    s->aux >= rp->conn->map.hdr->bounce_count)
 		return;
 	bb = shm_map_bounce(&rp->conn->map, s->aux);
 	if (pull && s->data <= pull->len && len <= pull->len - s->data) {
-		n = iov_piece(pull->iov, pull->iov_count, s->data, len, piece);
-		scatter(piece, n, bb->data, len);
+		util_iov_copy_to(pull->iov, pull->iov_count, s->data, bb->data,
+				 len);
 		pull->got += len;
 	}
 	atomic_store_explicit(&bb->busy, 0, memory_order_release);
@@ -1010,12 +959,13 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 	if (!s)
 		return -FI_EAGAIN;
 
-	n = iov_piece(tx->iov, tx->iov_count, off, len, piece);
+	n = util_iov_slice(tx->iov, tx->iov_count, off, len, piece);
 	if (bidx != SHM_NO_BOUNCE) {
 		bb = shm_map_bounce(&ep->own, bidx);
-		gather(bb->data, piece, n, len);
+		util_iov_copy_from(bb->data, piece, n, 0, len);
 		if (tx->cmp_count)
-			gather(bb->data + len, tx->cmp_iov, tx->cmp_count, len);
+			util_iov_copy_from(bb->data + len, tx->cmp_iov,
+					   tx->cmp_count, 0, len);
 		bb->len = (uint32_t)len;
 		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
@@ -1237,7 +1187,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 	switch (req.kind) {
 	case UTIL_RDM_TX_WRITE:
 		if (ib) {
-			scatter(local, nlocal, ib->data, req.len);
+			util_iov_copy_to(local, nlocal, 0, ib->data, req.len);
 		} else {
 			n = cma_copy(req.pid, local, nlocal, &req, false);
 			ret = n == (ssize_t)req.len ? 0 : -FI_EIO;
@@ -1245,7 +1195,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 		break;
 	case UTIL_RDM_TX_READ:
 		if (tb) {
-			gather(tb->data, local, nlocal, req.len);
+			util_iov_copy_from(tb->data, local, nlocal, 0, req.len);
 		} else {
 			n = cma_copy(req.pid, local, nlocal, &req, true);
 			ret = n == (ssize_t)req.len ? 0 : -FI_EIO;
@@ -1302,10 +1252,9 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 {
 	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
-	struct iovec piece[UTIL_RDM_IOV_MAX];
 	struct shm_rma_chunked *ch = NULL;
 	struct shm_bounce *tb = NULL;
-	size_t off = 0, len, n;
+	size_t off = 0, len;
 
 	if (s->data && rp && !conn_map(ep, rp->conn) &&
 	    s->data - 1 < rp->conn->map.hdr->bounce_count)
@@ -1320,10 +1269,11 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	}
 	if (tx && tb && !s->aux) {
 		if (tx->kind == UTIL_RDM_TX_READ) {
-			n = iov_piece(tx->iov, tx->iov_count, off, len, piece);
-			scatter(piece, n, tb->data, len);
+			util_iov_copy_to(tx->iov, tx->iov_count, off, tb->data,
+					 len);
 		} else {
-			scatter(tx->res_iov, tx->res_count, tb->data, len);
+			util_iov_copy_to(tx->res_iov, tx->res_count, 0,
+					 tb->data, len);
 		}
 	}
 	if (tb)

@@ -12,64 +12,11 @@
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
+#include "weft/util_iov.h"
 
 #define RDM_DEFAULT_MIN_MULTI_RECV 64
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static size_t iov_len(const struct iovec *iov, size_t count)
-{
-	size_t len = 0, i;
-
-	for (i = 0; i < count; i++)
-		len += iov[i].iov_len;
-	return len;
-}
-
-/* Copy len bytes from src into iov, starting `skip` bytes into it. */
-static void iov_copy_in(const struct iovec *iov, size_t count, size_t skip,
-			const void *src, size_t len)
-{
-	const char *s = src;
-	size_t i;
-
-	for (i = 0; i < count && len; i++) {
-		size_t n;
-
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		n = WEFT_MIN(iov[i].iov_len - skip, len);
-		memcpy((char *)iov[i].iov_base + skip, s, n);
-		s += n;
-		len -= n;
-		skip = 0;
-	}
-}
-
-/* Describe [skip, skip+len) of iov as a new iovec array; returns count. */
-static size_t iov_slice(const struct iovec *iov, size_t count, size_t skip,
-			size_t len, struct iovec *out)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < count && len; i++) {
-		size_t take;
-
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		take = WEFT_MIN(iov[i].iov_len - skip, len);
-		out[n].iov_base = (char *)iov[i].iov_base + skip;
-		out[n].iov_len = take;
-		n++;
-		len -= take;
-		skip = 0;
-	}
-	return n;
-}
 
 static void cntr_inc(struct util_cntr *cntr, int err)
 {
@@ -266,7 +213,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 
 	if (weft_unlikely(count > UTIL_RDM_IOV_MAX || (count && !iov)))
 		return -FI_EINVAL;
-	hdr.len = iov_len(iov, count);
+	hdr.len = util_iov_len(iov, count);
 	comp = wants_comp(ep->tx_selective, flags);
 
 	ep_lock(ep);
@@ -493,7 +440,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	if (count > UTIL_RDM_IOV_MAX || rma_count > UTIL_RDM_IOV_MAX ||
 	    !rma_count || (count && !iov) || !rma)
 		return -FI_EINVAL;
-	len = iov_len(iov, count);
+	len = util_iov_len(iov, count);
 	for (i = 0; i < rma_count; i++)
 		rlen += rma[i].len;
 	if (len != rlen)
@@ -532,7 +479,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	tx->res_count = tx->cmp_count = 0;
 	if (flags & FI_INJECT) {
 		/* The buffer is the caller's again when we return. */
-		iov_slice(iov, count, 0, len, tx->iov);
+		util_iov_slice(iov, count, 0, len, tx->iov);
 		for (i = 0, rlen = 0; i < count; i++) {
 			memcpy(tx->inject_buf + rlen, iov[i].iov_base,
 			       iov[i].iov_len);
@@ -577,7 +524,7 @@ static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 			 uint64_t addr, uint64_t key, void *context)
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
-	struct fi_rma_iov rma = { addr, iov_len(iov, count), key };
+	struct fi_rma_iov rma = { addr, util_iov_len(iov, count), key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_READ, iov, desc, count, src, &rma, 1,
 		       context, 0, ep->tx_op_flags);
@@ -611,7 +558,7 @@ static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 			  uint64_t addr, uint64_t key, void *context)
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
-	struct fi_rma_iov rma = { addr, iov_len(iov, count), key };
+	struct fi_rma_iov rma = { addr, util_iov_len(iov, count), key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, iov, desc, count, dest, &rma, 1,
 		       context, 0, ep->tx_op_flags);
@@ -1178,8 +1125,8 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 	int err = 0, ret;
 
 	if (msg->payload) {
-		iov_copy_in(rx->iov, rx->iov_count, res->offset, msg->payload,
-			    res->len);
+		util_iov_copy_to(rx->iov, rx->iov_count, res->offset, msg->payload,
+				 res->len);
 	} else {
 		f = util_bufpool_get(ep->fetch_pool);
 		if (!f) {
@@ -1198,7 +1145,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			memcpy(f->src_raw, msg->src_raw, f->src_raw_len);
 		else
 			f->src_raw_len = 0;
-		n = iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
+		n = util_iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
 			      slice);
 		ret = ep->tp->fetch(ep, msg->stash, slice, n, res->len, f);
 		if (ret == -FI_EINPROGRESS)
@@ -1433,7 +1380,7 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 	util_rx_entry_init(&rx->m, src, tag, ignore,
 			   flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM |
 				    FI_DISCARD),
-			   context, iov_len(iov, count));
+			   context, util_iov_len(iov, count));
 
 	if (flags & FI_PEEK) {
 		ret = rdm_peek(ep, q, rx);
