@@ -20,33 +20,6 @@
 
 /* ---- copies ------------------------------------------------------------- */
 
-static void *dup_mem(const void *src, size_t len, bool *failed)
-{
-	void *dst;
-
-	if (!src || !len)
-		return NULL;
-	dst = malloc(len);
-	if (!dst) {
-		*failed = true;
-		return NULL;
-	}
-	memcpy(dst, src, len);
-	return dst;
-}
-
-static char *dup_str(const char *src, bool *failed)
-{
-	char *dst;
-
-	if (!src)
-		return NULL;
-	dst = strdup(src);
-	if (!dst)
-		*failed = true;
-	return dst;
-}
-
 /* Allocate *dst as a copy of *src when src is set (a struct assignment). */
 #define COPY_ATTR(dst, src, failed)                                            \
 	do {                                                                   \
@@ -199,7 +172,7 @@ static struct fi_ep_attr *ep_pack(const struct fi_ep_attr *src, bool *failed)
 
 	COPY_ATTR(dst, src, failed);
 	if (dst)
-		dst->auth_key = dup_mem(src->auth_key, src->auth_key_size,
+		dst->auth_key = weft_dup_mem(src->auth_key, src->auth_key_size,
 					failed);
 	return dst;
 }
@@ -250,7 +223,7 @@ domain_1_0_pack(const struct fi_domain_attr *src, bool *failed)
 	}
 	*dst = (struct weft_domain_attr_1_0){
 		.domain = src->domain,
-		.name = dup_str(src->name, failed),
+		.name = weft_dup_str(src->name, failed),
 		.threading = src->threading,
 		.control_progress = src->control_progress,
 		.data_progress = src->data_progress,
@@ -325,7 +298,7 @@ domain_1_1_pack(const struct fi_domain_attr *src, bool *failed)
 	}
 	*dst = (struct weft_domain_attr_1_1){
 		.domain = src->domain,
-		.name = dup_str(src->name, failed),
+		.name = weft_dup_str(src->name, failed),
 		.threading = src->threading,
 		.control_progress = src->control_progress,
 		.data_progress = src->data_progress,
@@ -346,7 +319,7 @@ domain_1_1_pack(const struct fi_domain_attr *src, bool *failed)
 		.mr_iov_limit = src->mr_iov_limit,
 		.caps = src->caps,
 		.mode = src->mode,
-		.auth_key = dup_mem(src->auth_key, src->auth_key_size, failed),
+		.auth_key = weft_dup_mem(src->auth_key, src->auth_key_size, failed),
 		.auth_key_size = src->auth_key_size,
 		.max_err_data = src->max_err_data,
 		.mr_cnt = src->mr_cnt,
@@ -388,8 +361,8 @@ fabric_1_0_pack(const struct fi_fabric_attr *src, bool *failed)
 	}
 	*dst = (struct weft_fabric_attr_1_0){
 		.fabric = src->fabric,
-		.name = dup_str(src->name, failed),
-		.prov_name = dup_str(src->prov_name, failed),
+		.name = weft_dup_str(src->name, failed),
+		.prov_name = weft_dup_str(src->prov_name, failed),
 		.prov_version = src->prov_version,
 	};
 	return dst;
@@ -412,8 +385,8 @@ static struct fi_fabric_attr *fabric_pack(const struct fi_fabric_attr *src,
 
 	COPY_ATTR(dst, src, failed);
 	if (dst) {
-		dst->name = dup_str(src->name, failed);
-		dst->prov_name = dup_str(src->prov_name, failed);
+		dst->name = weft_dup_str(src->name, failed);
+		dst->prov_name = weft_dup_str(src->prov_name, failed);
 	}
 	return dst;
 }
@@ -594,8 +567,8 @@ static struct weft_info_1_0 *pack_1_0(const struct fi_info *src)
 	if (!dst)
 		return NULL;
 	COPY_INFO_SCALARS(dst, src);
-	dst->src_addr = dup_mem(src->src_addr, src->src_addrlen, &failed);
-	dst->dest_addr = dup_mem(src->dest_addr, src->dest_addrlen, &failed);
+	dst->src_addr = weft_dup_mem(src->src_addr, src->src_addrlen, &failed);
+	dst->dest_addr = weft_dup_mem(src->dest_addr, src->dest_addrlen, &failed);
 	dst->tx_attr = tx_1_0_pack(src->tx_attr, &failed);
 	COPY_ATTR(dst->rx_attr, src->rx_attr, &failed);
 	dst->ep_attr = ep_1_0_pack(src->ep_attr, &failed);
@@ -616,8 +589,8 @@ static struct weft_info_1_1 *pack_1_1(const struct fi_info *src)
 	if (!dst)
 		return NULL;
 	COPY_INFO_SCALARS(dst, src);
-	dst->src_addr = dup_mem(src->src_addr, src->src_addrlen, &failed);
-	dst->dest_addr = dup_mem(src->dest_addr, src->dest_addrlen, &failed);
+	dst->src_addr = weft_dup_mem(src->src_addr, src->src_addrlen, &failed);
+	dst->dest_addr = weft_dup_mem(src->dest_addr, src->dest_addrlen, &failed);
 	dst->tx_attr = tx_1_0_pack(src->tx_attr, &failed);
 	COPY_ATTR(dst->rx_attr, src->rx_attr, &failed);
 	dst->ep_attr = ep_pack(src->ep_attr, &failed);
@@ -638,8 +611,8 @@ static struct weft_info_1_2 *pack_1_2(const struct fi_info *src)
 	if (!dst)
 		return NULL;
 	COPY_INFO_SCALARS(dst, src);
-	dst->src_addr = dup_mem(src->src_addr, src->src_addrlen, &failed);
-	dst->dest_addr = dup_mem(src->dest_addr, src->dest_addrlen, &failed);
+	dst->src_addr = weft_dup_mem(src->src_addr, src->src_addrlen, &failed);
+	dst->dest_addr = weft_dup_mem(src->dest_addr, src->dest_addrlen, &failed);
 	dst->tx_attr = tx_1_0_pack(src->tx_attr, &failed);
 	COPY_ATTR(dst->rx_attr, src->rx_attr, &failed);
 	dst->ep_attr = ep_pack(src->ep_attr, &failed);

@@ -12,7 +12,7 @@
 
 #include "weft/stubs.h"
 
-static void *dup_mem(const void *src, size_t len, bool *failed)
+void *weft_dup_mem(const void *src, size_t len, bool *failed)
 {
 	void *dst;
 
@@ -27,7 +27,7 @@ static void *dup_mem(const void *src, size_t len, bool *failed)
 	return dst;
 }
 
-static char *dup_str(const char *src, bool *failed)
+char *weft_dup_str(const char *src, bool *failed)
 {
 	char *dst;
 
@@ -115,13 +115,13 @@ static struct fid_nic *nic_dup(const struct fid_nic *src, bool *failed)
 		if (!d) {
 			*failed = true;
 		} else {
-			d->name = dup_str(src->device_attr->name, failed);
-			d->device_id = dup_str(src->device_attr->device_id, failed);
+			d->name = weft_dup_str(src->device_attr->name, failed);
+			d->device_id = weft_dup_str(src->device_attr->device_id, failed);
 			d->device_version =
-				dup_str(src->device_attr->device_version, failed);
-			d->vendor_id = dup_str(src->device_attr->vendor_id, failed);
-			d->driver = dup_str(src->device_attr->driver, failed);
-			d->firmware = dup_str(src->device_attr->firmware, failed);
+				weft_dup_str(src->device_attr->device_version, failed);
+			d->vendor_id = weft_dup_str(src->device_attr->vendor_id, failed);
+			d->driver = weft_dup_str(src->device_attr->driver, failed);
+			d->firmware = weft_dup_str(src->device_attr->firmware, failed);
 		}
 	}
 	DUP_ATTR(nic, src, bus_attr, failed);
@@ -133,9 +133,9 @@ static struct fid_nic *nic_dup(const struct fid_nic *src, bool *failed)
 			*failed = true;
 		} else {
 			*l = *src->link_attr;
-			l->address = dup_str(src->link_attr->address, failed);
+			l->address = weft_dup_str(src->link_attr->address, failed);
 			l->network_type =
-				dup_str(src->link_attr->network_type, failed);
+				weft_dup_str(src->link_attr->network_type, failed);
 		}
 	}
 	nic->prov_attr = src->prov_attr;
@@ -204,29 +204,29 @@ struct fi_info *weft_info_dup(const struct fi_info *src)
 		return NULL;
 	*dst = *src;
 	dst->next = NULL;
-	dst->src_addr = dup_mem(src->src_addr, src->src_addrlen, &failed);
-	dst->dest_addr = dup_mem(src->dest_addr, src->dest_addrlen, &failed);
+	dst->src_addr = weft_dup_mem(src->src_addr, src->src_addrlen, &failed);
+	dst->dest_addr = weft_dup_mem(src->dest_addr, src->dest_addrlen, &failed);
 	DUP_ATTR(dst, src, tx_attr, &failed);
 	DUP_ATTR(dst, src, rx_attr, &failed);
 	DUP_ATTR(dst, src, ep_attr, &failed);
 	if (dst->ep_attr)
 		dst->ep_attr->auth_key =
-			dup_mem(src->ep_attr->auth_key,
+			weft_dup_mem(src->ep_attr->auth_key,
 				src->ep_attr->auth_key_size, &failed);
 	DUP_ATTR(dst, src, domain_attr, &failed);
 	if (dst->domain_attr) {
 		dst->domain_attr->name =
-			dup_str(src->domain_attr->name, &failed);
+			weft_dup_str(src->domain_attr->name, &failed);
 		dst->domain_attr->auth_key =
-			dup_mem(src->domain_attr->auth_key,
+			weft_dup_mem(src->domain_attr->auth_key,
 				src->domain_attr->auth_key_size, &failed);
 	}
 	DUP_ATTR(dst, src, fabric_attr, &failed);
 	if (dst->fabric_attr) {
 		dst->fabric_attr->name =
-			dup_str(src->fabric_attr->name, &failed);
+			weft_dup_str(src->fabric_attr->name, &failed);
 		dst->fabric_attr->prov_name =
-			dup_str(src->fabric_attr->prov_name, &failed);
+			weft_dup_str(src->fabric_attr->prov_name, &failed);
 	}
 	dst->nic = nic_dup(src->nic, &failed);
 	if (failed) {

@@ -116,6 +116,14 @@ void weft_log_fini(void);
 
 /* ---- fi_info lists (src/info.c) ---------------------------------------- */
 
+/*
+ * Copies for the fi_info code: NULL for a NULL source (or len 0); on an
+ * allocation failure NULL and *failed set, so a caller copies every field
+ * and checks once.
+ */
+void *weft_dup_mem(const void *src, size_t len, bool *failed);
+char *weft_dup_str(const char *src, bool *failed);
+
 /* Deep copy of one fi_info (not its ->next); NULL on allocation failure. */
 struct fi_info *weft_info_dup(const struct fi_info *info);
 /* Free one fi_info (not its ->next). */
