@@ -12,7 +12,7 @@
  * every callback before looking at the values.  A callback whose events do
  * not wake the counter's wait object by themselves (no fd added with
  * util_wait_add_fd, e.g. shared-memory rings) is registered with
- * UTIL_PROGRESS_POLL; fi_cntr_wait then polls it, yielding the CPU between
+ * `polled`; fi_cntr_wait then polls it, yielding the CPU between
  * rounds, instead of blocking (and wait sets and fi_trywait poll too).
  *
  * Provider use:
@@ -40,18 +40,6 @@
 #include "weft/util_domain.h"
 #include "weft/util_wait.h"
 
-/*
- * A progress callback: make progress on `arg` (an endpoint), which may
- * increment counters (this one included).  Called with the counter's
- * progress lock held: it must not add or remove progress callbacks of
- * this counter, nor attach or detach waitables.  Returns nothing; errors
- * become error completions.
- */
-typedef void (*util_progress_fn)(void *arg);
-
-/* Flag of util_cntr_add_progress: waiters must poll this callback. */
-#define UTIL_PROGRESS_POLL (1ULL << 0)
-
 struct util_cntr {
 	struct fid_cntr cntr_fid;
 	struct util_domain *domain;
@@ -67,7 +55,7 @@ struct util_cntr {
 
 	/* Manual progress; nprogress lets the readers skip the lock. */
 	atomic_int nprogress;
-	atomic_int npoll; /* callbacks with UTIL_PROGRESS_POLL */
+	atomic_int npoll; /* registered sources that are polled */
 	struct weft_lock progress_lock;
 	struct dlist_entry progress_list;
 
@@ -134,21 +122,20 @@ static inline void util_cntr_inc_err(struct util_cntr *cntr)
 }
 
 /*
- * Register a progress callback (see util_progress_fn), typically when an
- * endpoint binds the counter under manual progress.  flags: 0 or
- * UTIL_PROGRESS_POLL.  Control path: allocates, takes the progress lock.
- * Returns 0, -FI_EINVAL or -FI_ENOMEM.
+ * Register an endpoint's progress (see struct util_progress in
+ * util_wait.h), typically when it binds the counter.  An endpoint bound to
+ * the counter for several events registers once.  Control path: takes the
+ * progress lock, allocates nothing.  Returns 0 or -FI_EINVAL.
  */
-int util_cntr_add_progress(struct util_cntr *cntr, util_progress_fn fn,
-			   void *arg, uint64_t flags);
+int util_cntr_add_progress(struct util_cntr *cntr,
+			   struct util_progress *progress);
 
 /*
- * Remove a callback registered with the same fn and arg; the callback is
- * not running when this returns.  Must not be called with a lock the
- * callback takes.  Returns 0 or -FI_ENOENT.
+ * Unregister; the callback is not running when this returns.  Must not be
+ * called with a lock the callback takes.  Returns 0 or -FI_ENOENT.
  */
-int util_cntr_del_progress(struct util_cntr *cntr, util_progress_fn fn,
-			   void *arg);
+int util_cntr_del_progress(struct util_cntr *cntr,
+			   struct util_progress *progress);
 
 /* Run the registered progress callbacks (nothing if there are none). */
 void util_cntr_progress(struct util_cntr *cntr);

@@ -57,7 +57,7 @@
  *     writes append to it too, to keep the order, and util_cq_reserve
  *     fails with -FI_EAGAIN.
  *
- * Manual progress: endpoints bind a struct util_cq_progress; fi_cq_read,
+ * Manual progress: endpoints bind a struct util_progress (util_wait.h); fi_cq_read,
  * readfrom, sread, sreadfrom and the wait-set / poll-set "has data" check
  * call every bound progress function before looking for entries.  A
  * progress source whose events cannot wake the CQ's wait object (no fd
@@ -128,19 +128,6 @@ struct util_cq_ring {
 	struct util_cq_slot slots[] weft_cacheline_aligned;
 };
 
-/*
- * Manual progress of one endpoint (or other source) bound to a CQ; the
- * endpoint embeds it.  progress() is called by readers with the CQ's
- * reader lock held; it may call util_cq_write* (it is then the writer) and
- * take the endpoint's own locks, so util_cq_unbind must not be called
- * with those locks held.  It must not block.
- */
-struct util_cq_progress {
-	struct dlist_entry entry;
-	void (*progress)(struct util_cq_progress *progress);
-	bool polled; /* cannot wake the wait object: sread must poll */
-};
-
 /* Provider text for fi_cq_strerror; NULL in util_cq means the default. */
 typedef const char *(*util_cq_strerror_fn)(struct fid_cq *cq, int prov_errno,
 					   const void *err_data, char *buf,
@@ -162,7 +149,7 @@ struct util_cq {
 
 	struct weft_lock lock;		  /* readers, progress list, last_err */
 	struct weft_lock write_lock;	  /* see util_cq_writer_lock */
-	struct dlist_entry progress_list; /* struct util_cq_progress */
+	struct dlist_entry progress_list; /* struct util_progress */
 	size_t npolled;			  /* bound sources with polled set */
 	struct util_cq_err *last_err;	  /* its err_data lent to the app */
 
@@ -234,10 +221,10 @@ static inline struct util_wait *util_cq_wait(struct util_cq *cq)
  * source (NULL if it has none).  Takes the reader lock; never blocks
  * otherwise.  Returns 0.
  */
-int util_cq_bind(struct util_cq *cq, struct util_cq_progress *progress);
+int util_cq_bind(struct util_cq *cq, struct util_progress *progress);
 
 /* Undo util_cq_bind (endpoint close).  Takes the reader lock. */
-void util_cq_unbind(struct util_cq *cq, struct util_cq_progress *progress);
+void util_cq_unbind(struct util_cq *cq, struct util_progress *progress);
 
 /* Run the bound progress functions.  Called with the reader lock held. */
 void util_cq_progress(struct util_cq *cq);

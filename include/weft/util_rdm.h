@@ -247,7 +247,13 @@ struct util_rdm_ep {
 	bool tx_selective, rx_selective;
 	struct util_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
 	struct util_cntr *rem_read_cntr, *rem_write_cntr;
-	struct util_cq_progress tx_progress, rx_progress;
+	struct util_progress tx_progress, rx_progress;
+	/* Progress registered with each distinct counter bound. */
+	struct util_rdm_cntr_hook {
+		struct util_progress p;
+		struct util_rdm_ep *ep;
+		struct util_cntr *cntr;
+	} cntr_hook[6];
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;

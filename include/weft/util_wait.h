@@ -169,6 +169,25 @@ struct util_waitable {
 			      * set then spins with sched_yield, not sleeps */
 };
 
+/*
+ * A source of manual progress (an endpoint) that a CQ or counter runs
+ * before it looks for completions and while it waits.  The source embeds
+ * it and registers it with util_cq_bind / util_cntr_add_progress; the
+ * object links it, so registering allocates nothing.
+ *
+ * progress() is called with the object's lock held; it may write
+ * completions and take the endpoint's own locks (so the source must not be
+ * unregistered with those locks held).  It must not block.  `polled`: the
+ * source's events cannot wake the object's wait object (it added no fd and
+ * no thread of its own signals), so blocking calls poll it instead of
+ * sleeping.
+ */
+struct util_progress {
+	struct dlist_entry entry;
+	void (*progress)(struct util_progress *progress);
+	bool polled;
+};
+
 /* ---- one wait object ---------------------------------------------------- */
 
 /*

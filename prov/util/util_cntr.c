@@ -7,79 +7,57 @@
 
 #include "weft/stubs.h"
 
-struct util_cntr_progress {
-	struct dlist_entry entry;
-	util_progress_fn fn;
-	void *arg;
-	uint64_t flags;
-};
-
 void util_cntr_progress(struct util_cntr *cntr)
 {
-	struct util_cntr_progress *p;
 	struct dlist_entry *e;
 
 	if (!atomic_load_explicit(&cntr->nprogress, memory_order_acquire))
 		return;
 	weft_lock(&cntr->progress_lock);
-	dlist_foreach(&cntr->progress_list, e)
-	{
-		p = container_of(e, struct util_cntr_progress, entry);
-		p->fn(p->arg);
+	dlist_foreach(&cntr->progress_list, e) {
+		struct util_progress *p =
+			container_of(e, struct util_progress, entry);
+
+		p->progress(p);
 	}
 	weft_unlock(&cntr->progress_lock);
 }
 
-int util_cntr_add_progress(struct util_cntr *cntr, util_progress_fn fn,
-			   void *arg, uint64_t flags)
+int util_cntr_add_progress(struct util_cntr *cntr,
+			   struct util_progress *progress)
 {
-	struct util_cntr_progress *p;
-
-	if (!fn || (flags & ~UTIL_PROGRESS_POLL))
+	if (!progress || !progress->progress)
 		return -FI_EINVAL;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return -FI_ENOMEM;
-	p->fn = fn;
-	p->arg = arg;
-	p->flags = flags;
-
 	weft_lock(&cntr->progress_lock);
-	dlist_insert_tail(&p->entry, &cntr->progress_list);
-	if (flags & UTIL_PROGRESS_POLL &&
-	    atomic_fetch_add(&cntr->npoll, 1) == 0)
+	dlist_insert_tail(&progress->entry, &cntr->progress_list);
+	if (progress->polled && atomic_fetch_add(&cntr->npoll, 1) == 0)
 		atomic_store(&cntr->waitable.polled, true);
 	atomic_fetch_add(&cntr->nprogress, 1);
 	weft_unlock(&cntr->progress_lock);
 	return 0;
 }
 
-int util_cntr_del_progress(struct util_cntr *cntr, util_progress_fn fn,
-			   void *arg)
+int util_cntr_del_progress(struct util_cntr *cntr,
+			   struct util_progress *progress)
 {
-	struct util_cntr_progress *p = NULL;
 	struct dlist_entry *e;
+	bool found = false;
 
 	weft_lock(&cntr->progress_lock);
-	dlist_foreach(&cntr->progress_list, e)
-	{
-		p = container_of(e, struct util_cntr_progress, entry);
-		if (p->fn == fn && p->arg == arg)
+	dlist_foreach(&cntr->progress_list, e) {
+		if (e == &progress->entry) {
+			found = true;
 			break;
-		p = NULL;
+		}
 	}
-	if (p) {
-		dlist_remove(&p->entry);
-		if (p->flags & UTIL_PROGRESS_POLL &&
-		    atomic_fetch_sub(&cntr->npoll, 1) == 1)
+	if (found) {
+		dlist_remove(&progress->entry);
+		if (progress->polled && atomic_fetch_sub(&cntr->npoll, 1) == 1)
 			atomic_store(&cntr->waitable.polled, false);
 		atomic_fetch_sub(&cntr->nprogress, 1);
 	}
 	weft_unlock(&cntr->progress_lock);
-	if (!p)
-		return -FI_ENOENT;
-	free(p);
-	return 0;
+	return found ? 0 : -FI_ENOENT;
 }
 
 static uint64_t util_cntr_read(struct fid_cntr *cntr_fid)

@@ -175,8 +175,8 @@ void util_cq_progress(struct util_cq *cq)
 
 	dlist_foreach(&cq->progress_list, item)
 	{
-		struct util_cq_progress *p =
-		    container_of(item, struct util_cq_progress, entry);
+		struct util_progress *p =
+		    container_of(item, struct util_progress, entry);
 
 		p->progress(p);
 	}
@@ -762,7 +762,7 @@ int util_cq_open_op(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 	return 0;
 }
 
-int util_cq_bind(struct util_cq *cq, struct util_cq_progress *progress)
+int util_cq_bind(struct util_cq *cq, struct util_progress *progress)
 {
 	weft_lock(&cq->lock);
 	if (progress) {
@@ -776,7 +776,7 @@ int util_cq_bind(struct util_cq *cq, struct util_cq_progress *progress)
 	return 0;
 }
 
-void util_cq_unbind(struct util_cq *cq, struct util_cq_progress *progress)
+void util_cq_unbind(struct util_cq *cq, struct util_progress *progress)
 {
 	weft_lock(&cq->lock);
 	if (progress) {

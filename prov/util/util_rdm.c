@@ -1664,19 +1664,22 @@ static void *rdm_progress_thread(void *arg)
 	return NULL;
 }
 
-static void rdm_tx_cq_progress(struct util_cq_progress *p)
+static void rdm_tx_cq_progress(struct util_progress *p)
 {
 	rdm_progress(container_of(p, struct util_rdm_ep, tx_progress));
 }
 
-static void rdm_rx_cq_progress(struct util_cq_progress *p)
+static void rdm_rx_cq_progress(struct util_progress *p)
 {
 	rdm_progress(container_of(p, struct util_rdm_ep, rx_progress));
 }
 
-static void rdm_cntr_progress(void *arg)
+static void rdm_cntr_progress(struct util_progress *p)
 {
-	rdm_progress(arg);
+	struct util_rdm_cntr_hook *hook =
+		container_of(p, struct util_rdm_cntr_hook, p);
+
+	rdm_progress(hook->ep);
 }
 
 /* ---- binding, enabling -------------------------------------------------- */
@@ -1731,9 +1734,23 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 	for (i = 0; i < WEFT_ARRAY_SIZE(map); i++)
 		if ((flags & map[i].flag) && *map[i].slot)
 			return -FI_EALREADY;
-	ret = util_cntr_add_progress(cntr, rdm_cntr_progress, ep, 0);
-	if (ret)
-		return ret;
+	/* Register our progress once per counter, whatever it counts. */
+	for (i = 0; i < WEFT_ARRAY_SIZE(ep->cntr_hook); i++)
+		if (ep->cntr_hook[i].cntr == cntr || !ep->cntr_hook[i].cntr)
+			break;
+	if (i == WEFT_ARRAY_SIZE(ep->cntr_hook))
+		return -FI_EINVAL;
+	if (!ep->cntr_hook[i].cntr) {
+		struct util_rdm_cntr_hook *hook = &ep->cntr_hook[i];
+
+		hook->ep = ep;
+		hook->p.progress = rdm_cntr_progress;
+		hook->p.polled = true;
+		ret = util_cntr_add_progress(cntr, &hook->p);
+		if (ret)
+			return ret;
+		hook->cntr = cntr;
+	}
 	for (i = 0; i < WEFT_ARRAY_SIZE(map); i++) {
 		if (flags & map[i].flag) {
 			*map[i].slot = cntr;
@@ -1961,8 +1978,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	struct util_cntr *cntrs[] = { ep->send_cntr,	 ep->recv_cntr,
 				       ep->read_cntr,	 ep->write_cntr,
 				       ep->rem_read_cntr, ep->rem_write_cntr };
-	struct util_cntr *unhooked[WEFT_ARRAY_SIZE(cntrs)];
-	size_t i, j, n = 0;
+	size_t i;
 
 	if (ep->progress_running) {
 		atomic_store_explicit(&ep->progress_stop, true,
@@ -1976,17 +1992,13 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 		util_cq_unbind(ep->rx_cq, ep->rx_cq == ep->tx_cq ?
 						  NULL :
 						  &ep->rx_progress);
-	for (i = 0; i < WEFT_ARRAY_SIZE(cntrs); i++) {
-		if (!cntrs[i])
-			continue;
-		for (j = 0; j < n && unhooked[j] != cntrs[i]; j++)
-			;
-		if (j == n) {
-			util_cntr_del_progress(cntrs[i], rdm_cntr_progress, ep);
-			unhooked[n++] = cntrs[i];
-		}
-		util_cntr_put(cntrs[i]);
-	}
+	for (i = 0; i < WEFT_ARRAY_SIZE(ep->cntr_hook); i++)
+		if (ep->cntr_hook[i].cntr)
+			util_cntr_del_progress(ep->cntr_hook[i].cntr,
+					       &ep->cntr_hook[i].p);
+	for (i = 0; i < WEFT_ARRAY_SIZE(cntrs); i++)
+		if (cntrs[i])
+			util_cntr_put(cntrs[i]);
 	if (ep->av)
 		util_av_put(ep->av);
 	ep_lock(ep);

@@ -263,11 +263,12 @@ struct fake_ep {
 	struct util_cntr *cntr;
 	int pending; /* completions the "hardware" holds */
 	int calls;
+	struct util_progress progress;
 };
 
-static void fake_progress(void *arg)
+static void fake_progress(struct util_progress *p)
 {
-	struct fake_ep *ep = arg;
+	struct fake_ep *ep = container_of(p, struct fake_ep, progress);
 
 	ep->calls++;
 	if (ep->pending) {
@@ -279,11 +280,11 @@ static void fake_progress(void *arg)
 Test(cntr, manual_progress_runs_on_read_and_wait)
 {
 	struct fid_cntr *cntr = cntr_open(FI_WAIT_UNSPEC);
-	struct fake_ep ep = {util_cntr_of(cntr), 3, 0};
+	struct fake_ep ep = {util_cntr_of(cntr), 3, 0,
+			     {.progress = fake_progress, .polled = true}};
 	uint64_t start = now_ms();
 
-	cr_assert_eq(util_cntr_add_progress(ep.cntr, fake_progress, &ep,
-					    UTIL_PROGRESS_POLL),
+	cr_assert_eq(util_cntr_add_progress(ep.cntr, &ep.progress),
 		     0);
 	cr_assert_eq(fi_cntr_read(cntr), 1);
 	cr_assert_eq(ep.calls, 1);
@@ -295,8 +296,8 @@ Test(cntr, manual_progress_runs_on_read_and_wait)
 
 	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY,
 		     "closed with a progress callback registered");
-	cr_assert_eq(util_cntr_del_progress(ep.cntr, fake_progress, &ep), 0);
-	cr_assert_eq(util_cntr_del_progress(ep.cntr, fake_progress, &ep),
+	cr_assert_eq(util_cntr_del_progress(ep.cntr, &ep.progress), 0);
+	cr_assert_eq(util_cntr_del_progress(ep.cntr, &ep.progress),
 		     -FI_ENOENT);
 	ep.calls = 0;
 	fi_cntr_read(cntr);
@@ -434,14 +435,14 @@ Test(cntr, wait_set_polls_polled_progress)
 	cr_assert_eq(util_wait_open(NULL, &wattr, &set), 0);
 	attr.wait_set = set;
 	cr_assert_eq(util_cntr_open(&domain, &attr, &cntr, NULL), 0);
-	ep = (struct fake_ep){util_cntr_of(cntr), 1, 0};
-	cr_assert_eq(util_cntr_add_progress(ep.cntr, fake_progress, &ep,
-					    UTIL_PROGRESS_POLL),
+	ep = (struct fake_ep){util_cntr_of(cntr), 1, 0,
+			      {.progress = fake_progress, .polled = true}};
+	cr_assert_eq(util_cntr_add_progress(ep.cntr, &ep.progress),
 		     0);
 	cr_assert(atomic_load(&ep.cntr->waitable.polled));
 	cr_assert_eq(fi_wait(set, 20000), 0);
 	cr_assert_eq(ep.pending, 0);
-	cr_assert_eq(util_cntr_del_progress(ep.cntr, fake_progress, &ep), 0);
+	cr_assert_eq(util_cntr_del_progress(ep.cntr, &ep.progress), 0);
 	cr_assert(!atomic_load(&ep.cntr->waitable.polled));
 	cr_assert_eq(fi_close(&cntr->fid), 0);
 	cr_assert_eq(fi_close(&set->fid), 0);

@@ -489,13 +489,13 @@ Test(cq, unsolicited_does_not_take_promised_slots)
 /* ---- progress and binding ---------------------------------------------- */
 
 struct fake_ep {
-	struct util_cq_progress progress;
+	struct util_progress progress;
 	struct util_cq *cq;
 	int calls;
 	int to_complete;
 };
 
-static void fake_ep_progress(struct util_cq_progress *p)
+static void fake_ep_progress(struct util_progress *p)
 {
 	struct fake_ep *ep = container_of(p, struct fake_ep, progress);
 
@@ -551,13 +551,13 @@ Test(cq, sread_polls_polled_progress)
 }
 
 struct slow_ep {
-	struct util_cq_progress progress;
+	struct util_progress progress;
 	struct util_cq *cq;
 	int calls;
 	int complete_at;
 };
 
-static void slow_ep_progress(struct util_cq_progress *p)
+static void slow_ep_progress(struct util_progress *p)
 {
 	struct slow_ep *ep = container_of(p, struct slow_ep, progress);
 

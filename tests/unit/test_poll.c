@@ -41,12 +41,12 @@ static struct util_cq *open_cq(void *context)
 }
 
 struct fake_ep {
-	struct util_cq_progress progress;
+	struct util_progress progress;
 	struct util_cq *cq;
 	int pending;
 };
 
-static void fake_ep_progress(struct util_cq_progress *p)
+static void fake_ep_progress(struct util_progress *p)
 {
 	struct fake_ep *ep = container_of(p, struct fake_ep, progress);
 
