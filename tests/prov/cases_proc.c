@@ -164,6 +164,27 @@ static int reap(struct peer_link *l, int timeout_ms)
 	}
 }
 
+/* Odd-numbered messages go tagged (tag = their number), even ones not. */
+static void post_recv(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
+		      size_t len, unsigned int seed, void *ctx)
+{
+	if (seed & 1)
+		cf_post(f, fi_trecv(f->ep[0].ep, m->p, len, m->desc, peer,
+				    seed, 0, ctx));
+	else
+		cf_post(f, fi_recv(f->ep[0].ep, m->p, len, m->desc, peer, ctx));
+}
+
+static void post_send(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
+		      size_t len, unsigned int seed, void *ctx)
+{
+	if (seed & 1)
+		cf_post(f, fi_tsend(f->ep[0].ep, m->p, len, m->desc, peer,
+				    seed, ctx));
+	else
+		cf_post(f, fi_send(f->ep[0].ep, m->p, len, m->desc, peer, ctx));
+}
+
 /* One message out and its echo back, both verified. */
 static void ping(struct cf_fix *f, fi_addr_t peer, struct cf_mem *sm,
 		 struct cf_mem *rm, size_t len, unsigned int seed)
@@ -173,8 +194,8 @@ static void ping(struct cf_fix *f, fi_addr_t peer, struct cf_mem *sm,
 
 	cf_fill(sm->p, len, seed);
 	memset(rm->p, 0, len);
-	cf_post(f, fi_recv(f->ep[0].ep, rm->p, len, rm->desc, peer, &rc));
-	cf_post(f, fi_send(f->ep[0].ep, sm->p, len, sm->desc, peer, &sc));
+	post_recv(f, peer, rm, len, seed, &rc);
+	post_send(f, peer, sm, len, seed, &sc);
 	c = cf_wait_ctx(f, 0, &sc);
 	cf_assert(!c.err, "ping %u (%zu bytes): send error %d (%s)", seed, len,
 		  c.err, fi_strerror(c.err));
@@ -192,21 +213,93 @@ static void pong(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
 	struct cf_comp c;
 
 	memset(m->p, 0, len);
-	cf_post(f, fi_recv(f->ep[0].ep, m->p, len, m->desc, peer, &rc));
+	post_recv(f, peer, m, len, seed, &rc);
 	c = cf_wait_ctx(f, 0, &rc);
 	cf_assert(!c.err && c.len == len, "pong %u: err %d len %zu, want %zu",
 		  seed, c.err, c.len, len);
 	cf_check_fill(m->p, len, seed, "ping in the peer process");
-	cf_post(f, fi_send(f->ep[0].ep, m->p, len, m->desc, peer, &sc));
+	if (seed & 1)
+		cf_assert(c.tag == seed, "pong %u: tag %llu", seed,
+			  (unsigned long long)c.tag);
+	post_send(f, peer, m, len, seed, &sc);
 	c = cf_wait_ctx(f, 0, &sc);
 	cf_assert(!c.err, "pong %u: send error %d", seed, c.err);
 }
 
-static void open_one(struct cf_fix *f, const char *prov)
+static void open_one(struct cf_fix *f, const char *prov, uint64_t caps)
 {
-	struct cf_opts o = { .caps = FI_MSG, .nep = 1, .no_insert = true };
+	struct cf_opts o = { .caps = caps, .nep = 1, .no_insert = true };
 
 	cf_open(f, prov, &o);
+}
+
+/* A request to the RMA target peer about its registered region. */
+struct rma_cmd {
+	char op;		/* 'F' fill, 'C' check, 'Q' quit */
+	uint32_t seed;
+	uint64_t off;
+	uint64_t len;
+};
+
+#define RMA_REGION ((4 << 20) + 64)
+
+/* Drive progress until fd is readable; the peer may need us meanwhile. */
+static void await_fd(struct cf_fix *f, int fd)
+{
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	struct pollfd pfd = { fd, POLLIN, 0 };
+
+	while (poll(&pfd, 1, 0) <= 0) {
+		cf_assert(cf_now_ms() < end, "the other process said nothing "
+			  "for %d ms", CF_WAIT_MS);
+		cf_progress(f);
+	}
+}
+
+static bool holds_fill(const uint8_t *p, size_t len, unsigned int seed)
+{
+	uint8_t *want = malloc(len);
+	bool ok;
+
+	cf_fill(want, len, seed);
+	ok = !memcmp(p, want, len);
+	free(want);
+	return ok;
+}
+
+/* The target side: answer fill and check requests until told to quit. */
+static void rma_target(struct cf_fix *f)
+{
+	struct rma_cmd cmd;
+	struct cf_mem t;
+	uint64_t end;
+	char r;
+
+	cf_mem_reg(f, 0, &t, RMA_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	write_all(PEER_OUT, &t.key, sizeof(t.key));
+	write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	for (;;) {
+		await_fd(f, PEER_IN);
+		read_all(PEER_IN, &cmd, sizeof(cmd), CF_WAIT_MS);
+		if (cmd.op == 'Q')
+			break;
+		cf_assert(cmd.off + cmd.len <= RMA_REGION, "request past the "
+			  "region");
+		if (cmd.op == 'F') {
+			cf_fill(t.p + cmd.off, cmd.len, cmd.seed);
+			r = 'Y';
+		} else {
+			/* A write may land after its initiator completed. */
+			end = cf_now_ms() + CF_WAIT_MS;
+			while (!holds_fill(t.p + cmd.off, cmd.len, cmd.seed) &&
+			       cf_now_ms() < end)
+				cf_progress(f);
+			r = holds_fill(t.p + cmd.off, cmd.len, cmd.seed) ?
+				    'Y' : 'N';
+		}
+		write_all(PEER_OUT, &r, 1);
+	}
+	cf_mem_free(&t);
 }
 
 int cf_peer_main(const char *role, int argc, char **argv)
@@ -223,11 +316,14 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	(void)argv;
 	cf_case_name = role;
 	alarm(PEER_ALARM_S);
-	open_one(&f, cf_prov);
+	open_one(&f, cf_prov, !strcmp(role, "rma_target") ?
+		 FI_MSG | FI_RMA : FI_MSG | FI_TAGGED);
 	send_name(PEER_OUT, &f.ep[0]);
 	peer = recv_name(PEER_IN, &f);
 	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
-	if (!strcmp(role, "pong")) {
+	if (!strcmp(role, "rma_target")) {
+		rma_target(&f);
+	} else if (!strcmp(role, "pong")) {
 		for (s = 0; s < NSCHED; s++)
 			for (i = 0; i < sched[s].count; i++)
 				pong(&f, peer, &m, sched[s].len, seed++);
@@ -262,7 +358,7 @@ static int case_proc_pingpong(const char *prov)
 	size_t s;
 	char b;
 
-	open_one(&f, prov);
+	open_one(&f, prov, FI_MSG | FI_TAGGED);
 	spawn_peer("pong", &l);
 	send_name(l.wfd, &f.ep[0]);
 	peer = recv_name(l.rfd, &f);
@@ -278,6 +374,83 @@ static int case_proc_pingpong(const char *prov)
 	cf_expect_none(&f, 0, 50);
 	cf_mem_free(&sm);
 	cf_mem_free(&rm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+static char ask(struct cf_fix *f, struct peer_link *l, char op,
+	       unsigned int seed, uint64_t off, uint64_t len)
+{
+	struct rma_cmd cmd = { op, seed, off, len };
+	char r;
+
+	write_all(l->wfd, &cmd, sizeof(cmd));
+	await_fd(f, l->rfd);
+	read_all(l->rfd, &r, 1, CF_WAIT_MS);
+	return r;
+}
+
+/*
+ * RMA into another process's memory: writes checked by the target process
+ * itself, reads of data the target process wrote, 1 byte to 4 MiB.
+ */
+static int case_proc_rma(const char *prov)
+{
+	static const size_t sizes[] = { 1, 4096, 65537, 1 << 20,
+					(4 << 20) - 3 };
+	struct fi_context2 ctx;
+	struct peer_link l;
+	struct cf_mem lm;
+	struct cf_comp c;
+	struct cf_fix f;
+	uint64_t key, raddr;
+	fi_addr_t peer;
+	int status;
+	size_t i;
+	char b;
+
+	open_one(&f, prov, FI_MSG | FI_RMA);
+	spawn_peer("rma_target", &l);
+	send_name(l.wfd, &f.ep[0]);
+	peer = recv_name(l.rfd, &f);
+	read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_mem_reg(&f, 0, &lm, 4 << 20, FI_READ | FI_WRITE);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t len = sizes[i];
+
+		cf_fill(lm.p, len, 500 + i);
+		cf_post(&f, fi_write(f.ep[0].ep, lm.p, len, lm.desc, peer,
+				     raddr + 5, key, &ctx));
+		c = cf_wait_ctx(&f, 0, &ctx);
+		cf_assert(!c.err, "write of %zu bytes: error %d (%s)", len,
+			  c.err, fi_strerror(c.err));
+		cf_assert(ask(&f, &l, 'C', 500 + i, 5, len) == 'Y',
+			  "the target process does not see the %zu bytes "
+			  "written", len);
+		cf_assert(ask(&f, &l, 'F', 600 + i, 5, len) == 'Y',
+			  "the target process did not fill its region");
+		memset(lm.p, 0, len);
+		cf_post(&f, fi_read(f.ep[0].ep, lm.p, len, lm.desc, peer,
+				    raddr + 5, key, &ctx));
+		c = cf_wait_ctx(&f, 0, &ctx);
+		cf_assert(!c.err, "read of %zu bytes: error %d (%s)", len,
+			  c.err, fi_strerror(c.err));
+		cf_check_fill(lm.p, len, 600 + i,
+			      "data read from the other process");
+	}
+	{
+		struct rma_cmd q = { 'Q', 0, 0, 0 };
+
+		write_all(l.wfd, &q, sizeof(q));
+	}
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	cf_mem_free(&lm);
 	cf_close(&f);
 	close(l.wfd);
 	close(l.rfd);
@@ -324,7 +497,7 @@ static int case_proc_peer_killed(const char *prov)
 	int i, status;
 	char b;
 
-	open_one(&f, prov);
+	open_one(&f, prov, FI_MSG | FI_TAGGED);
 	spawn_peer("victim", &l);
 	send_name(l.wfd, &f.ep[0]);
 	peer = recv_name(l.rfd, &f);
@@ -374,6 +547,8 @@ static int case_proc_peer_killed(const char *prov)
 const struct cf_case cf_cases_proc[] = {
 	{ "proc_pingpong", "two processes: 1020 verified round trips, 1 B to "
 	  "1 MiB", case_proc_pingpong },
+	{ "proc_rma", "two processes: writes checked and reads filled by the "
+	  "target process, 1 B to 4 MiB", case_proc_rma },
 	{ "proc_peer_killed", "two processes: peer SIGKILLed, survivor's "
 	  "calls return and the endpoint closes", case_proc_peer_killed },
 	{ NULL },
