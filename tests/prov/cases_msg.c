@@ -429,6 +429,59 @@ static int case_tagged_unexpected(const char *prov)
 }
 
 /*
+ * fi_sendmsg and fi_tsendmsg with FI_INJECT: the buffer is reusable when
+ * the call returns; FI_COMPLETION still asks for a completion.
+ */
+static void inject_msg_flag(struct cf_fix *f, struct cf_mem *sm, size_t len,
+			    uint64_t data, uint64_t mask)
+{
+	struct fi_context2 sc[2], rc[2];
+	struct iovec iov = { sm->p, len };
+	struct fi_msg msg = {
+		.msg_iov = &iov, .desc = &sm->desc, .iov_count = 1,
+		.addr = f->ep[1].addr, .context = &sc[0], .data = data,
+	};
+	struct fi_msg_tagged tmsg = {
+		.msg_iov = &iov, .desc = &sm->desc, .iov_count = 1,
+		.addr = f->ep[1].addr, .tag = 0x99, .context = &sc[1],
+		.data = data + 1,
+	};
+	struct cf_mem rm[2];
+	struct cf_comp c;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		cf_mem_reg(f, 1, &rm[i], 4096, FI_RECV);
+	cf_post(f, fi_recv(f->ep[1].ep, rm[0].p, 4096, rm[0].desc,
+			   FI_ADDR_UNSPEC, &rc[0]));
+	trecv(f, 1, &rm[1], 4096, 0x99, 0, &rc[1]);
+	cf_fill(sm->p, len, 30);
+	cf_post(f, fi_sendmsg(f->ep[0].ep, &msg, FI_INJECT | FI_COMPLETION |
+			      FI_REMOTE_CQ_DATA));
+	memset(sm->p, 0, len);
+	cf_fill(sm->p, len, 31);
+	cf_post(f, fi_tsendmsg(f->ep[0].ep, &tmsg, FI_INJECT | FI_COMPLETION |
+			       FI_REMOTE_CQ_DATA));
+	memset(sm->p, 0, len);
+	for (i = 0; i < 2; i++) {
+		const char *what = i ? "fi_tsendmsg(FI_INJECT)" :
+				       "fi_sendmsg(FI_INJECT)";
+
+		c = cf_wait_ctx(f, 1, &rc[i]);
+		cf_assert(!c.err && c.len == len, "%s: receive err %d len %zu",
+			  what, c.err, c.len);
+		cf_check_fill(rm[i].p, len, 30 + i, what);
+		cf_check_flags(&c, FI_REMOTE_CQ_DATA, what);
+		cf_assert(c.data == ((data + i) & mask), "%s: data 0x%llx",
+			  what, (unsigned long long)c.data);
+		c = cf_wait_ctx(f, 0, &sc[i]);
+		cf_assert(!c.err, "%s: send error %d", what, c.err);
+		cf_mem_free(&rm[i]);
+	}
+	cf_expect_none(f, 0, 20);
+}
+
+/*
  * fi_inject, fi_injectdata, fi_senddata and their tagged forms: injects
  * produce no send completion, their buffer is reusable at once, and remote
  * CQ data reaches the receiver with FI_REMOTE_CQ_DATA, only when sent.
@@ -521,6 +574,7 @@ static int case_inject_data(const char *prov)
 	}
 	/* Injects never complete at the sender. */
 	cf_expect_none(&f, 0, 100);
+	inject_msg_flag(&f, &sm, len, data, mask);
 	cf_mem_free(&sm);
 	cf_close(&f);
 	return 0;
