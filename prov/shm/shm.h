@@ -34,7 +34,8 @@ struct shm_params {
 	size_t queue_slots;
 	size_t max_peers;
 	size_t bounce_count;
-	size_t bounce_size; /* eager limit: larger messages use CMA */
+	size_t bounce_size; /* eager limit: larger messages use rendezvous */
+	size_t cma_min; /* messages from this size on are read with CMA */
 	bool disable_cma;
 };
 extern struct shm_params shm_params;

@@ -51,7 +51,7 @@ struct shm_rts {
 	uint64_t addr[UTIL_RDM_IOV_MAX];
 	uint64_t len[UTIL_RDM_IOV_MAX];
 	uint32_t src; /* stash only: the sender's table entry here */
-	uint32_t push; /* the sender cannot be read with CMA: ask for a push */
+	uint32_t push; /* ask the sender to push (no CMA, or not worth it) */
 };
 static_assert(sizeof(struct shm_rts) == 96, "RTS layout (docs/shm-layout.md)");
 static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
@@ -411,21 +411,22 @@ static void flush_pending(struct shm_ep *ep)
 	}
 }
 
+/*
+ * Take the next bounce buffer, in ring order.  Receivers free them mostly
+ * in the order they were filled, so looking at the next one alone (one
+ * cache line, which the reader writes) is enough; scanning for another
+ * would read many lines other cores are writing.
+ */
 static int bounce_get(struct shm_ep *ep, uint32_t *idx)
 {
-	uint32_t n = ep->own.hdr->bounce_count, i;
+	uint32_t b = ep->bounce_next;
+	struct shm_bounce *bb = shm_map_bounce(&ep->own, b);
 
-	for (i = 0; i < n; i++) {
-		uint32_t b = (ep->bounce_next + i) % n;
-		struct shm_bounce *bb = shm_map_bounce(&ep->own, b);
-
-		if (!atomic_load_explicit(&bb->busy, memory_order_acquire)) {
-			ep->bounce_next = (b + 1) % n;
-			*idx = b;
-			return 0;
-		}
-	}
-	return -FI_EAGAIN;
+	if (atomic_load_explicit(&bb->busy, memory_order_acquire))
+		return -FI_EAGAIN;
+	ep->bounce_next = b + 1 == ep->own.hdr->bounce_count ? 0 : b + 1;
+	*idx = b;
+	return 0;
 }
 
 static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
@@ -499,7 +500,7 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	rts.tx_id = tx->hdr.tx_id;
 	rts.msg_len = tx->hdr.len;
 	rts.pid = getpid();
-	rts.push = !c->cma;
+	rts.push = !c->cma || tx->hdr.len < shm_params.cma_min;
 	rts.iov_count = (uint32_t)tx->iov_count;
 	for (i = 0; i < tx->iov_count; i++) {
 		rts.addr[i] = (uintptr_t)tx->iov[i].iov_base;
