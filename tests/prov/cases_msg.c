@@ -428,6 +428,83 @@ static int case_tagged_unexpected(const char *prov)
 	return 0;
 }
 
+#define NUNEXP 256
+
+/*
+ * Many messages queued unexpected at once (256 small tagged ones, each
+ * with its own tag, and untagged ones in the same burst): the provider
+ * buffers or flow-controls them, and every one arrives intact once its
+ * receive is posted, in any order of posting.
+ */
+static int case_unexpected_many(const char *prov)
+{
+	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	static struct fi_context2 sc[2][NUNEXP], rc[2][NUNEXP];
+	struct cf_mem sm, rm;
+	struct cf_comp c;
+	struct cf_fix f;
+	int i, t;
+
+	cf_open(&f, prov, &o);
+	cf_mem_reg(&f, 0, &sm, NUNEXP * 64 + 64, FI_SEND);
+	cf_mem_reg(&f, 1, &rm, 2 * NUNEXP * 64, FI_RECV);
+	cf_fill(sm.p, NUNEXP * 64 + 64, 8);
+	for (i = 0; i < NUNEXP; i++) {
+		cf_post(&f, fi_tsend(f.ep[0].ep, sm.p + i, 64, sm.desc,
+				     f.ep[1].addr, 1000 + i, &sc[1][i]));
+		cf_post(&f, fi_send(f.ep[0].ep, sm.p + i, 64, sm.desc,
+				    f.ep[1].addr, &sc[0][i]));
+	}
+	cf_expect_none(&f, 1, 100);
+	/* Tagged receives from the last tag back to the first. */
+	for (i = NUNEXP - 1; i >= 0; i--)
+		cf_post(&f, fi_trecv(f.ep[1].ep, rm.p + (NUNEXP + i) * 64, 64,
+				     rm.desc, FI_ADDR_UNSPEC, 1000 + i, 0,
+				     &rc[1][i]));
+	for (i = 0; i < NUNEXP; i++)
+		cf_post(&f, fi_recv(f.ep[1].ep, rm.p + i * 64, 64, rm.desc,
+				    FI_ADDR_UNSPEC, &rc[0][i]));
+	for (t = 0; t < 2; t++) {
+		for (i = 0; i < NUNEXP; i++) {
+			c = cf_wait_ctx(&f, 1, &rc[t][i]);
+			cf_assert(!c.err && c.len == 64, "%s receive %d: err %d "
+				  "len %zu", t ? "tagged" : "msg", i, c.err,
+				  c.len);
+			if (t)
+				cf_assert(c.tag == (uint64_t)(1000 + i),
+					  "tagged receive %d: tag %llu", i,
+					  (unsigned long long)c.tag);
+		}
+	}
+	/* Tagged message i has its own tag: it must be exactly slice i. */
+	for (i = 0; i < NUNEXP; i++)
+		cf_assert(!memcmp(rm.p + (NUNEXP + i) * 64, sm.p + i, 64),
+			  "tagged receive %d holds the wrong message", i);
+	/* Untagged ones in send order with FI_ORDER_SAS, else some message. */
+	for (i = 0; i < NUNEXP; i++) {
+		int j = i;
+
+		if (!(f.info->tx_attr->msg_order & FI_ORDER_SAS))
+			for (j = 0; j < NUNEXP; j++)
+				if (!memcmp(rm.p + i * 64, sm.p + j, 64))
+					break;
+		cf_assert(j < NUNEXP && !memcmp(rm.p + i * 64, sm.p + j, 64),
+			  "msg receive %d holds %s", i, j < NUNEXP ?
+			  "a message out of send order" : "no message sent");
+	}
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < NUNEXP; i++) {
+			c = cf_wait_ctx(&f, 0, &sc[t][i]);
+			cf_assert(!c.err, "send %d: error %d", i, c.err);
+		}
+	cf_expect_none(&f, 0, 50);
+	cf_expect_none(&f, 1, 0);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
 /*
  * fi_sendmsg and fi_tsendmsg with FI_INJECT: the buffer is reusable when
  * the call returns; FI_COMPLETION still asks for a completion.
@@ -1366,6 +1443,8 @@ const struct cf_case cf_cases_msg[] = {
 	  "queues", case_tagged_match },
 	{ "tagged_unexpected", "messages sent before their receive, small "
 	  "and large, order among them", case_tagged_unexpected },
+	{ "unexpected_many", "256 tagged and 256 untagged messages queued "
+	  "unexpected at once", case_unexpected_many },
 	{ "inject_data", "inject, injectdata, senddata (+tagged): no inject "
 	  "completion, remote CQ data", case_inject_data },
 	{ "iov_msg", "sendv/recvv and sendmsg/recvmsg with uneven iovecs",

@@ -176,7 +176,7 @@ bool cf_is_sockaddr(uint32_t fmt)
 	       fmt == FI_SOCKADDR_IN6;
 }
 
-/* Traffic stays on loopback: prefer an entry whose source is 127.0.0.1/::1. */
+/* Socket traffic stays on loopback: prefer a source of 127.0.0.1 or ::1. */
 static bool cf_info_is_loopback(const struct fi_info *fi)
 {
 	const struct sockaddr *sa = fi->src_addr;
@@ -221,17 +221,12 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 			break;
 		}
 	}
-	if (!pick) {
-		/* Never a non-loopback interface for socket addresses. */
-		for (fi = list; fi && !pick; fi = fi->next)
-			if (!cf_is_sockaddr(fi->addr_format) || !fi->src_addr)
-				pick = fi;
-	}
-	if (!pick) {
-		fi_freeinfo(list);
-		*ret = -FI_ENODATA;
-		return NULL;
-	}
+	/*
+	 * Without a loopback entry (shm, or verbs whose addresses belong to
+	 * an RDMA device) the first entry serves.
+	 */
+	if (!pick)
+		pick = list;
 	out = fi_dupinfo(pick);
 	fi_freeinfo(list);
 	cf_assert(out, "fi_dupinfo failed");
