@@ -21,18 +21,18 @@
 #define MAX_DT_SIZE 32
 
 /* Operands chosen so comparisons go every way and logic sees zeros. */
-static const int t_re[NELEM] = { 5, 2, 7, 0, 0, 9 };
-static const int t_im[NELEM] = { 1, 0, 2, 0, 0, 1 };
-static const int o_re[NELEM] = { 3, 6, 0, 0, 4, 9 };
-static const int o_im[NELEM] = { 2, 1, 0, 0, 1, 1 };
-static const int c_re[NELEM] = { 5, 1, 9, 0, 2, 9 };
-static const int c_im[NELEM] = { 1, 0, 0, 0, 0, 1 };
+static const int t_re[NELEM] = {5, 2, 7, 0, 0, 9};
+static const int t_im[NELEM] = {1, 0, 2, 0, 0, 1};
+static const int o_re[NELEM] = {3, 6, 0, 0, 4, 9};
+static const int o_im[NELEM] = {2, 1, 0, 0, 1, 1};
+static const int c_re[NELEM] = {5, 1, 9, 0, 2, 9};
+static const int c_im[NELEM] = {1, 0, 0, 0, 0, 1};
 
 /* One element of any datatype, widened. */
 struct num {
-	unsigned __int128 u;	/* integers: the bits, zero-extended */
-	__int128 s;		/* integers: the value, sign-extended */
-	long double re, im;	/* floating and complex types */
+	unsigned __int128 u; /* integers: the bits, zero-extended */
+	__int128 s;	     /* integers: the value, sign-extended */
+	long double re, im;  /* floating and complex types */
 };
 
 enum kind { K_NONE, K_SINT, K_UINT, K_REAL, K_CPLX };
@@ -40,15 +40,24 @@ enum kind { K_NONE, K_SINT, K_UINT, K_REAL, K_CPLX };
 static enum kind dt_kind(int dt)
 {
 	switch (dt) {
-	case FI_INT8: case FI_INT16: case FI_INT32: case FI_INT64:
+	case FI_INT8:
+	case FI_INT16:
+	case FI_INT32:
+	case FI_INT64:
 	case FI_INT128:
 		return K_SINT;
-	case FI_UINT8: case FI_UINT16: case FI_UINT32: case FI_UINT64:
+	case FI_UINT8:
+	case FI_UINT16:
+	case FI_UINT32:
+	case FI_UINT64:
 	case FI_UINT128:
 		return K_UINT;
-	case FI_FLOAT: case FI_DOUBLE: case FI_LONG_DOUBLE:
+	case FI_FLOAT:
+	case FI_DOUBLE:
+	case FI_LONG_DOUBLE:
 		return K_REAL;
-	case FI_FLOAT_COMPLEX: case FI_DOUBLE_COMPLEX:
+	case FI_FLOAT_COMPLEX:
+	case FI_DOUBLE_COMPLEX:
 	case FI_LONG_DOUBLE_COMPLEX:
 		return K_CPLX;
 	default:
@@ -59,27 +68,42 @@ static enum kind dt_kind(int dt)
 static size_t dt_size(int dt)
 {
 	switch (dt) {
-	case FI_INT8: case FI_UINT8: return 1;
-	case FI_INT16: case FI_UINT16: return 2;
-	case FI_INT32: case FI_UINT32: case FI_FLOAT: return 4;
-	case FI_INT64: case FI_UINT64: case FI_DOUBLE:
-	case FI_FLOAT_COMPLEX: return 8;
-	case FI_INT128: case FI_UINT128: case FI_DOUBLE_COMPLEX:
-	case FI_LONG_DOUBLE: return 16;
-	case FI_LONG_DOUBLE_COMPLEX: return 32;
-	default: return 0;
+	case FI_INT8:
+	case FI_UINT8:
+		return 1;
+	case FI_INT16:
+	case FI_UINT16:
+		return 2;
+	case FI_INT32:
+	case FI_UINT32:
+	case FI_FLOAT:
+		return 4;
+	case FI_INT64:
+	case FI_UINT64:
+	case FI_DOUBLE:
+	case FI_FLOAT_COMPLEX:
+		return 8;
+	case FI_INT128:
+	case FI_UINT128:
+	case FI_DOUBLE_COMPLEX:
+	case FI_LONG_DOUBLE:
+		return 16;
+	case FI_LONG_DOUBLE_COMPLEX:
+		return 32;
+	default:
+		return 0;
 	}
 }
 
 static struct num load(int dt, const void *p)
 {
-	struct num n = { 0 };
+	struct num n = {0};
 	size_t sz = dt_size(dt);
 
 	switch (dt_kind(dt)) {
 	case K_SINT:
 	case K_UINT:
-		memcpy(&n.u, p, sz);	/* little-endian: low bytes first */
+		memcpy(&n.u, p, sz); /* little-endian: low bytes first */
 		n.s = (__int128)n.u;
 		if (dt_kind(dt) == K_SINT && sz < 16) {
 			unsigned int sh = (unsigned int)(128 - 8 * sz);
@@ -150,7 +174,7 @@ static void store(int dt, void *p, const struct num *n)
 
 static struct num mknum(int dt, int re, int im)
 {
-	struct num n = { 0 };
+	struct num n = {0};
 
 	n.s = re;
 	n.u = (unsigned __int128)n.s;
@@ -201,7 +225,7 @@ static struct num from_bool(int dt, bool v)
 
 static struct num from_bits(unsigned __int128 u)
 {
-	struct num n = { 0 };
+	struct num n = {0};
 
 	n.u = u;
 	n.s = (__int128)u;
@@ -260,9 +284,9 @@ static bool model(int dt, int op, const struct num *addr, const struct num *buf,
 	case FI_BXOR:
 		if (!integer)
 			return false;
-		*out = from_bits(op == FI_BOR ? addr->u | buf->u :
-				 op == FI_BAND ? addr->u & buf->u :
-						 addr->u ^ buf->u);
+		*out = from_bits(op == FI_BOR	 ? addr->u | buf->u
+				 : op == FI_BAND ? addr->u & buf->u
+						 : addr->u ^ buf->u);
 		return true;
 	case FI_ATOMIC_READ:
 		return true;
@@ -293,8 +317,8 @@ static bool model(int dt, int op, const struct num *addr, const struct num *buf,
 	case FI_MSWAP:
 		if (!integer)
 			return false;
-		*out = from_bits((buf->u & compare->u) |
-				 (addr->u & ~compare->u));
+		*out =
+		    from_bits((buf->u & compare->u) | (addr->u & ~compare->u));
 		return true;
 	default:
 		return false;
@@ -303,8 +327,8 @@ static bool model(int dt, int op, const struct num *addr, const struct num *buf,
 
 enum form { F_ATOMIC, F_FETCH, F_COMPARE };
 
-static const char *const form_name[] = { "fi_atomic", "fi_fetch_atomic",
-					 "fi_compare_atomic" };
+static const char *const form_name[] = {"fi_atomic", "fi_fetch_atomic",
+					"fi_compare_atomic"};
 
 struct atom {
 	struct cf_fix f;
@@ -351,7 +375,8 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 		old[i] = t;
 		if (!model(dt, op, &t, &o, &cv, &want[i])) {
 			cf_note("%s: provider calls it valid; fi_atomic(3) "
-				"gives it no meaning, not checked", what);
+				"gives it no meaning, not checked",
+				what);
 			a->unmodelled++;
 			return;
 		}
@@ -371,12 +396,11 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 					   a->tgt.key, dt, op, &ctx));
 		break;
 	case F_COMPARE:
-		cf_post(f, fi_compare_atomic(f->ep[0].ep, a->opnd.p, n,
-					     a->opnd.desc, a->cmpv.p,
-					     a->cmpv.desc, a->res.p,
-					     a->res.desc, f->ep[1].addr,
-					     a->tgt.raddr, a->tgt.key, dt, op,
-					     &ctx));
+		cf_post(f,
+			fi_compare_atomic(
+			    f->ep[0].ep, a->opnd.p, n, a->opnd.desc, a->cmpv.p,
+			    a->cmpv.desc, a->res.p, a->res.desc, f->ep[1].addr,
+			    a->tgt.raddr, a->tgt.key, dt, op, &ctx));
 		break;
 	}
 	c = cf_wait_ctx(f, 0, &ctx);
@@ -390,7 +414,8 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 			num_str(dt, &old[i], s2, sizeof(s2));
 			cf_assert(num_eq(dt, &got, &old[i]),
 				  "%s: element %zu fetched %s, old value was "
-				  "%s", what, i, s1, s2);
+				  "%s",
+				  what, i, s1, s2);
 		}
 	}
 	/* The target may lag the initiator's completion: poll it. */
@@ -413,8 +438,8 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 			num_str(dt, &want[i], s2, sizeof(s2));
 			num_str(dt, &o, s3, sizeof(s3));
 			cf_fail("%s: target element %zu is %s, want %s "
-				"(old %d, operand %s, compare %d)", what, i,
-				s1, s2, t_re[i], s3, c_re[i]);
+				"(old %d, operand %s, compare %d)",
+				what, i, s1, s2, t_re[i], s3, c_re[i]);
 		}
 		cf_progress(f);
 	}
@@ -423,7 +448,7 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 
 static int case_atomic(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_ATOMIC };
+	struct cf_opts o = {.caps = FI_ATOMIC};
 	static struct atom a;
 	size_t count;
 	int dt, op, form, ret;
@@ -443,14 +468,16 @@ static int case_atomic(const char *prov)
 							     op, &count);
 				else if (form == F_FETCH)
 					ret = fi_fetch_atomicvalid(
-						a.f.ep[0].ep, dt, op, &count);
+					    a.f.ep[0].ep, dt, op, &count);
 				else
 					ret = fi_compare_atomicvalid(
-						a.f.ep[0].ep, dt, op, &count);
+					    a.f.ep[0].ep, dt, op, &count);
 				if (ret || !count)
 					continue;
-				cf_assert(dt_size(dt), "datatype %d valid but "
-					  "unknown to this suite", dt);
+				cf_assert(dt_size(dt),
+					  "datatype %d valid but "
+					  "unknown to this suite",
+					  dt);
 				run_one(&a, form, op, dt, count);
 			}
 		}
@@ -461,7 +488,8 @@ static int case_atomic(const char *prov)
 	if (!a.tested)
 		cf_skip("no (op, datatype) is valid");
 	cf_note("%d (form, op, datatype) combinations checked, %d without a "
-		"model", a.tested, a.unmodelled);
+		"model",
+		a.tested, a.unmodelled);
 	cf_mem_free(&a.tgt);
 	cf_mem_free(&a.opnd);
 	cf_mem_free(&a.cmpv);
@@ -476,7 +504,7 @@ static int case_atomic(const char *prov)
  */
 static int case_atomic_contend(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_ATOMIC, .nep = 3 };
+	struct cf_opts o = {.caps = FI_ATOMIC, .nep = 3};
 	static struct fi_context2 ctx[2][200];
 	struct cf_mem tgt, one[2];
 	struct cf_fix f;
@@ -507,8 +535,10 @@ static int case_atomic_contend(const char *prov)
 		}
 	end = cf_now_ms() + CF_WAIT_MS;
 	while ((v = *(volatile uint64_t *)tgt.p) != 200 * 1002) {
-		cf_assert(cf_now_ms() < end, "sum is %llu, want %d: updates "
-			  "lost", (unsigned long long)v, 200 * 1002);
+		cf_assert(cf_now_ms() < end,
+			  "sum is %llu, want %d: updates "
+			  "lost",
+			  (unsigned long long)v, 200 * 1002);
 		cf_progress(&f);
 	}
 	cf_mem_free(&tgt);
@@ -519,9 +549,11 @@ static int case_atomic_contend(const char *prov)
 }
 
 const struct cf_case cf_cases_atomic[] = {
-	{ "atomic", "every valid (op, datatype) of fi_atomic, fetch and "
-	  "compare against a reference model", case_atomic },
-	{ "atomic_contend", "FI_SUM from two initiators, no update lost",
-	  case_atomic_contend },
-	{ NULL },
+    {"atomic",
+     "every valid (op, datatype) of fi_atomic, fetch and "
+     "compare against a reference model",
+     case_atomic},
+    {"atomic_contend", "FI_SUM from two initiators, no update lost",
+     case_atomic_contend},
+    {NULL},
 };

@@ -21,8 +21,8 @@
 static int case_cntr(const char *prov)
 {
 	struct cf_opts o = {
-		.caps = FI_MSG,
-		.cntr_mask = (1 << CF_CNTR_SEND) | (1 << CF_CNTR_RECV),
+	    .caps = FI_MSG,
+	    .cntr_mask = (1 << CF_CNTR_SEND) | (1 << CF_CNTR_RECV),
 	};
 	struct fi_context2 sc[10], rc[10];
 	struct cf_mem sm, rm;
@@ -60,7 +60,7 @@ static int case_cntr(const char *prov)
 	}
 	cf_expect_none(&f, 1, 50);
 	cf_assert(fi_cntr_read(rx) == 10 &&
-		  fi_cntr_read(f.ep[0].cntr[CF_CNTR_SEND]) == 10,
+		      fi_cntr_read(f.ep[0].cntr[CF_CNTR_SEND]) == 10,
 		  "counters read recv %llu send %llu, want 10 and 10",
 		  (unsigned long long)fi_cntr_read(rx),
 		  (unsigned long long)fi_cntr_read(f.ep[0].cntr[CF_CNTR_SEND]));
@@ -70,19 +70,23 @@ static int case_cntr(const char *prov)
 	cf_ok(fi_cntr_wait(rx, 5, 1000));
 
 	/* A truncated receive counts as an error, not a success. */
-	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 10, rm.desc, FI_ADDR_UNSPEC,
-			    &rc[0]));
-	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr,
-			    &sc[0]));
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, rm.p, 10, rm.desc, FI_ADDR_UNSPEC, &rc[0]));
+	cf_post(&f,
+		fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr, &sc[0]));
 	c = cf_wait_ctx(&f, 1, &rc[0]);
 	cf_assert(c.err == FI_ETRUNC, "truncated receive: err %d", c.err);
 	cf_wait_ctx(&f, 0, &sc[0]);
 	cf_expect_none(&f, 1, 50);
 	/* Upstream 1.17 shm does not count it. */
-	cf_expect(fi_cntr_readerr(rx) == 1, "receive error counter %llu after "
-		  "a truncation, want 1", (unsigned long long)fi_cntr_readerr(rx));
-	cf_assert(fi_cntr_read(rx) == 10, "receive counter %llu after a "
-		  "truncation, want 10", (unsigned long long)fi_cntr_read(rx));
+	cf_expect(fi_cntr_readerr(rx) == 1,
+		  "receive error counter %llu after "
+		  "a truncation, want 1",
+		  (unsigned long long)fi_cntr_readerr(rx));
+	cf_assert(fi_cntr_read(rx) == 10,
+		  "receive counter %llu after a "
+		  "truncation, want 10",
+		  (unsigned long long)fi_cntr_read(rx));
 
 	/* Application updates. */
 	cf_ok(fi_cntr_set(rx, 100));
@@ -138,7 +142,7 @@ static void av_roundtrip(struct cf_fix *f, fi_addr_t to0, fi_addr_t to1,
  */
 static int case_av(const char *prov)
 {
-	static const enum fi_av_type types[2] = { FI_AV_MAP, FI_AV_TABLE };
+	static const enum fi_av_type types[2] = {FI_AV_MAP, FI_AV_TABLE};
 	uint8_t buf[CF_MAX_NAME * 2];
 	char str[512];
 	fi_addr_t two[2];
@@ -147,7 +151,7 @@ static int case_av(const char *prov)
 	int k, i, ret;
 
 	for (k = 0; k < 2; k++) {
-		struct cf_opts o = { .caps = FI_MSG, .av_type = types[k] };
+		struct cf_opts o = {.caps = FI_MSG, .av_type = types[k]};
 		const char *tn = k ? "FI_AV_TABLE" : "FI_AV_MAP";
 		struct fi_context2 sc, rc;
 		struct cf_mem sm, rm;
@@ -158,32 +162,33 @@ static int case_av(const char *prov)
 		if (types[k] == FI_AV_TABLE)
 			cf_assert(f.ep[0].addr == 0 && f.ep[1].addr == 1,
 				  "%s: first inserts gave %llu and %llu, want "
-				  "0 and 1", tn,
-				  (unsigned long long)f.ep[0].addr,
+				  "0 and 1",
+				  tn, (unsigned long long)f.ep[0].addr,
 				  (unsigned long long)f.ep[1].addr);
 		for (i = 0; i < 2; i++) {
 			len = sizeof(buf);
 			memset(buf, 0, sizeof(buf));
 			cf_ok(fi_av_lookup(f.av, f.ep[i].addr, buf, &len));
 			cf_assert(len == f.ep[i].namelen &&
-				  !memcmp(buf, f.ep[i].name, len),
+				      !memcmp(buf, f.ep[i].name, len),
 				  "%s: fi_av_lookup of ep%d gave %zu bytes, "
-				  "not the %zu-byte name inserted", tn, i, len,
-				  f.ep[i].namelen);
+				  "not the %zu-byte name inserted",
+				  tn, i, len, f.ep[i].namelen);
 			len = sizeof(str);
 			cf_assert(fi_av_straddr(f.av, f.ep[i].name, str, &len),
 				  "%s: fi_av_straddr returned NULL", tn);
 			cf_assert(len > 1 && len <= sizeof(str) &&
-				  strlen(str) == len - 1,
+				      strlen(str) == len - 1,
 				  "%s: fi_av_straddr length %zu for \"%s\"", tn,
 				  len, str);
 		}
 		/* A small buffer: lookup reports the size it needs. */
 		len = 1;
 		ret = fi_av_lookup(f.av, f.ep[0].addr, buf, &len);
-		cf_assert(len == f.ep[0].namelen, "%s: fi_av_lookup with a "
-			  "1-byte buffer: ret %d len %zu, want len %zu", tn,
-			  ret, len, f.ep[0].namelen);
+		cf_assert(len == f.ep[0].namelen,
+			  "%s: fi_av_lookup with a "
+			  "1-byte buffer: ret %d len %zu, want len %zu",
+			  tn, ret, len, f.ep[0].namelen);
 		av_roundtrip(&f, f.ep[0].addr, f.ep[1].addr, "after insert");
 
 		/*
@@ -197,31 +202,37 @@ static int case_av(const char *prov)
 		ret = fi_av_lookup(f.av, f.ep[1].addr, buf, &len);
 		if (!ret)
 			cf_note("%s: fi_av_lookup of a removed address "
-				"succeeds", tn);
+				"succeeds",
+				tn);
 		cf_mem_reg(&f, 0, &sm, 100, FI_SEND);
 		cf_mem_reg(&f, 1, &rm, 100, FI_RECV);
 		cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 100, rm.desc,
 				    FI_ADDR_UNSPEC, &rc));
-		sret = fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr,
-			       &sc);
+		sret =
+		    fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr, &sc);
 		if (!sret) {
 			c = cf_wait_ctx(&f, 0, &sc);
 			/* Upstream 1.17 shm completes it; tcp crashes. */
-			cf_expect(c.err, "%s: send to a removed address "
-				  "completed successfully", tn);
+			cf_expect(c.err,
+				  "%s: send to a removed address "
+				  "completed successfully",
+				  tn);
 			if (c.err)
 				cf_note("%s: send to a removed address: error "
-				"completion %d (%s)", tn, c.err,
-				fi_strerror(c.err));
+					"completion %d (%s)",
+					tn, c.err, fi_strerror(c.err));
 		} else {
 			cf_note("%s: send to a removed address: returned %zd "
-				"(%s)", tn, sret, fi_strerror((int)-sret));
+				"(%s)",
+				tn, sret, fi_strerror((int)-sret));
 		}
 		cf_expect_none(&f, 1, 100);
 		cf_ok(fi_cancel(&f.ep[1].ep->fid, &rc));
 		c = cf_wait_ctx(&f, 1, &rc);
-		cf_assert(c.err == FI_ECANCELED, "%s: receive after a send to "
-			  "a removed address: err %d", tn, c.err);
+		cf_assert(c.err == FI_ECANCELED,
+			  "%s: receive after a send to "
+			  "a removed address: err %d",
+			  tn, c.err);
 		cf_mem_free(&sm);
 		cf_mem_free(&rm);
 
@@ -236,9 +247,10 @@ static int case_av(const char *prov)
 			len = sizeof(str);
 			cf_ok(fi_av_lookup(f.av, two[i], str, &len));
 			cf_assert(len == f.ep[i].namelen &&
-				  !memcmp(str, f.ep[i].name, len),
+				      !memcmp(str, f.ep[i].name, len),
 				  "%s: batch-inserted address %d looks up "
-				  "wrong", tn, i);
+				  "wrong",
+				  tn, i);
 		}
 		av_roundtrip(&f, two[0], two[1], "after re-insert");
 		cf_close(&f);
@@ -254,14 +266,13 @@ static int case_av(const char *prov)
  */
 static int case_comp_levels(const char *prov)
 {
-	static const uint64_t lvl[3] = { FI_INJECT_COMPLETE,
-					 FI_TRANSMIT_COMPLETE,
-					 FI_DELIVERY_COMPLETE };
-	static const char *const lname[3] = { "FI_INJECT_COMPLETE",
-					      "FI_TRANSMIT_COMPLETE",
-					      "FI_DELIVERY_COMPLETE" };
-	static const size_t sizes[2] = { 100, 300000 };
-	struct cf_opts o = { .caps = FI_MSG | FI_RMA };
+	static const uint64_t lvl[3] = {
+	    FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE};
+	static const char *const lname[3] = {"FI_INJECT_COMPLETE",
+					     "FI_TRANSMIT_COMPLETE",
+					     "FI_DELIVERY_COMPLETE"};
+	static const size_t sizes[2] = {100, 300000};
+	struct cf_opts o = {.caps = FI_MSG | FI_RMA};
 	struct fi_context2 sc, rc;
 	struct cf_mem sm, rm;
 	struct cf_comp c;
@@ -289,11 +300,13 @@ static int case_comp_levels(const char *prov)
 	for (k = 0; k < 3; k++) {
 		for (s = 0; s < 2; s++) {
 			size_t len = sizes[s];
-			struct iovec iov = { sm.p, len };
+			struct iovec iov = {sm.p, len};
 			struct fi_msg msg = {
-				.msg_iov = &iov, .desc = &sm.desc,
-				.iov_count = 1, .addr = f.ep[1].addr,
-				.context = &sc,
+			    .msg_iov = &iov,
+			    .desc = &sm.desc,
+			    .iov_count = 1,
+			    .addr = f.ep[1].addr,
+			    .context = &sc,
 			};
 			char what[96];
 
@@ -320,23 +333,28 @@ static int case_comp_levels(const char *prov)
 			if (!rma)
 				continue;
 
-			snprintf(what, sizeof(what), "fi_writemsg %s %zu "
-				 "bytes", lname[k], len);
+			snprintf(what, sizeof(what),
+				 "fi_writemsg %s %zu "
+				 "bytes",
+				 lname[k], len);
 			{
-				struct fi_rma_iov riov = { rm.raddr, len,
-							   rm.key };
+				struct fi_rma_iov riov = {rm.raddr, len,
+							  rm.key};
 				struct fi_msg_rma wmsg = {
-					.msg_iov = &iov, .desc = &sm.desc,
-					.iov_count = 1, .addr = f.ep[1].addr,
-					.rma_iov = &riov, .rma_iov_count = 1,
-					.context = &sc,
+				    .msg_iov = &iov,
+				    .desc = &sm.desc,
+				    .iov_count = 1,
+				    .addr = f.ep[1].addr,
+				    .rma_iov = &riov,
+				    .rma_iov_count = 1,
+				    .context = &sc,
 				};
 
 				memset(rm.p, 0, len);
 				cf_fill(sm.p, len, 10 * k + s + 5);
-				cf_post(&f, fi_writemsg(f.ep[0].ep, &wmsg,
-							FI_COMPLETION |
-							lvl[k]));
+				cf_post(&f,
+					fi_writemsg(f.ep[0].ep, &wmsg,
+						    FI_COMPLETION | lvl[k]));
 			}
 			c = cf_wait_ctx(&f, 0, &sc);
 			cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
@@ -349,7 +367,8 @@ static int case_comp_levels(const char *prov)
 
 				cf_fill(want, len, 10 * k + s + 5);
 				while (memcmp(rm.p, want, len)) {
-					cf_assert(cf_now_ms() < end, "%s: data "
+					cf_assert(cf_now_ms() < end,
+						  "%s: data "
 						  "never reached the target",
 						  what);
 					cf_progress(&f);
@@ -381,7 +400,7 @@ struct guarded_ctx {
  */
 static int case_context(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	static struct guarded_ctx g[8];
 	struct cf_mem sm, rm;
 	uint64_t mode;
@@ -393,8 +412,9 @@ static int case_context(const char *prov)
 	cf_open(&f, prov, &o);
 	mode = f.info->mode;
 	cf_note("provider mode [%s]", fi_tostr(&mode, FI_TYPE_MODE));
-	limit = (mode & FI_CONTEXT2) ? sizeof(struct fi_context2) :
-		(mode & FI_CONTEXT) ? sizeof(struct fi_context) : 0;
+	limit = (mode & FI_CONTEXT2)  ? sizeof(struct fi_context2)
+		: (mode & FI_CONTEXT) ? sizeof(struct fi_context)
+				      : 0;
 	memset(g, 0xc3, sizeof(g));
 	cf_mem_reg(&f, 0, &sm, 70000, FI_SEND);
 	cf_mem_reg(&f, 1, &rm, 4 * 70000, FI_RECV);
@@ -434,11 +454,13 @@ static int case_context(const char *prov)
 		for (j = 0; j < 64; j++)
 			cf_assert(g[i].pre[j] == 0xc3 && g[i].post[j] == 0xc3,
 				  "operation %d: bytes around its context were "
-				  "written", i);
+				  "written",
+				  i);
 		for (j = limit; j < sizeof(struct fi_context2); j++)
-			cf_assert(p[j] == 0xc3, "operation %d: context byte "
-				  "%zu written though the mode allows %zu", i,
-				  j, limit);
+			cf_assert(p[j] == 0xc3,
+				  "operation %d: context byte "
+				  "%zu written though the mode allows %zu",
+				  i, j, limit);
 	}
 	cf_mem_free(&sm);
 	cf_mem_free(&rm);
@@ -447,12 +469,12 @@ static int case_context(const char *prov)
 }
 
 #define MT_N 400
-#define MT_LEN(k) (32 + (size_t)(k) * 13)
+#define MT_LEN(k) (32 + (size_t)(k)*13)
 
 /* The context of each operation says who posted it. */
 struct mt_op {
 	struct fi_context2 ctx;
-	int owner;		/* 0,1 senders on ep0; 2,3 receivers on ep1 */
+	int owner; /* 0,1 senders on ep0; 2,3 receivers on ep1 */
 	int k;
 	size_t len;
 };
@@ -480,7 +502,7 @@ static void mt_poll(struct mt *m, int ep)
 
 	n = fi_cq_read(m->f->ep[ep].cq, e, 8);
 	if (n == -FI_EAVAIL) {
-		struct fi_cq_err_entry err = { 0 };
+		struct fi_cq_err_entry err = {0};
 
 		if (fi_cq_readerr(m->f->ep[ep].cq, &err, 0) == 1)
 			atomic_fetch_add(&m->errors, 1);
@@ -514,10 +536,10 @@ static void *mt_thread(void *p)
 		op->k = k;
 		do {
 			if (who < 2)
-				ret = fi_tsend(f->ep[0].ep,
-					       m->sm[t].p + k * 8, MT_LEN(k),
-					       m->sm[t].desc, f->ep[1].addr,
-					       100 + t, &op->ctx);
+				ret =
+				    fi_tsend(f->ep[0].ep, m->sm[t].p + k * 8,
+					     MT_LEN(k), m->sm[t].desc,
+					     f->ep[1].addr, 100 + t, &op->ctx);
 			else
 				ret = fi_trecv(f->ep[1].ep,
 					       m->rm[t].p + k * 8192, 8192,
@@ -531,8 +553,7 @@ static void *mt_thread(void *p)
 			return NULL;
 		}
 	}
-	while (atomic_load(&m->done[who]) < MT_N &&
-	       cf_now_ms() < m->deadline)
+	while (atomic_load(&m->done[who]) < MT_N && cf_now_ms() < m->deadline)
 		mt_poll(m, ep);
 	return NULL;
 }
@@ -544,8 +565,7 @@ static void *mt_thread(void *p)
  */
 static int case_thread_safe(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_TAGGED,
-			     .threading = FI_THREAD_SAFE };
+	struct cf_opts o = {.caps = FI_TAGGED, .threading = FI_THREAD_SAFE};
 	static struct mt m;
 	struct mt_arg args[4];
 	pthread_t th[4];
@@ -562,7 +582,7 @@ static int case_thread_safe(const char *prov)
 	}
 	/* Receivers first, so most receives are posted before the sends. */
 	for (i = 3; i >= 0; i--) {
-		args[i] = (struct mt_arg){ &m, i };
+		args[i] = (struct mt_arg){&m, i};
 		cf_assert(!pthread_create(&th[i], NULL, mt_thread, &args[i]),
 			  "pthread_create");
 	}
@@ -573,9 +593,10 @@ static int case_thread_safe(const char *prov)
 	cf_assert(!atomic_load(&m.dup), "%d duplicate completions",
 		  atomic_load(&m.dup));
 	for (i = 0; i < 4; i++)
-		cf_assert(atomic_load(&m.done[i]) == MT_N, "thread %d: %d of "
-			  "%d operations completed", i,
-			  atomic_load(&m.done[i]), MT_N);
+		cf_assert(atomic_load(&m.done[i]) == MT_N,
+			  "thread %d: %d of "
+			  "%d operations completed",
+			  i, atomic_load(&m.done[i]), MT_N);
 	/*
 	 * Receive k of tag t holds message k of sender t if the provider
 	 * orders same-tag messages; else the length says which it holds.
@@ -587,11 +608,15 @@ static int case_thread_safe(const char *prov)
 			uint8_t *want = m.sm[t].p + src * 8;
 
 			cf_assert(len >= 32 && (len - 32) % 13 == 0 &&
-				  src < MT_N, "receive %d of tag %d: length "
-				  "%zu matches no message", k, 100 + t, len);
-			cf_assert(!memcmp(m.rm[t].p + (size_t)k * 8192, want,
-					  len), "receive %d of tag %d: data "
-				  "differs from message %zu", k, 100 + t, src);
+				      src < MT_N,
+				  "receive %d of tag %d: length "
+				  "%zu matches no message",
+				  k, 100 + t, len);
+			cf_assert(
+			    !memcmp(m.rm[t].p + (size_t)k * 8192, want, len),
+			    "receive %d of tag %d: data "
+			    "differs from message %zu",
+			    k, 100 + t, src);
 		}
 	}
 	for (t = 0; t < 2; t++) {
@@ -603,15 +628,23 @@ static int case_thread_safe(const char *prov)
 }
 
 const struct cf_case cf_cases_misc[] = {
-	{ "cntr", "send/recv counters, fi_cntr_wait, error counts, set/add",
-	  case_cntr },
-	{ "av", "FI_AV_MAP and FI_AV_TABLE: insert, lookup, straddr, remove, "
-	  "re-insert", case_av },
-	{ "comp_levels", "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "
-	  "writes", case_comp_levels },
-	{ "context", "FI_CONTEXT/FI_CONTEXT2: only the context is written, "
-	  "returned as given", case_context },
-	{ "thread_safe", "FI_THREAD_SAFE: 2 sender and 2 receiver threads on "
-	  "two endpoints", case_thread_safe },
-	{ NULL },
+    {"cntr", "send/recv counters, fi_cntr_wait, error counts, set/add",
+     case_cntr},
+    {"av",
+     "FI_AV_MAP and FI_AV_TABLE: insert, lookup, straddr, remove, "
+     "re-insert",
+     case_av},
+    {"comp_levels",
+     "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "
+     "writes",
+     case_comp_levels},
+    {"context",
+     "FI_CONTEXT/FI_CONTEXT2: only the context is written, "
+     "returned as given",
+     case_context},
+    {"thread_safe",
+     "FI_THREAD_SAFE: 2 sender and 2 receiver threads on "
+     "two endpoints",
+     case_thread_safe},
+    {NULL},
 };

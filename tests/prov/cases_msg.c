@@ -19,11 +19,12 @@
 #define GUARD 64
 #define GUARD_BYTE 0xa5
 
+/* clang-format off */
 static const size_t msg_sizes[] = {
-	0,     1,     8,      63,     64,      255,	    256,
-	777,   4095,  4096,   4097,   12345,   65535,	    65536,
-	65537, 1 << 20, (1 << 20) + 3, 4 << 20, (4 << 20) - 1,
+	0, 1, 8, 63, 64, 255, 256, 777, 4095, 4096, 4097, 12345, 65535,
+	65536, 65537, 1 << 20, (1 << 20) + 3, 4 << 20, (4 << 20) - 1,
 };
+/* clang-format on */
 
 #define NSIZES (sizeof(msg_sizes) / sizeof(msg_sizes[0]))
 
@@ -89,7 +90,7 @@ static void one_msg(struct cf_fix *f, int s, int r, size_t len, bool tagged,
 
 static int case_msg_sizes(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG };
+	struct cf_opts o = {.caps = FI_MSG};
 	struct cf_fix f;
 	size_t i;
 
@@ -106,7 +107,7 @@ static int case_msg_sizes(const char *prov)
 
 static int case_tagged_sizes(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_TAGGED };
+	struct cf_opts o = {.caps = FI_TAGGED};
 	struct cf_fix f;
 	size_t i;
 
@@ -136,10 +137,10 @@ static size_t flight_len(int i)
  */
 static int case_msg_inflight(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG };
+	struct cf_opts o = {.caps = FI_MSG};
 	static struct fi_context2 sctx[2][NFLIGHT], rctx[2][NFLIGHT];
 	struct cf_mem sm[2][NFLIGHT], rm[2][NFLIGHT];
-	int seen[2][NFLIGHT] = { { 0 } };
+	int seen[2][NFLIGHT] = {{0}};
 	struct cf_fix f;
 	int d, i, n;
 
@@ -173,8 +174,8 @@ static int case_msg_inflight(const char *prov)
 			if (c.ctx == &sctx[e][i] || c.ctx == &rctx[!e][i])
 				k = i;
 		}
-		cf_assert(k >= 0, "ep%d: completion with unknown context %p",
-			  e, c.ctx);
+		cf_assert(k >= 0, "ep%d: completion with unknown context %p", e,
+			  c.ctx);
 		if (c.ctx == &rctx[!e][k]) {
 			int m;
 
@@ -182,8 +183,10 @@ static int case_msg_inflight(const char *prov)
 			for (m = 0; m < NFLIGHT; m++)
 				if (flight_len(m) == c.len)
 					break;
-			cf_assert(m < NFLIGHT, "ep%d: received length %zu "
-				  "matches no message sent", e, c.len);
+			cf_assert(m < NFLIGHT,
+				  "ep%d: received length %zu "
+				  "matches no message sent",
+				  e, c.len);
 			cf_check_fill(rm[!e][k].p, c.len, m + 1000 * !e,
 				      "message in flight");
 			cf_assert(!(seen[!e][m] & 2),
@@ -200,8 +203,9 @@ static int case_msg_inflight(const char *prov)
 	for (d = 0; d < 2; d++) {
 		for (i = 0; i < NFLIGHT; i++) {
 			cf_assert(seen[d][i] == 3, "message %d of ep%d: %s", i,
-				  d, seen[d][i] & 1 ? "never delivered" :
-						      "send never completed");
+				  d,
+				  seen[d][i] & 1 ? "never delivered"
+						 : "send never completed");
 			cf_mem_free(&sm[d][i]);
 			cf_mem_free(&rm[d][i]);
 		}
@@ -216,8 +220,8 @@ static int case_msg_inflight(const char *prov)
  */
 static int case_msg_order(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED,
-			     .msg_order = FI_ORDER_SAS };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED,
+			    .msg_order = FI_ORDER_SAS};
 	static struct fi_context2 sctx[NFLIGHT], rctx[NFLIGHT];
 	struct cf_mem sm[NFLIGHT], rm[NFLIGHT];
 	struct cf_fix f;
@@ -242,9 +246,10 @@ static int case_msg_order(const char *prov)
 		}
 		for (i = 0; i < NFLIGHT; i++) {
 			if (t)
-				cf_post(&f, fi_tsend(f.ep[0].ep, sm[i].p,
-						     flight_len(i), sm[i].desc,
-						     f.ep[1].addr, 42, &sctx[i]));
+				cf_post(&f,
+					fi_tsend(f.ep[0].ep, sm[i].p,
+						 flight_len(i), sm[i].desc,
+						 f.ep[1].addr, 42, &sctx[i]));
 			else
 				cf_post(&f, fi_send(f.ep[0].ep, sm[i].p,
 						    flight_len(i), sm[i].desc,
@@ -257,8 +262,8 @@ static int case_msg_order(const char *prov)
 			cf_assert(c.len == flight_len(i),
 				  "%s receive %d got %zu bytes: message %zu "
 				  "bytes long overtook message %d",
-				  t ? "tagged" : "msg", i, c.len,
-				  flight_len(i), i);
+				  t ? "tagged" : "msg", i, c.len, flight_len(i),
+				  i);
 			cf_check_fill(rm[i].p, c.len, i + 7 * t,
 				      "ordered message");
 			c = cf_wait_ctx(&f, 0, &sctx[i]);
@@ -286,8 +291,8 @@ static void trecv(struct cf_fix *f, int r, struct cf_mem *m, size_t len,
 static void tsend(struct cf_fix *f, int s, int r, struct cf_mem *m, size_t len,
 		  uint64_t tag, void *ctx)
 {
-	cf_post(f, fi_tsend(f->ep[s].ep, m->p, len, m->desc, f->ep[r].addr,
-			    tag, ctx));
+	cf_post(f, fi_tsend(f->ep[s].ep, m->p, len, m->desc, f->ep[r].addr, tag,
+			    ctx));
 }
 
 /*
@@ -296,7 +301,7 @@ static void tsend(struct cf_fix *f, int s, int r, struct cf_mem *m, size_t len,
  */
 static int case_tagged_match(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 rc[5], sc[4];
 	struct cf_mem rm[5], sm[4];
 	struct cf_comp c;
@@ -321,8 +326,8 @@ static int case_tagged_match(const char *prov)
 
 	tsend(&f, 0, 1, &sm[0], 1000, 0xab77, &sc[0]);
 	tsend(&f, 0, 1, &sm[1], 1001, 0x1235, &sc[1]);
-	cf_post(&f, fi_send(f.ep[0].ep, sm[2].p, 1002, sm[2].desc,
-			    f.ep[1].addr, &sc[2]));
+	cf_post(&f, fi_send(f.ep[0].ep, sm[2].p, 1002, sm[2].desc, f.ep[1].addr,
+			    &sc[2]));
 	tsend(&f, 0, 1, &sm[3], 1003, 0x1234, &sc[3]);
 
 	c = cf_wait_ctx(&f, 1, &rc[1]);
@@ -368,9 +373,9 @@ static int case_tagged_match(const char *prov)
  */
 static int case_tagged_unexpected(const char *prov)
 {
-	static const size_t len[7] = { 16, 5000, 1 << 20, 0, 300, 70000, 9 };
-	static const uint64_t tag[7] = { 1, 2, 3, 4, 7, 7, 7 };
-	struct cf_opts o = { .caps = FI_TAGGED };
+	static const size_t len[7] = {16, 5000, 1 << 20, 0, 300, 70000, 9};
+	static const uint64_t tag[7] = {1, 2, 3, 4, 7, 7, 7};
+	struct cf_opts o = {.caps = FI_TAGGED};
 	struct fi_context2 rc[7], sc[7];
 	struct cf_mem rm[7], sm[7];
 	struct cf_comp c;
@@ -404,8 +409,10 @@ static int case_tagged_unexpected(const char *prov)
 		cf_assert(c.tag == tag[i], "receive %d: tag %llu", i,
 			  (unsigned long long)c.tag);
 		if (i >= 4 && c.len != len[i]) {
-			cf_assert(!sas, "same-tag unexpected messages out of "
-				  "order: receive %d got %zu bytes", i, c.len);
+			cf_assert(!sas,
+				  "same-tag unexpected messages out of "
+				  "order: receive %d got %zu bytes",
+				  i, c.len);
 			for (m = 4; m < 7 && len[m] != c.len; m++)
 				;
 			cf_assert(m < 7, "receive %d: %zu bytes", i, c.len);
@@ -438,7 +445,7 @@ static int case_tagged_unexpected(const char *prov)
  */
 static int case_unexpected_many(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	static struct fi_context2 sc[2][NUNEXP], rc[2][NUNEXP];
 	struct cf_mem sm, rm;
 	struct cf_comp c;
@@ -467,9 +474,10 @@ static int case_unexpected_many(const char *prov)
 	for (t = 0; t < 2; t++) {
 		for (i = 0; i < NUNEXP; i++) {
 			c = cf_wait_ctx(&f, 1, &rc[t][i]);
-			cf_assert(!c.err && c.len == 64, "%s receive %d: err %d "
-				  "len %zu", t ? "tagged" : "msg", i, c.err,
-				  c.len);
+			cf_assert(!c.err && c.len == 64,
+				  "%s receive %d: err %d "
+				  "len %zu",
+				  t ? "tagged" : "msg", i, c.err, c.len);
 			if (t)
 				cf_assert(c.tag == (uint64_t)(1000 + i),
 					  "tagged receive %d: tag %llu", i,
@@ -489,8 +497,9 @@ static int case_unexpected_many(const char *prov)
 				if (!memcmp(rm.p + i * 64, sm.p + j, 64))
 					break;
 		cf_assert(j < NUNEXP && !memcmp(rm.p + i * 64, sm.p + j, 64),
-			  "msg receive %d holds %s", i, j < NUNEXP ?
-			  "a message out of send order" : "no message sent");
+			  "msg receive %d holds %s", i,
+			  j < NUNEXP ? "a message out of send order"
+				     : "no message sent");
 	}
 	for (t = 0; t < 2; t++)
 		for (i = 0; i < NUNEXP; i++) {
@@ -513,15 +522,23 @@ static void inject_msg_flag(struct cf_fix *f, struct cf_mem *sm, size_t len,
 			    uint64_t data, uint64_t mask)
 {
 	struct fi_context2 sc[2], rc[2];
-	struct iovec iov = { sm->p, len };
+	struct iovec iov = {sm->p, len};
 	struct fi_msg msg = {
-		.msg_iov = &iov, .desc = &sm->desc, .iov_count = 1,
-		.addr = f->ep[1].addr, .context = &sc[0], .data = data,
+	    .msg_iov = &iov,
+	    .desc = &sm->desc,
+	    .iov_count = 1,
+	    .addr = f->ep[1].addr,
+	    .context = &sc[0],
+	    .data = data,
 	};
 	struct fi_msg_tagged tmsg = {
-		.msg_iov = &iov, .desc = &sm->desc, .iov_count = 1,
-		.addr = f->ep[1].addr, .tag = 0x99, .context = &sc[1],
-		.data = data + 1,
+	    .msg_iov = &iov,
+	    .desc = &sm->desc,
+	    .iov_count = 1,
+	    .addr = f->ep[1].addr,
+	    .tag = 0x99,
+	    .context = &sc[1],
+	    .data = data + 1,
 	};
 	struct cf_mem rm[2];
 	struct cf_comp c;
@@ -533,16 +550,16 @@ static void inject_msg_flag(struct cf_fix *f, struct cf_mem *sm, size_t len,
 			   FI_ADDR_UNSPEC, &rc[0]));
 	trecv(f, 1, &rm[1], 4096, 0x99, 0, &rc[1]);
 	cf_fill(sm->p, len, 30);
-	cf_post(f, fi_sendmsg(f->ep[0].ep, &msg, FI_INJECT | FI_COMPLETION |
-			      FI_REMOTE_CQ_DATA));
+	cf_post(f, fi_sendmsg(f->ep[0].ep, &msg,
+			      FI_INJECT | FI_COMPLETION | FI_REMOTE_CQ_DATA));
 	memset(sm->p, 0, len);
 	cf_fill(sm->p, len, 31);
-	cf_post(f, fi_tsendmsg(f->ep[0].ep, &tmsg, FI_INJECT | FI_COMPLETION |
-			       FI_REMOTE_CQ_DATA));
+	cf_post(f, fi_tsendmsg(f->ep[0].ep, &tmsg,
+			       FI_INJECT | FI_COMPLETION | FI_REMOTE_CQ_DATA));
 	memset(sm->p, 0, len);
 	for (i = 0; i < 2; i++) {
-		const char *what = i ? "fi_tsendmsg(FI_INJECT)" :
-				       "fi_sendmsg(FI_INJECT)";
+		const char *what =
+		    i ? "fi_tsendmsg(FI_INJECT)" : "fi_sendmsg(FI_INJECT)";
 
 		c = cf_wait_ctx(f, 1, &rc[i]);
 		cf_assert(!c.err && c.len == len, "%s: receive err %d len %zu",
@@ -565,8 +582,8 @@ static void inject_msg_flag(struct cf_fix *f, struct cf_mem *sm, size_t len,
  */
 static int case_inject_data(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED,
-			     .cq_format = FI_CQ_FORMAT_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED,
+			    .cq_format = FI_CQ_FORMAT_TAGGED};
 	struct fi_context2 rc[6], sc[2];
 	struct cf_mem rm[6], sm;
 	uint64_t mask, data = 0x1122334455667788ULL;
@@ -587,9 +604,9 @@ static int case_inject_data(const char *prov)
 	for (i = 0; i < 6; i++) {
 		cf_mem_reg(&f, 1, &rm[i], 4096, FI_RECV);
 		if (i < 3)
-			cf_post(&f, fi_recv(f.ep[1].ep, rm[i].p, 4096,
-					    rm[i].desc, FI_ADDR_UNSPEC,
-					    &rc[i]));
+			cf_post(&f,
+				fi_recv(f.ep[1].ep, rm[i].p, 4096, rm[i].desc,
+					FI_ADDR_UNSPEC, &rc[i]));
 		else
 			trecv(&f, 1, &rm[i], 4096, 0x70 + i, 0, &rc[i]);
 	}
@@ -600,8 +617,8 @@ static int case_inject_data(const char *prov)
 	cf_post(&f, fi_inject(f.ep[0].ep, sm.p, len, f.ep[1].addr));
 	memset(sm.p, 0, len);
 	cf_fill(sm.p, len, 2);
-	cf_post(&f, fi_injectdata(f.ep[0].ep, sm.p, len, data + 2,
-				  f.ep[1].addr));
+	cf_post(&f,
+		fi_injectdata(f.ep[0].ep, sm.p, len, data + 2, f.ep[1].addr));
 	memset(sm.p, 0, len);
 	cf_fill(sm.p, 1000, 3);
 	cf_post(&f, fi_senddata(f.ep[0].ep, sm.p, 1000, sm.desc, data + 3,
@@ -626,8 +643,8 @@ static int case_inject_data(const char *prov)
 		bool has_data = (i % 3) != 0;
 		char what[48];
 
-		snprintf(what, sizeof(what), "%s %d",
-			 i < 3 ? "msg" : "tagged", i % 3);
+		snprintf(what, sizeof(what), "%s %d", i < 3 ? "msg" : "tagged",
+			 i % 3);
 		c = cf_wait_ctx(&f, 1, &rc[i]);
 		cf_assert(!c.err, "%s: error %d", what, c.err);
 		cf_assert(c.len == want, "%s: len %zu want %zu", what, c.len,
@@ -660,9 +677,9 @@ static int case_inject_data(const char *prov)
 /* fi_sendv/fi_recvv and fi_sendmsg/fi_recvmsg with iovecs split unevenly. */
 static int case_iov_msg(const char *prov)
 {
-	static const size_t slen[3] = { 10, 4000, 70000 };
-	static const size_t rlen[4] = { 5, 30000, 40000, 4100 };
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	static const size_t slen[3] = {10, 4000, 70000};
+	static const size_t rlen[4] = {5, 30000, 40000, 4100};
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct iovec siov[3], riov[4];
 	void *sdesc[3], *rdesc[4];
 	struct cf_mem sm[3], rm[4];
@@ -686,7 +703,7 @@ static int case_iov_msg(const char *prov)
 	for (i = 0, off = 0; i < ns; off += slen[i], i++) {
 		cf_mem_reg(&f, 0, &sm[i], slen[i], FI_SEND);
 		memcpy(sm[i].p, whole + off, slen[i]);
-		siov[i] = (struct iovec){ sm[i].p, slen[i] };
+		siov[i] = (struct iovec){sm[i].p, slen[i]};
 		sdesc[i] = sm[i].desc;
 	}
 	for (i = 0; i < nr; i++) {
@@ -696,7 +713,7 @@ static int case_iov_msg(const char *prov)
 		if (i == nr - 1)
 			l = total + 100;
 		cf_mem_reg(&f, 1, &rm[i], l, FI_RECV);
-		riov[i] = (struct iovec){ rm[i].p, l };
+		riov[i] = (struct iovec){rm[i].p, l};
 		rdesc[i] = rm[i].desc;
 	}
 	for (round = 0; round < 2; round++) {
@@ -709,26 +726,35 @@ static int case_iov_msg(const char *prov)
 					     f.ep[1].addr, &sc));
 		} else {
 			struct fi_msg rmsg = {
-				.msg_iov = riov, .desc = rdesc, .iov_count = nr,
-				.addr = FI_ADDR_UNSPEC, .context = &rc,
+			    .msg_iov = riov,
+			    .desc = rdesc,
+			    .iov_count = nr,
+			    .addr = FI_ADDR_UNSPEC,
+			    .context = &rc,
 			};
 			struct fi_msg smsg = {
-				.msg_iov = siov, .desc = sdesc, .iov_count = ns,
-				.addr = f.ep[1].addr, .context = &sc,
-				.data = 0xabcdef,
+			    .msg_iov = siov,
+			    .desc = sdesc,
+			    .iov_count = ns,
+			    .addr = f.ep[1].addr,
+			    .context = &sc,
+			    .data = 0xabcdef,
 			};
 
-			cf_post(&f, fi_recvmsg(f.ep[1].ep, &rmsg,
-					       FI_COMPLETION));
-			cf_post(&f, fi_sendmsg(f.ep[0].ep, &smsg,
-					       FI_COMPLETION |
-					       (f.info->domain_attr->cq_data_size ?
-						FI_REMOTE_CQ_DATA : 0)));
+			cf_post(&f,
+				fi_recvmsg(f.ep[1].ep, &rmsg, FI_COMPLETION));
+			cf_post(&f, fi_sendmsg(
+					f.ep[0].ep, &smsg,
+					FI_COMPLETION |
+					    (f.info->domain_attr->cq_data_size
+						 ? FI_REMOTE_CQ_DATA
+						 : 0)));
 		}
 		c = cf_wait_ctx(&f, 1, &rc);
-		cf_assert(!c.err && c.len == total, "%s: err %d len %zu want "
-			  "%zu", round ? "recvmsg" : "recvv", c.err, c.len,
-			  total);
+		cf_assert(!c.err && c.len == total,
+			  "%s: err %d len %zu want "
+			  "%zu",
+			  round ? "recvmsg" : "recvv", c.err, c.len, total);
 		if (round && f.info->domain_attr->cq_data_size) {
 			cf_check_flags(&c, FI_REMOTE_CQ_DATA, "recvmsg");
 			cf_assert(c.data == 0xabcdef, "recvmsg data 0x%llx",
@@ -736,8 +762,8 @@ static int case_iov_msg(const char *prov)
 		}
 		/* Reassemble what landed across the receive iovecs. */
 		for (i = 0, off = 0; i < nr && off < total; i++) {
-			k = riov[i].iov_len < total - off ?
-				    riov[i].iov_len : total - off;
+			k = riov[i].iov_len < total - off ? riov[i].iov_len
+							  : total - off;
 			cf_assert(!memcmp(rm[i].p, whole + off, k),
 				  "%s: receive iovec %zu holds wrong data",
 				  round ? "recvmsg" : "recvv", i);
@@ -761,8 +787,10 @@ static int case_iov_msg(const char *prov)
 static int case_cq_formats(const char *prov)
 {
 	static const enum fi_cq_format fmts[] = {
-		FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
-		FI_CQ_FORMAT_TAGGED,
+	    FI_CQ_FORMAT_CONTEXT,
+	    FI_CQ_FORMAT_MSG,
+	    FI_CQ_FORMAT_DATA,
+	    FI_CQ_FORMAT_TAGGED,
 	};
 	struct fi_context2 sc[2], rc[2];
 	struct cf_mem sm, rm[2];
@@ -771,8 +799,8 @@ static int case_cq_formats(const char *prov)
 	size_t k;
 
 	for (k = 0; k < 4; k++) {
-		struct cf_opts o = { .caps = FI_MSG | FI_TAGGED,
-				     .cq_format = fmts[k] };
+		struct cf_opts o = {.caps = FI_MSG | FI_TAGGED,
+				    .cq_format = fmts[k]};
 		bool data;
 
 		cf_open(&f, prov, &o);
@@ -786,9 +814,8 @@ static int case_cq_formats(const char *prov)
 		cf_post(&f, fi_trecv(f.ep[1].ep, rm[1].p, 4000, rm[1].desc,
 				     FI_ADDR_UNSPEC, 0xfeed, 0, &rc[1]));
 		if (data)
-			cf_post(&f, fi_senddata(f.ep[0].ep, sm.p, 3000,
-						sm.desc, 0x77, f.ep[1].addr,
-						&sc[0]));
+			cf_post(&f, fi_senddata(f.ep[0].ep, sm.p, 3000, sm.desc,
+						0x77, f.ep[1].addr, &sc[0]));
 		else
 			cf_post(&f, fi_send(f.ep[0].ep, sm.p, 3000, sm.desc,
 					    f.ep[1].addr, &sc[0]));
@@ -814,7 +841,8 @@ static int case_cq_formats(const char *prov)
 			cf_assert(c.len == 3000, "msg receive len %zu", c.len);
 		}
 		if ((fmts[k] == FI_CQ_FORMAT_DATA ||
-		     fmts[k] == FI_CQ_FORMAT_TAGGED) && data) {
+		     fmts[k] == FI_CQ_FORMAT_TAGGED) &&
+		    data) {
 			cf_check_flags(&c, FI_REMOTE_CQ_DATA, "msg receive");
 			cf_assert(c.data == 0x77, "data 0x%llx",
 				  (unsigned long long)c.data);
@@ -852,12 +880,12 @@ static int case_selective(const char *prov)
 
 	for (round = 0; round < 2; round++) {
 		struct cf_opts o = {
-			.caps = FI_MSG,
-			.cq_bind_flags = FI_SELECTIVE_COMPLETION,
-			.tx_op_flags = round ? FI_COMPLETION : 0,
+		    .caps = FI_MSG,
+		    .cq_bind_flags = FI_SELECTIVE_COMPLETION,
+		    .tx_op_flags = round ? FI_COMPLETION : 0,
 		};
 		struct iovec iov;
-		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1 };
+		struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1};
 
 		cf_open(&f, prov, &o);
 		cf_mem_reg(&f, 0, &sm, 2000, FI_SEND);
@@ -868,10 +896,11 @@ static int case_selective(const char *prov)
 				    FI_ADDR_UNSPEC, &rc[0]));
 		cf_post(&f, fi_recv(f.ep[1].ep, rm[1].p, 2000, rm[1].desc,
 				    FI_ADDR_UNSPEC, &rc[1]));
-		/* First a plain fi_send, then fi_sendmsg with the flag flipped. */
+		/* First a plain fi_send, then fi_sendmsg with the flag flipped.
+		 */
 		cf_post(&f, fi_send(f.ep[0].ep, sm.p, 2000, sm.desc,
 				    f.ep[1].addr, &sc[0]));
-		iov = (struct iovec){ sm.p, 2000 };
+		iov = (struct iovec){sm.p, 2000};
 		msg.desc = &sm.desc;
 		msg.addr = f.ep[1].addr;
 		msg.context = &sc[1];
@@ -888,8 +917,9 @@ static int case_selective(const char *prov)
 		cf_assert(c.ctx == &sc[round ? 0 : 1],
 			  "op_flags %s: completion for %s, want %s",
 			  round ? "FI_COMPLETION" : "0",
-			  c.ctx == &sc[0] ? "fi_send" : c.ctx == &sc[1] ?
-			  "fi_sendmsg" : "unknown context",
+			  c.ctx == &sc[0]   ? "fi_send"
+			  : c.ctx == &sc[1] ? "fi_sendmsg"
+					    : "unknown context",
 			  round ? "fi_send" : "fi_sendmsg(FI_COMPLETION)");
 		cf_expect_none(&f, 0, 200);
 		cf_mem_free(&sm);
@@ -906,8 +936,8 @@ static int case_selective(const char *prov)
  */
 static int case_source(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_SOURCE, .readfrom = true,
-			     .no_insert = true };
+	struct cf_opts o = {
+	    .caps = FI_MSG | FI_SOURCE, .readfrom = true, .no_insert = true};
 	struct fi_context2 sc, rc;
 	struct cf_mem sm, rm;
 	struct cf_comp c;
@@ -920,18 +950,18 @@ static int case_source(const char *prov)
 	/* Only the receiver is known: the sender is a stranger. */
 	ret = fi_av_insert(f.av, f.ep[1].name, 1, &f.ep[1].addr, 0, NULL);
 	cf_assert(ret == 1, "fi_av_insert: %d", ret);
-	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 100, rm.desc, FI_ADDR_UNSPEC,
-			    &rc));
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, rm.p, 100, rm.desc, FI_ADDR_UNSPEC, &rc));
 	cf_fill(sm.p, 100, 5);
-	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr,
-			    &sc));
+	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr, &sc));
 	c = cf_wait_ctx(&f, 1, &rc);
 	cf_assert(!c.err, "receive from unknown sender: error %d (%s)", c.err,
 		  fi_strerror(c.err));
 	/* Upstream 1.17 shm reports fi_addr 0 (an unrelated AV entry). */
 	cf_expect(c.src == FI_ADDR_NOTAVAIL,
 		  "unknown sender reported as fi_addr %llu, want "
-		  "FI_ADDR_NOTAVAIL", (unsigned long long)c.src);
+		  "FI_ADDR_NOTAVAIL",
+		  (unsigned long long)c.src);
 	cf_check_fill(rm.p, 100, 5, "receive from unknown sender");
 	c = cf_wait_ctx(&f, 0, &sc);
 	cf_assert(!c.err, "send: error %d", c.err);
@@ -971,8 +1001,9 @@ static int case_source(const char *prov)
  */
 static int case_source_err(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_SOURCE | FI_SOURCE_ERR,
-			     .readfrom = true, .no_insert = true };
+	struct cf_opts o = {.caps = FI_MSG | FI_SOURCE | FI_SOURCE_ERR,
+			    .readfrom = true,
+			    .no_insert = true};
 	struct fi_context2 sc, rc;
 	struct cf_mem sm, rm;
 	fi_addr_t learned;
@@ -985,31 +1016,32 @@ static int case_source_err(const char *prov)
 	cf_mem_reg(&f, 1, &rm, 100, FI_RECV);
 	ret = fi_av_insert(f.av, f.ep[1].name, 1, &f.ep[1].addr, 0, NULL);
 	cf_assert(ret == 1, "fi_av_insert: %d", ret);
-	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 100, rm.desc, FI_ADDR_UNSPEC,
-			    &rc));
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, rm.p, 100, rm.desc, FI_ADDR_UNSPEC, &rc));
 	cf_fill(sm.p, 100, 8);
-	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr,
-			    &sc));
+	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr, &sc));
 	c = cf_wait_ctx(&f, 1, &rc);
 	cf_assert(c.err == FI_EADDRNOTAVAIL,
 		  "unknown sender: err %d (%s), want FI_EADDRNOTAVAIL", c.err,
 		  fi_strerror(c.err));
 	cf_check_fill(rm.p, 100, 8, "receive from unknown sender");
 	cf_assert(c.err_data_size >= f.ep[0].namelen &&
-		  !memcmp(c.err_data, f.ep[0].name, f.ep[0].namelen),
+		      !memcmp(c.err_data, f.ep[0].name, f.ep[0].namelen),
 		  "err_data (%zu bytes) is not the sender's address (%zu "
-		  "bytes)", c.err_data_size, f.ep[0].namelen);
+		  "bytes)",
+		  c.err_data_size, f.ep[0].namelen);
 	ret = fi_av_insert(f.av, c.err_data, 1, &learned, 0, NULL);
 	cf_assert(ret == 1, "fi_av_insert of err_data: %d", ret);
 	c = cf_wait_ctx(&f, 0, &sc);
 	cf_assert(!c.err, "send: error %d", c.err);
-	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, 100, rm.desc, FI_ADDR_UNSPEC,
-			    &rc));
-	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr,
-			    &sc));
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, rm.p, 100, rm.desc, FI_ADDR_UNSPEC, &rc));
+	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 100, sm.desc, f.ep[1].addr, &sc));
 	c = cf_wait_ctx(&f, 1, &rc);
-	cf_assert(!c.err && c.src == learned, "after insert: err %d src %llu "
-		  "want %llu", c.err, (unsigned long long)c.src,
+	cf_assert(!c.err && c.src == learned,
+		  "after insert: err %d src %llu "
+		  "want %llu",
+		  c.err, (unsigned long long)c.src,
 		  (unsigned long long)learned);
 	cf_wait_ctx(&f, 0, &sc);
 	cf_mem_free(&sm);
@@ -1027,9 +1059,9 @@ static int case_source_err(const char *prov)
  */
 static int case_truncation(const char *prov)
 {
-	static const size_t slen[2] = { 300, 1 << 20 };
-	static const size_t rlen[2] = { 100, 65536 };
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	static const size_t slen[2] = {300, 1 << 20};
+	static const size_t rlen[2] = {100, 65536};
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 sc, rc;
 	struct cf_mem sm, rm;
 	struct cf_comp c;
@@ -1047,24 +1079,23 @@ static int case_truncation(const char *prov)
 				trecv(&f, 1, &rm, rlen[k], 3, 0, &rc);
 				tsend(&f, 0, 1, &sm, slen[k], 3, &sc);
 			} else {
-				cf_post(&f, fi_recv(f.ep[1].ep, rm.p, rlen[k],
-						    rm.desc, FI_ADDR_UNSPEC,
-						    &rc));
-				cf_post(&f, fi_send(f.ep[0].ep, sm.p, slen[k],
-						    sm.desc, f.ep[1].addr,
-						    &sc));
+				cf_post(&f,
+					fi_recv(f.ep[1].ep, rm.p, rlen[k],
+						rm.desc, FI_ADDR_UNSPEC, &rc));
+				cf_post(&f,
+					fi_send(f.ep[0].ep, sm.p, slen[k],
+						sm.desc, f.ep[1].addr, &sc));
 			}
 			c = cf_wait_ctx(&f, 1, &rc);
 			cf_assert(c.err == FI_ETRUNC,
 				  "%zu bytes into %zu: err %d (%s), want "
-				  "FI_ETRUNC", slen[k], rlen[k], c.err,
-				  fi_strerror(c.err));
+				  "FI_ETRUNC",
+				  slen[k], rlen[k], c.err, fi_strerror(c.err));
 			/* Upstream 1.17 shm and tcp leave olen 0. */
 			cf_expect(c.olen == slen[k] - rlen[k],
 				  "%zu bytes into %zu: olen %zu, want %zu",
 				  slen[k], rlen[k], c.olen, slen[k] - rlen[k]);
-			cf_assert(c.len <= rlen[k], "truncated len %zu",
-				  c.len);
+			cf_assert(c.len <= rlen[k], "truncated len %zu", c.len);
 			cf_check_fill(rm.p, c.len, 40 + k, "truncated data");
 			check_guard(rm.p, rlen[k], "truncated receive");
 			c = cf_wait_ctx(&f, 0, &sc);
@@ -1091,7 +1122,7 @@ static int case_truncation(const char *prov)
  */
 static int case_cancel(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 rc[4], sc[2], none;
 	struct cf_mem rm[4], sm;
 	struct cf_comp c;
@@ -1124,15 +1155,14 @@ static int case_cancel(const char *prov)
 	cf_post(&f, fi_recv(f.ep[1].ep, rm[1].p, 1000, rm[1].desc,
 			    FI_ADDR_UNSPEC, &rc[1]));
 	trecv(&f, 1, &rm[3], 1000, 9, 0, &rc[3]);
-	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr,
-			    &sc[0]));
+	cf_post(&f,
+		fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr, &sc[0]));
 	tsend(&f, 0, 1, &sm, 1000, 9, &sc[1]);
 	c = cf_wait_ctx(&f, 1, &rc[1]);
 	cf_assert(!c.err && c.len == 1000, "receive after cancel: err %d",
 		  c.err);
 	c = cf_wait_ctx(&f, 1, &rc[3]);
-	cf_assert(!c.err && c.len == 1000, "trecv after cancel: err %d",
-		  c.err);
+	cf_assert(!c.err && c.len == 1000, "trecv after cancel: err %d", c.err);
 	cf_check_fill(rm[1].p, 1000, 17, "receive after cancel");
 	cf_check_fill(rm[3].p, 1000, 17, "trecv after cancel");
 	for (i = 0; i < 1000; i++)
@@ -1152,12 +1182,15 @@ static int case_cancel(const char *prov)
 static ssize_t trecvmsg(struct cf_fix *f, struct cf_mem *m, size_t len,
 			uint64_t tag, void *ctx, uint64_t flags)
 {
-	struct iovec iov = { m ? m->p : NULL, m ? len : 0 };
+	struct iovec iov = {m ? m->p : NULL, m ? len : 0};
 	void *desc = m ? m->desc : NULL;
 	struct fi_msg_tagged msg = {
-		.msg_iov = m ? &iov : NULL, .desc = m ? &desc : NULL,
-		.iov_count = m ? 1 : 0, .addr = FI_ADDR_UNSPEC, .tag = tag,
-		.context = ctx,
+	    .msg_iov = m ? &iov : NULL,
+	    .desc = m ? &desc : NULL,
+	    .iov_count = m ? 1 : 0,
+	    .addr = FI_ADDR_UNSPEC,
+	    .tag = tag,
+	    .context = ctx,
 	};
 
 	return fi_trecvmsg(f->ep[1].ep, &msg, flags);
@@ -1175,8 +1208,10 @@ static struct cf_comp peek_until(struct cf_fix *f, uint64_t tag, void *ctx,
 		c = cf_wait_ctx(f, 1, ctx);
 		if (c.err != FI_ENOMSG)
 			return c;
-		cf_assert(cf_now_ms() < end, "peek for tag 0x%llx never found "
-			  "the message", (unsigned long long)tag);
+		cf_assert(cf_now_ms() < end,
+			  "peek for tag 0x%llx never found "
+			  "the message",
+			  (unsigned long long)tag);
 	}
 }
 
@@ -1187,7 +1222,7 @@ static struct cf_comp peek_until(struct cf_fix *f, uint64_t tag, void *ctx,
  */
 static int case_peek_claim(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_TAGGED };
+	struct cf_opts o = {.caps = FI_TAGGED};
 	struct fi_context2 pc, rc, sc[4];
 	struct cf_mem rm, sm[4];
 	struct cf_comp c;
@@ -1204,8 +1239,10 @@ static int case_peek_claim(const char *prov)
 	/* Upstream 1.17 shm posts no completion at all for this peek. */
 	cf_post(&f, trecvmsg(&f, NULL, 0, 0x77, &pc, FI_PEEK));
 	c = cf_wait_ctx(&f, 1, &pc);
-	cf_assert(c.err == FI_ENOMSG, "peek with nothing sent: err %d (%s), "
-		  "want FI_ENOMSG", c.err, fi_strerror(c.err));
+	cf_assert(c.err == FI_ENOMSG,
+		  "peek with nothing sent: err %d (%s), "
+		  "want FI_ENOMSG",
+		  c.err, fi_strerror(c.err));
 
 	/* Peek finds the message and leaves it for a normal receive. */
 	tsend(&f, 0, 1, &sm[0], 1000, 0x77, &sc[0]);
@@ -1216,8 +1253,10 @@ static int case_peek_claim(const char *prov)
 	cf_check_flags(&c, FI_RECV | FI_TAGGED, "peek");
 	trecv(&f, 1, &rm, 4096, 0x77, 0, &rc);
 	c = cf_wait_ctx(&f, 1, &rc);
-	cf_assert(!c.err && c.len == 1000, "receive after peek: err %d len "
-		  "%zu", c.err, c.len);
+	cf_assert(!c.err && c.len == 1000,
+		  "receive after peek: err %d len "
+		  "%zu",
+		  c.err, c.len);
 	cf_check_fill(rm.p, 1000, 90, "receive after peek");
 
 	/* Claim: a plain receive must not take the claimed message. */
@@ -1230,8 +1269,10 @@ static int case_peek_claim(const char *prov)
 	cf_expect_none(&f, 1, 100);
 	cf_ok(fi_cancel(&f.ep[1].ep->fid, &rc));
 	c = cf_wait_ctx(&f, 1, &rc);
-	cf_assert(c.err == FI_ECANCELED, "plain receive took a claimed message "
-		  "(err %d len %zu)", c.err, c.len);
+	cf_assert(c.err == FI_ECANCELED,
+		  "plain receive took a claimed message "
+		  "(err %d len %zu)",
+		  c.err, c.len);
 	cf_post(&f, trecvmsg(&f, &rm, 4096, 0x88, &pc, FI_CLAIM));
 	c = cf_wait_ctx(&f, 1, &pc);
 	cf_assert(!c.err && c.len == 1001, "claim receive: err %d len %zu",
@@ -1254,8 +1295,10 @@ static int case_peek_claim(const char *prov)
 		cf_expect_none(&f, 1, 100);
 		cf_ok(fi_cancel(&f.ep[1].ep->fid, &rc));
 		c = cf_wait_ctx(&f, 1, &rc);
-		cf_assert(c.err == FI_ECANCELED, "a discarded message (tag "
-			  "0x%x) was still delivered", i ? 0xaa : 0x99);
+		cf_assert(c.err == FI_ECANCELED,
+			  "a discarded message (tag "
+			  "0x%x) was still delivered",
+			  i ? 0xaa : 0x99);
 	}
 	for (i = 0; i < 4; i++) {
 		c = cf_wait_ctx(&f, 0, &sc[i]);
@@ -1274,14 +1317,16 @@ static int case_peek_claim(const char *prov)
  */
 static void multi_recv(const char *prov, bool late)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_MULTI_RECV,
-			     .min_multi_recv = 256,
-			     .min_multi_recv_late = late };
+	struct cf_opts o = {.caps = FI_MSG | FI_MULTI_RECV,
+			    .min_multi_recv = 256,
+			    .min_multi_recv_late = late};
 	struct fi_context2 mc, nc, sc[9];
 	struct cf_mem mm, nm, sm[9];
 	struct iovec iov;
-	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1,
-			      .addr = FI_ADDR_UNSPEC, .context = &mc };
+	struct fi_msg msg = {.msg_iov = &iov,
+			     .iov_count = 1,
+			     .addr = FI_ADDR_UNSPEC,
+			     .context = &mc};
 	uint8_t *prev_end;
 	bool released = false;
 	struct cf_comp c;
@@ -1291,11 +1336,11 @@ static void multi_recv(const char *prov, bool late)
 	cf_open(&f, prov, &o);
 	cf_mem_reg(&f, 1, &mm, 8192, FI_RECV);
 	cf_mem_reg(&f, 1, &nm, 4096, FI_RECV);
-	iov = (struct iovec){ mm.p, 8192 };
+	iov = (struct iovec){mm.p, 8192};
 	msg.desc = &mm.desc;
 	cf_post(&f, fi_recvmsg(f.ep[1].ep, &msg, FI_MULTI_RECV));
-	cf_post(&f, fi_recv(f.ep[1].ep, nm.p, 4096, nm.desc, FI_ADDR_UNSPEC,
-			    &nc));
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, nm.p, 4096, nm.desc, FI_ADDR_UNSPEC, &nc));
 	for (i = 0; i < 9; i++) {
 		cf_mem_reg(&f, 0, &sm[i], 1000, FI_SEND);
 		cf_fill(sm[i].p, 1000, 120 + i);
@@ -1310,21 +1355,23 @@ static void multi_recv(const char *prov, bool late)
 		if (c.flags & FI_MULTI_RECV)
 			released = true;
 		if (!c.len && released)
-			break;	/* release reported in an entry of its own */
+			break; /* release reported in an entry of its own */
 		cf_check_flags(&c, FI_RECV | FI_MSG, "multi-recv message");
 		cf_assert(c.len == 1000, "multi-recv message len %zu", c.len);
 		cf_assert((uint8_t *)c.buf >= prev_end &&
-			  (uint8_t *)c.buf + 1000 <= mm.p + 8192,
+			      (uint8_t *)c.buf + 1000 <= mm.p + 8192,
 			  "message %d placed at offset %td (previous ended at "
-			  "%td)", got, (uint8_t *)c.buf - mm.p,
-			  prev_end - mm.p);
+			  "%td)",
+			  got, (uint8_t *)c.buf - mm.p, prev_end - mm.p);
 		cf_check_fill(c.buf, 1000, 120 + got, "multi-recv message");
 		prev_end = (uint8_t *)c.buf + 1000;
 		got++;
 		cf_assert(got <= 8, "more messages than fit in the buffer");
 	}
-	cf_assert(got == 8, "buffer released after %d messages; 8 fit in 8192 "
-		  "bytes with 256 kept free", got);
+	cf_assert(got == 8,
+		  "buffer released after %d messages; 8 fit in 8192 "
+		  "bytes with 256 kept free",
+		  got);
 	c = cf_wait_ctx(&f, 1, &nc);
 	cf_assert(!c.err && c.len == 1000, "message after release: err %d",
 		  c.err);
@@ -1363,8 +1410,8 @@ static int case_multi_recv_late(const char *prov)
  */
 static int case_directed_recv(const char *prov)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV,
-			     .nep = 3 };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV,
+			    .nep = 3};
 	struct fi_context2 rc[2], sc[2];
 	struct cf_mem rm[2], sm[2];
 	struct cf_comp c;
@@ -1380,24 +1427,24 @@ static int case_directed_recv(const char *prov)
 		cf_fill(sm[0].p, 500, 1);
 		cf_fill(sm[1].p, 500, 2);
 		if (t)
-			cf_post(&f, fi_trecv(f.ep[0].ep, rm[0].p, 500,
-					     rm[0].desc, f.ep[2].addr, 5, 0,
-					     &rc[0]));
+			cf_post(&f,
+				fi_trecv(f.ep[0].ep, rm[0].p, 500, rm[0].desc,
+					 f.ep[2].addr, 5, 0, &rc[0]));
 		else
 			cf_post(&f, fi_recv(f.ep[0].ep, rm[0].p, 500,
 					    rm[0].desc, f.ep[2].addr, &rc[0]));
 		if (t)
-			cf_post(&f, fi_tsend(f.ep[1].ep, sm[0].p, 500,
-					     sm[0].desc, f.ep[0].addr, 5,
-					     &sc[0]));
+			cf_post(&f,
+				fi_tsend(f.ep[1].ep, sm[0].p, 500, sm[0].desc,
+					 f.ep[0].addr, 5, &sc[0]));
 		else
 			cf_post(&f, fi_send(f.ep[1].ep, sm[0].p, 500,
 					    sm[0].desc, f.ep[0].addr, &sc[0]));
 		cf_expect_none(&f, 0, 150);
 		if (t)
-			cf_post(&f, fi_tsend(f.ep[2].ep, sm[1].p, 500,
-					     sm[1].desc, f.ep[0].addr, 5,
-					     &sc[1]));
+			cf_post(&f,
+				fi_tsend(f.ep[2].ep, sm[1].p, 500, sm[1].desc,
+					 f.ep[0].addr, 5, &sc[1]));
 		else
 			cf_post(&f, fi_send(f.ep[2].ep, sm[1].p, 500,
 					    sm[1].desc, f.ep[0].addr, &sc[1]));
@@ -1405,16 +1452,16 @@ static int case_directed_recv(const char *prov)
 		cf_assert(!c.err && c.len == 500, "directed receive: err %d",
 			  c.err);
 		cf_check_fill(rm[0].p, 500, 2,
-			      t ? "tagged directed receive (from ep2)" :
-				  "directed receive (from ep2)");
+			      t ? "tagged directed receive (from ep2)"
+				: "directed receive (from ep2)");
 		if (t)
-			cf_post(&f, fi_trecv(f.ep[0].ep, rm[1].p, 500,
-					     rm[1].desc, FI_ADDR_UNSPEC, 5, 0,
-					     &rc[1]));
+			cf_post(&f,
+				fi_trecv(f.ep[0].ep, rm[1].p, 500, rm[1].desc,
+					 FI_ADDR_UNSPEC, 5, 0, &rc[1]));
 		else
-			cf_post(&f, fi_recv(f.ep[0].ep, rm[1].p, 500,
-					    rm[1].desc, FI_ADDR_UNSPEC,
-					    &rc[1]));
+			cf_post(&f,
+				fi_recv(f.ep[0].ep, rm[1].p, 500, rm[1].desc,
+					FI_ADDR_UNSPEC, &rc[1]));
 		c = cf_wait_ctx(&f, 0, &rc[1]);
 		cf_assert(!c.err && c.len == 500, "any-source receive: err %d",
 			  c.err);
@@ -1431,43 +1478,69 @@ static int case_directed_recv(const char *prov)
 }
 
 const struct cf_case cf_cases_msg[] = {
-	{ "msg_sizes", "fi_send/fi_recv, 0 B to 4 MiB both ways, data and "
-	  "guard bytes checked", case_msg_sizes },
-	{ "tagged_sizes", "fi_tsend/fi_trecv at the same sizes",
-	  case_tagged_sizes },
-	{ "msg_inflight", "64 messages each way in flight, each delivered "
-	  "and completed exactly once", case_msg_inflight },
-	{ "msg_order", "FI_ORDER_SAS: same-tag and untagged messages match "
-	  "in send order", case_msg_order },
-	{ "tagged_match", "exact tags, ignore masks, tagged vs untagged "
-	  "queues", case_tagged_match },
-	{ "tagged_unexpected", "messages sent before their receive, small "
-	  "and large, order among them", case_tagged_unexpected },
-	{ "unexpected_many", "256 tagged and 256 untagged messages queued "
-	  "unexpected at once", case_unexpected_many },
-	{ "inject_data", "inject, injectdata, senddata (+tagged): no inject "
-	  "completion, remote CQ data", case_inject_data },
-	{ "iov_msg", "sendv/recvv and sendmsg/recvmsg with uneven iovecs",
-	  case_iov_msg },
-	{ "cq_formats", "entries in the context, msg, data and tagged "
-	  "formats", case_cq_formats },
-	{ "selective_completion", "FI_SELECTIVE_COMPLETION with and without "
-	  "FI_COMPLETION", case_selective },
-	{ "source", "fi_cq_readfrom with FI_SOURCE, unknown sender "
-	  "FI_ADDR_NOTAVAIL", case_source },
-	{ "source_err", "FI_SOURCE_ERR: FI_EADDRNOTAVAIL with the address in "
-	  "err_data", case_source_err },
-	{ "truncation", "FI_ETRUNC with olen, eager and large, msg and "
-	  "tagged", case_truncation },
-	{ "cancel", "fi_cancel of posted receives: FI_ECANCELED, buffers "
-	  "untouched", case_cancel },
-	{ "peek_claim", "FI_PEEK, FI_PEEK|FI_CLAIM, FI_CLAIM, FI_DISCARD",
-	  case_peek_claim },
-	{ "multi_recv", "FI_MULTI_RECV buffer with FI_OPT_MIN_MULTI_RECV",
-	  case_multi_recv },
-	{ "multi_recv_late", "the same, FI_OPT_MIN_MULTI_RECV set after "
-	  "fi_enable", case_multi_recv_late },
-	{ "directed_recv", "FI_DIRECTED_RECV among two senders",
-	  case_directed_recv },
-	{ NULL },
+    {"msg_sizes",
+     "fi_send/fi_recv, 0 B to 4 MiB both ways, data and "
+     "guard bytes checked",
+     case_msg_sizes},
+    {"tagged_sizes", "fi_tsend/fi_trecv at the same sizes", case_tagged_sizes},
+    {"msg_inflight",
+     "64 messages each way in flight, each delivered "
+     "and completed exactly once",
+     case_msg_inflight},
+    {"msg_order",
+     "FI_ORDER_SAS: same-tag and untagged messages match "
+     "in send order",
+     case_msg_order},
+    {"tagged_match",
+     "exact tags, ignore masks, tagged vs untagged "
+     "queues",
+     case_tagged_match},
+    {"tagged_unexpected",
+     "messages sent before their receive, small "
+     "and large, order among them",
+     case_tagged_unexpected},
+    {"unexpected_many",
+     "256 tagged and 256 untagged messages queued "
+     "unexpected at once",
+     case_unexpected_many},
+    {"inject_data",
+     "inject, injectdata, senddata (+tagged): no inject "
+     "completion, remote CQ data",
+     case_inject_data},
+    {"iov_msg", "sendv/recvv and sendmsg/recvmsg with uneven iovecs",
+     case_iov_msg},
+    {"cq_formats",
+     "entries in the context, msg, data and tagged "
+     "formats",
+     case_cq_formats},
+    {"selective_completion",
+     "FI_SELECTIVE_COMPLETION with and without "
+     "FI_COMPLETION",
+     case_selective},
+    {"source",
+     "fi_cq_readfrom with FI_SOURCE, unknown sender "
+     "FI_ADDR_NOTAVAIL",
+     case_source},
+    {"source_err",
+     "FI_SOURCE_ERR: FI_EADDRNOTAVAIL with the address in "
+     "err_data",
+     case_source_err},
+    {"truncation",
+     "FI_ETRUNC with olen, eager and large, msg and "
+     "tagged",
+     case_truncation},
+    {"cancel",
+     "fi_cancel of posted receives: FI_ECANCELED, buffers "
+     "untouched",
+     case_cancel},
+    {"peek_claim", "FI_PEEK, FI_PEEK|FI_CLAIM, FI_CLAIM, FI_DISCARD",
+     case_peek_claim},
+    {"multi_recv", "FI_MULTI_RECV buffer with FI_OPT_MIN_MULTI_RECV",
+     case_multi_recv},
+    {"multi_recv_late",
+     "the same, FI_OPT_MIN_MULTI_RECV set after "
+     "fi_enable",
+     case_multi_recv_late},
+    {"directed_recv", "FI_DIRECTED_RECV among two senders", case_directed_recv},
+    {NULL},
 };

@@ -31,8 +31,7 @@ static const struct {
 	size_t len;
 	int count;
 } sched[] = {
-	{ 1, 250 }, { 100, 250 }, { 4096, 250 }, { 70000, 250 },
-	{ 1 << 20, 20 },
+    {1, 250}, {100, 250}, {4096, 250}, {70000, 250}, {1 << 20, 20},
 };
 
 #define NSCHED (sizeof(sched) / sizeof(sched[0]))
@@ -102,7 +101,7 @@ static void read_all(int fd, void *buf, size_t len, int timeout_ms)
 	ssize_t n;
 
 	while (len) {
-		struct pollfd pfd = { fd, POLLIN, 0 };
+		struct pollfd pfd = {fd, POLLIN, 0};
 		int left = (int)(end - cf_now_ms());
 
 		cf_assert(cf_now_ms() < end, "peer said nothing for %d ms",
@@ -135,8 +134,7 @@ static fi_addr_t recv_name(int fd, struct cf_fix *f)
 	int ret;
 
 	read_all(fd, &len, sizeof(len), CF_WAIT_MS);
-	cf_assert(len > 0 && len <= sizeof(name), "peer name of %u bytes",
-		  len);
+	cf_assert(len > 0 && len <= sizeof(name), "peer name of %u bytes", len);
 	read_all(fd, name, len, CF_WAIT_MS);
 	ret = fi_av_insert(f->av, name, 1, &a, 0, NULL);
 	cf_assert(ret == 1, "fi_av_insert of the peer's name: %d", ret);
@@ -157,8 +155,8 @@ static int reap(struct peer_link *l, int timeout_ms)
 		if (cf_now_ms() > end) {
 			kill(l->pid, SIGKILL);
 			waitpid(l->pid, &status, 0);
-			cf_fail("peer %d did not exit within %d ms", (int)l->pid,
-				timeout_ms);
+			cf_fail("peer %d did not exit within %d ms",
+				(int)l->pid, timeout_ms);
 		}
 		cf_sleep_ms(5);
 	}
@@ -169,8 +167,8 @@ static void post_recv(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
 		      size_t len, unsigned int seed, void *ctx)
 {
 	if (seed & 1)
-		cf_post(f, fi_trecv(f->ep[0].ep, m->p, len, m->desc, peer,
-				    seed, 0, ctx));
+		cf_post(f, fi_trecv(f->ep[0].ep, m->p, len, m->desc, peer, seed,
+				    0, ctx));
 	else
 		cf_post(f, fi_recv(f->ep[0].ep, m->p, len, m->desc, peer, ctx));
 }
@@ -179,8 +177,8 @@ static void post_send(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
 		      size_t len, unsigned int seed, void *ctx)
 {
 	if (seed & 1)
-		cf_post(f, fi_tsend(f->ep[0].ep, m->p, len, m->desc, peer,
-				    seed, ctx));
+		cf_post(f, fi_tsend(f->ep[0].ep, m->p, len, m->desc, peer, seed,
+				    ctx));
 	else
 		cf_post(f, fi_send(f->ep[0].ep, m->p, len, m->desc, peer, ctx));
 }
@@ -200,14 +198,16 @@ static void ping(struct cf_fix *f, fi_addr_t peer, struct cf_mem *sm,
 	cf_assert(!c.err, "ping %u (%zu bytes): send error %d (%s)", seed, len,
 		  c.err, fi_strerror(c.err));
 	c = cf_wait_ctx(f, 0, &rc);
-	cf_assert(!c.err && c.len == len, "ping %u (%zu bytes): echo err %d "
-		  "len %zu", seed, len, c.err, c.len);
+	cf_assert(!c.err && c.len == len,
+		  "ping %u (%zu bytes): echo err %d "
+		  "len %zu",
+		  seed, len, c.err, c.len);
 	cf_check_fill(rm->p, len, seed, "echo from the peer process");
 }
 
 /* The peer's side: receive, verify, send the same bytes back. */
-static void pong(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
-		 size_t len, unsigned int seed)
+static void pong(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m, size_t len,
+		 unsigned int seed)
 {
 	struct fi_context2 sc, rc;
 	struct cf_comp c;
@@ -228,14 +228,14 @@ static void pong(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m,
 
 static void open_one(struct cf_fix *f, const char *prov, uint64_t caps)
 {
-	struct cf_opts o = { .caps = caps, .nep = 1, .no_insert = true };
+	struct cf_opts o = {.caps = caps, .nep = 1, .no_insert = true};
 
 	cf_open(f, prov, &o);
 }
 
 /* A request to the RMA target peer about its registered region. */
 struct rma_cmd {
-	char op;		/* 'F' fill, 'C' check, 'Q' quit */
+	char op; /* 'F' fill, 'C' check, 'Q' quit */
 	uint32_t seed;
 	uint64_t off;
 	uint64_t len;
@@ -247,11 +247,13 @@ struct rma_cmd {
 static void await_fd(struct cf_fix *f, int fd)
 {
 	uint64_t end = cf_now_ms() + CF_WAIT_MS;
-	struct pollfd pfd = { fd, POLLIN, 0 };
+	struct pollfd pfd = {fd, POLLIN, 0};
 
 	while (poll(&pfd, 1, 0) <= 0) {
-		cf_assert(cf_now_ms() < end, "the other process said nothing "
-			  "for %d ms", CF_WAIT_MS);
+		cf_assert(cf_now_ms() < end,
+			  "the other process said nothing "
+			  "for %d ms",
+			  CF_WAIT_MS);
 		cf_progress(f);
 	}
 }
@@ -284,7 +286,7 @@ static void rma_target(struct cf_fix *f)
 		if (cmd.op == 'Q')
 			break;
 		cf_assert(cmd.off + cmd.len <= RMA_REGION, "request past the "
-			  "region");
+							   "region");
 		if (cmd.op == 'F') {
 			cf_fill(t.p + cmd.off, cmd.len, cmd.seed);
 			r = 'Y';
@@ -294,8 +296,8 @@ static void rma_target(struct cf_fix *f)
 			while (!holds_fill(t.p + cmd.off, cmd.len, cmd.seed) &&
 			       cf_now_ms() < end)
 				cf_progress(f);
-			r = holds_fill(t.p + cmd.off, cmd.len, cmd.seed) ?
-				    'Y' : 'N';
+			r = holds_fill(t.p + cmd.off, cmd.len, cmd.seed) ? 'Y'
+									 : 'N';
 		}
 		write_all(PEER_OUT, &r, 1);
 	}
@@ -316,8 +318,9 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	(void)argv;
 	cf_case_name = role;
 	alarm(PEER_ALARM_S);
-	open_one(&f, cf_prov, !strcmp(role, "rma_target") ?
-		 FI_MSG | FI_RMA : FI_MSG | FI_TAGGED);
+	open_one(&f, cf_prov,
+		 !strcmp(role, "rma_target") ? FI_MSG | FI_RMA
+					     : FI_MSG | FI_TAGGED);
 	send_name(PEER_OUT, &f.ep[0]);
 	peer = recv_name(PEER_IN, &f);
 	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
@@ -381,9 +384,9 @@ static int case_proc_pingpong(const char *prov)
 }
 
 static char ask(struct cf_fix *f, struct peer_link *l, char op,
-	       unsigned int seed, uint64_t off, uint64_t len)
+		unsigned int seed, uint64_t off, uint64_t len)
 {
-	struct rma_cmd cmd = { op, seed, off, len };
+	struct rma_cmd cmd = {op, seed, off, len};
 	char r;
 
 	write_all(l->wfd, &cmd, sizeof(cmd));
@@ -398,8 +401,7 @@ static char ask(struct cf_fix *f, struct peer_link *l, char op,
  */
 static int case_proc_rma(const char *prov)
 {
-	static const size_t sizes[] = { 1, 4096, 65537, 1 << 20,
-					(4 << 20) - 3 };
+	static const size_t sizes[] = {1, 4096, 65537, 1 << 20, (4 << 20) - 3};
 	struct fi_context2 ctx;
 	struct peer_link l;
 	struct cf_mem lm;
@@ -429,7 +431,8 @@ static int case_proc_rma(const char *prov)
 			  c.err, fi_strerror(c.err));
 		cf_assert(ask(&f, &l, 'C', 500 + i, 5, len) == 'Y',
 			  "the target process does not see the %zu bytes "
-			  "written", len);
+			  "written",
+			  len);
 		cf_assert(ask(&f, &l, 'F', 600 + i, 5, len) == 'Y',
 			  "the target process did not fill its region");
 		memset(lm.p, 0, len);
@@ -442,7 +445,7 @@ static int case_proc_rma(const char *prov)
 			      "data read from the other process");
 	}
 	{
-		struct rma_cmd q = { 'Q', 0, 0, 0 };
+		struct rma_cmd q = {'Q', 0, 0, 0};
 
 		write_all(l.wfd, &q, sizeof(q));
 	}
@@ -526,11 +529,13 @@ static int case_proc_peer_killed(const char *prov)
 		} while (ret == -FI_EAGAIN && cf_now_ms() < end);
 		if (ret) {
 			cf_note("send of %zu bytes to the dead peer returned "
-				"%zd (%s)", len, ret, fi_strerror((int)-ret));
+				"%zd (%s)",
+				len, ret, fi_strerror((int)-ret));
 			continue;
 		}
-		report_op(&f, &sc[i], 5000, i ? "1 MiB send to the dead peer" :
-					     "64-byte send to the dead peer");
+		report_op(&f, &sc[i], 5000,
+			  i ? "1 MiB send to the dead peer"
+			    : "64-byte send to the dead peer");
 	}
 	report_op(&f, &rc, 100, "receive from the dead peer");
 	ret = fi_cancel(&f.ep[0].ep->fid, &rc);
@@ -545,11 +550,17 @@ static int case_proc_peer_killed(const char *prov)
 }
 
 const struct cf_case cf_cases_proc[] = {
-	{ "proc_pingpong", "two processes: 1020 verified round trips, 1 B to "
-	  "1 MiB", case_proc_pingpong },
-	{ "proc_rma", "two processes: writes checked and reads filled by the "
-	  "target process, 1 B to 4 MiB", case_proc_rma },
-	{ "proc_peer_killed", "two processes: peer SIGKILLed, survivor's "
-	  "calls return and the endpoint closes", case_proc_peer_killed },
-	{ NULL },
+    {"proc_pingpong",
+     "two processes: 1020 verified round trips, 1 B to "
+     "1 MiB",
+     case_proc_pingpong},
+    {"proc_rma",
+     "two processes: writes checked and reads filled by the "
+     "target process, 1 B to 4 MiB",
+     case_proc_rma},
+    {"proc_peer_killed",
+     "two processes: peer SIGKILLed, survivor's "
+     "calls return and the endpoint closes",
+     case_proc_peer_killed},
+    {NULL},
 };

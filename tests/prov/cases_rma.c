@@ -15,10 +15,10 @@
 #include "conformance.h"
 
 #define RMA_GUARD 64
-#define RMA_OFF 3	/* unaligned offset into the target region */
+#define RMA_OFF 3 /* unaligned offset into the target region */
 
 static const size_t rma_sizes[] = {
-	1, 8, 63, 64, 4095, 4096, 4097, 65537, 1 << 20, (4 << 20) - 5,
+    1, 8, 63, 64, 4095, 4096, 4097, 65537, 1 << 20, (4 << 20) - 5,
 };
 
 #define NRMA (sizeof(rma_sizes) / sizeof(rma_sizes[0]))
@@ -30,7 +30,7 @@ static const uint64_t rma_remote = FI_REMOTE_READ | FI_REMOTE_WRITE;
 static void rma_open(struct cf_fix *f, const char *prov, uint64_t caps,
 		     uint64_t cntr_mask)
 {
-	struct cf_opts o = { .caps = FI_RMA | caps, .cntr_mask = cntr_mask };
+	struct cf_opts o = {.caps = FI_RMA | caps, .cntr_mask = cntr_mask};
 
 	cf_open(f, prov, &o);
 }
@@ -84,9 +84,9 @@ static int case_rma_sizes(const char *prov)
 		snprintf(what, sizeof(what), "fi_write of %zu bytes", len);
 		memset(tm.p, 0xa5, RMA_MAX + 2 * RMA_GUARD);
 		cf_fill(lm.p, len, 300 + i);
-		cf_post(&f, fi_write(f.ep[0].ep, lm.p, len, lm.desc,
-				     f.ep[1].addr, tm.raddr + RMA_OFF, tm.key,
-				     &ctx));
+		cf_post(&f,
+			fi_write(f.ep[0].ep, lm.p, len, lm.desc, f.ep[1].addr,
+				 tm.raddr + RMA_OFF, tm.key, &ctx));
 		c = cf_wait_ctx(&f, 0, &ctx);
 		cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
 			  fi_strerror(c.err));
@@ -99,9 +99,9 @@ static int case_rma_sizes(const char *prov)
 		snprintf(what, sizeof(what), "fi_read of %zu bytes", len);
 		cf_fill(tm.p + RMA_OFF, len, 400 + i);
 		memset(lm.p, 0, len + 16);
-		cf_post(&f, fi_read(f.ep[0].ep, lm.p, len, lm.desc,
-				    f.ep[1].addr, tm.raddr + RMA_OFF, tm.key,
-				    &ctx));
+		cf_post(&f,
+			fi_read(f.ep[0].ep, lm.p, len, lm.desc, f.ep[1].addr,
+				tm.raddr + RMA_OFF, tm.key, &ctx));
 		c = cf_wait_ctx(&f, 0, &ctx);
 		cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
 			  fi_strerror(c.err));
@@ -141,9 +141,9 @@ static int case_rma_writedata(const char *prov)
 	cf_mem_reg(&f, 0, &lm, 70000, rma_local);
 	cf_mem_reg(&f, 1, &tm, 70000, rma_remote);
 	cf_fill(lm.p, 70000, 11);
-	cf_post(&f, fi_writedata(f.ep[0].ep, lm.p, 70000, lm.desc,
-				 0xc0ffee1234ULL, f.ep[1].addr, tm.raddr,
-				 tm.key, &ctx));
+	cf_post(&f,
+		fi_writedata(f.ep[0].ep, lm.p, 70000, lm.desc, 0xc0ffee1234ULL,
+			     f.ep[1].addr, tm.raddr, tm.key, &ctx));
 	c = cf_wait_ctx(&f, 0, &ctx);
 	cf_assert(!c.err, "fi_writedata: error %d (%s)", c.err,
 		  fi_strerror(c.err));
@@ -194,7 +194,7 @@ out:
 /* fi_writev/fi_readv with several local iovecs, fi_writemsg/fi_readmsg. */
 static int case_rma_iov(const char *prov)
 {
-	static const size_t seg[3] = { 7, 5000, 70001 };
+	static const size_t seg[3] = {7, 5000, 70001};
 	struct fi_context2 ctx;
 	struct cf_mem lm[3], tm;
 	struct iovec iov[3];
@@ -214,7 +214,7 @@ static int case_rma_iov(const char *prov)
 	cf_mem_reg(&f, 1, &tm, total + 2000, rma_remote);
 	for (i = 0; i < n; i++) {
 		cf_mem_reg(&f, 0, &lm[i], seg[i], rma_local);
-		iov[i] = (struct iovec){ lm[i].p, seg[i] };
+		iov[i] = (struct iovec){lm[i].p, seg[i]};
 		desc[i] = lm[i].desc;
 	}
 	/* writev gathers the local pieces into one remote range. */
@@ -224,7 +224,8 @@ static int case_rma_iov(const char *prov)
 	cf_post(&f, fi_writev(f.ep[0].ep, iov, desc, n, f.ep[1].addr,
 			      tm.raddr + 5, tm.key, &ctx));
 	c = cf_wait_ctx(&f, 0, &ctx);
-	cf_assert(!c.err, "fi_writev: error %d (%s)", c.err, fi_strerror(c.err));
+	cf_assert(!c.err, "fi_writev: error %d (%s)", c.err,
+		  fi_strerror(c.err));
 	wait_target(&f, tm.p + 5, total, 21, "fi_writev");
 
 	/* readv scatters the remote range into the local pieces. */
@@ -240,16 +241,21 @@ static int case_rma_iov(const char *prov)
 		cf_assert(!memcmp(lm[i].p, whole + off, seg[i]),
 			  "fi_readv: local iovec %zu holds wrong data", i);
 
-	/* writemsg/readmsg with two remote segments when the provider allows. */
+	/* writemsg/readmsg with two remote segments when the provider allows.
+	 */
 	if (f.info->tx_attr->rma_iov_limit >= 2) {
 		struct fi_rma_iov riov[2] = {
-			{ tm.raddr, 7 + 5000, tm.key },
-			{ tm.raddr + 6000, total - 5007, tm.key },
+		    {tm.raddr, 7 + 5000, tm.key},
+		    {tm.raddr + 6000, total - 5007, tm.key},
 		};
 		struct fi_msg_rma msg = {
-			.msg_iov = iov, .desc = desc, .iov_count = n,
-			.addr = f.ep[1].addr, .rma_iov = riov,
-			.rma_iov_count = 2, .context = &ctx,
+		    .msg_iov = iov,
+		    .desc = desc,
+		    .iov_count = n,
+		    .addr = f.ep[1].addr,
+		    .rma_iov = riov,
+		    .rma_iov_count = 2,
+		    .context = &ctx,
 		};
 
 		memset(tm.p, 0, total + 2000);
@@ -264,9 +270,10 @@ static int case_rma_iov(const char *prov)
 		{
 			uint64_t end = cf_now_ms() + CF_WAIT_MS;
 
-			while (memcmp(tm.p + 6000, whole + 5007,
-				      total - 5007)) {
-				cf_assert(cf_now_ms() < end, "fi_writemsg: "
+			while (
+			    memcmp(tm.p + 6000, whole + 5007, total - 5007)) {
+				cf_assert(cf_now_ms() < end,
+					  "fi_writemsg: "
 					  "second remote segment holds wrong "
 					  "data");
 				cf_progress(&f);
@@ -280,7 +287,8 @@ static int case_rma_iov(const char *prov)
 		for (i = 0, off = 0; i < n; off += seg[i], i++)
 			cf_assert(!memcmp(lm[i].p, whole + off, seg[i]),
 				  "fi_readmsg: local iovec %zu holds wrong "
-				  "data", i);
+				  "data",
+				  i);
 	} else {
 		cf_note("rma_iov_limit %zu: two-segment writemsg not tested",
 			f.info->tx_attr->rma_iov_limit);
@@ -302,12 +310,16 @@ static int case_rma_iov(const char *prov)
 static void bad_write(struct cf_fix *f, struct cf_mem *lm, size_t len,
 		      uint64_t raddr, uint64_t key, void *ctx)
 {
-	struct iovec iov = { lm->p, len };
-	struct fi_rma_iov riov = { raddr, len, key };
+	struct iovec iov = {lm->p, len};
+	struct fi_rma_iov riov = {raddr, len, key};
 	struct fi_msg_rma msg = {
-		.msg_iov = &iov, .desc = &lm->desc, .iov_count = 1,
-		.addr = f->ep[1].addr, .rma_iov = &riov, .rma_iov_count = 1,
-		.context = ctx,
+	    .msg_iov = &iov,
+	    .desc = &lm->desc,
+	    .iov_count = 1,
+	    .addr = f->ep[1].addr,
+	    .rma_iov = &riov,
+	    .rma_iov_count = 1,
+	    .context = ctx,
 	};
 
 	cf_post(f, fi_writemsg(f->ep[0].ep, &msg,
@@ -352,10 +364,10 @@ static int case_rma_bad_key(const char *prov)
 	memset(tm.p, 0x5a, 8192);
 	cf_fill(lm.p, 4096, 3);
 	for (k = 0; k < 4; k++) {
-		const char *what = k == 0 ? "write with a closed MR's key" :
-				   k == 1 ? "read with a closed MR's key" :
-				   k == 2 ? "write past the region's end" :
-					    "write with a never-issued key";
+		const char *what = k == 0   ? "write with a closed MR's key"
+				   : k == 1 ? "read with a closed MR's key"
+				   : k == 2 ? "write past the region's end"
+					    : "write with a never-issued key";
 
 		if (k == 1)
 			cf_post(&f, fi_read(f.ep[0].ep, lm.p, 64, lm.desc,
@@ -375,8 +387,10 @@ static int case_rma_bad_key(const char *prov)
 	cf_expect_none(&f, 1, 50);
 	for (k = 0; k < 8192; k++)
 		if (tm.p[k] != 0x5a && !bad_bytes++)
-			cf_expect(0, "target byte %d changed by a rejected "
-				  "write", k);
+			cf_expect(0,
+				  "target byte %d changed by a rejected "
+				  "write",
+				  k);
 	cf_expect(!bad_bytes, "%d target bytes changed by rejected writes",
 		  bad_bytes);
 	/* Whether the path survives an access error is not promised. */
@@ -404,7 +418,7 @@ static int case_rma_cntr(const char *prov)
 {
 	uint64_t mask = (1 << CF_CNTR_WRITE) | (1 << CF_CNTR_READ) |
 			(1 << CF_CNTR_RWRITE) | (1 << CF_CNTR_RREAD);
-	struct cf_opts probe = { .caps = FI_RMA | FI_RMA_EVENT };
+	struct cf_opts probe = {.caps = FI_RMA | FI_RMA_EVENT};
 	struct fi_context2 ctx[5];
 	struct fi_info *fi;
 	struct cf_mem lm, tm;
@@ -419,8 +433,9 @@ static int case_rma_cntr(const char *prov)
 	if (!event)
 		cf_note("no FI_RMA_EVENT: remote counters not tested");
 	rma_open(&f, prov, event ? FI_RMA_EVENT : 0,
-		 event ? mask : mask & ~((1 << CF_CNTR_RWRITE) |
-					 (1 << CF_CNTR_RREAD)));
+		 event
+		     ? mask
+		     : mask & ~((1 << CF_CNTR_RWRITE) | (1 << CF_CNTR_RREAD)));
 	cf_mem_reg(&f, 0, &lm, 8192, rma_local);
 	cf_mem_reg(&f, 1, &tm, 8192, rma_remote);
 	cf_fill(lm.p, 8192, 1);
@@ -443,25 +458,27 @@ static int case_rma_cntr(const char *prov)
 	}
 	/* Nothing counted twice or in the wrong counter. */
 	cf_expect_none(&f, 0, 50);
-	cf_assert(fi_cntr_read(f.ep[0].cntr[CF_CNTR_WRITE]) == 3,
-		  "write counter %llu, want 3", (unsigned long long)
-		  fi_cntr_read(f.ep[0].cntr[CF_CNTR_WRITE]));
+	cf_assert(
+	    fi_cntr_read(f.ep[0].cntr[CF_CNTR_WRITE]) == 3,
+	    "write counter %llu, want 3",
+	    (unsigned long long)fi_cntr_read(f.ep[0].cntr[CF_CNTR_WRITE]));
 	cf_assert(fi_cntr_read(f.ep[0].cntr[CF_CNTR_READ]) == 2,
-		  "read counter %llu, want 2", (unsigned long long)
-		  fi_cntr_read(f.ep[0].cntr[CF_CNTR_READ]));
+		  "read counter %llu, want 2",
+		  (unsigned long long)fi_cntr_read(f.ep[0].cntr[CF_CNTR_READ]));
 	if (event) {
 		cf_assert(fi_cntr_read(f.ep[1].cntr[CF_CNTR_RWRITE]) == 3,
 			  "remote write counter %llu, want 3",
-			  (unsigned long long)
-			  fi_cntr_read(f.ep[1].cntr[CF_CNTR_RWRITE]));
+			  (unsigned long long)fi_cntr_read(
+			      f.ep[1].cntr[CF_CNTR_RWRITE]));
 		cf_assert(fi_cntr_read(f.ep[1].cntr[CF_CNTR_RREAD]) == 2,
 			  "remote read counter %llu, want 2",
-			  (unsigned long long)
-			  fi_cntr_read(f.ep[1].cntr[CF_CNTR_RREAD]));
+			  (unsigned long long)fi_cntr_read(
+			      f.ep[1].cntr[CF_CNTR_RREAD]));
 	}
-	cf_assert(!fi_cntr_readerr(f.ep[0].cntr[CF_CNTR_WRITE]),
-		  "write error counter %llu", (unsigned long long)
-		  fi_cntr_readerr(f.ep[0].cntr[CF_CNTR_WRITE]));
+	cf_assert(
+	    !fi_cntr_readerr(f.ep[0].cntr[CF_CNTR_WRITE]),
+	    "write error counter %llu",
+	    (unsigned long long)fi_cntr_readerr(f.ep[0].cntr[CF_CNTR_WRITE]));
 	cf_mem_free(&lm);
 	cf_mem_free(&tm);
 	cf_close(&f);
@@ -469,15 +486,23 @@ static int case_rma_cntr(const char *prov)
 }
 
 const struct cf_case cf_cases_rma[] = {
-	{ "rma_sizes", "fi_write/fi_read 1 B to 4 MiB at an unaligned offset, "
-	  "guard bytes", case_rma_sizes },
-	{ "rma_writedata", "fi_writedata and inject writes: remote CQ data at "
-	  "the target", case_rma_writedata },
-	{ "rma_iov", "fi_writev/fi_readv, fi_writemsg/fi_readmsg with two "
-	  "remote segments", case_rma_iov },
-	{ "rma_bad_key", "stale key and out-of-range RMA complete in error",
-	  case_rma_bad_key },
-	{ "rma_cntr", "write/read counters, remote counters with "
-	  "FI_RMA_EVENT", case_rma_cntr },
-	{ NULL },
+    {"rma_sizes",
+     "fi_write/fi_read 1 B to 4 MiB at an unaligned offset, "
+     "guard bytes",
+     case_rma_sizes},
+    {"rma_writedata",
+     "fi_writedata and inject writes: remote CQ data at "
+     "the target",
+     case_rma_writedata},
+    {"rma_iov",
+     "fi_writev/fi_readv, fi_writemsg/fi_readmsg with two "
+     "remote segments",
+     case_rma_iov},
+    {"rma_bad_key", "stale key and out-of-range RMA complete in error",
+     case_rma_bad_key},
+    {"rma_cntr",
+     "write/read counters, remote counters with "
+     "FI_RMA_EVENT",
+     case_rma_cntr},
+    {NULL},
 };

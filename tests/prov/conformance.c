@@ -68,13 +68,12 @@ void cf_expect_at(const char *file, int line, const char *fmt, ...)
 	cf_nexpect++;
 }
 
-
-
 void cf_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	/* A peer's failure shows in its case's result, not as one of its own. */
+	/* A peer's failure shows in its case's result, not as one of its own.
+	 */
 	printf("%s: %s %s: ", cf_in_peer ? "  peer failed" : "FAIL", cf_prov,
 	       cf_case_name);
 	cf_where(file, line);
@@ -122,7 +121,7 @@ uint64_t cf_now_ms(void)
 
 void cf_sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
 }
@@ -143,7 +142,8 @@ void cf_check_fill(const void *buf, size_t len, unsigned int seed,
 	size_t j;
 
 	for (j = 0; j < len; j++) {
-		uint8_t want = (uint8_t)(seed * 131 + j * 7 + (j >> 8) * 13 + 1);
+		uint8_t want =
+		    (uint8_t)(seed * 131 + j * 7 + (j >> 8) * 13 + 1);
 
 		if (p[j] != want)
 			cf_fail("%s: byte %zu of %zu is 0x%02x, want 0x%02x",
@@ -234,32 +234,31 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 }
 
 static const uint64_t cf_cntr_flag[CF_NCNTR] = {
-	[CF_CNTR_SEND] = FI_SEND,	  [CF_CNTR_RECV] = FI_RECV,
-	[CF_CNTR_READ] = FI_READ,	  [CF_CNTR_WRITE] = FI_WRITE,
-	[CF_CNTR_RREAD] = FI_REMOTE_READ, [CF_CNTR_RWRITE] = FI_REMOTE_WRITE,
+    [CF_CNTR_SEND] = FI_SEND,	      [CF_CNTR_RECV] = FI_RECV,
+    [CF_CNTR_READ] = FI_READ,	      [CF_CNTR_WRITE] = FI_WRITE,
+    [CF_CNTR_RREAD] = FI_REMOTE_READ, [CF_CNTR_RWRITE] = FI_REMOTE_WRITE,
 };
 
 void cf_ep_open(struct cf_fix *f, int i)
 {
 	struct cf_ep *e = &f->ep[i];
 	struct fi_cq_attr cq_attr = {
-		.size = 4096,
-		.format = f->o.cq_format ? f->o.cq_format : FI_CQ_FORMAT_TAGGED,
-		.wait_obj = FI_WAIT_NONE,
+	    .size = 4096,
+	    .format = f->o.cq_format ? f->o.cq_format : FI_CQ_FORMAT_TAGGED,
+	    .wait_obj = FI_WAIT_NONE,
 	};
 	int k;
 
 	cf_ok(fi_endpoint(f->domain, f->info, &e->ep, NULL));
 	cf_ok(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
 	/* cq_bind_flags (FI_SELECTIVE_COMPLETION) apply to transmits only. */
-	cf_ok(fi_ep_bind(e->ep, &e->cq->fid,
-			 FI_TRANSMIT | f->o.cq_bind_flags));
+	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | f->o.cq_bind_flags));
 	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_RECV));
 	cf_ok(fi_ep_bind(e->ep, &f->av->fid, 0));
 	for (k = 0; k < CF_NCNTR; k++) {
 		struct fi_cntr_attr ca = {
-			.events = FI_CNTR_EVENTS_COMP,
-			.wait_obj = FI_WAIT_UNSPEC,
+		    .events = FI_CNTR_EVENTS_COMP,
+		    .wait_obj = FI_WAIT_UNSPEC,
 		};
 
 		if (!(f->o.cntr_mask & (1ULL << k)))
@@ -283,7 +282,7 @@ void cf_ep_open(struct cf_fix *f, int i)
 
 void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 {
-	struct fi_av_attr av_attr = { 0 };
+	struct fi_av_attr av_attr = {0};
 	int ret, i;
 
 	memset(f, 0, sizeof(*f));
@@ -293,10 +292,12 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 	if (ret == -FI_ENODATA) {
 		uint64_t caps = o->caps ? o->caps : (FI_MSG | FI_TAGGED);
 
-		cf_skip("fi_getinfo -61 for caps [%s]%s%s", fi_tostr(&caps,
-			FI_TYPE_CAPS), o->msg_order ? " with msg_order " : "",
-			o->msg_order ? fi_tostr(&o->msg_order,
-						FI_TYPE_MSG_ORDER) : "");
+		cf_skip("fi_getinfo -61 for caps [%s]%s%s",
+			fi_tostr(&caps, FI_TYPE_CAPS),
+			o->msg_order ? " with msg_order " : "",
+			o->msg_order
+			    ? fi_tostr(&o->msg_order, FI_TYPE_MSG_ORDER)
+			    : "");
 	}
 	cf_assert(!ret, "fi_getinfo: %d (%s)", ret, fi_strerror(-ret));
 	f->info->tx_attr->op_flags = o->tx_op_flags;
@@ -401,8 +402,8 @@ static void cf_entry_unpack(enum fi_cq_format fmt, const void *p,
 
 static void cf_harvest(struct cf_fix *f, struct cf_ep *e)
 {
-	enum fi_cq_format fmt = f->o.cq_format ? f->o.cq_format :
-						 FI_CQ_FORMAT_TAGGED;
+	enum fi_cq_format fmt =
+	    f->o.cq_format ? f->o.cq_format : FI_CQ_FORMAT_TAGGED;
 	size_t esz = cf_entry_size(fmt);
 	uint8_t raw[16 * sizeof(struct fi_cq_tagged_entry)];
 	fi_addr_t src[16];
@@ -417,7 +418,7 @@ static void cf_harvest(struct cf_fix *f, struct cf_ep *e)
 		if (n == -FI_EAGAIN)
 			return;
 		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry ee = { 0 };
+			struct fi_cq_err_entry ee = {0};
 
 			memset(&c, 0, sizeof(c));
 			ee.err_data = c.err_data;
@@ -492,8 +493,9 @@ struct cf_comp cf_wait_at(const char *file, int line, struct cf_fix *f, int i)
 	struct cf_comp c;
 
 	if (!cf_poll(f, i, &c, CF_WAIT_MS))
-		cf_fail_at(file, line, "endpoint %d: no completion within %d ms",
-			   i, CF_WAIT_MS);
+		cf_fail_at(file, line,
+			   "endpoint %d: no completion within %d ms", i,
+			   CF_WAIT_MS);
 	return c;
 }
 
@@ -513,9 +515,11 @@ struct cf_comp cf_wait_ctx_at(const char *file, int line, struct cf_fix *f,
 			}
 		}
 		if (cf_now_ms() > end)
-			cf_fail_at(file, line, "endpoint %d: no completion "
+			cf_fail_at(file, line,
+				   "endpoint %d: no completion "
 				   "for context %p within %d ms (%zu others "
-				   "pending)", i, ctx, CF_WAIT_MS, q->n);
+				   "pending)",
+				   i, ctx, CF_WAIT_MS, q->n);
 		cf_progress(f);
 	}
 }
@@ -529,9 +533,9 @@ void cf_expect_none(struct cf_fix *f, int i, int ms)
 		cf_progress(f);
 		if (q->n)
 			cf_fail("endpoint %d: unexpected completion ctx %p "
-				"flags [%s] len %zu err %d", i, q->v[0].ctx,
-				cf_flags_str(q->v[0].flags), q->v[0].len,
-				q->v[0].err);
+				"flags [%s] len %zu err %d",
+				i, q->v[0].ctx, cf_flags_str(q->v[0].flags),
+				q->v[0].len, q->v[0].err);
 	} while (cf_now_ms() < end);
 }
 
@@ -590,8 +594,7 @@ void cf_mem_free(struct cf_mem *m)
 }
 
 static const struct cf_case *const cf_groups[] = {
-	cf_cases_msg, cf_cases_rma, cf_cases_atomic, cf_cases_misc,
-	cf_cases_proc,
+    cf_cases_msg, cf_cases_rma, cf_cases_atomic, cf_cases_misc, cf_cases_proc,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))
@@ -601,12 +604,13 @@ static int cf_list_providers(void)
 	struct fi_info *list = NULL, *fi, *g;
 	int ret;
 
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_PROV_ATTR_ONLY,
-			 NULL, &list);
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
+			 &list);
 	if (ret == -FI_ENODATA)
 		return 0;
 	if (ret) {
-		fprintf(stderr, "fi_getinfo: %d (%s)\n", ret, fi_strerror(-ret));
+		fprintf(stderr, "fi_getinfo: %d (%s)\n", ret,
+			fi_strerror(-ret));
 		return 1;
 	}
 	for (fi = list; fi; fi = fi->next) {

@@ -46,7 +46,7 @@ struct cf_comp {
 	uint64_t data;
 	uint64_t tag;
 	fi_addr_t src;
-	int err;		/* positive FI_E* code; 0 for a successful entry */
+	int err; /* positive FI_E* code; 0 for a successful entry */
 	int prov_errno;
 	size_t olen;
 	uint8_t err_data[128];
@@ -74,7 +74,7 @@ struct cf_ep {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct fid_cntr *cntr[CF_NCNTR];
-	fi_addr_t addr;		/* this endpoint in the fixture's AV */
+	fi_addr_t addr; /* this endpoint in the fixture's AV */
 	uint8_t name[CF_MAX_NAME];
 	size_t namelen;
 	struct cf_queue q;
@@ -84,18 +84,18 @@ struct cf_ep {
 struct cf_opts {
 	uint64_t caps;
 	uint64_t msg_order;
-	enum fi_cq_format cq_format;	/* 0: FI_CQ_FORMAT_TAGGED */
+	enum fi_cq_format cq_format; /* 0: FI_CQ_FORMAT_TAGGED */
 	enum fi_av_type av_type;
 	enum fi_threading threading;
-	uint64_t cq_bind_flags;		/* e.g. FI_SELECTIVE_COMPLETION */
+	uint64_t cq_bind_flags; /* e.g. FI_SELECTIVE_COMPLETION */
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
-	uint64_t cntr_mask;		/* bit (1 << enum cf_cntr_kind) */
-	bool readfrom;			/* read CQs with fi_cq_readfrom */
-	int nep;			/* 0: two endpoints */
-	size_t min_multi_recv;		/* set FI_OPT_MIN_MULTI_RECV if > 0 */
-	bool min_multi_recv_late;	/* ... after fi_enable, not before */
-	bool no_insert;			/* leave the AV empty */
+	uint64_t cntr_mask;	  /* bit (1 << enum cf_cntr_kind) */
+	bool readfrom;		  /* read CQs with fi_cq_readfrom */
+	int nep;		  /* 0: two endpoints */
+	size_t min_multi_recv;	  /* set FI_OPT_MIN_MULTI_RECV if > 0 */
+	bool min_multi_recv_late; /* ... after fi_enable, not before */
+	bool no_insert;		  /* leave the AV empty */
 };
 
 struct cf_fix {
@@ -115,7 +115,7 @@ struct cf_mem {
 	struct fid_mr *mr;
 	void *desc;
 	uint64_t key;
-	uint64_t raddr;		/* address a peer names: VA or offset 0 */
+	uint64_t raddr; /* address a peer names: VA or offset 0 */
 };
 
 struct cf_case {
@@ -138,8 +138,9 @@ int cf_peer_main(const char *role, int argc, char **argv);
 
 /* Report and end the case process. */
 void cf_fail_at(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4), noreturn));
-void cf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+    __attribute__((format(printf, 3, 4), noreturn));
+void cf_skip(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 void cf_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
@@ -147,7 +148,7 @@ void cf_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * hide what the rest of the case would have found.
  */
 void cf_expect_at(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 #define cf_expect(cond, ...)                                                   \
 	do {                                                                   \
 		if (!(cond))                                                   \
@@ -169,7 +170,8 @@ void cf_expect_at(const char *file, int line, const char *fmt, ...)
 				   cf_ret_, fi_strerror((int)-cf_ret_));       \
 	} while (0)
 
-/* Fixture: fabric, domain, one AV and one or two endpoints, each with its CQ. */
+/* Fixture: fabric, domain, one AV and one or two endpoints, each with its CQ.
+ */
 struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret);
 void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o);
 void cf_close(struct cf_fix *f);
