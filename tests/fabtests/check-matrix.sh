@@ -18,6 +18,11 @@ if [ -z "$provs" ]; then
 fi
 echo "providers: $provs"
 
+# the runner keeps the logs of failed runs here, beside this test's log
+logs=$top_builddir/tests/fabtests/matrix-logs
+rm -rf "$logs"
+mkdir -p "$logs" && export TMPDIR=$logs
+
 status=0
 IFS=, read -r -a list <<<"$provs"
 for p in "${list[@]}"; do

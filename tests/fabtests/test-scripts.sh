@@ -22,6 +22,8 @@ compare=$top_srcdir/fabtests/scripts/compare
 bin=$top_builddir/fabtests
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-scripts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# logs the runner keeps go away with the rest
+export TMPDIR=$tmp
 fails=0
 
 fail() {
