@@ -18,6 +18,7 @@
 
 #include "weft/list.h"
 #include "weft/util_av.h"
+#include "weft/util_bufpool.h"
 #include "weft/util_domain.h"
 #include "weft/util_mr.h"
 #include "weft/util_rdm.h"
@@ -102,6 +103,7 @@ struct shm_ep {
 	/* Copying large messages through bounce buffers, without CMA. */
 	struct util_bufpool *pulls; /* struct shm_pull, receiving side */
 	struct dlist_entry pushes; /* struct shm_push, sending side */
+	struct util_bufpool *push_pool;
 	struct dlist_entry chunked; /* struct shm_rma_chunked */
 	struct dlist_entry pull_list; /* struct shm_pull in flight */
 	bool cma_warned;

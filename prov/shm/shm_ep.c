@@ -254,7 +254,7 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 
 		if (p->conn == c) {
 			dlist_remove(e);
-			free(p);
+			util_bufpool_put(ep->push_pool, p);
 		}
 	}
 	dlist_foreach_safe(&ep->chunked, e, tmp) {
@@ -683,7 +683,7 @@ static int pushes_continue(struct shm_ep *ep)
 
 		if (push_continue(ep, push)) {
 			dlist_remove(e);
-			free(push);
+			util_bufpool_put(ep->push_pool, push);
 			n++;
 		}
 	}
@@ -699,7 +699,7 @@ static void handle_cts(struct shm_ep *ep, struct shm_slot *s)
 
 	if (!tx || !rp)
 		return;
-	push = malloc(sizeof(*push));
+	push = util_bufpool_get(ep->push_pool);
 	if (!push) {
 		util_rdm_tx_done(&ep->rdm, tx, FI_ENOMEM);
 		return;
@@ -712,7 +712,7 @@ static void handle_cts(struct shm_ep *ep, struct shm_slot *s)
 	if (conn_ready(ep, push->conn) || !push_continue(ep, push))
 		dlist_insert_tail(&push->entry, &ep->pushes);
 	else
-		free(push);
+		util_bufpool_put(ep->push_pool, push);
 }
 
 /* Receiving side: pushed bytes arrived. */
@@ -1317,8 +1317,10 @@ static int shm_ep_close(struct fid *fid)
 	util_rdm_ep_fini(&ep->rdm);
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		dlist_remove(e);
-		free(container_of(e, struct shm_push, entry));
+		util_bufpool_put(ep->push_pool,
+				 container_of(e, struct shm_push, entry));
 	}
+	util_bufpool_destroy(ep->push_pool);
 	dlist_foreach_safe(&ep->chunked, e, tmp) {
 		dlist_remove(e);
 		free(container_of(e, struct shm_rma_chunked, entry));
@@ -1519,12 +1521,21 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 			free(ep);
 			return ret;
 		}
+		pattr.name = "shm pushes";
+		pattr.size = sizeof(struct shm_push);
+		ret = util_bufpool_create(&pattr, &ep->push_pool);
+		if (ret) {
+			util_bufpool_destroy(ep->pulls);
+			free(ep);
+			return ret;
+		}
 	}
 	if (!ep->cma)
 		cma_unavailable(ep, 0);
 
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
 	if (ret) {
+		util_bufpool_destroy(ep->push_pool);
 		util_bufpool_destroy(ep->pulls);
 		free(ep);
 		return ret;

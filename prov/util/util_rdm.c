@@ -1190,7 +1190,13 @@ static void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
 {
 	if (ue->stashed && discard)
 		ep->tp->discard(ep, ue->stash);
-	free(ue->heap);
+	if (ue->heap) {
+		/* Payloads up to the eager limit come from a pool. */
+		if (ue->m.len <= ep->tp->eager_max)
+			util_bufpool_put(ep->payload_pool, ue->heap);
+		else
+			free(ue->heap);
+	}
 	util_bufpool_put(ep->unexp_pool, ue);
 }
 
@@ -1239,7 +1245,9 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 		memcpy(ue->stash, msg->stash, msg->stash_len);
 		ue->stash_len = msg->stash_len;
 	} else if (msg->len > ep->unexp_inline) {
-		ue->heap = malloc(msg->len);
+		ue->heap = msg->len <= ep->tp->eager_max ?
+				   util_bufpool_get(ep->payload_pool) :
+				   malloc(msg->len);
 		if (!ue->heap) {
 			util_bufpool_put(ep->unexp_pool, ue);
 			goto err_nomem;
@@ -1930,11 +1938,17 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
 	if (ret)
 		goto err_rx_pool;
+	/* Unexpected eager payloads beyond what a record holds inline. */
+	pattr.name = "rdm unexpected payload";
+	pattr.size = WEFT_MAX(attr->transport->eager_max, (size_t)1);
+	ret = util_bufpool_create(&pattr, &ep->payload_pool);
+	if (ret)
+		goto err_unexp_pool;
 	pattr.name = "rdm fetch";
 	pattr.size = sizeof(struct rdm_fetch);
 	ret = util_bufpool_create(&pattr, &ep->fetch_pool);
 	if (ret)
-		goto err_unexp_pool;
+		goto err_payload_pool;
 	pattr.name = "rdm tx";
 	ep->tx_size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
 	pattr.size = ep->tx_size;
@@ -1946,6 +1960,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 
 err_fetch_pool:
 	util_bufpool_destroy(ep->fetch_pool);
+err_payload_pool:
+	util_bufpool_destroy(ep->payload_pool);
 err_unexp_pool:
 	util_bufpool_destroy(ep->unexp_pool);
 err_rx_pool:
@@ -2008,6 +2024,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_bufpool_destroy(ep->tx_pool);
 	util_bufpool_destroy(ep->fetch_pool);
 	util_bufpool_destroy(ep->unexp_pool);
+	util_bufpool_destroy(ep->payload_pool);
 	util_bufpool_destroy(ep->rx_pool);
 	weft_lock_destroy(&ep->lock);
 	util_domain_put(ep->domain);
