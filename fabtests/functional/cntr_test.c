@@ -74,6 +74,9 @@ static int client(void)
 	}
 	if (!ret)
 		ret = cntr_reach(ep.txcntr, nmsg, "send");
+	/* the writes land where the messages did: not before they are checked */
+	if (!ret)
+		ret = fn_wait_note(&ep, 'v');
 	for (i = 0; !ret && (ep.caps & FI_RMA) && i < nmsg; i++) {
 		ft_fill(slot(i), size_of(i), 1000 + i);
 		ret = FN_POST(&ep, "fi_write",
@@ -103,6 +106,8 @@ static int server(void)
 		ret = cntr_reach(ep.rxcntr, nmsg, "receive");
 	for (i = 0; !ret && i < nmsg; i++)
 		ret = ft_check(slot(i), size_of(i), i, "message");
+	if (!ret)
+		ret = fn_note('v');
 	if (!ret)
 		ret = fn_wait_note(&ep, 'w');
 	for (i = 0; !ret && (ep.caps & FI_RMA) && i < nmsg; i++)
