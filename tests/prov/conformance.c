@@ -39,6 +39,56 @@ static int cf_result_fd = -1;
 static int cf_nexpect;
 static bool cf_in_peer;
 
+/* Fixtures open in this process, closed best-effort if a case fails. */
+static struct cf_fix *cf_open_fix[4];
+
+static void cf_track(struct cf_fix *f, bool open)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cf_open_fix) / sizeof(cf_open_fix[0]); i++) {
+		if (open && !cf_open_fix[i]) {
+			cf_open_fix[i] = f;
+			return;
+		}
+		if (!open && cf_open_fix[i] == f) {
+			cf_open_fix[i] = NULL;
+			return;
+		}
+	}
+}
+
+/*
+ * After a failure: release what the provider may keep outside this
+ * process (shared-memory names, sockets).  Errors are ignored and an
+ * alarm bounds a provider that hangs in fi_close.
+ */
+static void cf_close_all(void)
+{
+	size_t i;
+	int j, k;
+
+	alarm(5);
+	for (i = 0; i < sizeof(cf_open_fix) / sizeof(cf_open_fix[0]); i++) {
+		struct cf_fix *f = cf_open_fix[i];
+
+		if (!f)
+			continue;
+		cf_open_fix[i] = NULL;
+		for (j = 0; j < f->nep; j++) {
+			if (f->ep[j].ep)
+				fi_close(&f->ep[j].ep->fid);
+			if (f->ep[j].cq)
+				fi_close(&f->ep[j].cq->fid);
+			for (k = 0; k < CF_NCNTR; k++)
+				if (f->ep[j].cntr[k])
+					fi_close(&f->ep[j].cntr[k]->fid);
+		}
+		if (f->av)
+			fi_close(&f->av->fid);
+	}
+}
+
 static void cf_result_sent(void)
 {
 	char b = 1;
@@ -82,6 +132,7 @@ void cf_fail_at(const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	cf_result_sent();
+	cf_close_all();
 	exit(CF_EXIT_FAIL);
 }
 
@@ -96,6 +147,7 @@ void cf_skip(const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	cf_result_sent();
+	cf_close_all();
 	exit(CF_EXIT_SKIP);
 }
 
@@ -288,6 +340,7 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 	memset(f, 0, sizeof(*f));
 	f->o = *o;
 	f->nep = o->nep ? o->nep : 2;
+	cf_track(f, true);
 	f->info = cf_getinfo(prov, o, &ret);
 	if (ret == -FI_ENODATA) {
 		uint64_t caps = o->caps ? o->caps : (FI_MSG | FI_TAGGED);
@@ -325,6 +378,7 @@ void cf_close(struct cf_fix *f)
 {
 	int i, k;
 
+	cf_track(f, false);
 	for (i = 0; i < f->nep; i++) {
 		struct cf_ep *e = &f->ep[i];
 
