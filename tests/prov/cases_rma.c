@@ -411,6 +411,67 @@ static int case_rma_bad_key(const char *prov)
 }
 
 /*
+ * FI_SELECTIVE_COMPLETION on RMA: fi_write without FI_COMPLETION leaves no
+ * CQ entry but still counts in the write counter; fi_writemsg with
+ * FI_COMPLETION gets its entry.
+ */
+static int case_rma_selective(const char *prov)
+{
+	struct cf_opts o = {
+	    .caps = FI_RMA,
+	    .cq_bind_flags = FI_SELECTIVE_COMPLETION,
+	    .cntr_mask = 1 << CF_CNTR_WRITE,
+	};
+	struct fi_context2 ctx[3];
+	struct cf_mem lm, tm;
+	struct iovec iov;
+	struct fi_rma_iov riov;
+	struct fi_msg_rma msg = {
+	    .msg_iov = &iov,
+	    .iov_count = 1,
+	    .rma_iov = &riov,
+	    .rma_iov_count = 1,
+	    .context = &ctx[2],
+	};
+	struct cf_comp c;
+	struct cf_fix f;
+	int i;
+
+	cf_open(&f, prov, &o);
+	cf_mem_reg(&f, 0, &lm, 3 * 1000, rma_local);
+	cf_mem_reg(&f, 1, &tm, 3 * 1000, rma_remote);
+	cf_fill(lm.p, 3 * 1000, 61);
+	for (i = 0; i < 2; i++)
+		cf_post(&f, fi_write(f.ep[0].ep, lm.p + i * 1000, 1000, lm.desc,
+				     f.ep[1].addr, tm.raddr + i * 1000, tm.key,
+				     &ctx[i]));
+	iov = (struct iovec){lm.p + 2000, 1000};
+	riov = (struct fi_rma_iov){tm.raddr + 2000, 1000, tm.key};
+	msg.desc = &lm.desc;
+	msg.addr = f.ep[1].addr;
+	cf_post(&f, fi_writemsg(f.ep[0].ep, &msg, FI_COMPLETION));
+	c = cf_wait(&f, 0);
+	cf_assert(c.ctx == &ctx[2],
+		  "completion for %s, want only the "
+		  "fi_writemsg(FI_COMPLETION)",
+		  c.ctx == &ctx[0] || c.ctx == &ctx[1]
+		      ? "an fi_write without FI_COMPLETION"
+		      : "an unknown context");
+	cf_assert(!c.err, "fi_writemsg: error %d", c.err);
+	cf_wait_cntr(&f, 0, CF_CNTR_WRITE, 3);
+	wait_target(&f, tm.p, 3 * 1000, 61, "selective writes");
+	cf_expect_none(&f, 0, 100);
+	cf_assert(
+	    fi_cntr_read(f.ep[0].cntr[CF_CNTR_WRITE]) == 3,
+	    "write counter %llu, want 3",
+	    (unsigned long long)fi_cntr_read(f.ep[0].cntr[CF_CNTR_WRITE]));
+	cf_mem_free(&lm);
+	cf_mem_free(&tm);
+	cf_close(&f);
+	return 0;
+}
+
+/*
  * Counters count RMA operations: write and read counters at the initiator,
  * remote-write and remote-read counters at the target with FI_RMA_EVENT.
  */
@@ -500,6 +561,9 @@ const struct cf_case cf_cases_rma[] = {
      case_rma_iov},
     {"rma_bad_key", "stale key and out-of-range RMA complete in error",
      case_rma_bad_key},
+    {"rma_selective",
+     "FI_SELECTIVE_COMPLETION on writes; the write counter counts all",
+     case_rma_selective},
     {"rma_cntr",
      "write/read counters, remote counters with "
      "FI_RMA_EVENT",
