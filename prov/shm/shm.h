@@ -94,6 +94,7 @@ struct shm_ep {
 	struct dlist_entry conns; /* struct shm_conn */
 	struct shm_conn **by_addr; /* [AV index] -> connection */
 	fi_addr_t *by_addr_fi; /* the fi_addr each by_addr entry is for */
+	uint64_t *by_addr_serial; /* and the AV insert it was made for */
 	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
 

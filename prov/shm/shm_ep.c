@@ -185,18 +185,22 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 			struct shm_conn **out)
 {
 	struct util_av *av = ep->rdm.av;
+	const uint64_t *serial;
 	const char *addr;
 	uint32_t idx;
-	int ret;
 
-	/* The entry must still be live (a removed FI_AV_TABLE index keeps
-	 * its value): a few loads, no lock. */
-	addr = util_av_addr(av, dest);
-	if (weft_unlikely(!addr))
+	/*
+	 * The entry must be live, and be the insert the cache knows: a
+	 * removed FI_AV_TABLE index keeps its value and may be given to
+	 * another address, so the cache checks the insert serial the AV
+	 * entry carries (shm_av_entry_init).  A few loads, no lock.
+	 */
+	serial = util_av_priv(av, dest);
+	if (weft_unlikely(!serial))
 		return -FI_EINVAL;
 	idx = util_av_index(av, dest);
 	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
-			ep->by_addr_fi[idx] == dest)) {
+			ep->by_addr_serial[idx] == *serial)) {
 		*out = ep->by_addr[idx];
 		if (weft_unlikely((*out)->dead))
 			return -FI_ECONNRESET;
@@ -206,6 +210,7 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 		size_t n = WEFT_MAX((size_t)idx + 1, ep->nby_addr * 2);
 		struct shm_conn **b = realloc(ep->by_addr, n * sizeof(*b));
 		fi_addr_t *f;
+		uint64_t *sr;
 
 		if (!b)
 			return -FI_ENOMEM;
@@ -214,16 +219,23 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 		if (!f)
 			return -FI_ENOMEM;
 		ep->by_addr_fi = f;
+		sr = realloc(ep->by_addr_serial, n * sizeof(*sr));
+		if (!sr)
+			return -FI_ENOMEM;
+		ep->by_addr_serial = sr;
 		memset(b + ep->nby_addr, 0, (n - ep->nby_addr) * sizeof(*b));
 		ep->nby_addr = n;
 	}
+	addr = util_av_addr(av, dest);
 	ep->by_addr[idx] = conn_get(ep, addr + strlen(SHM_PREFIX));
 	if (!ep->by_addr[idx])
 		return -FI_ENOMEM;
 	ep->by_addr_fi[idx] = dest;
+	ep->by_addr_serial[idx] = *serial;
 	*out = ep->by_addr[idx];
-	ret = conn_ready(ep, *out);
-	return ret;
+	if (weft_unlikely((*out)->dead))
+		return -FI_ECONNRESET;
+	return conn_ready(ep, *out);
 }
 
 /* ---- peers that die ---------------------------------------------------- */
@@ -1338,9 +1350,23 @@ static int shm_ep_close(struct fid *fid)
 	shm_region_unmap(&ep->own);
 	free(ep->by_addr);
 	free(ep->by_addr_fi);
+	free(ep->by_addr_serial);
 	free(ep->rxpeers);
 	free(ep);
 	return 0;
+}
+
+/* Whether the region called `name` belongs to this process. */
+static bool shm_name_ours(const char *name)
+{
+	struct shm_map m;
+	bool ours;
+
+	if (shm_region_map(name, &m))
+		return false;
+	ours = m.hdr->pid == getpid();
+	shm_region_unmap(&m);
+	return ours;
 }
 
 static int shm_ep_control(struct fid *fid, int command, void *arg)
@@ -1363,6 +1389,19 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
 	ret = shm_region_create(ep->name, &attr, &ep->own);
+	if (ret == -FI_EADDRINUSE && shm_name_ours(ep->name)) {
+		/* Another endpoint of this process has the name (both came
+		 * from one fi_info): this one gets a name of its own, which
+		 * fi_getname reports. */
+		char name[SHM_NAME_MAX];
+		int n = snprintf(name, sizeof(name), "%s.%u", ep->name,
+				 atomic_fetch_add(&ep_counter, 1));
+
+		if (n > 0 && (size_t)n < sizeof(name)) {
+			memcpy(ep->name, name, sizeof(name));
+			ret = shm_region_create(ep->name, &attr, &ep->own);
+		}
+	}
 	if (ret) {
 		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"cannot create the region of %s: %s\n", ep->name,

@@ -38,10 +38,17 @@ static inline void ep_unlock(struct util_rdm_ep *ep)
 	weft_unlock(&ep->lock);
 }
 
+/*
+ * Internal op flag of the fi_inject* calls, which never report to the CQ;
+ * FI_INJECT alone (fi_sendmsg(FI_INJECT | FI_COMPLETION)) only says the
+ * buffer is free on return.  Bit 63 is no OFI op flag.
+ */
+#define RDM_NO_COMPLETION (1ULL << 63)
+
 /* Whether an operation with these flags reports to the CQ. */
 static inline bool wants_comp(bool selective, uint64_t flags)
 {
-	if (flags & FI_INJECT)
+	if (flags & RDM_NO_COMPLETION)
 		return false;
 	return !selective || (flags & FI_COMPLETION);
 }
@@ -221,14 +228,9 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (flags & FI_INJECT) {
-		if (hdr.len > tp->inject_max) {
-			ret = -FI_EINVAL;
-			goto out;
-		}
-		ret = tp->send_eager(ep, dest, &hdr, iov, count);
-		if (!ret)
-			cntr_inc(ep->send_cntr, 0);
+	/* Eager sends copy the buffer during the call: FI_INJECT holds. */
+	if ((flags & FI_INJECT) && hdr.len > tp->inject_max) {
+		ret = -FI_EINVAL;
 		goto out;
 	}
 
@@ -331,8 +333,8 @@ static ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, NULL, 1, dest, 0, 0, NULL, FI_INJECT,
-			UTIL_RDM_MSG);
+	return rdm_send(ep, &iov, NULL, 1, dest, 0, 0, NULL,
+			FI_INJECT | RDM_NO_COMPLETION, UTIL_RDM_MSG);
 }
 
 static ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf,
@@ -353,7 +355,8 @@ static ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, NULL, 1, dest, 0, data, NULL,
-			FI_INJECT | FI_REMOTE_CQ_DATA, UTIL_RDM_MSG);
+			FI_INJECT | RDM_NO_COMPLETION | FI_REMOTE_CQ_DATA,
+			UTIL_RDM_MSG);
 }
 
 static ssize_t rdm_tagged_send(struct fid_ep *ep_fid, const void *buf,
@@ -395,8 +398,8 @@ static ssize_t rdm_tagged_inject(struct fid_ep *ep_fid, const void *buf,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { (void *)buf, len };
 
-	return rdm_send(ep, &iov, NULL, 1, dest, tag, 0, NULL, FI_INJECT,
-			UTIL_RDM_TAGGED);
+	return rdm_send(ep, &iov, NULL, 1, dest, tag, 0, NULL,
+			FI_INJECT | RDM_NO_COMPLETION, UTIL_RDM_TAGGED);
 }
 
 static ssize_t rdm_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
@@ -418,7 +421,8 @@ static ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, NULL, 1, dest, tag, data, NULL,
-			FI_INJECT | FI_REMOTE_CQ_DATA, UTIL_RDM_TAGGED);
+			FI_INJECT | RDM_NO_COMPLETION | FI_REMOTE_CQ_DATA,
+			UTIL_RDM_TAGGED);
 }
 
 /* ---- RMA ---------------------------------------------------------------- */
@@ -584,7 +588,7 @@ static ssize_t rdm_inject_write(struct fid_ep *ep_fid, const void *buf,
 	struct fi_rma_iov rma = { addr, len, key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, NULL, 1, dest, &rma, 1,
-		       NULL, 0, FI_INJECT);
+		       NULL, 0, FI_INJECT | RDM_NO_COMPLETION);
 }
 
 static ssize_t rdm_writedata(struct fid_ep *ep_fid, const void *buf,
@@ -609,7 +613,8 @@ static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf,
 	struct fi_rma_iov rma = { addr, len, key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, NULL, 1, dest, &rma, 1,
-		       NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA);
+		       NULL, data,
+		       FI_INJECT | RDM_NO_COMPLETION | FI_REMOTE_CQ_DATA);
 }
 
 static struct fi_ops_rma rdm_rma_ops = {
@@ -820,7 +825,8 @@ static ssize_t rdm_atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	struct rdm_atomic_args a = {
 		.kind = UTIL_RDM_TX_ATOMIC, .iov = &ioc, .count = 1,
 		.addr = dest, .rma = &rma, .rma_count = 1,
-		.datatype = datatype, .op = op, .flags = FI_INJECT,
+		.datatype = datatype, .op = op,
+		.flags = FI_INJECT | RDM_NO_COMPLETION,
 	};
 
 	return rdm_atomic(ep, &a);
