@@ -45,6 +45,7 @@ static int case_cntr(const char *prov)
 		cf_post(&f, fi_send(f.ep[0].ep, sm.p, 1000, sm.desc,
 				    f.ep[1].addr, &sc[i]));
 	/* fi_cntr_wait must itself drive progress to reach the threshold. */
+	cf_mark("fi_cntr_wait(10)");
 	ret = fi_cntr_wait(rx, 10, CF_WAIT_MS);
 	if (ret == -FI_ETIMEDOUT)
 		cf_fail("fi_cntr_wait(10) timed out at %llu",
@@ -94,6 +95,7 @@ static int case_cntr(const char *prov)
 	cf_assert(fi_cntr_read(rx) == 105, "set 100, add 5: %llu",
 		  (unsigned long long)fi_cntr_read(rx));
 	/* Upstream 1.17 shm never returns from this 100 ms wait. */
+	cf_mark("fi_cntr_wait(106, 100 ms)");
 	ret = fi_cntr_wait(rx, 106, 100);
 	cf_assert(ret == -FI_ETIMEDOUT || ret == -FI_EAVAIL,
 		  "fi_cntr_wait for a value never reached: %d", ret);
@@ -627,7 +629,129 @@ static int case_thread_safe(const char *prov)
 	return 0;
 }
 
+/* A thread blocked in fi_cq_sread on endpoint 1's CQ. */
+struct sread_arg {
+	struct fid_cq *cq;
+	int timeout_ms;
+	ssize_t ret;
+	uint64_t took_ms;
+	struct fi_cq_tagged_entry e;
+};
+
+static void *sread_thread(void *p)
+{
+	struct sread_arg *a = p;
+	uint64_t t0 = cf_now_ms();
+
+	cf_mark("fi_cq_sread in a second thread");
+	a->ret = fi_cq_sread(a->cq, &a->e, 1, NULL, a->timeout_ms);
+	a->took_ms = cf_now_ms() - t0;
+	return NULL;
+}
+
+/* Drive endpoint 0 alone (its CQ only) until the thread is done. */
+static void sread_join(struct cf_fix *f, pthread_t th, struct sread_arg *a)
+{
+	struct fi_cq_tagged_entry e;
+
+	(void)a;
+	while (pthread_tryjoin_np(th, NULL))
+		(void)fi_cq_read(f->ep[0].cq, &e, 0);
+}
+
+/*
+ * The CQ calls themselves: fi_cq_read and fi_cq_readerr on an empty CQ
+ * return -FI_EAGAIN; fi_cq_sread times out with -FI_EAGAIN, returns an
+ * entry that arrives while it blocks, returns -FI_EAVAIL for an error
+ * entry, and is woken by fi_cq_signal.
+ */
+static int case_cq_calls(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG,
+			    .threading = FI_THREAD_SAFE,
+			    .cq_wait = FI_WAIT_UNSPEC};
+	struct fi_cq_err_entry err = {0};
+	struct fi_cq_tagged_entry e;
+	struct fi_context2 sc, rc;
+	struct sread_arg a;
+	struct cf_mem sm, rm;
+	struct fid_cq *cq;
+	pthread_t th;
+	struct cf_fix f;
+	ssize_t ret;
+	uint64_t t0;
+
+	cf_open(&f, prov, &o);
+	cq = f.ep[1].cq;
+	cf_mem_reg(&f, 0, &sm, 1000, FI_SEND);
+	cf_mem_reg(&f, 1, &rm, 1000, FI_RECV);
+	ret = fi_cq_read(cq, &e, 1);
+	cf_assert(ret == -FI_EAGAIN, "fi_cq_read of an empty CQ: %zd", ret);
+	ret = fi_cq_readerr(cq, &err, 0);
+	cf_assert(ret == -FI_EAGAIN, "fi_cq_readerr of an empty CQ: %zd", ret);
+	t0 = cf_now_ms();
+	cf_mark("fi_cq_sread(300 ms) on an empty CQ");
+	ret = fi_cq_sread(cq, &e, 1, NULL, 300);
+	cf_assert(ret == -FI_EAGAIN, "fi_cq_sread timing out: %zd (%s)", ret,
+		  fi_strerror((int)-ret));
+	cf_assert(cf_now_ms() - t0 >= 250 && cf_now_ms() - t0 < 5000,
+		  "fi_cq_sread(300 ms) returned after %llu ms",
+		  (unsigned long long)(cf_now_ms() - t0));
+
+	/* An entry arriving while the thread blocks wakes it. */
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, rm.p, 1000, rm.desc, FI_ADDR_UNSPEC, &rc));
+	a = (struct sread_arg){.cq = cq, .timeout_ms = CF_WAIT_MS};
+	cf_assert(!pthread_create(&th, NULL, sread_thread, &a), "thread");
+	cf_sleep_ms(100);
+	cf_fill(sm.p, 1000, 12);
+	cf_post(&f,
+		fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr, &sc));
+	sread_join(&f, th, &a);
+	cf_assert(a.ret == 1 && a.e.op_context == &rc && a.e.len == 1000,
+		  "fi_cq_sread while a message arrives: ret %zd ctx %p len "
+		  "%zu",
+		  a.ret, a.e.op_context, a.e.len);
+	cf_check_fill(rm.p, 1000, 12, "message read by fi_cq_sread");
+
+	/* An error entry: -FI_EAVAIL, then fi_cq_readerr and strerror. */
+	cf_post(&f,
+		fi_recv(f.ep[1].ep, rm.p, 10, rm.desc, FI_ADDR_UNSPEC, &rc));
+	a = (struct sread_arg){.cq = cq, .timeout_ms = CF_WAIT_MS};
+	cf_assert(!pthread_create(&th, NULL, sread_thread, &a), "thread");
+	cf_post(&f,
+		fi_send(f.ep[0].ep, sm.p, 1000, sm.desc, f.ep[1].addr, &sc));
+	sread_join(&f, th, &a);
+	cf_assert(a.ret == -FI_EAVAIL,
+		  "fi_cq_sread with an error entry on "
+		  "top: %zd, want -FI_EAVAIL",
+		  a.ret);
+	ret = fi_cq_readerr(cq, &err, 0);
+	cf_assert(ret == 1 && err.err == FI_ETRUNC && err.op_context == &rc,
+		  "fi_cq_readerr: ret %zd err %d", ret, err.err);
+	cf_assert(fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0),
+		  "fi_cq_strerror returned NULL");
+
+	/* fi_cq_signal wakes a thread blocked with nothing to read. */
+	a = (struct sread_arg){.cq = cq, .timeout_ms = CF_WAIT_MS};
+	cf_assert(!pthread_create(&th, NULL, sread_thread, &a), "thread");
+	cf_sleep_ms(200);
+	cf_ok(fi_cq_signal(cq));
+	sread_join(&f, th, &a);
+	cf_assert(a.ret == -FI_EAGAIN && a.took_ms < CF_WAIT_MS / 2,
+		  "fi_cq_sread after fi_cq_signal: %zd after %llu ms", a.ret,
+		  (unsigned long long)a.took_ms);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
 const struct cf_case cf_cases_misc[] = {
+    {"cq_calls",
+     "fi_cq_read/readerr on empty, fi_cq_sread timeout/wakeup/error, "
+     "fi_cq_signal",
+     case_cq_calls},
     {"cntr", "send/recv counters, fi_cntr_wait, error counts, set/add",
      case_cntr},
     {"av",

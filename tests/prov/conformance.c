@@ -34,6 +34,10 @@
 const char *cf_prov;
 const char *cf_case_name = "-";
 const char *cf_self_exe;
+const char *cf_cur_call = "setting up";
+const char *cf_cur_file = "";
+int cf_cur_line;
+
 /* The case process tells the driver it printed its result line here. */
 static int cf_result_fd = -1;
 static int cf_nexpect;
@@ -89,10 +93,13 @@ static void cf_close_all(void)
 	}
 }
 
+static volatile sig_atomic_t cf_result_done;
+
 static void cf_result_sent(void)
 {
 	char b = 1;
 
+	cf_result_done = 1;
 	fflush(stdout);
 	if (cf_result_fd >= 0 && write(cf_result_fd, &b, 1) != 1)
 		perror("write");
@@ -297,7 +304,7 @@ void cf_ep_open(struct cf_fix *f, int i)
 	struct fi_cq_attr cq_attr = {
 	    .size = 4096,
 	    .format = f->o.cq_format ? f->o.cq_format : FI_CQ_FORMAT_TAGGED,
-	    .wait_obj = FI_WAIT_NONE,
+	    .wait_obj = f->o.cq_wait,
 	};
 	int k;
 
@@ -697,6 +704,21 @@ static bool cf_selected(const char *name, char **sel, int nsel)
 	return false;
 }
 
+/* The case's own alarm, just before the driver's deadline: say where. */
+static void cf_on_alarm(int sig)
+{
+	const char *base = strrchr(cf_cur_file, '/');
+
+	(void)sig;
+	if (!cf_result_done) {
+		printf("FAIL: %s %s: stuck at or after %s (%s:%d)\n", cf_prov,
+		       cf_case_name, cf_cur_call, base ? base + 1 : cf_cur_file,
+		       cf_cur_line);
+		cf_result_sent();
+	}
+	_exit(CF_EXIT_FAIL);
+}
+
 /* Run one case in a child with a deadline; returns its CF_EXIT_* code. */
 static int cf_run_case(const struct cf_case *c, int limit_s)
 {
@@ -722,6 +744,9 @@ static int cf_run_case(const struct cf_case *c, int limit_s)
 		close(pfd[0]);
 		cf_result_fd = pfd[1];
 		cf_case_name = c->name;
+		signal(SIGALRM, cf_on_alarm);
+		if (limit_s > 4)
+			alarm((unsigned int)limit_s - 3);
 		ret = c->run(cf_prov);
 		if (ret == CF_EXIT_PASS && cf_nexpect) {
 			printf("FAIL: %s %s: %d check(s) failed\n", cf_prov,

@@ -91,6 +91,7 @@ struct cf_opts {
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	uint64_t cntr_mask;	  /* bit (1 << enum cf_cntr_kind) */
+	enum fi_wait_obj cq_wait; /* 0: FI_WAIT_NONE */
 	bool readfrom;		  /* read CQs with fi_cq_readfrom */
 	int nep;		  /* 0: two endpoints */
 	size_t min_multi_recv;	  /* set FI_OPT_MIN_MULTI_RECV if > 0 */
@@ -156,6 +157,17 @@ void cf_expect_at(const char *file, int line, const char *fmt, ...)
 	} while (0)
 
 #define cf_fail(...) cf_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/*
+ * The call in progress, so a case stuck inside the provider can say where
+ * when its alarm fires.
+ */
+extern const char *cf_cur_call;
+extern const char *cf_cur_file;
+extern int cf_cur_line;
+#define cf_mark(what)                                                          \
+	((void)(cf_cur_call = (what), cf_cur_file = __FILE__,                  \
+		cf_cur_line = __LINE__))
 #define cf_assert(cond, ...)                                                   \
 	do {                                                                   \
 		if (!(cond))                                                   \
@@ -164,7 +176,9 @@ void cf_expect_at(const char *file, int line, const char *fmt, ...)
 /* A call that must return 0 (or, for data calls, may not fail). */
 #define cf_ok(call)                                                            \
 	do {                                                                   \
-		long cf_ret_ = (long)(call);                                   \
+		long cf_ret_;                                                  \
+		cf_mark(#call);                                                \
+		cf_ret_ = (long)(call);                                        \
 		if (cf_ret_)                                                   \
 			cf_fail_at(__FILE__, __LINE__, "%s: %ld (%s)", #call,  \
 				   cf_ret_, fi_strerror((int)-cf_ret_));       \
@@ -181,11 +195,15 @@ void cf_ep_open(struct cf_fix *f, int i);
 void cf_progress(struct cf_fix *f);
 /* The oldest unclaimed completion of endpoint i; fails after CF_WAIT_MS. */
 struct cf_comp cf_wait_at(const char *file, int line, struct cf_fix *f, int i);
-#define cf_wait(f, i) cf_wait_at(__FILE__, __LINE__, f, i)
+#define cf_wait(f, i)                                                          \
+	(cf_mark("waiting for a completion"),                                  \
+	 cf_wait_at(__FILE__, __LINE__, f, i))
 /* The completion of endpoint i whose op_context is ctx. */
 struct cf_comp cf_wait_ctx_at(const char *file, int line, struct cf_fix *f,
 			      int i, void *ctx);
-#define cf_wait_ctx(f, i, ctx) cf_wait_ctx_at(__FILE__, __LINE__, f, i, ctx)
+#define cf_wait_ctx(f, i, ctx)                                                 \
+	(cf_mark("waiting for a completion"),                                  \
+	 cf_wait_ctx_at(__FILE__, __LINE__, f, i, ctx))
 /* Like cf_wait but returns false on timeout_ms instead of failing. */
 bool cf_poll(struct cf_fix *f, int i, struct cf_comp *c, int timeout_ms);
 /* Progress for ms and fail if endpoint i gets any completion. */
@@ -199,6 +217,7 @@ void cf_wait_cntr(struct cf_fix *f, int i, enum cf_cntr_kind k, uint64_t want);
 	do {                                                                   \
 		uint64_t cf_end_ = cf_now_ms() + CF_WAIT_MS;                   \
 		ssize_t cf_p_;                                                 \
+		cf_mark(#call);                                                \
 		while ((cf_p_ = (call)) == -FI_EAGAIN) {                       \
 			cf_progress(f);                                        \
 			cf_assert(cf_now_ms() < cf_end_,                       \
