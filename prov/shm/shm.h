@@ -109,6 +109,7 @@ struct shm_ep {
 	struct dlist_entry pull_list; /* struct shm_pull in flight */
 	bool cma_warned;
 	uint64_t last_check_ms; /* when peers were last checked for life */
+	uint32_t progress_calls;
 };
 
 /* Receiving side of a message pushed through bounce buffers. */
