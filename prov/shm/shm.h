@@ -36,6 +36,7 @@ struct shm_params {
 	size_t max_peers;
 	size_t bounce_count;
 	size_t bounce_size; /* eager limit: larger messages use rendezvous */
+	size_t push_chunk; /* bytes per bounce buffer when pushing */
 	size_t cma_min; /* messages from this size on are read with CMA */
 	bool disable_cma;
 };

@@ -656,7 +656,7 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 
 	while (push->sent < push->len) {
 		size_t chunk = WEFT_MIN(push->len - push->sent,
-					shm_params.bounce_size);
+					shm_params.push_chunk);
 		struct shm_bounce *bb;
 		struct shm_slot *s;
 		uint32_t bidx;
