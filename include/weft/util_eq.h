@@ -70,7 +70,7 @@ struct util_eq {
 	struct util_waitable waitable;
 
 	/* Optional manual progress: see util_eq_set_progress. */
-	void (*progress)(struct util_eq *eq);
+	struct util_progress *progress;
 	/* Set by the provider, may be NULL: fi_strerror of prov_errno. */
 	util_eq_strerror_fn strerror;
 
@@ -165,15 +165,16 @@ static inline struct util_eq *util_eq_of(struct fid_eq *eq_fid)
 }
 
 /*
- * Install the provider's manual progress for this EQ (NULL removes it).
- * progress is called without the EQ lock, possibly from several threads
- * at once (the provider serialises its own sources); it must not block,
- * nor attach or detach waitables.  polled: its sources cannot wake the
- * wait object (no fd added), so waiters must poll.  Call it before the
- * application can read the EQ (at open or bind); never blocks.
+ * Install the provider's manual progress for this EQ (NULL removes it), in
+ * the same form CQs and counters take (struct util_progress, util_wait.h).
+ * Its progress() is called without the EQ lock, possibly from several
+ * threads at once (the provider serialises its own sources); it must not
+ * block, nor attach or detach waitables.  progress->polled: its sources
+ * cannot wake the wait object (no fd added), so waiters must poll.  Call
+ * it before the application can read the EQ (at open or bind); never
+ * blocks.
  */
-void util_eq_set_progress(struct util_eq *eq,
-			  void (*progress)(struct util_eq *eq), bool polled);
+void util_eq_set_progress(struct util_eq *eq, struct util_progress *progress);
 
 /* The EQ's wait object (NULL for FI_WAIT_NONE; a wait set's when
  * FI_WAIT_SET): providers add their CM fds to it with util_wait_add_fd. */

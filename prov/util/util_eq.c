@@ -117,17 +117,18 @@ int util_eq_write_err(struct util_eq *eq, const struct fi_eq_err_entry *err)
 	return 0;
 }
 
-void util_eq_set_progress(struct util_eq *eq,
-			  void (*progress)(struct util_eq *eq), bool polled)
+void util_eq_set_progress(struct util_eq *eq, struct util_progress *progress)
 {
 	eq->progress = progress;
-	atomic_store(&eq->waitable.polled, progress && polled);
+	atomic_store(&eq->waitable.polled, progress && progress->polled);
 }
 
 static void eq_progress(struct util_eq *eq)
 {
-	if (eq->progress)
-		eq->progress(eq);
+	struct util_progress *p = eq->progress;
+
+	if (p)
+		p->progress(p);
 }
 
 /* fi_eq_read without running progress (sread runs it once per round). */

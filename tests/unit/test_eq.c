@@ -490,6 +490,7 @@ Test(eq, bad_attrs_and_flags)
 /* A provider's CM source for the manual-progress tests. */
 struct fake_cm {
 	struct util_eq *eq;
+	struct util_progress progress;
 	int calls;
 	int ready_at; /* polled source: event appears on this call */
 	int pipe[2];  /* fd source: a byte means an event */
@@ -497,19 +498,29 @@ struct fake_cm {
 
 static struct fake_cm the_cm;
 
-static struct fake_cm *fake_cm_of(struct util_eq *eq)
+static struct fake_cm *fake_cm_of(struct util_progress *p)
 {
-	cr_assert_eq(the_cm.eq, eq);
-	return &the_cm;
+	struct fake_cm *cm = container_of(p, struct fake_cm, progress);
+
+	cr_assert_eq(cm, &the_cm);
+	return cm;
 }
 
-static void polled_progress(struct util_eq *eq)
+static void polled_progress(struct util_progress *p)
 {
-	struct fake_cm *cm = fake_cm_of(eq);
+	struct fake_cm *cm = fake_cm_of(p);
 	struct fi_eq_entry e = {.data = 0xc0};
 
 	if (++cm->calls == cm->ready_at)
-		util_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0);
+		util_eq_write(cm->eq, FI_NOTIFY, &e, sizeof(e), 0);
+}
+
+/* Install one of the fake sources on the_cm's EQ. */
+static void cm_progress(void (*fn)(struct util_progress *), bool polled)
+{
+	the_cm.progress.progress = fn;
+	the_cm.progress.polled = polled;
+	util_eq_set_progress(the_cm.eq, &the_cm.progress);
 }
 
 Test(eq, sread_polls_progress_without_fd)
@@ -519,7 +530,7 @@ Test(eq, sread_polls_progress_without_fd)
 	uint32_t event;
 
 	the_cm = (struct fake_cm){.eq = util_eq_of(eq), .ready_at = 50};
-	util_eq_set_progress(util_eq_of(eq), polled_progress, true);
+	cm_progress(polled_progress, true);
 	cr_assert_eq(fi_eq_read(eq, &event, &got, sizeof(got), 0), -FI_EAGAIN);
 	cr_assert_eq(the_cm.calls, 1, "read did not run progress");
 	cr_assert_eq(fi_eq_sread(eq, &event, &got, sizeof(got), 20000, 0),
@@ -529,15 +540,15 @@ Test(eq, sread_polls_progress_without_fd)
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
 
-static void fd_progress(struct util_eq *eq)
+static void fd_progress(struct util_progress *p)
 {
-	struct fake_cm *cm = fake_cm_of(eq);
+	struct fake_cm *cm = fake_cm_of(p);
 	struct fi_eq_entry e = {.data = 0xfd};
 	char c;
 
 	cm->calls++;
 	while (read(cm->pipe[0], &c, 1) == 1)
-		util_eq_write(eq, FI_NOTIFY, &e, sizeof(e), 0);
+		util_eq_write(cm->eq, FI_NOTIFY, &e, sizeof(e), 0);
 }
 
 static void *pipe_writer(void *p)
@@ -563,7 +574,7 @@ Test(eq, sread_wakes_on_provider_fd)
 	cr_assert_eq(util_wait_add_fd(util_eq_wait(util_eq_of(eq)),
 				      the_cm.pipe[0], POLLIN, NULL),
 		     0);
-	util_eq_set_progress(util_eq_of(eq), fd_progress, false);
+	cm_progress(fd_progress, false);
 	cr_assert_eq(pthread_create(&thread, NULL, pipe_writer, &the_cm), 0);
 	cr_assert_eq(fi_eq_sread(eq, &event, &got, sizeof(got), 20000, 0),
 		     (ssize_t)sizeof(got));
@@ -639,10 +650,10 @@ Test(eq, trywait_refuses_polled_progress)
 
 	the_cm = (struct fake_cm){.eq = util_eq_of(eq), .ready_at = -1};
 	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), 0);
-	util_eq_set_progress(util_eq_of(eq), polled_progress, true);
+	cm_progress(polled_progress, true);
 	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), -FI_EAGAIN,
 		     "native wait allowed on a source that cannot wake it");
-	util_eq_set_progress(util_eq_of(eq), NULL, false);
+	util_eq_set_progress(util_eq_of(eq), NULL);
 	cr_assert_eq(util_trywait(&fabric.fabric_fid, fids, 1), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
