@@ -69,6 +69,34 @@ bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
 	return false;
 }
 
+/*
+ * Providers a caller may ask for by name that this build leaves out, with
+ * the reason configure found.
+ */
+static const struct {
+	const char *name;
+	const char *why;
+} missing_provs[] = {
+#ifdef WEFT_MISSING_VERBS
+	{ "verbs", WEFT_MISSING_VERBS },
+#endif
+#ifdef WEFT_MISSING_TCP
+	{ "tcp", WEFT_MISSING_TCP },
+#endif
+};
+
+/* The reason `asked` (maybe layered, "tcp;ofi_rxm") is not built, or NULL. */
+static const char *missing_reason(const char *asked)
+{
+	size_t i, len = strcspn(asked, ";");
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(missing_provs); i++)
+		if (strlen(missing_provs[i].name) == len &&
+		    !strncasecmp(asked, missing_provs[i].name, len))
+			return missing_provs[i].why;
+	return NULL;
+}
+
 /* ---- FI_PROVIDER --------------------------------------------------------- */
 
 /*
@@ -235,6 +263,12 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 		if (!weft_prov_at(0))
 			weft_explain(&weft_core_prov,
 				     "no provider is built into this library");
+		else if (!tried && asked && missing_reason(asked))
+			weft_explain(&weft_core_prov,
+				     "the %.*s provider is not built into this "
+				     "library: %s",
+				     (int)strcspn(asked, ";"), asked,
+				     missing_reason(asked));
 		else if (!tried && asked)
 			weft_explain(&weft_core_prov,
 				     "no provider is named \"%s\"%s", asked,

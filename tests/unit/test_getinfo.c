@@ -554,3 +554,19 @@ Test(getinfo, local_and_remote_comm)
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 }
+
+#ifdef WEFT_MISSING_TCP
+Test(getinfo, provider_left_out_of_the_build_says_why)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "the tcp provider is not built into this "
+				   "library: " WEFT_MISSING_TCP),
+		  "log was: %s", captured);
+	fi_freeinfo(h);
+}
+#endif
