@@ -55,9 +55,9 @@ void shm_params_init(void)
 			"Peers that may send to one endpoint (default %zu)",
 			shm_params.max_peers);
 	fi_param_define(&shm_prov, "bounce_size", FI_PARAM_SIZE_T,
-			"Largest message copied through shared bounce buffers; "
-			"larger ones are read by the receiver with "
-			"process_vm_readv (default %zu)",
+			"Largest message sent eagerly through one of the "
+			"sender's bounce buffers; larger ones go by rendezvous "
+			"(default %zu)",
 			shm_params.bounce_size);
 	fi_param_define(&shm_prov, "push_chunk", FI_PARAM_SIZE_T,
 			"Bytes per bounce buffer when a large message is pushed "
