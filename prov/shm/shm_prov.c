@@ -3,6 +3,7 @@
  */
 #include "shm.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +39,11 @@ struct shm_params shm_params = {
 	.cma_min = SIZE_MAX,
 };
 
-void shm_params_init(void)
+static void shm_params_read(void)
 {
-	static bool done;
 	size_t v;
 	int b;
 
-	if (done)
-		return;
-	done = true;
 	fi_param_define(&shm_prov, "queue_slots", FI_PARAM_SIZE_T,
 			"Slots in an endpoint's inbound queue, a power of two "
 			"(default %zu)",
@@ -94,6 +91,14 @@ void shm_params_init(void)
 		shm_params.cma_min = v;
 	if (!fi_param_get_bool(&shm_prov, "disable_cma", &b))
 		shm_params.disable_cma = b;
+}
+
+/* Read the FI_SHM_* variables once, whichever thread gets here first. */
+void shm_params_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, shm_params_read);
 }
 
 bool shm_cma_probe(void)
