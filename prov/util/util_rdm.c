@@ -1947,7 +1947,9 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	/* Unexpected eager payloads beyond what a record holds inline. */
 	pattr.name = "rdm unexpected payload";
 	pattr.size = WEFT_MAX(attr->transport->eager_max, (size_t)1);
+	pattr.chunk_cnt = 8; /* eager payloads are big: grow in small steps */
 	ret = util_bufpool_create(&pattr, &ep->payload_pool);
+	pattr.chunk_cnt = 0;
 	if (ret)
 		goto err_unexp_pool;
 	pattr.name = "rdm fetch";
