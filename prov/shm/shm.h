@@ -111,6 +111,7 @@ struct shm_ep {
 	bool cma_warned;
 	uint64_t last_check_ms; /* when peers were last checked for life */
 	uint32_t progress_calls;
+	uint32_t send_calls;
 };
 
 /* Receiving side of a message pushed through bounce buffers. */

@@ -455,6 +455,10 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	ret = conn_of_addr(ep, dest, &c);
 	if (weft_unlikely(ret))
 		return ret;
+	/* Now and then, even when nothing waits on a peer, look for dead
+	 * ones, so that sends to them fail rather than vanish. */
+	if (weft_unlikely(!(++ep->send_calls & 4095)))
+		check_peers(ep, false);
 	if (hdr->len > SHM_INLINE_MAX) {
 		ret = bounce_get(ep, &bidx);
 		if (ret)
