@@ -220,6 +220,14 @@ int ft_pingpong(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 		double *secs);
 int ft_bandwidth(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 		 double *secs);
+/*
+ * One size of a raw baseline: `once(size, count, base)` moves count
+ * transfers numbered from base.  Runs the warmup, syncs over the side
+ * channel when `sync`, then times the iterations; *seq counts transfers
+ * across sizes.
+ */
+int ft_timed(int (*once)(size_t size, int count, uint64_t base), size_t size,
+	     int iters, uint64_t *seq, bool sync, double *secs);
 /* Run fn for every size of the sweep, printing the table; exit status. */
 int ft_run_sizes(int (*fn)(size_t size, int iters, double *secs),
 		 int xfers_per_iter);

@@ -271,3 +271,23 @@ int ft_bandwidth(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 	*seq += iters;
 	return ret;
 }
+
+int ft_timed(int (*once)(size_t size, int count, uint64_t base), size_t size,
+	     int iters, uint64_t *seq, bool sync, double *secs)
+{
+	int warmup = ft.opts.warmup < iters ? ft.opts.warmup : iters;
+	double start;
+	int ret;
+
+	ret = once(size, warmup, *seq);
+	*seq += warmup;
+	if (!ret && sync)
+		ret = ft_sync();
+	if (ret)
+		return ret;
+	start = ft_now();
+	ret = once(size, iters, *seq);
+	*secs = ft_now() - start;
+	*seq += iters;
+	return ret;
+}

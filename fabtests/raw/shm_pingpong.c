@@ -105,19 +105,7 @@ static uint64_t seq;
 
 static int run(size_t size, int iters, double *secs)
 {
-	int warmup = ft.opts.warmup < iters ? ft.opts.warmup : iters;
-	double start;
-	int ret;
-
-	ret = pp_run(size, warmup, seq);
-	seq += warmup;
-	if (ret)
-		return ret;
-	start = ft_now();
-	ret = pp_run(size, iters, seq);
-	*secs = ft_now() - start;
-	seq += iters;
-	return ret;
+	return ft_timed(pp_run, size, iters, &seq, false, secs);
 }
 
 /* The peer runs the same sizes without printing. */

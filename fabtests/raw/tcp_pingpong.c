@@ -105,21 +105,8 @@ static int pp_run(size_t size, int count, uint64_t base)
 static int run(size_t size, int iters, double *secs)
 {
 	static uint64_t seq;
-	int warmup = ft.opts.warmup < iters ? ft.opts.warmup : iters;
-	double start;
-	int ret;
 
-	ret = pp_run(size, warmup, seq);
-	seq += warmup;
-	if (!ret)
-		ret = ft_sync();
-	if (ret)
-		return ret;
-	start = ft_now();
-	ret = pp_run(size, iters, seq);
-	*secs = ft_now() - start;
-	seq += iters;
-	return ret;
+	return ft_timed(pp_run, size, iters, &seq, true, secs);
 }
 
 int main(int argc, char **argv)
