@@ -37,6 +37,12 @@ struct util_prov {
 	const struct fi_provider *prov;
 	const struct fi_info *info; /* candidates, best first */
 	util_resolve_fn resolve; /* NULL: node/service are not used */
+	/*
+	 * Candidates offering FI_PROGRESS_AUTO hand it out only to callers
+	 * that ask for it, manual progress to the others (automatic
+	 * progress costs the provider a thread).
+	 */
+	bool auto_on_request;
 };
 
 /*

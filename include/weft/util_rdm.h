@@ -259,7 +259,6 @@ struct util_rdm_ep {
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
 	struct util_bufpool *payload_pool; /* unexpected eager payloads */
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
-	size_t tx_size; /* tx_pool object size (with the inject buffer) */
 
 	/* FI_PROGRESS_AUTO: a thread drives the transport. */
 	pthread_t progress_thread;

@@ -62,7 +62,6 @@ struct shm_conn {
 	struct shm_map map;
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
 	bool claimed;
-	pid_t pid;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */
 };

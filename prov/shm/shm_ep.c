@@ -148,7 +148,6 @@ static int conn_map(struct shm_ep *ep, struct shm_conn *c)
 	ret = shm_region_map(c->name, &c->map);
 	if (ret)
 		return ret == -FI_ENOENT ? -FI_EAGAIN : ret;
-	c->pid = c->map.hdr->pid;
 	c->cma = ep->cma && (c->map.hdr->flags & SHM_REGION_CMA);
 	return 0;
 }
@@ -260,7 +259,7 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 	c->dead = true;
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"%s: peer %s (pid %d) is gone; its transfers fail\n", ep->name,
-		c->name, (int)c->pid);
+		c->name, (int)c->map.hdr->pid);
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		struct shm_push *p = container_of(e, struct shm_push, entry);
 

@@ -173,7 +173,7 @@ static struct fi_domain_attr shm_domain_attr = {
 	.name = "shm",
 	.threading = FI_THREAD_SAFE,
 	/* Both kinds are offered; manual is what callers get unless they ask
-	 * for automatic progress (shm_getinfo). */
+	 * for automatic progress (auto_on_request). */
 	.control_progress = FI_PROGRESS_AUTO,
 	.data_progress = FI_PROGRESS_AUTO,
 	.resource_mgmt = FI_RM_ENABLED,
@@ -255,6 +255,7 @@ static const struct util_prov shm_util_prov = {
 	.prov = &shm_prov,
 	.info = &shm_info,
 	.resolve = shm_resolve,
+	.auto_on_request = true, /* a progress thread per endpoint */
 };
 
 static int shm_getinfo(uint32_t version, const char *node, const char *service,
@@ -265,22 +266,8 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	shm_tx_attr.inject_size = shm_params.bounce_size < 4096 ?
 					  shm_params.bounce_size :
 					  4096;
-	const struct fi_domain_attr *hd = hints ? hints->domain_attr : NULL;
-	struct fi_info *cur;
-	int ret;
-
-	ret = util_getinfo(&shm_util_prov, version, node, service, flags,
-			   hints, info);
-	if (ret)
-		return ret;
-	/* Automatic progress costs a thread per endpoint: only on request. */
-	for (cur = *info; cur; cur = cur->next) {
-		if (!hd || hd->control_progress != FI_PROGRESS_AUTO)
-			cur->domain_attr->control_progress = FI_PROGRESS_MANUAL;
-		if (!hd || hd->data_progress != FI_PROGRESS_AUTO)
-			cur->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	}
-	return 0;
+	return util_getinfo(&shm_util_prov, version, node, service, flags,
+			    hints, info);
 }
 
 /* ---- AV ----------------------------------------------------------------- */

@@ -573,6 +573,21 @@ static int copy_hint_addrs(struct fi_info *out, const struct fi_info *hints,
 	return 0;
 }
 
+/* Automatic progress only for callers that asked for it. */
+static void progress_on_request(struct fi_info *out,
+				const struct fi_info *hints)
+{
+	const struct fi_domain_attr *hd = hints ? hints->domain_attr : NULL;
+	struct fi_domain_attr *d = out->domain_attr;
+
+	if (!d)
+		return;
+	if (!hd || hd->control_progress != FI_PROGRESS_AUTO)
+		d->control_progress = FI_PROGRESS_MANUAL;
+	if (!hd || hd->data_progress != FI_PROGRESS_AUTO)
+		d->data_progress = FI_PROGRESS_MANUAL;
+}
+
 int util_getinfo(const struct util_prov *uprov, uint32_t version,
 		 const char *node, const char *service, uint64_t flags,
 		 const struct fi_info *hints, struct fi_info **info)
@@ -599,6 +614,8 @@ int util_getinfo(const struct util_prov *uprov, uint32_t version,
 			goto err_free;
 		}
 		util_info_narrow(out, hints, version);
+		if (uprov->auto_on_request)
+			progress_on_request(out, hints);
 		ret = copy_hint_addrs(out, hints, flags);
 		if (!ret && uprov->resolve)
 			ret = uprov->resolve(uprov, version, node, service,

@@ -1958,8 +1958,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	if (ret)
 		goto err_payload_pool;
 	pattr.name = "rdm tx";
-	ep->tx_size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
-	pattr.size = ep->tx_size;
+	pattr.size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
 		goto err_fetch_pool;

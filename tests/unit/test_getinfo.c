@@ -570,3 +570,24 @@ Test(getinfo, provider_left_out_of_the_build_says_why)
 	fi_freeinfo(h);
 }
 #endif
+
+Test(getinfo, automatic_progress_only_on_request)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	mock_util.auto_on_request = true;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     0);
+	/* The RDM candidate offers automatic control progress. */
+	cr_assert_eq(info->domain_attr->control_progress, FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->domain_attr->control_progress, FI_PROGRESS_AUTO);
+	fi_freeinfo(info);
+	mock_util.auto_on_request = false;
+	fi_freeinfo(h);
+}
