@@ -1115,7 +1115,7 @@ int ft_ep_setup(struct ft_ep *e, int index)
 	return ft_sync();
 }
 
-static void ft_close_fid(struct fid *fid, const char *what)
+void ft_close_fid(struct fid *fid, const char *what)
 {
 	int ret;
 

@@ -231,6 +231,8 @@ int ft_timed(int (*once)(size_t size, int count, uint64_t base), size_t size,
 /* Run fn for every size of the sweep, printing the table; exit status. */
 int ft_run_sizes(int (*fn)(size_t size, int iters, double *secs),
 		 int xfers_per_iter);
+/* fi_close a fid if set, reporting a failure as `what`. */
+void ft_close_fid(struct fid *fid, const char *what);
 /* End of main(): close everything, map a result to an exit status. */
 int ft_exit(int ret);
 

@@ -374,39 +374,28 @@ int fn_exchange(struct fn_ep *e)
 	return 0;
 }
 
-static void fn_close_fid(struct fid *fid, const char *what)
-{
-	int ret;
-
-	if (!fid)
-		return;
-	ret = fi_close(fid);
-	if (ret)
-		FT_ERR(what, ret);
-}
-
 void fn_close(struct fn_ep *e)
 {
 	if (e->ep)
-		fn_close_fid(&e->ep->fid, "fi_close(ep)");
+		ft_close_fid(&e->ep->fid, "fi_close(ep)");
 	if (e->mr)
-		fn_close_fid(&e->mr->fid, "fi_close(mr)");
+		ft_close_fid(&e->mr->fid, "fi_close(mr)");
 	if (e->av)
-		fn_close_fid(&e->av->fid, "fi_close(av)");
+		ft_close_fid(&e->av->fid, "fi_close(av)");
 	if (e->txcntr)
-		fn_close_fid(&e->txcntr->fid, "fi_close(cntr)");
+		ft_close_fid(&e->txcntr->fid, "fi_close(cntr)");
 	if (e->rxcntr)
-		fn_close_fid(&e->rxcntr->fid, "fi_close(cntr)");
+		ft_close_fid(&e->rxcntr->fid, "fi_close(cntr)");
 	if (e->tx.cq)
-		fn_close_fid(&e->tx.cq->fid, "fi_close(cq)");
+		ft_close_fid(&e->tx.cq->fid, "fi_close(cq)");
 	if (e->rx.cq)
-		fn_close_fid(&e->rx.cq->fid, "fi_close(cq)");
+		ft_close_fid(&e->rx.cq->fid, "fi_close(cq)");
 	if (e->eq)
-		fn_close_fid(&e->eq->fid, "fi_close(eq)");
+		ft_close_fid(&e->eq->fid, "fi_close(eq)");
 	if (e->domain)
-		fn_close_fid(&e->domain->fid, "fi_close(domain)");
+		ft_close_fid(&e->domain->fid, "fi_close(domain)");
 	if (e->fabric)
-		fn_close_fid(&e->fabric->fid, "fi_close(fabric)");
+		ft_close_fid(&e->fabric->fid, "fi_close(fabric)");
 	fi_freeinfo(e->info);
 	free(e->buf);
 	memset(e, 0, sizeof(*e));
