@@ -331,9 +331,6 @@ WEFT_EXPORT uint32_t fi_version(void)
 	return WEFT_API_VERSION;
 }
 
-/* src/log.c opens the "logging" object. */
-int weft_log_open(struct fid **fid, void *context);
-
 WEFT_EXPORT int fi_open(uint32_t version, const char *name, void *attr,
 			size_t attr_len, uint64_t flags, struct fid **fid,
 			void *context)

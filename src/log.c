@@ -10,6 +10,7 @@
 #include "weft/core.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,22 @@ static struct {
 	char *prov; /* provider filter, NULL: all */
 	bool prov_exclude;
 	uint64_t subsys_mask; /* bit per subsystem shown */
-	/* A client's callbacks imported through fi_open("logging"). */
-	struct fi_ops_log *imported;
 } log_cfg = { .level = -1, .subsys_mask = ~0ULL };
+
+/*
+ * The client's object imported through fi_open("logging"), or NULL for the
+ * library's own sink (stderr).  Read on every message, possibly by several
+ * threads while another imports or closes: one atomic pointer.
+ */
+static _Atomic(struct fid_logging *) log_import;
+
+static struct fi_ops_log *imported_ops(void)
+{
+	struct fid_logging *client =
+		atomic_load_explicit(&log_import, memory_order_acquire);
+
+	return client ? client->ops : NULL;
+}
 
 static uint64_t subsys_parse(const char *list)
 {
@@ -98,7 +112,7 @@ void weft_log_fini(void)
 {
 	free(log_cfg.prov);
 	log_cfg.prov = NULL;
-	log_cfg.imported = NULL;
+	atomic_store(&log_import, NULL);
 }
 
 static bool prov_shown(const struct fi_provider *prov)
@@ -134,7 +148,7 @@ WEFT_EXPORT int fi_log_enabled(const struct fi_provider *prov,
 			       enum fi_log_level level,
 			       enum fi_log_subsys subsys)
 {
-	struct fi_ops_log *ops = log_cfg.imported;
+	struct fi_ops_log *ops = imported_ops();
 
 	if (ops)
 		return ops->enabled(prov, level, subsys, 0);
@@ -145,7 +159,7 @@ WEFT_EXPORT int fi_log_ready(const struct fi_provider *prov,
 			     enum fi_log_level level,
 			     enum fi_log_subsys subsys, uint64_t *showtime)
 {
-	struct fi_ops_log *ops = log_cfg.imported;
+	struct fi_ops_log *ops = imported_ops();
 	uint64_t now;
 
 	if (ops && ops->ready)
@@ -163,7 +177,7 @@ WEFT_EXPORT void fi_log(const struct fi_provider *prov,
 			enum fi_log_level level, enum fi_log_subsys subsys,
 			const char *func, int line, const char *fmt, ...)
 {
-	struct fi_ops_log *ops = log_cfg.imported;
+	struct fi_ops_log *ops = imported_ops();
 	char msg[1024];
 	va_list ap;
 
@@ -192,10 +206,42 @@ WEFT_EXPORT void fi_log(const struct fi_provider *prov,
 /* ---- fi_open("logging") -------------------------------------------------- */
 
 /*
- * The object fi_open("logging") returns.  Binding a struct fid_logging to it
- * (fi_import_log) makes the client's callbacks receive every message from
- * then on; closing the object keeps the import in place, as fi_import does.
+ * fi_import_log(): the client fills a struct fid_logging with its callbacks
+ * and binds it to the object fi_open("logging") returned, then closes that
+ * object.  From the bind on, the client's fid is a live object of its own:
+ * every message goes to its callbacks until fi_close() on the client's fid
+ * ends the import and the library's own sink (stderr, FI_LOG_*) takes over
+ * again.  One import is in place at a time; a second bind gives
+ * -FI_EALREADY until the first is closed.  Clients import from a
+ * constructor and close from a destructor, so closing must work whenever
+ * the library is mapped; closing twice is harmless.
  */
+static int imported_close(struct fid *fid)
+{
+	struct fid_logging *client = container_of(fid, struct fid_logging, fid);
+
+	/* A second close finds the import gone and changes nothing. */
+	atomic_compare_exchange_strong(&log_import, &client, NULL);
+	return 0;
+}
+
+static int imported_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static const struct fi_ops imported_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = imported_close,
+	.bind = imported_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static const struct fi_ops log_fid_ops;
+
 static int log_fid_close(struct fid *fid)
 {
 	free(fid);
@@ -204,20 +250,35 @@ static int log_fid_close(struct fid *fid)
 
 static int log_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct fid_logging *client;
+	struct fid_logging *client, *expected;
+	struct fi_ops_log *ops;
 
-	if (!bfid || bfid->fclass != FI_CLASS_LOG)
+	/* Only a client's struct fid_logging: the library's own logging
+	 * objects are of the same class but are no fid_logging. */
+	if (!bfid || bfid->fclass != FI_CLASS_LOG || bfid->ops == &log_fid_ops)
 		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
 	client = container_of(bfid, struct fid_logging, fid);
-	if (!client->ops || !client->ops->enabled || !client->ops->log ||
-	    client->ops->size < offsetof(struct fi_ops_log, log) +
-					sizeof(client->ops->log))
+	ops = client->ops;
+	if (!ops || ops->size < offsetof(struct fi_ops_log, log) +
+					sizeof(ops->log) ||
+	    !ops->enabled || !ops->log)
 		return -FI_EINVAL;
-	log_cfg.imported = client->ops;
+	/* One import at a time, as in libfabric 1.17: a second one, of
+	 * this object or another, waits for the first to be closed. */
+	expected = NULL;
+	if (!atomic_compare_exchange_strong_explicit(
+		    &log_import, &expected, client, memory_order_acq_rel,
+		    memory_order_acquire))
+		return -FI_EALREADY;
+	/* The client's fid becomes a live object: fi_close on it ends the
+	 * import.  Its context stays the client's. */
+	bfid->ops = (struct fi_ops *)&imported_fid_ops;
 	return 0;
 }
 
-static struct fi_ops log_fid_ops = {
+static const struct fi_ops log_fid_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = log_fid_close,
 	.bind = log_fid_bind,
@@ -227,8 +288,6 @@ static struct fi_ops log_fid_ops = {
 	.ops_set = weft_no_ops_set,
 };
 
-int weft_log_open(struct fid **fid, void *context);
-
 int weft_log_open(struct fid **fid, void *context)
 {
 	struct fid *f = calloc(1, sizeof(*f));
@@ -237,7 +296,7 @@ int weft_log_open(struct fid **fid, void *context)
 		return -FI_ENOMEM;
 	f->fclass = FI_CLASS_LOG;
 	f->context = context;
-	f->ops = &log_fid_ops;
+	f->ops = (struct fi_ops *)&log_fid_ops;
 	*fid = f;
 	return 0;
 }

@@ -114,6 +114,12 @@ void weft_param_cleanup(void);
 void weft_log_init(void);
 void weft_log_fini(void);
 
+/*
+ * fi_open("logging"): the object a client binds its struct fid_logging to
+ * (fi_import_log).  Returns 0 or -FI_ENOMEM; the caller closes it.
+ */
+int weft_log_open(struct fid **fid, void *context);
+
 /* ---- fi_info lists (src/info.c) ---------------------------------------- */
 
 /*
