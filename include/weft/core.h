@@ -15,6 +15,12 @@
 #include <stdbool.h>
 
 #include <rdma/fabric.h>
+
+/* The exported ABI (libfabric.map) and the structs weft fills are 1.17's;
+ * configure refuses other headers, this catches builds that bypass it. */
+#if FI_MAJOR_VERSION != 1 || FI_MINOR_VERSION != 17
+#error "weft builds against the OFI 1.17 headers only (libfabric-dev 1.17)"
+#endif
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_prov.h>
 #include <rdma/providers/fi_log.h>
