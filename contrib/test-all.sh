@@ -28,19 +28,15 @@ if [ $rc != 0 ]; then
 	done
 fi
 
-# make install into a scratch root must give the library, its soname link,
-# the tools and the man pages.
-dest=$(mktemp -d)
-inst=fail
-if make install DESTDIR="$dest" >/dev/null 2>&1 &&
-	ls "$dest"/usr/local/lib/libfabric.so.1 >/dev/null 2>&1 &&
-	ls "$dest"/usr/local/bin/fi_info >/dev/null 2>&1; then
+# make install into a scratch root: the library and its soname link, the
+# tools, the man pages, libfabric.pc, and a client built with pkg-config.
+echo "== install check (contrib/check-install.sh)"
+if "$top/contrib/check-install.sh" "$bld"; then
 	inst=pass
 else
+	inst=fail
 	rc=1
 fi
-rm -rf "$dest"
-echo "install check: $inst"
 
 # One summary line over every test automake ran (each Criterion case counts).
 pass=0 fail=0 skip=0
