@@ -27,34 +27,8 @@
 #include "weft/util_iov.h"
 #include "shm_queue.h"
 
-/* Slot operations. */
-enum shm_op {
-	SHM_OP_INLINE = 1, /* payload in the slot */
-	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
-	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
-	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
-	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
-	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
-	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
-	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
-};
-
-/* shm_slot.flags: the engine's UTIL_RDM_* flags, and the message class. */
-#define SHM_SLOT_TAGGED (1u << 15)
-
-/* The descriptor of a CMA message, in the slot and in the engine's stash. */
-struct shm_rts {
-	uint64_t tx_id;
-	uint64_t msg_len;
-	int32_t pid;
-	uint32_t iov_count;
-	uint64_t addr[UTIL_RDM_IOV_MAX];
-	uint64_t len[UTIL_RDM_IOV_MAX];
-	uint32_t src; /* stash only: the sender's table entry here */
-	uint32_t push; /* ask the sender to push (no CMA, or not worth it) */
-};
-static_assert(sizeof(struct shm_rts) == 96, "RTS layout (docs/shm-layout.md)");
-static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
+static_assert(SHM_IOV_MAX == UTIL_RDM_IOV_MAX,
+	      "descriptors carry the engine's iovecs");
 static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
 	      "RTS fits the engine's stash");
 
@@ -894,36 +868,6 @@ static int shm_progress(struct util_rdm_ep *rdm)
 }
 
 /* ---- RMA and atomics ---------------------------------------------------- */
-
-/*
- * A request, in the slot payload.  The data to write, or atomic operands
- * (source then compare values), sit in the initiator's bounce buffer
- * `bounce`; without one, the target reads or writes the initiator's
- * iovecs with process_vm_readv/writev.
- */
-struct shm_rma_req {
-	uint64_t tx_id;
-	uint64_t len; /* bytes at the target */
-	int32_t pid;
-	uint32_t bounce; /* initiator's bounce buffer, or SHM_NO_BOUNCE */
-	uint8_t kind; /* enum util_rdm_tx_kind */
-	uint8_t iov_count;
-	uint8_t rma_count;
-	uint8_t datatype;
-	uint8_t op; /* enum fi_op */
-	uint8_t reply_bounce; /* results come back in a target bounce buffer */
-	uint8_t last; /* the operation's last part: report remote events */
-	uint8_t pad;
-	uint64_t laddr[UTIL_RDM_IOV_MAX];
-	uint64_t llen[UTIL_RDM_IOV_MAX];
-	struct fi_rma_iov rma[UTIL_RDM_IOV_MAX];
-};
-static_assert(sizeof(struct shm_rma_req) == 192,
-	      "RMA request layout (docs/shm-layout.md)");
-static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
-	      "RMA request fits a slot");
-
-#define SHM_NO_BOUNCE UINT32_MAX
 
 /* Describe [skip, skip+len) of remote ranges; returns the number of pieces. */
 static size_t rma_piece(const struct fi_rma_iov *rma, size_t count, size_t skip,
