@@ -86,8 +86,8 @@ static bool peer_take(struct shm_peer *p, uint32_t from)
 static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 {
 	static const uint32_t from[] = { SHM_PEER_FREE, SHM_PEER_ACTIVE };
-	struct shm_peer *peers = shm_map_peers(&c->map);
-	uint32_t i, n = c->map.hdr->max_peers, pass;
+	struct shm_peer *peers = c->map.peers;
+	uint32_t i, n = c->map.max_peers, pass;
 
 	for (pass = 0; pass < WEFT_ARRAY_SIZE(from); pass++) {
 		for (i = 0; i < n; i++) {
@@ -145,7 +145,7 @@ static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 static void conn_release(struct shm_conn *c)
 {
 	if (c->claimed) {
-		struct shm_peer *p = &shm_map_peers(&c->map)[c->src_id & 0xffff];
+		struct shm_peer *p = shm_map_peer(&c->map, c->src_id & 0xffff);
 
 		atomic_store_explicit(&p->state, SHM_PEER_FREE,
 				      memory_order_release);
@@ -290,15 +290,14 @@ static void check_peers(struct shm_ep *ep, bool now)
 static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 {
 	uint32_t idx = src & 0xffff, gen = src >> 16;
+	struct shm_peer *p = shm_map_peer(&ep->own, idx);
 	struct shm_rxpeer *rp;
-	struct shm_peer *p;
 
-	if (idx >= ep->own.hdr->max_peers)
+	if (!p)
 		return NULL;
 	rp = &ep->rxpeers[idx];
 	if (weft_likely(rp->gen == gen))
 		return rp;
-	p = &shm_map_peers(&ep->own)[idx];
 	if (atomic_load_explicit(&p->state, memory_order_acquire) !=
 	    SHM_PEER_ACTIVE)
 		return NULL;
@@ -324,7 +323,7 @@ static fi_addr_t rxpeer_addr(struct shm_ep *ep, struct shm_rxpeer *rp)
 
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	return shm_queue_claim(shm_map_queue(&c->map), pos);
+	return shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
@@ -409,7 +408,7 @@ static int bounce_get(struct shm_ep *ep, uint32_t *idx)
 
 	if (atomic_load_explicit(&bb->busy, memory_order_acquire))
 		return -FI_EAGAIN;
-	ep->bounce_next = b + 1 == ep->own.hdr->bounce_count ? 0 : b + 1;
+	ep->bounce_next = b + 1 == ep->own.bounce_count ? 0 : b + 1;
 	*idx = b;
 	return 0;
 }
@@ -713,7 +712,7 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 	size_t len = s->len;
 
 	if (!rp || conn_map(ep, rp->conn) ||
-	    s->aux >= rp->conn->map.hdr->bounce_count)
+	    s->aux >= rp->conn->map.bounce_count)
 		return;
 	bb = shm_map_bounce(&rp->conn->map, s->aux);
 	if (pull && s->data <= pull->len && len <= pull->len - s->data) {
@@ -791,7 +790,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 				rp->conn->name);
 			return;
 		}
-		if (s->aux >= rp->conn->map.hdr->bounce_count)
+		if (s->aux >= rp->conn->map.bounce_count)
 			return;
 		bb = shm_map_bounce(&rp->conn->map, s->aux);
 		msg.payload = bb->data;
@@ -818,7 +817,8 @@ static int chunks_continue(struct shm_ep *ep);
 static int shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
-	struct shm_queue *q = shm_map_queue(&ep->own);
+	struct shm_queue *q = ep->own.queue;
+	uint32_t slots = ep->own.queue_slots;
 	struct shm_slot *s;
 	int n, n_pushed = 0;
 
@@ -833,7 +833,8 @@ static int shm_progress(struct util_rdm_ep *rdm)
 		n_pushed = pushes_continue(ep);
 	if (weft_unlikely(!dlist_empty(&ep->chunked)))
 		n_pushed += chunks_continue(ep);
-	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
+	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q, slots));
+	     n++) {
 		switch (s->op) {
 		case SHM_OP_INLINE:
 		case SHM_OP_BOUNCE:
@@ -862,7 +863,7 @@ static int shm_progress(struct util_rdm_ep *rdm)
 				s->op);
 			break;
 		}
-		shm_queue_release(q, s);
+		shm_queue_release(q, slots, s);
 	}
 	return n + n_pushed;
 }
@@ -1118,7 +1119,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 	}
 	if (req.bounce != SHM_NO_BOUNCE) {
 		ret = conn_map(ep, rp->conn);
-		if (ret || req.bounce >= rp->conn->map.hdr->bounce_count) {
+		if (ret || req.bounce >= rp->conn->map.bounce_count) {
 			ret = -FI_EIO;
 			goto reply;
 		}
@@ -1219,7 +1220,7 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	size_t off = 0, len;
 
 	if (s->data && rp && !conn_map(ep, rp->conn) &&
-	    s->data - 1 < rp->conn->map.hdr->bounce_count)
+	    s->data - 1 < rp->conn->map.bounce_count)
 		tb = shm_map_bounce(&rp->conn->map, (uint32_t)(s->data - 1));
 	if (tx)
 		ch = chunk_of(ep, tx);
