@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -238,8 +239,16 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		if (ret)
 			return ret;
 	}
-	if (ftruncate(fd, (off_t)size)) {
-		ret = weft_errno(errno);
+	/* Reserve the memory now: a file merely sized would be sparse, and
+	 * the first write to a page tmpfs has no room for kills with SIGBUS. */
+	ret = posix_fallocate(fd, 0, (off_t)size);
+	if (ret) {
+		if (ret == ENOSPC)
+			FI_WARN(&weft_core_prov, FI_LOG_CORE,
+				"no room in /dev/shm for region %s: it needs "
+				"%zu bytes\n",
+				name, size);
+		ret = weft_errno(ret);
 		goto err_unlink;
 	}
 	hdr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -322,7 +331,15 @@ int shm_region_map(const char *name, struct shm_map *map)
 		goto err_close;
 	}
 	if ((uint64_t)st.st_size < SHM_PAGE) {
-		ret = -FI_EINVAL; /* sized at once (ftruncate): cut */
+		ret = -FI_EINVAL; /* sized at once (posix_fallocate): cut */
+		goto err_close;
+	}
+	if ((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"/dev/shm%s has memory not reserved: writing into it "
+			"could fault; refused\n",
+			map->path);
+		ret = -FI_ENOSPC;
 		goto err_close;
 	}
 	hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,

@@ -87,10 +87,12 @@ bool shm_peer_name(const struct shm_peer *p, char *name);
 bool shm_name_valid(const char *name);
 
 /*
- * Create this endpoint's region under `name`, mode 0600.  A region of that
- * name left by a process that no longer runs is removed and replaced; one
- * whose owner lives, or that is not this user's, gives -FI_EADDRINUSE.
- * Returns 0 or -FI_E*; never blocks.
+ * Create this endpoint's region under `name`, mode 0600, its memory
+ * reserved at once: -FI_ENOSPC, logged with the size needed, when /dev/shm
+ * has no room for it.  A region of that name left by a process that no
+ * longer runs is removed and replaced; one whose owner lives, or that is
+ * not this user's, gives -FI_EADDRINUSE.  Returns 0 or -FI_E*; never
+ * blocks.
  */
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map);
@@ -99,9 +101,10 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
  * Map a peer's region.  -FI_ENOENT when no such region exists, -FI_EAGAIN
  * while its owner is still setting it up; -FI_EACCES for a file that is
  * not this user's alone (another owner, group or other permission bits,
- * not a regular file); -FI_EINVAL for another layout version, a truncated
- * file, or a header whose sections do not fit the file.  Logs why it
- * refused.
+ * not a regular file); -FI_ENOSPC for one whose memory was not reserved
+ * (writing into it could fault); -FI_EINVAL for another layout version, a
+ * truncated file, or a header whose sections do not fit the file.  Logs
+ * why it refused.
  */
 int shm_region_map(const char *name, struct shm_map *map);
 

@@ -182,13 +182,28 @@ static int tep_send(struct tep *t, const char *name)
 			  fi_strerror(-r_));                                   \
 	} while (0)
 
-/* ---- children: other users ----------------------------------------------- */
+/* ---- children: other users, other mounts -------------------------------- */
 
 /* Become `uid` (and its gid) for good; false when that is not allowed. */
 static bool become(uid_t uid)
 {
 	return !setgroups(0, NULL) && !setgid(uid) && !setuid(uid) &&
 	       getuid() == uid;
+}
+
+/*
+ * A mount namespace of this process's own with a tmpfs of `size` over
+ * /dev/shm; false when that cannot be had (not root, no namespaces).
+ */
+static bool small_dev_shm(const char *size)
+{
+	char opts[64];
+
+	snprintf(opts, sizeof(opts), "size=%s,mode=1777", size);
+	return !geteuid() && !unshare(CLONE_NEWNS) &&
+	       !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) &&
+	       !mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+		      opts);
 }
 
 /*
@@ -371,6 +386,25 @@ static int copy_region(const char *path, const void *from, size_t len,
 	return fd;
 }
 
+Test(shm_trust, sparse_region_is_refused)
+{
+	struct shm_map tmpl, peer;
+	char name[SHM_NAME_MAX], tname[SHM_NAME_MAX], path[128];
+	int fd;
+
+	unique_name(tname, sizeof(tname), "sparse-tmpl");
+	unique_name(name, sizeof(name), "sparse");
+	cr_assert_eq(shm_region_create(tname, &attr, &tmpl), 0);
+	region_path(path, sizeof(path), getuid(), name);
+	/* A valid header over memory nobody reserved. */
+	fd = copy_region(path, tmpl.hdr, 4096, tmpl.size, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(shm_region_map(name, &peer), -FI_ENOSPC);
+	shm_unlink(path);
+	shm_region_unmap(&tmpl);
+}
+
 /*
  * Another user makes a file under the victim's region name, writable by
  * all, with a valid header.  The victim's send to that name must fail, and
@@ -442,6 +476,83 @@ Test(shm_trust, other_users_file_is_not_used, .timeout = 60)
 	munmap(hdr, size);
 	shm_unlink(path);
 	free(copy);
+}
+
+/* ---- a full /dev/shm ------------------------------------------------------ */
+
+Test(shm_trust, full_dev_shm_fails_enable, .timeout = 60)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		struct tep t;
+		int ret;
+
+		/* Room for less than one region of the default size. */
+		if (!small_dev_shm("256k"))
+			_exit(77);
+		ret = tep_open(&t, NULL);
+		fprintf(stderr, "fi_enable on a 256 KiB /dev/shm: %d\n", ret);
+		_exit(ret == -FI_ENOSPC ? 0 : 1);
+	}
+	child_result(pid, "endpoint on a full /dev/shm",
+		     "cannot mount a small /dev/shm (needs root and mount "
+		     "namespaces)");
+}
+
+/*
+ * A peer's region whose memory was never reserved (made by ftruncate alone)
+ * on a full /dev/shm: writing into it would fault, so sending to it fails.
+ */
+Test(shm_trust, full_dev_shm_fails_send_to_unreserved_peer, .timeout = 60)
+{
+	char tname[SHM_NAME_MAX], name[SHM_NAME_MAX];
+	static char hdr_page[4096];
+	struct shm_map tmpl;
+	size_t size;
+	pid_t pid;
+
+	unique_name(tname, sizeof(tname), "full-tmpl");
+	unique_name(name, sizeof(name), "full-peer");
+	cr_assert_eq(shm_region_create(tname, &default_attr, &tmpl), 0);
+	memcpy(hdr_page, tmpl.hdr, sizeof(hdr_page));
+	size = tmpl.size;
+	shm_region_unmap(&tmpl);
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		static char fill[65536];
+		char path[128];
+		struct tep t;
+		int ret, fd;
+
+		if (!small_dev_shm("512k"))
+			_exit(77);
+		/* Our own region, small enough to fit. */
+		setenv("FI_SHM_QUEUE_SLOTS", "16", 1);
+		setenv("FI_SHM_MAX_PEERS", "2", 1);
+		setenv("FI_SHM_BOUNCE_COUNT", "1", 1);
+		setenv("FI_SHM_BOUNCE_SIZE", "4096", 1);
+		if (tep_open(&t, NULL))
+			_exit(2);
+		region_path(path, sizeof(path), getuid(), name);
+		fd = copy_region(path, hdr_page, sizeof(hdr_page), size, 0600);
+		if (fd < 0)
+			_exit(2);
+		close(fd);
+		/* Fill /dev/shm. */
+		fd = shm_open("/trust-filler", O_RDWR | O_CREAT, 0600);
+		while (fd >= 0 && write(fd, fill, sizeof(fill)) > 0)
+			;
+		ret = tep_send(&t, name);
+		fprintf(stderr, "send to an unreserved region: %d\n", ret);
+		_exit(ret < 0 && ret != -FI_EAGAIN ? 0 : 1);
+	}
+	child_result(pid, "send on a full /dev/shm",
+		     "cannot mount a small /dev/shm (needs root and mount "
+		     "namespaces)");
 }
 
 /* ---- hostile slots --------------------------------------------------------- */
