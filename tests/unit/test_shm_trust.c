@@ -651,6 +651,61 @@ static void expect_only_marker(struct hostile *h)
 	cr_assert_eq(fi_cq_read(h->rx.cq, &e, 1), -FI_EAGAIN);
 }
 
+Test(shm_trust, inline_length_out_of_bounds)
+{
+	struct shm_slot s = { .op = SHM_OP_INLINE, .src = SRC0, .len = 4000 };
+	struct hostile h;
+
+	hostile_open(&h, "inline");
+	put_slot(h.rxm.hdr, &s);
+	expect_only_marker(&h);
+	hostile_close(&h);
+}
+
+Test(shm_trust, bounce_length_out_of_bounds)
+{
+	struct shm_slot s = {
+		.op = SHM_OP_BOUNCE, .src = SRC0, .len = HOSTILE_BUF, .aux = 0
+	};
+	struct hostile h;
+
+	hostile_open(&h, "bounce");
+	put_slot(h.rxm.hdr, &s);
+	expect_only_marker(&h);
+	hostile_close(&h);
+}
+
+/* A slot naming a table entry nobody claimed (generation 0). */
+Test(shm_trust, unclaimed_peer_entry)
+{
+	struct shm_slot s = { .op = SHM_OP_BOUNCE, .src = 1, .len = 8 };
+	struct hostile h;
+
+	hostile_open(&h, "unclaimed");
+	put_slot(h.rxm.hdr, &s);
+	expect_only_marker(&h);
+	hostile_close(&h);
+}
+
+/* A table entry whose name fills it with no terminating NUL. */
+Test(shm_trust, peer_name_not_terminated)
+{
+	struct shm_slot s = { .op = SHM_OP_INLINE, .src = 2 | 1u << 16,
+			      .len = 8 };
+	struct shm_peer *p;
+	struct hostile h;
+
+	hostile_open(&h, "noname");
+	p = &raw_peers(h.rxm.hdr)[2];
+	memset(p->name, 'x', sizeof(p->name));
+	p->gen = 1;
+	atomic_store(&p->state, SHM_PEER_ACTIVE);
+	memcpy(s.payload, "BADNAME!", 8);
+	put_slot(h.rxm.hdr, &s);
+	expect_only_marker(&h);
+	hostile_close(&h);
+}
+
 /*
  * A peer rewrites the receiver's own header to widen its peer table, and
  * writes an entry past the table's end (in the receiver's bounce buffers).
@@ -676,3 +731,73 @@ Test(shm_trust, own_header_rewritten)
 	hostile_close(&h);
 }
 
+/*
+ * A rendezvous descriptor with more iovecs than it has room for: refused,
+ * and its sender, who waits for an answer, is told FI_EIO.
+ */
+Test(shm_trust, rts_descriptor_out_of_bounds)
+{
+	struct shm_slot s = { .op = SHM_OP_RTS, .src = SRC0 };
+	struct shm_rts rts = { .tx_id = 55, .msg_len = 8, .iov_count = 1000,
+			       .push = 1 };
+	struct shm_slot *ack;
+	struct hostile h;
+
+	hostile_open(&h, "rts");
+	rts.pid = getpid();
+	memcpy(s.payload, &rts, sizeof(rts));
+	put_slot(h.rxm.hdr, &s);
+	expect_only_marker(&h);
+	ack = &raw_queue(h.tx.hdr)->slot[0];
+	cr_assert_eq(atomic_load(&ack->seq), 1, "no answer to the RTS");
+	cr_assert_eq(ack->op, SHM_OP_ACK);
+	cr_assert_eq(ack->tag, 55);
+	cr_assert_eq(ack->aux, FI_EIO);
+	hostile_close(&h);
+}
+
+/*
+ * An RMA write whose data, the request says, fills 1 MiB of the sender's
+ * bounce buffer 0 (of 1 KiB): refused with FI_EIO, target memory untouched.
+ */
+Test(shm_trust, rma_request_out_of_bounds)
+{
+	struct shm_slot s = { .op = SHM_OP_RMA, .src = SRC0 };
+	struct shm_rma_req req = { 0 };
+	struct shm_slot *resp;
+	struct fid_mr *mr;
+	struct hostile h;
+	char *target;
+	size_t i;
+
+	hostile_open(&h, "rma");
+	target = calloc(1, HOSTILE_BUF);
+	cr_assert_not_null(target);
+	cr_assert_eq(fi_mr_reg(h.rx.domain, target, HOSTILE_BUF,
+			       FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+		     0);
+	req.tx_id = 77;
+	req.len = HOSTILE_BUF;
+	req.pid = getpid();
+	req.bounce = 0;
+	req.kind = UTIL_RDM_TX_WRITE;
+	req.rma_count = 1;
+	req.rma[0].addr = (uintptr_t)target;
+	req.rma[0].len = HOSTILE_BUF;
+	req.rma[0].key = fi_mr_key(mr);
+	req.last = 1;
+	memcpy(s.payload, &req, sizeof(req));
+	put_slot(h.rxm.hdr, &s);
+	expect_only_marker(&h);
+	/* The answer, in the sender's queue. */
+	resp = &raw_queue(h.tx.hdr)->slot[0];
+	cr_assert_eq(atomic_load(&resp->seq), 1, "no answer to the request");
+	cr_assert_eq(resp->op, SHM_OP_RMA_RESP);
+	cr_assert_eq(resp->tag, 77);
+	cr_assert_eq(resp->aux, FI_EIO);
+	for (i = 0; i < HOSTILE_BUF; i++)
+		cr_assert_eq(target[i], 0, "target byte %zu written", i);
+	fi_close(&mr->fid);
+	free(target);
+	hostile_close(&h);
+}
