@@ -757,6 +757,59 @@ Test(shm_trust, rts_descriptor_out_of_bounds)
 }
 
 /*
+ * A message pushed through bounce buffers, whose DATA slot claims 1 MiB of
+ * the sender's 1 KiB bounce buffer: the receive completes with FI_EIO and
+ * the sender is told so.
+ */
+Test(shm_trust, pushed_data_out_of_bounds)
+{
+	struct shm_slot s = { .op = SHM_OP_RTS, .src = SRC0 };
+	struct shm_rts rts = { .tx_id = 66, .msg_len = 8, .iov_count = 1,
+			       .len = { 8 }, .push = 1 };
+	struct fi_cq_err_entry err = { 0 };
+	struct shm_slot *cts, *ack;
+	struct fi_cq_msg_entry e;
+	struct shm_queue *txq;
+	struct hostile h;
+	ssize_t n = -FI_EAGAIN;
+	int i;
+
+	hostile_open(&h, "push");
+	txq = raw_queue(h.tx.hdr);
+	rts.pid = getpid();
+	memcpy(s.payload, &rts, sizeof(rts));
+	put_slot(h.rxm.hdr, &s);
+	/* The receive matches and asks for the data. */
+	cts = &txq->slot[0];
+	for (i = 0; i < 100000 && atomic_load(&cts->seq) != 1; i++)
+		cr_assert_eq(fi_cq_read(h.rx.cq, &e, 1), -FI_EAGAIN);
+	cr_assert_eq(atomic_load(&cts->seq), 1, "no CTS");
+	cr_assert_eq(cts->op, SHM_OP_CTS);
+	cr_assert_eq(cts->tag, 66);
+	cr_assert_eq(cts->data, 8);
+
+	memset(&s, 0, sizeof(s));
+	s.op = SHM_OP_DATA;
+	s.src = SRC0;
+	s.tag = cts->aux; /* the receiver's pull */
+	s.aux = 0;
+	s.data = 0;
+	s.len = HOSTILE_BUF;
+	put_slot(h.rxm.hdr, &s);
+	for (i = 0; i < 100000 && n == -FI_EAGAIN; i++)
+		n = fi_cq_read(h.rx.cq, &e, 1);
+	cr_assert_eq(n, -FI_EAVAIL, "the receive did not fail (%zd)", n);
+	cr_assert_eq(fi_cq_readerr(h.rx.cq, &err, 0), 1);
+	cr_assert_eq(err.err, FI_EIO);
+	ack = &txq->slot[1];
+	cr_assert_eq(atomic_load(&ack->seq), 2, "the sender was not told");
+	cr_assert_eq(ack->op, SHM_OP_ACK);
+	cr_assert_eq(ack->tag, 66);
+	cr_assert_eq(ack->aux, FI_EIO);
+	hostile_close(&h);
+}
+
+/*
  * An RMA write whose data, the request says, fills 1 MiB of the sender's
  * bounce buffer 0 (of 1 KiB): refused with FI_EIO, target memory untouched.
  */
