@@ -27,34 +27,8 @@
 #include "weft/util_iov.h"
 #include "shm_queue.h"
 
-/* Slot operations. */
-enum shm_op {
-	SHM_OP_INLINE = 1, /* payload in the slot */
-	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
-	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
-	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
-	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
-	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
-	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
-	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
-};
-
-/* shm_slot.flags: the engine's UTIL_RDM_* flags, and the message class. */
-#define SHM_SLOT_TAGGED (1u << 15)
-
-/* The descriptor of a CMA message, in the slot and in the engine's stash. */
-struct shm_rts {
-	uint64_t tx_id;
-	uint64_t msg_len;
-	int32_t pid;
-	uint32_t iov_count;
-	uint64_t addr[UTIL_RDM_IOV_MAX];
-	uint64_t len[UTIL_RDM_IOV_MAX];
-	uint32_t src; /* stash only: the sender's table entry here */
-	uint32_t push; /* ask the sender to push (no CMA, or not worth it) */
-};
-static_assert(sizeof(struct shm_rts) == 96, "RTS layout (docs/shm-layout.md)");
-static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
+static_assert(SHM_IOV_MAX == UTIL_RDM_IOV_MAX,
+	      "descriptors carry the engine's iovecs");
 static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
 	      "RTS fits the engine's stash");
 
@@ -112,8 +86,8 @@ static bool peer_take(struct shm_peer *p, uint32_t from)
 static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 {
 	static const uint32_t from[] = { SHM_PEER_FREE, SHM_PEER_ACTIVE };
-	struct shm_peer *peers = shm_map_peers(&c->map);
-	uint32_t i, n = c->map.hdr->max_peers, pass;
+	struct shm_peer *peers = c->map.peers;
+	uint32_t i, n = c->map.max_peers, pass;
 
 	for (pass = 0; pass < WEFT_ARRAY_SIZE(from); pass++) {
 		for (i = 0; i < n; i++) {
@@ -171,7 +145,7 @@ static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 static void conn_release(struct shm_conn *c)
 {
 	if (c->claimed) {
-		struct shm_peer *p = &shm_map_peers(&c->map)[c->src_id & 0xffff];
+		struct shm_peer *p = shm_map_peer(&c->map, c->src_id & 0xffff);
 
 		atomic_store_explicit(&p->state, SHM_PEER_FREE,
 				      memory_order_release);
@@ -316,23 +290,24 @@ static void check_peers(struct shm_ep *ep, bool now)
 static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 {
 	uint32_t idx = src & 0xffff, gen = src >> 16;
+	struct shm_peer *p = shm_map_peer(&ep->own, idx);
+	char name[SHM_NAME_MAX];
 	struct shm_rxpeer *rp;
-	struct shm_peer *p;
 
-	if (idx >= ep->own.hdr->max_peers)
+	if (!p || !gen) /* a claim never makes gen 0 */
 		return NULL;
 	rp = &ep->rxpeers[idx];
 	if (weft_likely(rp->gen == gen))
 		return rp;
-	p = &shm_map_peers(&ep->own)[idx];
 	if (atomic_load_explicit(&p->state, memory_order_acquire) !=
-	    SHM_PEER_ACTIVE)
+		    SHM_PEER_ACTIVE ||
+	    !shm_peer_name(p, name))
 		return NULL;
 	rp->gen = gen;
-	rp->conn = conn_get(ep, p->name);
+	rp->conn = conn_get(ep, name);
 	rp->fi_addr = FI_ADDR_NOTAVAIL;
 	memset(rp->addr, 0, sizeof(rp->addr));
-	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", p->name);
+	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", name);
 	return rp->conn ? rp : NULL;
 }
 
@@ -346,11 +321,80 @@ static fi_addr_t rxpeer_addr(struct shm_ep *ep, struct shm_rxpeer *rp)
 	return rp->fi_addr;
 }
 
+/* ---- peer input ---------------------------------------------------------
+ *
+ * Slots, the descriptors in them and the regions they point into are
+ * written by other processes, which may be broken or hostile.  Every field
+ * that locates or sizes memory is checked against what this process
+ * checked or chose itself: the geometry of a mapped region (shm_region.h:
+ * shm_map_peer, shm_map_bounce_in, shm_peer_name) and, here, the
+ * descriptors.  Each check works on a private copy, read once.  A check
+ * that fails costs the peer its message or operation (answered with
+ * FI_EIO where the peer waits for an answer), never this process.
+ */
+
+/* An RTS: its iovecs fit their array and hold the whole message. */
+static bool rts_valid(const struct shm_rts *rts)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	if (rts->iov_count > UTIL_RDM_IOV_MAX)
+		return false;
+	for (i = 0; i < rts->iov_count; i++) {
+		if (rts->len[i] > UINT64_MAX - sum)
+			return false;
+		sum += rts->len[i];
+	}
+	return sum >= rts->msg_len;
+}
+
+/*
+ * An RMA request from the sender behind `c`: counts within their arrays, a
+ * kind we serve, target ranges that add up to its length, results that fit
+ * one of our bounce buffers, and, when it names one, an initiator's bounce
+ * buffer holding what we will read (operands, then compare values).
+ * Returns 0 and the initiator's buffer in *ib (NULL when none), or -FI_EIO.
+ */
+static int rma_req_check(struct shm_ep *ep, struct shm_conn *c,
+			 const struct shm_rma_req *req, struct shm_bounce **ib)
+{
+	uint64_t sum = 0, in;
+	size_t i;
+
+	*ib = NULL;
+	if (req->iov_count > UTIL_RDM_IOV_MAX ||
+	    req->rma_count > UTIL_RDM_IOV_MAX ||
+	    req->kind < UTIL_RDM_TX_WRITE ||
+	    req->kind > UTIL_RDM_TX_COMPARE_ATOMIC)
+		return -FI_EIO;
+	for (i = 0; i < req->rma_count; i++) {
+		if (req->rma[i].len > UINT64_MAX - sum)
+			return -FI_EIO;
+		sum += req->rma[i].len;
+	}
+	if (sum != req->len ||
+	    (req->reply_bounce && req->len > ep->own.bounce_size))
+		return -FI_EIO;
+	if (req->bounce == SHM_NO_BOUNCE)
+		return 0;
+	in = req->len;
+	if (req->kind == UTIL_RDM_TX_COMPARE_ATOMIC) {
+		if (in > UINT64_MAX / 2)
+			return -FI_EIO;
+		in *= 2;
+	}
+	if (conn_map(ep, c))
+		return -FI_EIO;
+	*ib = shm_map_bounce_in(&c->map, req->bounce, in);
+	return *ib ? 0 : -FI_EIO;
+}
+
 /* ---- sending slots ------------------------------------------------------ */
 
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	return shm_queue_claim(shm_map_queue(&c->map), pos);
+	return shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
@@ -435,7 +479,7 @@ static int bounce_get(struct shm_ep *ep, uint32_t *idx)
 
 	if (atomic_load_explicit(&bb->busy, memory_order_acquire))
 		return -FI_EAGAIN;
-	ep->bounce_next = b + 1 == ep->own.hdr->bounce_count ? 0 : b + 1;
+	ep->bounce_next = b + 1 == ep->own.bounce_count ? 0 : b + 1;
 	*idx = b;
 	return 0;
 }
@@ -735,23 +779,33 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 {
 	struct shm_pull *pull = util_bufpool_at(ep->pulls, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
+	uint64_t off = s->data;
+	uint32_t len = s->len;
 	struct shm_bounce *bb;
-	size_t len = s->len;
+	int err = 0;
 
-	if (!rp || conn_map(ep, rp->conn) ||
-	    s->aux >= rp->conn->map.hdr->bounce_count)
+	if (!rp || conn_map(ep, rp->conn))
 		return;
-	bb = shm_map_bounce(&rp->conn->map, s->aux);
-	if (pull && s->data <= pull->len && len <= pull->len - s->data) {
-		util_iov_copy_to(pull->iov, pull->iov_count, s->data, bb->data,
+	if (pull && pull->conn != rp->conn)
+		pull = NULL; /* another sender's */
+	bb = shm_map_bounce_in(&rp->conn->map, s->aux, len);
+	if (!bb || (pull && (off > pull->len || len > pull->len - off))) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: pushed data from %s out of bounds\n", ep->name,
+			rp->conn->name);
+		err = FI_EIO;
+	} else if (pull) {
+		util_iov_copy_to(pull->iov, pull->iov_count, off, bb->data,
 				 len);
 		pull->got += len;
 	}
-	atomic_store_explicit(&bb->busy, 0, memory_order_release);
-	if (pull && pull->got == pull->len) {
-		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id, 0);
+	if (bb)
+		atomic_store_explicit(&bb->busy, 0, memory_order_release);
+	if (pull && (err || pull->got == pull->len)) {
+		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id,
+			  (uint32_t)err);
 		dlist_remove(&pull->entry);
-		util_rdm_fetch_done(&ep->rdm, pull->cookie, 0);
+		util_rdm_fetch_done(&ep->rdm, pull->cookie, err);
 		util_bufpool_put(ep->pulls, pull);
 	}
 }
@@ -794,6 +848,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 	};
 	struct shm_bounce *bb = NULL;
 	struct shm_rts rts;
+	uint16_t op = s->op;
 
 	if (weft_unlikely(!rp)) {
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
@@ -805,23 +860,25 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 	msg.src_raw = rp->addr;
 	msg.src_raw_len = strlen(rp->addr) + 1;
 
-	switch (s->op) {
+	switch (op) {
 	case SHM_OP_INLINE:
 		msg.payload = s->payload;
 		msg.tx_id = s->aux;
+		if (msg.len > SHM_INLINE_MAX)
+			goto refuse;
 		break;
 	case SHM_OP_BOUNCE:
+		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
 		if (conn_map(ep, rp->conn)) {
 			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 				"%s: cannot map %s's region\n", ep->name,
 				rp->conn->name);
-			return;
+			goto answer;
 		}
-		if (s->aux >= rp->conn->map.hdr->bounce_count)
-			return;
-		bb = shm_map_bounce(&rp->conn->map, s->aux);
+		bb = shm_map_bounce_in(&rp->conn->map, s->aux, msg.len);
+		if (!bb)
+			goto refuse;
 		msg.payload = bb->data;
-		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
 		break;
 	case SHM_OP_RTS:
 		memcpy(&rts, s->payload, sizeof(rts));
@@ -830,11 +887,23 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		msg.stash_len = sizeof(rts);
 		msg.tx_id = rts.tx_id;
 		msg.len = rts.msg_len;
+		if (!rts_valid(&rts))
+			goto refuse;
 		break;
 	}
 	util_rdm_msg_arrived(&ep->rdm, &msg);
 	if (bb)
 		atomic_store_explicit(&bb->busy, 0, memory_order_release);
+	return;
+
+refuse:
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"%s: message from %s out of bounds dropped\n", ep->name,
+		rp->conn->name);
+answer:
+	/* A sender that waits for an answer gets one. */
+	if (op == SHM_OP_RTS || (msg.flags & UTIL_RDM_ACK_REQ))
+		send_ctrl(ep, rp->conn, SHM_OP_ACK, msg.tx_id, FI_EIO);
 }
 
 static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
@@ -844,7 +913,8 @@ static int chunks_continue(struct shm_ep *ep);
 static int shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
-	struct shm_queue *q = shm_map_queue(&ep->own);
+	struct shm_queue *q = ep->own.queue;
+	uint32_t slots = ep->own.queue_slots;
 	struct shm_slot *s;
 	int n, n_pushed = 0;
 
@@ -859,7 +929,8 @@ static int shm_progress(struct util_rdm_ep *rdm)
 		n_pushed = pushes_continue(ep);
 	if (weft_unlikely(!dlist_empty(&ep->chunked)))
 		n_pushed += chunks_continue(ep);
-	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
+	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q, slots));
+	     n++) {
 		switch (s->op) {
 		case SHM_OP_INLINE:
 		case SHM_OP_BOUNCE:
@@ -888,42 +959,12 @@ static int shm_progress(struct util_rdm_ep *rdm)
 				s->op);
 			break;
 		}
-		shm_queue_release(q, s);
+		shm_queue_release(q, slots, s);
 	}
 	return n + n_pushed;
 }
 
 /* ---- RMA and atomics ---------------------------------------------------- */
-
-/*
- * A request, in the slot payload.  The data to write, or atomic operands
- * (source then compare values), sit in the initiator's bounce buffer
- * `bounce`; without one, the target reads or writes the initiator's
- * iovecs with process_vm_readv/writev.
- */
-struct shm_rma_req {
-	uint64_t tx_id;
-	uint64_t len; /* bytes at the target */
-	int32_t pid;
-	uint32_t bounce; /* initiator's bounce buffer, or SHM_NO_BOUNCE */
-	uint8_t kind; /* enum util_rdm_tx_kind */
-	uint8_t iov_count;
-	uint8_t rma_count;
-	uint8_t datatype;
-	uint8_t op; /* enum fi_op */
-	uint8_t reply_bounce; /* results come back in a target bounce buffer */
-	uint8_t last; /* the operation's last part: report remote events */
-	uint8_t pad;
-	uint64_t laddr[UTIL_RDM_IOV_MAX];
-	uint64_t llen[UTIL_RDM_IOV_MAX];
-	struct fi_rma_iov rma[UTIL_RDM_IOV_MAX];
-};
-static_assert(sizeof(struct shm_rma_req) == 192,
-	      "RMA request layout (docs/shm-layout.md)");
-static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
-	      "RMA request fits a slot");
-
-#define SHM_NO_BOUNCE UINT32_MAX
 
 /* Describe [skip, skip+len) of remote ranges; returns the number of pieces. */
 static size_t rma_piece(const struct fi_rma_iov *rma, size_t count, size_t skip,
@@ -1090,7 +1131,7 @@ static int rma_local(struct shm_ep *ep, const struct shm_rma_req *req,
 	size_t i, n = 0;
 	int ret;
 
-	for (i = 0; i < req->rma_count && i < UTIL_RDM_IOV_MAX; i++) {
+	for (i = 0; i < req->rma_count; i++) {
 		size_t cnt = UTIL_RDM_IOV_MAX * 2 - n;
 
 		ret = util_mr_map_verify_iov(&domain->mr_map, req->rma[i].key,
@@ -1137,7 +1178,7 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
 	struct iovec remote[UTIL_RDM_IOV_MAX];
 	size_t i;
 
-	for (i = 0; i < req->iov_count && i < UTIL_RDM_IOV_MAX; i++) {
+	for (i = 0; i < req->iov_count; i++) {
 		remote[i].iov_base = (void *)(uintptr_t)req->laddr[i];
 		remote[i].iov_len = req->llen[i];
 	}
@@ -1166,19 +1207,18 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 	memcpy(&req, s->payload, sizeof(req));
 	if (!rp)
 		return 0;
+	ret = rma_req_check(ep, rp->conn, &req, &ib);
+	if (ret) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: RMA request from %s out of bounds refused\n",
+			ep->name, rp->conn->name);
+		goto reply;
+	}
 	if (req.reply_bounce) {
 		ret = bounce_get(ep, &tidx);
 		if (ret)
 			return ret;
 		tb = shm_map_bounce(&ep->own, tidx);
-	}
-	if (req.bounce != SHM_NO_BOUNCE) {
-		ret = conn_map(ep, rp->conn);
-		if (ret || req.bounce >= rp->conn->map.hdr->bounce_count) {
-			ret = -FI_EIO;
-			goto reply;
-		}
-		ib = shm_map_bounce(&rp->conn->map, req.bounce);
 	}
 	switch (req.kind) {
 	case UTIL_RDM_TX_WRITE:
@@ -1272,11 +1312,10 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct shm_rma_chunked *ch = NULL;
 	struct shm_bounce *tb = NULL;
-	size_t off = 0, len;
+	uint64_t bidx = s->data;
+	uint32_t err = s->aux;
+	size_t off = 0, len = 0;
 
-	if (s->data && rp && !conn_map(ep, rp->conn) &&
-	    s->data - 1 < rp->conn->map.hdr->bounce_count)
-		tb = shm_map_bounce(&rp->conn->map, (uint32_t)(s->data - 1));
 	if (tx)
 		ch = chunk_of(ep, tx);
 	if (ch) {
@@ -1285,7 +1324,15 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	} else if (tx) {
 		len = tx->hdr.len;
 	}
-	if (tx && tb && !s->aux) {
+	if (bidx && rp && !conn_map(ep, rp->conn))
+		tb = shm_map_bounce_in(&rp->conn->map, bidx - 1, len);
+	if (bidx && !tb && !err) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: RMA answer names a bounce buffer out of bounds\n",
+			ep->name);
+		err = FI_EIO;
+	}
+	if (tx && tb && !err) {
 		if (tx->kind == UTIL_RDM_TX_READ) {
 			util_iov_copy_to(tx->iov, tx->iov_count, off, tb->data,
 					 len);
@@ -1301,14 +1348,14 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	if (ch) {
 		ch->off += ch->inflight;
 		ch->inflight = 0;
-		if (!s->aux && ch->off < tx->hdr.len) {
+		if (!err && ch->off < tx->hdr.len) {
 			chunk_issue(ep, ch);
 			return;
 		}
 		dlist_remove(&ch->entry);
 		free(ch);
 	}
-	util_rdm_tx_done(&ep->rdm, tx, (int)s->aux);
+	util_rdm_tx_done(&ep->rdm, tx, (int)err);
 }
 
 static struct util_rdm_transport shm_transport = {

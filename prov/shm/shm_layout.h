@@ -22,6 +22,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <rdma/fi_rma.h>
+
 #define SHM_MAGIC 0x77656674u /* "weft" */
 #define SHM_VERSION 1
 #define SHM_NAME_MAX 48 /* including the NUL */
@@ -29,6 +31,7 @@
 #define SHM_SLOT_HDR 40
 #define SHM_INLINE_MAX (SHM_SLOT_SIZE - SHM_SLOT_HDR)
 #define SHM_CACHELINE 64
+#define SHM_IOV_MAX 4 /* iovecs a descriptor carries */
 
 /* Region header.  Written by the owner before `ready` is set to 1 (release);
  * peers read it after seeing ready == 1 (acquire). */
@@ -76,6 +79,66 @@ struct shm_slot {
 static_assert(sizeof(struct shm_slot) == SHM_SLOT_SIZE, "shm_slot size");
 static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
 	      "shm_slot header size");
+
+/* Slot operations. */
+enum shm_op {
+	SHM_OP_INLINE = 1, /* payload in the slot */
+	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
+	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
+	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
+	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
+	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
+	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
+	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
+};
+
+/* shm_slot.flags: the RDM engine's flags (util_rdm.h: bit 0 remote CQ data,
+ * bit 1 the sender waits for delivery), and the message class. */
+#define SHM_SLOT_TAGGED (1u << 15)
+
+/* The descriptor of a CMA message, in the slot and in the engine's stash. */
+struct shm_rts {
+	uint64_t tx_id;
+	uint64_t msg_len;
+	int32_t pid;
+	uint32_t iov_count;
+	uint64_t addr[SHM_IOV_MAX];
+	uint64_t len[SHM_IOV_MAX];
+	uint32_t src; /* stash only: the sender's table entry here */
+	uint32_t push; /* ask the sender to push (no CMA, or not worth it) */
+};
+static_assert(sizeof(struct shm_rts) == 96, "RTS layout (docs/shm-layout.md)");
+static_assert(sizeof(struct shm_rts) <= SHM_INLINE_MAX, "RTS fits a slot");
+
+/*
+ * A request, in the slot payload.  The data to write, or atomic operands
+ * (source then compare values), sit in the initiator's bounce buffer
+ * `bounce`; without one, the target reads or writes the initiator's
+ * iovecs with process_vm_readv/writev.
+ */
+struct shm_rma_req {
+	uint64_t tx_id;
+	uint64_t len; /* bytes at the target */
+	int32_t pid;
+	uint32_t bounce; /* initiator's bounce buffer, or SHM_NO_BOUNCE */
+	uint8_t kind; /* the RDM engine's UTIL_RDM_TX_* */
+	uint8_t iov_count;
+	uint8_t rma_count;
+	uint8_t datatype;
+	uint8_t op; /* enum fi_op */
+	uint8_t reply_bounce; /* results come back in a target bounce buffer */
+	uint8_t last; /* the operation's last part: report remote events */
+	uint8_t pad;
+	uint64_t laddr[SHM_IOV_MAX];
+	uint64_t llen[SHM_IOV_MAX];
+	struct fi_rma_iov rma[SHM_IOV_MAX];
+};
+static_assert(sizeof(struct shm_rma_req) == 192,
+	      "RMA request layout (docs/shm-layout.md)");
+static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
+	      "RMA request fits a slot");
+
+#define SHM_NO_BOUNCE UINT32_MAX
 
 /* Queue control: producers share `tail`, the consumer owns `head`, each on
  * its own cache line. */

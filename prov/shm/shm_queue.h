@@ -11,6 +11,11 @@
  * publish seq = p + 1 with a release store.  The consumer reads seq with
  * acquire, copies out what it needs, and releases the slot with
  * seq = p + slots (release).  No locks, no syscalls.
+ *
+ * Every process that maps the region may write all of it, so nothing read
+ * from it sizes an access: the functions take the slot count the caller
+ * checked when it mapped the region (struct shm_map.queue_slots), and
+ * positions are masked with it.
  */
 #ifndef WEFT_SHM_QUEUE_H
 #define WEFT_SHM_QUEUE_H
@@ -32,13 +37,15 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 
 /*
  * Producer: claim the next slot.  Returns it (to be filled and then
- * published with shm_queue_publish) or NULL when the ring is full.
- * Any process mapping the region may call it, concurrently.
+ * published with shm_queue_publish) or NULL when the ring is full, or when
+ * it is corrupt (a slot ahead of a tail that does not move).  Any process
+ * mapping the region may call it, concurrently.
  */
 static inline struct shm_slot *shm_queue_claim(struct shm_queue *q,
+					       uint32_t slots,
 					       uint64_t *pos_out)
 {
-	uint64_t mask = q->slots - 1;
+	uint64_t mask = slots - 1;
 	uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
 
 	for (;;) {
@@ -58,8 +65,16 @@ static inline struct shm_slot *shm_queue_claim(struct shm_queue *q,
 		} else if (diff < 0) {
 			return NULL; /* full: the consumer is a lap behind */
 		} else {
-			pos = atomic_load_explicit(&q->tail,
-						   memory_order_relaxed);
+			/* Another producer took pos, so tail has moved past
+			 * it: the acquire load of seq orders this load after
+			 * that producer's CAS.  A tail still at pos means a
+			 * corrupt ring, which would spin here forever. */
+			uint64_t now = atomic_load_explicit(
+				&q->tail, memory_order_relaxed);
+
+			if (now == pos)
+				return NULL;
+			pos = now;
 		}
 	}
 }
@@ -71,9 +86,10 @@ static inline void shm_queue_publish(struct shm_slot *s, uint64_t pos)
 }
 
 /* Consumer: the next full slot, or NULL.  Only the region's owner calls it. */
-static inline struct shm_slot *shm_queue_peek(struct shm_queue *q)
+static inline struct shm_slot *shm_queue_peek(struct shm_queue *q,
+					      uint32_t slots)
 {
-	struct shm_slot *s = &q->slot[q->head & (q->slots - 1)];
+	struct shm_slot *s = &q->slot[q->head & (slots - 1)];
 
 	if (atomic_load_explicit(&s->seq, memory_order_acquire) != q->head + 1)
 		return NULL;
@@ -81,10 +97,10 @@ static inline struct shm_slot *shm_queue_peek(struct shm_queue *q)
 }
 
 /* Consumer: hand the slot returned by shm_queue_peek back to producers. */
-static inline void shm_queue_release(struct shm_queue *q, struct shm_slot *s)
+static inline void shm_queue_release(struct shm_queue *q, uint32_t slots,
+				     struct shm_slot *s)
 {
-	atomic_store_explicit(&s->seq, q->head + q->slots,
-			      memory_order_release);
+	atomic_store_explicit(&s->seq, q->head + slots, memory_order_release);
 	q->head++;
 }
 

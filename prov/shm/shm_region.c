@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -28,6 +29,12 @@ bool shm_name_valid(const char *name)
 		return false;
 	len = strlen(name);
 	return len > 0 && len < SHM_NAME_MAX && !strchr(name, '/');
+}
+
+bool shm_peer_name(const struct shm_peer *p, char *name)
+{
+	memcpy(name, p->name, SHM_NAME_MAX);
+	return memchr(name, '\0', SHM_NAME_MAX) && shm_name_valid(name);
 }
 
 static void shm_path(char *buf, size_t len, const char *name)
@@ -98,6 +105,68 @@ static size_t region_layout(const struct shm_region_attr *attr,
 }
 
 /*
+ * Check a header (a copy: the mapping may change under us) against the
+ * size of its file and fill the map's geometry from it.  Every section must
+ * start on a page after the previous one ends and fit in the file, with no
+ * sum or product that could overflow.  Returns 0 or -FI_EINVAL.
+ */
+static int map_geometry(const struct shm_region_hdr *h, size_t size,
+			struct shm_map *map)
+{
+	uint64_t end, stride;
+
+	if (h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
+	    h->hdr_size != sizeof(*h) || h->total_size != size)
+		return -FI_EINVAL;
+
+	if (!h->queue_slots || (h->queue_slots & (h->queue_slots - 1)) ||
+	    h->queue_off < SHM_PAGE || h->queue_off % SHM_PAGE ||
+	    h->queue_off > size ||
+	    size - h->queue_off <
+		    sizeof(struct shm_queue) +
+			    (uint64_t)h->queue_slots * sizeof(struct shm_slot))
+		return -FI_EINVAL;
+	end = h->queue_off + sizeof(struct shm_queue) +
+	      (uint64_t)h->queue_slots * sizeof(struct shm_slot);
+
+	/* A slot names its sender's entry in 16 bits. */
+	if (!h->max_peers || h->max_peers > (1u << 16) || h->peers_off < end ||
+	    h->peers_off % SHM_PAGE || h->peers_off > size ||
+	    size - h->peers_off <
+		    (uint64_t)h->max_peers * sizeof(struct shm_peer))
+		return -FI_EINVAL;
+	end = h->peers_off + (uint64_t)h->max_peers * sizeof(struct shm_peer);
+
+	stride = sizeof(struct shm_bounce) + (uint64_t)h->bounce_size;
+	if (h->bounce_size % SHM_CACHELINE || h->bounce_off < end ||
+	    h->bounce_off % SHM_PAGE || h->bounce_off > size ||
+	    (h->bounce_count &&
+	     stride > (size - h->bounce_off) / h->bounce_count))
+		return -FI_EINVAL;
+
+	map->queue = (struct shm_queue *)((char *)map->hdr + h->queue_off);
+	map->peers = (struct shm_peer *)((char *)map->hdr + h->peers_off);
+	map->bounce = (char *)map->hdr + h->bounce_off;
+	map->queue_slots = h->queue_slots;
+	map->max_peers = h->max_peers;
+	map->bounce_count = h->bounce_count;
+	map->bounce_size = h->bounce_size;
+	return 0;
+}
+
+/*
+ * Whether an open region file is this user's alone: a regular file owned by
+ * our effective uid (the one files are created with) with no group or other
+ * permission bits.  Anyone else's file, or one others may write, is not a
+ * region of ours, whatever its name and header say.
+ */
+static bool file_ours(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() &&
+	       !(st->st_mode & (S_IRWXG | S_IRWXO));
+}
+
+/*
  * Remove the region at path if its owner is gone.  `ours`: the path is the
  * name we are creating, so a half-made file can only be a dead creator's
  * (nobody else creates under our name); elsewhere (the sweep) a half-made
@@ -112,10 +181,15 @@ static int reclaim_stale(const char *path, bool ours)
 	bool keep;
 	int fd;
 
-	fd = shm_open(path, O_RDWR | O_CLOEXEC, 0);
+	fd = shm_open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : weft_errno(errno);
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*hdr)) {
+	if (fstat(fd, &st) || !file_ours(&st)) {
+		/* Not ours to judge, nor to remove. */
+		close(fd);
+		return -FI_EADDRINUSE;
+	}
+	if ((size_t)st.st_size < sizeof(*hdr)) {
 		close(fd);
 		if (!ours)
 			return -FI_EADDRINUSE;
@@ -142,7 +216,6 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map)
 {
 	struct shm_region_hdr layout = { 0 }, *hdr;
-	struct shm_queue *q;
 	size_t size;
 	int fd, ret, tries;
 	uint32_t i;
@@ -155,7 +228,8 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	size = region_layout(attr, &layout);
 
 	for (tries = 0;; tries++) {
-		fd = shm_open(map->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+		fd = shm_open(map->path,
+			      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 			      0600);
 		if (fd >= 0)
 			break;
@@ -165,8 +239,16 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		if (ret)
 			return ret;
 	}
-	if (ftruncate(fd, (off_t)size)) {
-		ret = weft_errno(errno);
+	/* Reserve the memory now: a file merely sized would be sparse, and
+	 * the first write to a page tmpfs has no room for kills with SIGBUS. */
+	ret = posix_fallocate(fd, 0, (off_t)size);
+	if (ret) {
+		if (ret == ENOSPC)
+			FI_WARN(&weft_core_prov, FI_LOG_CORE,
+				"no room in /dev/shm for region %s: it needs "
+				"%zu bytes\n",
+				name, size);
+		ret = weft_errno(ret);
 		goto err_unlink;
 	}
 	hdr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -196,13 +278,20 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	map->hdr = hdr;
 	map->size = size;
 	map->owner = true;
-	q = shm_map_queue(map);
-	shm_queue_init(q, attr->queue_slots);
-	for (i = 0; i < attr->bounce_count; i++)
+	ret = map_geometry(hdr, size, map);
+	if (ret)
+		goto err_unmap;
+	shm_queue_init(map->queue, map->queue_slots);
+	for (i = 0; i < map->bounce_count; i++)
 		atomic_init(&shm_map_bounce(map, i)->busy, 0);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
 	return 0;
 
+err_unmap:
+	munmap(hdr, size);
+	map->hdr = NULL;
+	shm_unlink(map->path);
+	return ret;
 err_unlink:
 	close(fd);
 	shm_unlink(map->path);
@@ -211,7 +300,7 @@ err_unlink:
 
 int shm_region_map(const char *name, struct shm_map *map)
 {
-	struct shm_region_hdr *hdr;
+	struct shm_region_hdr *hdr, copy;
 	struct stat st;
 	int fd, ret;
 
@@ -219,19 +308,42 @@ int shm_region_map(const char *name, struct shm_map *map)
 		return -FI_EINVAL;
 	memset(map, 0, sizeof(*map));
 	shm_path(map->path, sizeof(map->path), name);
-	fd = shm_open(map->path, O_RDWR | O_CLOEXEC, 0);
+	/* Everything below looks at the file opened, never at the path
+	 * again. */
+	fd = shm_open(map->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return weft_errno(errno);
 	if (fstat(fd, &st)) {
 		ret = weft_errno(errno);
 		goto err_close;
 	}
-	if ((size_t)st.st_size < SHM_PAGE) {
+	if (!file_ours(&st)) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"/dev/shm%s is not a region of this user's (owner "
+			"%u, mode %o): refused\n",
+			map->path, (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		ret = -FI_EACCES;
+		goto err_close;
+	}
+	if (!st.st_size) {
 		ret = -FI_EAGAIN; /* its owner is still sizing it */
 		goto err_close;
 	}
-	hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
+	if ((uint64_t)st.st_size < SHM_PAGE) {
+		ret = -FI_EINVAL; /* sized at once (posix_fallocate): cut */
+		goto err_close;
+	}
+	if ((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"/dev/shm%s has memory not reserved: writing into it "
+			"could fault; refused\n",
+			map->path);
+		ret = -FI_ENOSPC;
+		goto err_close;
+	}
+	hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
 	if (hdr == MAP_FAILED) {
 		ret = weft_errno(errno);
 		goto err_close;
@@ -243,9 +355,13 @@ int shm_region_map(const char *name, struct shm_map *map)
 		ret = -FI_EAGAIN;
 		goto err_unmap;
 	}
-	if (hdr->magic != SHM_MAGIC || hdr->version != SHM_VERSION ||
-	    hdr->total_size != map->size) {
-		ret = -FI_EINVAL; /* another layout version */
+	memcpy(&copy, hdr, sizeof(copy));
+	ret = map_geometry(&copy, map->size, map);
+	if (ret) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"/dev/shm%s: the header does not describe a region of "
+			"this layout in %zu bytes: refused\n",
+			map->path, map->size);
 		goto err_unmap;
 	}
 	return 0;

@@ -19,39 +19,79 @@ struct shm_region_attr {
 	uint32_t flags; /* SHM_REGION_* */
 };
 
-/* A mapping of a region, ours or a peer's. */
+/*
+ * A mapping of a region, ours or a peer's.  Whoever maps a region may write
+ * all of it, its header included, at any time: the geometry is checked
+ * against the file's size once, when the region is mapped, and read from
+ * here ever after, never from the header again.
+ */
 struct shm_map {
 	struct shm_region_hdr *hdr;
 	size_t size;
 	bool owner;
 	char path[SHM_NAME_MAX + 32]; /* the shm_open name */
+	struct shm_queue *queue;
+	struct shm_peer *peers;
+	char *bounce; /* the first bounce buffer */
+	uint32_t queue_slots; /* power of two */
+	uint32_t max_peers;
+	uint32_t bounce_count;
+	uint32_t bounce_size; /* payload bytes of each bounce buffer */
 };
 
 static inline struct shm_queue *shm_map_queue(const struct shm_map *m)
 {
-	return (struct shm_queue *)((char *)m->hdr + m->hdr->queue_off);
+	return m->queue;
 }
 
-static inline struct shm_peer *shm_map_peers(const struct shm_map *m)
-{
-	return (struct shm_peer *)((char *)m->hdr + m->hdr->peers_off);
-}
-
+/* Bounce buffer i, i < m->bounce_count: the region's owner's own use. */
 static inline struct shm_bounce *shm_map_bounce(const struct shm_map *m,
 						uint32_t i)
 {
-	return (struct shm_bounce *)((char *)m->hdr + m->hdr->bounce_off +
+	return (struct shm_bounce *)(m->bounce +
 				     (size_t)i * (sizeof(struct shm_bounce) +
-						  m->hdr->bounce_size));
+						  m->bounce_size));
 }
+
+/*
+ * Peer-controlled input: a slot names a peer-table entry or a bounce buffer
+ * and a length, and both come from another process.  These accessors are
+ * the only way shm_ep.c turns such a field into memory: NULL when the
+ * index or the length falls outside what was checked at mapping.
+ */
+
+/* Entry idx of the region's peer table, or NULL. */
+static inline struct shm_peer *shm_map_peer(const struct shm_map *m,
+					    uint64_t idx)
+{
+	return idx < m->max_peers ? &m->peers[idx] : NULL;
+}
+
+/* Bounce buffer idx when `len` bytes of it may be read or written, or NULL. */
+static inline struct shm_bounce *shm_map_bounce_in(const struct shm_map *m,
+						   uint64_t idx, uint64_t len)
+{
+	if (idx >= m->bounce_count || len > m->bounce_size)
+		return NULL;
+	return shm_map_bounce(m, (uint32_t)idx);
+}
+
+/*
+ * Copy the name a peer wrote into a table entry into name[SHM_NAME_MAX].
+ * False unless it is NUL terminated within the entry and a valid region
+ * name (shm_name_valid).
+ */
+bool shm_peer_name(const struct shm_peer *p, char *name);
 
 /* Whether `name` can name a region (non-empty, < SHM_NAME_MAX, no '/'). */
 bool shm_name_valid(const char *name);
 
 /*
- * Create this endpoint's region under `name`, mode 0600.  A region of that
- * name left by a process that no longer runs is removed and replaced; one
- * whose owner lives gives -FI_EADDRINUSE.  Returns 0 or -FI_E*; never
+ * Create this endpoint's region under `name`, mode 0600, its memory
+ * reserved at once: -FI_ENOSPC, logged with the size needed, when /dev/shm
+ * has no room for it.  A region of that name left by a process that no
+ * longer runs is removed and replaced; one whose owner lives, or that is
+ * not this user's, gives -FI_EADDRINUSE.  Returns 0 or -FI_E*; never
  * blocks.
  */
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
@@ -59,8 +99,12 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 
 /*
  * Map a peer's region.  -FI_ENOENT when no such region exists, -FI_EAGAIN
- * while its owner is still setting it up, -FI_EINVAL for a region of
- * another layout version.
+ * while its owner is still setting it up; -FI_EACCES for a file that is
+ * not this user's alone (another owner, group or other permission bits,
+ * not a regular file); -FI_ENOSPC for one whose memory was not reserved
+ * (writing into it could fault); -FI_EINVAL for another layout version, a
+ * truncated file, or a header whose sections do not fit the file.  Logs
+ * why it refused.
  */
 int shm_region_map(const char *name, struct shm_map *map);
 

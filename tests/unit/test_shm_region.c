@@ -96,28 +96,29 @@ Test(shm_queue, full_ring_refuses_then_frees)
 	unique_name(name, sizeof(name), "full");
 	cr_assert_eq(shm_region_create(name, &attr, &m), 0);
 	for (i = 0; i < 64; i++) {
-		s = shm_queue_claim(shm_map_queue(&m), &pos);
+		s = shm_queue_claim(shm_map_queue(&m), m.queue_slots, &pos);
 		cr_assert_not_null(s);
 		s->tag = (uint64_t)i;
 		shm_queue_publish(s, pos);
 	}
-	cr_assert_null(shm_queue_claim(shm_map_queue(&m), &pos));
-	s = shm_queue_peek(shm_map_queue(&m));
+	cr_assert_null(
+		shm_queue_claim(shm_map_queue(&m), m.queue_slots, &pos));
+	s = shm_queue_peek(shm_map_queue(&m), m.queue_slots);
 	cr_assert_not_null(s);
 	cr_assert_eq(s->tag, 0);
-	shm_queue_release(shm_map_queue(&m), s);
-	s = shm_queue_claim(shm_map_queue(&m), &pos);
+	shm_queue_release(shm_map_queue(&m), m.queue_slots, s);
+	s = shm_queue_claim(shm_map_queue(&m), m.queue_slots, &pos);
 	cr_assert_not_null(s);
 	cr_assert_eq(pos, 64);
 	s->tag = 64;
 	shm_queue_publish(s, pos);
 	for (i = 1; i <= 64; i++) {
-		s = shm_queue_peek(shm_map_queue(&m));
+		s = shm_queue_peek(shm_map_queue(&m), m.queue_slots);
 		cr_assert_not_null(s);
 		cr_assert_eq(s->tag, (uint64_t)i);
-		shm_queue_release(shm_map_queue(&m), s);
+		shm_queue_release(shm_map_queue(&m), m.queue_slots, s);
 	}
-	cr_assert_null(shm_queue_peek(shm_map_queue(&m)));
+	cr_assert_null(shm_queue_peek(shm_map_queue(&m), m.queue_slots));
 	shm_region_unmap(&m);
 }
 
@@ -148,7 +149,8 @@ Test(shm_queue, many_producer_processes_nothing_lost, .timeout = 60)
 				struct shm_slot *s;
 
 				while (!(s = shm_queue_claim(
-						 shm_map_queue(&peer), &pos)))
+						 shm_map_queue(&peer),
+						 peer.queue_slots, &pos)))
 					;
 				s->src = (uint32_t)p;
 				s->tag = i;
@@ -160,7 +162,8 @@ Test(shm_queue, many_producer_processes_nothing_lost, .timeout = 60)
 		}
 	}
 	while (got < (uint64_t)PRODUCERS * PER_PRODUCER) {
-		struct shm_slot *s = shm_queue_peek(shm_map_queue(&own));
+		struct shm_slot *s =
+			shm_queue_peek(shm_map_queue(&own), own.queue_slots);
 
 		if (!s)
 			continue;
@@ -173,14 +176,14 @@ Test(shm_queue, many_producer_processes_nothing_lost, .timeout = 60)
 		cr_assert_eq(s->data, s->tag * 7 + s->src);
 		next[s->src]++;
 		got++;
-		shm_queue_release(shm_map_queue(&own), s);
+		shm_queue_release(shm_map_queue(&own), own.queue_slots, s);
 	}
 	for (p = 0; p < PRODUCERS; p++) {
 		cr_assert_eq(waitpid(pids[p], &status, 0), pids[p]);
 		cr_assert_eq(WEXITSTATUS(status), 0);
 		cr_assert_eq(next[p], PER_PRODUCER);
 	}
-	cr_assert_null(shm_queue_peek(shm_map_queue(&own)));
+	cr_assert_null(shm_queue_peek(shm_map_queue(&own), own.queue_slots));
 	shm_region_unmap(&own);
 }
 
