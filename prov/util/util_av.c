@@ -1082,7 +1082,8 @@ static int util_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr,
 	if (av->ops.addr_format == FI_ADDR_STR)
 		return av_format(av, buf, addr, addrlen);
 	size = av->ops.addr_size(av, buf);
-	memcpy(addr, buf, WEFT_MIN(size, *addrlen));
+	if (*addrlen) /* addr may be NULL when asking for the size only */
+		memcpy(addr, buf, WEFT_MIN(size, *addrlen));
 	*addrlen = size;
 	return 0;
 }
