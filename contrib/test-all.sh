@@ -25,7 +25,7 @@ if [ $san = yes ]; then
 	mkdir -p "$bld" || exit 1
 	# cp -u: only what changed, so that make rebuilds only that.
 	(cd "$top" && git ls-files -z --cached --others --exclude-standard |
-		xargs -0 cp -p -u --parents -t "$bld") || exit 1
+		xargs -0 cp -u --parents -t "$bld") || exit 1
 	[ -x "$bld/configure" ] || (cd "$bld" && ./autogen.sh) || exit 1
 	[ -f "$bld/config.status" ] ||
 		(cd "$bld" && ./configure -q --enable-sanitizers) || exit 1
