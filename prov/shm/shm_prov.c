@@ -323,6 +323,7 @@ static const struct util_av_ops shm_av_ops = {
 	.addr_format = FI_ADDR_STR,
 	.addrlen = SHM_ADDRLEN,
 	.priv_size = sizeof(uint64_t),
+	.str_prefix = SHM_PREFIX,
 	.entry_init = shm_av_entry_init,
 	.normalize = shm_av_normalize,
 	.resolve = shm_av_resolve,
