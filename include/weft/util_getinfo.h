@@ -64,6 +64,16 @@ int util_info_check(const struct fi_info *cand, const struct fi_info *hints,
 		    uint32_t version, char *why, size_t len, int *depth);
 
 /*
+ * For a provider's fi_endpoint: whether one of its candidates offers what
+ * info asks of an endpoint, its type and the capabilities in info->caps,
+ * tx_attr->caps and rx_attr->caps (info comes from the application, which
+ * may have added bits to what fi_getinfo gave).  Does not block.  Returns
+ * 0, or -FI_ENODATA having logged at warn level what is not offered.
+ */
+int util_prov_check_ep(const struct util_prov *uprov,
+		       const struct fi_info *info);
+
+/*
  * Narrow a copy of a matching candidate to the hints: capabilities to those
  * requested (plus the modifiers they imply and harmless secondary ones),
  * modes to those the provider needs, threading/progress/av_type/mr_mode to

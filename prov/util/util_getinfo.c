@@ -203,6 +203,16 @@ static int check_domain(struct check *c, const struct fi_domain_attr *cand,
 	      !hint->name || (cand->name && !strcmp(hint->name, cand->name)),
 	      "domain \"%s\" not found (offers \"%s\")", hint->name,
 	      cand->name ? cand->name : "");
+	/* Values outside an enum would be copied into the answer. */
+	CHECK(c,
+	      hint->threading == FI_THREAD_UNSPEC ||
+		      threading_rank(hint->threading),
+	      "threading %d is not a threading model", (int)hint->threading);
+	CHECK(c, (unsigned int)hint->resource_mgmt <= FI_RM_ENABLED,
+	      "resource_mgmt %d is not a resource management mode",
+	      (int)hint->resource_mgmt);
+	CHECK(c, (unsigned int)hint->av_type <= FI_AV_TABLE,
+	      "av_type %d is not an AV type", (int)hint->av_type);
 	CHECK(c,
 	      hint->threading == FI_THREAD_UNSPEC ||
 		      threading_rank(hint->threading) <=
@@ -441,6 +451,54 @@ out:
 	if (depth)
 		*depth = c.depth;
 	return hints ? ret : 0;
+}
+
+/* What an endpoint asks of a candidate: its type and capabilities. */
+static int check_ep_open(struct check *c, const struct fi_info *cand,
+			 const struct fi_info *info)
+{
+	char b1[64], b2[64];
+	int ret;
+
+	if (info->ep_attr)
+		CHECK(c,
+		      info->ep_attr->type == FI_EP_UNSPEC ||
+			      info->ep_attr->type == cand->ep_attr->type,
+		      "endpoint type %s is not supported (offers %s)",
+		      enum_str(b1, sizeof(b1), &info->ep_attr->type,
+			       FI_TYPE_EP_TYPE),
+		      enum_str(b2, sizeof(b2), &cand->ep_attr->type,
+			       FI_TYPE_EP_TYPE));
+	ret = check_caps(c, "", info->caps, cand->caps);
+	if (!ret && info->tx_attr)
+		ret = check_caps(c, "tx ", info->tx_attr->caps,
+				 cand->tx_attr->caps);
+	if (!ret && info->rx_attr)
+		ret = check_caps(c, "rx ", info->rx_attr->caps,
+				 cand->rx_attr->caps);
+	return ret;
+}
+
+int util_prov_check_ep(const struct util_prov *uprov,
+		       const struct fi_info *info)
+{
+	const struct fi_info *cand;
+	char why[256], best_why[256] = "";
+	int best = -1;
+
+	for (cand = uprov->info; cand; cand = cand->next) {
+		struct check c = { .why = why, .len = sizeof(why) };
+
+		if (!check_ep_open(&c, cand, info))
+			return 0;
+		if (c.depth > best) {
+			best = c.depth;
+			snprintf(best_why, sizeof(best_why), "%s", why);
+		}
+	}
+	FI_WARN(uprov->prov, FI_LOG_EP_CTRL, "endpoint refused: %s\n",
+		best_why);
+	return -FI_ENODATA;
 }
 
 /* The modifiers each primary capability implies when none is named. */
