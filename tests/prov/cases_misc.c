@@ -351,6 +351,78 @@ static int case_av_bad_str(const char *prov)
 }
 
 /*
+ * What a provider cannot honour is refused with -FI_ENODATA: fi_getinfo
+ * with a threading value outside the enum or with FI_COLLECTIVE, and
+ * fi_endpoint given an info whose caps (or tx/rx caps) hold a capability
+ * none of the provider's fi_info offers.
+ */
+static int case_refused(const char *prov)
+{
+	static const uint64_t bits[] = {FI_COLLECTIVE, FI_MULTICAST, FI_HMEM,
+					FI_NAMED_RX_CTX, FI_TRIGGER,
+					FI_RMA_PMEM};
+	struct cf_opts o = {.caps = FI_MSG};
+	struct fi_info *all, *fi, *info;
+	uint64_t offered = 0, caps;
+	struct fid_ep *ep;
+	struct cf_fix f;
+	size_t i;
+	int ret, tried = 0;
+
+	o.threading = (enum fi_threading)99;
+	info = cf_getinfo(prov, &o, &ret);
+	cf_assert(ret == -FI_ENODATA && !info,
+		  "fi_getinfo with threading 99: %d, want -FI_ENODATA", ret);
+	o.threading = FI_THREAD_UNSPEC;
+	o.caps = FI_MSG | FI_COLLECTIVE;
+	info = cf_getinfo(prov, &o, &ret);
+	cf_assert(ret == -FI_ENODATA && !info,
+		  "fi_getinfo with FI_COLLECTIVE: %d, want -FI_ENODATA", ret);
+
+	/* Every capability the provider lists for RDM, over all entries. */
+	o.caps = 0;
+	all = fi_allocinfo();
+	cf_assert(all, "fi_allocinfo failed");
+	all->fabric_attr->prov_name = strdup(prov);
+	all->ep_attr->type = FI_EP_RDM;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, all, &info);
+	fi_freeinfo(all);
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	for (fi = info; fi; fi = fi->next)
+		offered |= fi->caps | fi->tx_attr->caps | fi->rx_attr->caps;
+	fi_freeinfo(info);
+
+	o.caps = FI_MSG;
+	cf_open(&f, prov, &o);
+	caps = f.info->caps;
+	for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+		if (offered & bits[i])
+			continue;
+		tried++;
+		f.info->caps = caps | bits[i];
+		ep = NULL;
+		ret = fi_endpoint(f.domain, f.info, &ep, NULL);
+		cf_assert(ret == -FI_ENODATA,
+			  "fi_endpoint with caps + %s: %d, want -FI_ENODATA",
+			  fi_tostr(&bits[i], FI_TYPE_CAPS), ret);
+		f.info->caps = caps;
+		f.info->tx_attr->caps |= bits[i];
+		ret = fi_endpoint(f.domain, f.info, &ep, NULL);
+		cf_assert(ret == -FI_ENODATA,
+			  "fi_endpoint with tx caps + %s: %d, want "
+			  "-FI_ENODATA",
+			  fi_tostr(&bits[i], FI_TYPE_CAPS), ret);
+		f.info->tx_attr->caps &= ~bits[i];
+	}
+	/* the info as fi_getinfo gave it still opens */
+	cf_ok(fi_endpoint(f.domain, f.info, &ep, NULL));
+	cf_ok(fi_close(&ep->fid));
+	cf_note("%d capabilities not offered, each refused", tried);
+	cf_close(&f);
+	return 0;
+}
+
+/*
  * FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE as
  * fi_sendmsg/fi_writemsg flags: accepted, completed, data intact; at
  * FI_DELIVERY_COMPLETE the data is at the target by the time the
@@ -852,6 +924,10 @@ const struct cf_case cf_cases_misc[] = {
      "FI_ADDR_STR: bad strings, as char ** and packed, fail their own "
      "entry",
      case_av_bad_str},
+    {"refused",
+     "threading 99 and FI_COLLECTIVE in fi_getinfo, caps not offered in "
+     "fi_endpoint: -FI_ENODATA",
+     case_refused},
     {"comp_levels",
      "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "
      "writes",
