@@ -71,6 +71,17 @@ fi
 rm -rf "$dest"
 echo "install check: $inst"
 
+# What was skipped, and why: a skip must never pass for a pass unseen.
+for f in $(find . -name '*.trs' -print | sort); do
+	grep -q '^:test-result: SKIP' "$f" || continue
+	log=${f%.trs}.log
+	if grep -q '^SKIP: ' "$log"; then
+		grep '^SKIP: ' "$log"
+	else
+		echo "SKIP: ${f#./}: $(head -n 1 "$log")"
+	fi
+done
+
 # One summary line over every test automake ran (each Criterion case counts).
 pass=0 fail=0 skip=0
 for f in $(find . -name '*.trs' -print); do
