@@ -43,13 +43,19 @@ else
 	[ -f "$bld/config.status" ] || (cd "$bld" && "$top/configure" -q) || exit 1
 fi
 cd "$bld" || exit 1
+# The results of this build: an in-tree build leaves out build/ and
+# build-san/ below it, which hold builds of their own.
+trs_files() {
+	find . \( -path ./build -o -path ./build-san \) -prune -o \
+		-name '*.trs' -print | sort
+}
 make -j"$jobs" >/dev/null || { echo "build failed"; exit 1; }
 
 rc=0
 make -j"$jobs" check || rc=1
 if [ $rc != 0 ]; then
 	echo "== logs of failing tests"
-	for f in $(find . -name '*.trs' -print); do
+	for f in $(trs_files); do
 		if grep -q '^:test-result: \(FAIL\|ERROR\)' "$f"; then
 			echo "--- ${f%.trs}.log"
 			tail -n 60 "${f%.trs}.log"
@@ -72,7 +78,7 @@ rm -rf "$dest"
 echo "install check: $inst"
 
 # What was skipped, and why: a skip must never pass for a pass unseen.
-for f in $(find . -name '*.trs' -print | sort); do
+for f in $(trs_files); do
 	grep -q '^:test-result: SKIP' "$f" || continue
 	log=${f%.trs}.log
 	if grep -q '^SKIP: ' "$log"; then
@@ -84,7 +90,7 @@ done
 
 # One summary line over every test automake ran (each Criterion case counts).
 pass=0 fail=0 skip=0
-for f in $(find . -name '*.trs' -print); do
+for f in $(trs_files); do
 	p=$(grep -c '^:test-result: \(PASS\|XFAIL\)' "$f")
 	x=$(grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)' "$f")
 	s=$(grep -c '^:test-result: SKIP' "$f")
