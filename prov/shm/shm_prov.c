@@ -487,6 +487,9 @@ int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	if (info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, shm_domain_attr.name))
 		return -FI_EINVAL;
+	ret = util_prov_check_domain(&shm_util_prov, info);
+	if (ret)
+		return ret;
 	domain = calloc(1, sizeof(*domain));
 	if (!domain)
 		return -FI_ENOMEM;

@@ -453,6 +453,39 @@ out:
 	return hints ? ret : 0;
 }
 
+/*
+ * What a domain asks of a candidate: a threading model it can give, and
+ * capabilities it offers.
+ */
+static int check_domain_open(struct check *c, const struct fi_info *cand,
+			     const struct fi_info *info)
+{
+	const struct fi_domain_attr *hd = info->domain_attr;
+	char b1[64], b2[64];
+	int ret;
+
+	if (hd) {
+		CHECK(c,
+		      hd->threading == FI_THREAD_UNSPEC ||
+			      threading_rank(hd->threading),
+		      "threading %d is not a threading model",
+		      (int)hd->threading);
+		CHECK(c,
+		      threading_rank(hd->threading) <=
+			      threading_rank(cand->domain_attr->threading),
+		      "threading %s is not supported (offers %s)",
+		      enum_str(b1, sizeof(b1), &hd->threading,
+			       FI_TYPE_THREADING),
+		      enum_str(b2, sizeof(b2), &cand->domain_attr->threading,
+			       FI_TYPE_THREADING));
+		ret = check_caps(c, "domain ", hd->caps,
+				 cand->domain_attr->caps);
+		if (ret)
+			return ret;
+	}
+	return check_caps(c, "", info->caps, cand->caps);
+}
+
 /* What an endpoint asks of a candidate: its type and capabilities. */
 static int check_ep_open(struct check *c, const struct fi_info *cand,
 			 const struct fi_info *info)
@@ -479,8 +512,11 @@ static int check_ep_open(struct check *c, const struct fi_info *cand,
 	return ret;
 }
 
-int util_prov_check_ep(const struct util_prov *uprov,
-		       const struct fi_info *info)
+/* 0 when one candidate passes check, else -FI_ENODATA logged as what. */
+static int prov_check_open(const struct util_prov *uprov,
+			   const struct fi_info *info, const char *what,
+			   int (*check)(struct check *, const struct fi_info *,
+					const struct fi_info *))
 {
 	const struct fi_info *cand;
 	char why[256], best_why[256] = "";
@@ -489,16 +525,28 @@ int util_prov_check_ep(const struct util_prov *uprov,
 	for (cand = uprov->info; cand; cand = cand->next) {
 		struct check c = { .why = why, .len = sizeof(why) };
 
-		if (!check_ep_open(&c, cand, info))
+		if (!check(&c, cand, info))
 			return 0;
 		if (c.depth > best) {
 			best = c.depth;
 			snprintf(best_why, sizeof(best_why), "%s", why);
 		}
 	}
-	FI_WARN(uprov->prov, FI_LOG_EP_CTRL, "endpoint refused: %s\n",
+	FI_WARN(uprov->prov, FI_LOG_CORE, "%s refused: %s\n", what,
 		best_why);
 	return -FI_ENODATA;
+}
+
+int util_prov_check_domain(const struct util_prov *uprov,
+			   const struct fi_info *info)
+{
+	return prov_check_open(uprov, info, "domain", check_domain_open);
+}
+
+int util_prov_check_ep(const struct util_prov *uprov,
+		       const struct fi_info *info)
+{
+	return prov_check_open(uprov, info, "endpoint", check_ep_open);
 }
 
 /* The modifiers each primary capability implies when none is named. */

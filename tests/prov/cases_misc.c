@@ -352,9 +352,10 @@ static int case_av_bad_str(const char *prov)
 
 /*
  * What a provider cannot honour is refused with -FI_ENODATA: fi_getinfo
- * with a threading value outside the enum or with FI_COLLECTIVE, and
- * fi_endpoint given an info whose caps (or tx/rx caps) hold a capability
- * none of the provider's fi_info offers.
+ * with a threading value outside the enum or with FI_COLLECTIVE,
+ * fi_endpoint given an info whose caps (or tx caps) hold a capability none
+ * of the provider's fi_info offers, fi_domain given threading 99 or such
+ * a capability.
  */
 static int case_refused(const char *prov)
 {
@@ -364,6 +365,7 @@ static int case_refused(const char *prov)
 	struct cf_opts o = {.caps = FI_MSG};
 	struct fi_info *all, *fi, *info;
 	uint64_t offered = 0, caps;
+	struct fid_domain *dom;
 	struct fid_ep *ep;
 	struct cf_fix f;
 	size_t i;
@@ -417,6 +419,22 @@ static int case_refused(const char *prov)
 	/* the info as fi_getinfo gave it still opens */
 	cf_ok(fi_endpoint(f.domain, f.info, &ep, NULL));
 	cf_ok(fi_close(&ep->fid));
+
+	/* fi_domain: threading outside the enum, a capability not offered */
+	f.info->domain_attr->threading = (enum fi_threading)99;
+	dom = NULL;
+	ret = fi_domain(f.fabric, f.info, &dom, NULL);
+	cf_assert(ret == -FI_ENODATA,
+		  "fi_domain with threading 99: %d, want -FI_ENODATA", ret);
+	f.info->domain_attr->threading = FI_THREAD_UNSPEC;
+	if (!(offered & FI_COLLECTIVE)) {
+		f.info->caps = caps | FI_COLLECTIVE;
+		ret = fi_domain(f.fabric, f.info, &dom, NULL);
+		cf_assert(ret == -FI_ENODATA,
+			  "fi_domain with FI_COLLECTIVE: %d, want -FI_ENODATA",
+			  ret);
+		f.info->caps = caps;
+	}
 	cf_note("%d capabilities not offered, each refused", tried);
 	cf_close(&f);
 	return 0;
@@ -926,7 +944,7 @@ const struct cf_case cf_cases_misc[] = {
      case_av_bad_str},
     {"refused",
      "threading 99 and FI_COLLECTIVE in fi_getinfo, caps not offered in "
-     "fi_endpoint: -FI_ENODATA",
+     "fi_endpoint and fi_domain: -FI_ENODATA",
      case_refused},
     {"comp_levels",
      "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "

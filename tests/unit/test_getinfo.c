@@ -683,3 +683,36 @@ Test(getinfo, endpoint_open_refuses_caps_not_offered)
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 }
+
+/* fi_domain likewise: a threading model outside the enum or stronger than
+ * offered, and capabilities not offered, are refused. */
+Test(getinfo, domain_open_refuses_what_is_not_offered)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->ep_attr->type = FI_EP_MSG;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	rdm_info.next = &msg_info;
+	mock_util.info = &msg_info; /* FI_THREAD_DOMAIN only */
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), 0);
+	info->domain_attr->threading = 99;
+	capture_start();
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	cr_assert(strstr(captured, "threading 99 is not a threading model"),
+		  "log was: %s", captured);
+	info->domain_attr->threading = FI_THREAD_SAFE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->threading = FI_THREAD_DOMAIN;
+	info->caps |= FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->caps &= ~FI_COLLECTIVE;
+	info->domain_attr->caps |= FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->caps &= ~FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), 0);
+	mock_util.info = &rdm_info;
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
