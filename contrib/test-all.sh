@@ -2,10 +2,39 @@
 # Run weft's whole test suite: builds first if needed (in the tree when it is
 # configured there, else in build/), then `make check`, an install into a
 # scratch directory, and a summary whose last line reads "N passed, N failed".
+#
+# --sanitizers: the same under AddressSanitizer, LeakSanitizer and
+# UndefinedBehaviorSanitizer, in build-san/ (./configure --enable-sanitizers).
+# Automake refuses a build directory beside a source tree configured in
+# place, so build-san/ holds a copy of the sources (the files git tracks, and
+# new ones it does not ignore), refreshed on each run.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${JOBS:-2}
-if [ -f "$top/config.status" ]; then
+san=no
+case "${1:-}" in
+--sanitizers) san=yes ;;
+"") ;;
+*) echo "usage: $0 [--sanitizers]" >&2; exit 2 ;;
+esac
+
+if [ $san = yes ]; then
+	bld=$top/build-san
+	command -v git >/dev/null && git -C "$top" rev-parse >/dev/null 2>&1 ||
+		{ echo "--sanitizers copies the sources with git: none here"; exit 1; }
+	mkdir -p "$bld" || exit 1
+	# cp -u: only what changed, so that make rebuilds only that.
+	(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 cp -u --parents -t "$bld") || exit 1
+	[ -x "$bld/configure" ] || (cd "$bld" && ./autogen.sh) || exit 1
+	[ -f "$bld/config.status" ] ||
+		(cd "$bld" && ./configure -q --enable-sanitizers) || exit 1
+	# LeakSanitizer is on by default with ASan; say it anyway.  A UBSan
+	# finding aborts the program (-fno-sanitize-recover), with its stack.
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	export ASAN_OPTIONS UBSAN_OPTIONS
+elif [ -f "$top/config.status" ]; then
 	bld=$top
 else
 	bld=$top/build
@@ -14,13 +43,19 @@ else
 	[ -f "$bld/config.status" ] || (cd "$bld" && "$top/configure" -q) || exit 1
 fi
 cd "$bld" || exit 1
+# The results of this build: an in-tree build leaves out build/ and
+# build-san/ below it, which hold builds of their own.
+trs_files() {
+	find . \( -path ./build -o -path ./build-san \) -prune -o \
+		-name '*.trs' -print | sort
+}
 make -j"$jobs" >/dev/null || { echo "build failed"; exit 1; }
 
 rc=0
 make -j"$jobs" check || rc=1
 if [ $rc != 0 ]; then
 	echo "== logs of failing tests"
-	for f in $(find . -name '*.trs' -print); do
+	for f in $(trs_files); do
 		if grep -q '^:test-result: \(FAIL\|ERROR\)' "$f"; then
 			echo "--- ${f%.trs}.log"
 			tail -n 60 "${f%.trs}.log"
@@ -38,9 +73,20 @@ else
 	rc=1
 fi
 
+# What was skipped, and why: a skip must never pass for a pass unseen.
+for f in $(trs_files); do
+	grep -q '^:test-result: SKIP' "$f" || continue
+	log=${f%.trs}.log
+	if grep -q '^SKIP: ' "$log"; then
+		grep '^SKIP: ' "$log"
+	else
+		echo "SKIP: ${f#./}: $(head -n 1 "$log")"
+	fi
+done
+
 # One summary line over every test automake ran (each Criterion case counts).
 pass=0 fail=0 skip=0
-for f in $(find . -name '*.trs' -print); do
+for f in $(trs_files); do
 	p=$(grep -c '^:test-result: \(PASS\|XFAIL\)' "$f")
 	x=$(grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)' "$f")
 	s=$(grep -c '^:test-result: SKIP' "$f")

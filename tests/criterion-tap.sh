@@ -1,6 +1,26 @@
 #!/bin/sh
 # Run one Criterion test program with its report in TAP, so that automake's
 # summary counts every test case.  Criterion writes TAP to stderr for "-".
+#
+# With the TAP report on stderr Criterion drops what the tests print,
+# sanitizer reports included.  Under --enable-sanitizers
+# (WEFT_SANITIZERS=yes) the report goes to a file instead, what the tests
+# printed follows it as TAP comments, and a sanitizer report fails the
+# program even when Criterion counted its test as passed.
 prog="$1"
 shift
-exec "$prog" --tap=- "$@" 2>&1
+if [ "${WEFT_SANITIZERS:-}" != yes ]; then
+	exec "$prog" --tap=- "$@" 2>&1
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/crit.XXXXXX") || exit 99
+"$prog" --tap="$dir/tap" "$@" >"$dir/out" 2>&1
+rc=$?
+cat "$dir/tap"
+echo
+sed 's/^/# /' "$dir/out"
+if grep -q 'ERROR: [A-Za-z]*Sanitizer\|runtime error:' "$dir/out"; then
+	echo "# a sanitizer reported an error (above)"
+	[ $rc != 0 ] || rc=1
+fi
+rm -rf "$dir"
+exit $rc

@@ -89,6 +89,16 @@ struct util_av_ops {
 	size_t addrlen;
 	/* Bytes of provider data kept per entry (util_av_priv), zeroed. */
 	size_t priv_size;
+	/*
+	 * FI_ADDR_STR, optional: what every address string of this provider
+	 * begins with ("fi_shm://").  fi_av_insert takes the strings as
+	 * fi_av(3) says, an array of char *, and also packed one after
+	 * another as fi_getname gives them (what clients of upstream's
+	 * providers pass); a buffer beginning with the prefix is the packed
+	 * form.  Without a prefix only text that cannot be a pointer is
+	 * (see util_av_insert).
+	 */
+	const char *str_prefix;
 
 	/*
 	 * Canonical stored form of a stored-form address `in` into `out`

@@ -64,6 +64,20 @@ int util_info_check(const struct fi_info *cand, const struct fi_info *hints,
 		    uint32_t version, char *why, size_t len, int *depth);
 
 /*
+ * For a provider's fi_domain and fi_endpoint: whether one of its candidates
+ * offers what the application's info asks (it may have changed what
+ * fi_getinfo gave).  A domain: a threading model within the enum and no
+ * stronger than offered, info->caps and domain_attr->caps.  An endpoint:
+ * its type, info->caps, tx_attr->caps and rx_attr->caps.  Do not block.
+ * Return 0, or -FI_ENODATA having logged at warn level what is not
+ * offered.
+ */
+int util_prov_check_domain(const struct util_prov *uprov,
+			   const struct fi_info *info);
+int util_prov_check_ep(const struct util_prov *uprov,
+		       const struct fi_info *info);
+
+/*
  * Narrow a copy of a matching candidate to the hints: capabilities to those
  * requested (plus the modifiers they imply and harmless secondary ones),
  * modes to those the provider needs, threading/progress/av_type/mr_mode to

@@ -21,6 +21,17 @@ static inline size_t util_iov_len(const struct iovec *iov, size_t count)
 }
 
 /*
+ * Copy an array of count iovecs into dst.  iov may be NULL when count is 0
+ * (an empty message's iovec): memcpy may not be given NULL even for 0 bytes.
+ */
+static inline void util_iov_assign(struct iovec *dst, const struct iovec *iov,
+				   size_t count)
+{
+	if (count)
+		memcpy(dst, iov, count * sizeof(*iov));
+}
+
+/*
  * Describe [skip, skip+len) of iov as a new array in out (at most count
  * entries); returns how many it used.  A range past the end is cut short.
  */

@@ -323,6 +323,7 @@ static const struct util_av_ops shm_av_ops = {
 	.addr_format = FI_ADDR_STR,
 	.addrlen = SHM_ADDRLEN,
 	.priv_size = sizeof(uint64_t),
+	.str_prefix = SHM_PREFIX,
 	.entry_init = shm_av_entry_init,
 	.normalize = shm_av_normalize,
 	.resolve = shm_av_resolve,
@@ -436,19 +437,33 @@ static int shm_no_query_collective(struct fid_domain *domain,
 	return -FI_ENOSYS;
 }
 
+/* fi_endpoint: an info asking for what shm does not offer is refused. */
+static int shm_endpoint(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **ep, void *context)
+{
+	int ret;
+
+	if (!info)
+		return -FI_EINVAL;
+	ret = util_prov_check_ep(&shm_util_prov, info);
+	if (ret)
+		return ret;
+	return shm_ep_open(domain, info, ep, context);
+}
+
 static int shm_endpoint2(struct fid_domain *domain, struct fi_info *info,
 			 struct fid_ep **ep, uint64_t flags, void *context)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
-	return shm_ep_open(domain, info, ep, context);
+	return shm_endpoint(domain, info, ep, context);
 }
 
 static struct fi_ops_domain shm_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = shm_av_open,
 	.cq_open = util_cq_open_op,
-	.endpoint = shm_ep_open,
+	.endpoint = shm_endpoint,
 	.scalable_ep = shm_no_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
@@ -472,6 +487,9 @@ int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	if (info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, shm_domain_attr.name))
 		return -FI_EINVAL;
+	ret = util_prov_check_domain(&shm_util_prov, info);
+	if (ret)
+		return ret;
 	domain = calloc(1, sizeof(*domain));
 	if (!domain)
 		return -FI_ENOMEM;

@@ -758,18 +758,30 @@ static int av_insert_end(struct av_insert_call *call)
  * FI_ADDR_STR addresses reach fi_av_insert in two layouts.  fi_av(3) says
  * an array of string pointers (char **); clients written against
  * upstream's providers (fabtests, MPI libraries) pass the buffer that
- * fi_getname filled, i.e. the strings themselves, one after another.  The
- * first bytes tell them apart: an address string starts with printable
- * characters ("fi_..."), while a user-space pointer on a 64-bit machine
- * has zero high bytes.
+ * fi_getname filled, the strings themselves one after another.  Telling
+ * them apart reads the buffer no further than its first NUL, so that a
+ * short string is never read past its end:
+ *  - a buffer beginning with the provider's address prefix is packed: the
+ *    compare stops at the first difference, and the bytes of a pointer
+ *    never spell "fi_shm:/";
+ *  - so is one with no NUL among its first 7 bytes: a user-space pointer
+ *    (below 2^48 on x86-64 and aarch64) has zero bytes 6 and 7.  Such
+ *    text is no address of this provider, and its entries fail;
+ *  - anything else is taken as char **.  A packed string of 6 characters
+ *    or fewer without the prefix cannot be told from a pointer without
+ *    reading past its end.
  */
-static bool av_str_packed(const void *addr)
+static bool av_str_packed(const struct util_av *av, const void *addr)
 {
-	const unsigned char *p = addr;
+	const char *p = addr, *prefix = av->ops.str_prefix;
 	size_t i;
 
-	for (i = 0; i < sizeof(void *); i++)
-		if (p[i] < 0x20 || p[i] > 0x7e)
+	if (prefix && !strncmp(p, prefix, strlen(prefix)))
+		return true;
+	if (sizeof(void *) < 8)
+		return false;
+	for (i = 0; i < 7; i++)
+		if (!p[i])
 			return false;
 	return true;
 }
@@ -795,7 +807,7 @@ static int util_av_insert(struct fid_av *av_fid, const void *addr,
 		return -FI_EINVAL;
 
 	packed = av->ops.addr_format == FI_ADDR_STR && count &&
-		 av_str_packed(addr);
+		 av_str_packed(av, addr);
 	for (i = 0; i < count; i++) {
 		if (av->ops.addr_format != FI_ADDR_STR) {
 			av_insert_stored(&call, i,
@@ -1082,7 +1094,8 @@ static int util_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr,
 	if (av->ops.addr_format == FI_ADDR_STR)
 		return av_format(av, buf, addr, addrlen);
 	size = av->ops.addr_size(av, buf);
-	memcpy(addr, buf, WEFT_MIN(size, *addrlen));
+	if (*addrlen) /* addr may be NULL when asking for the size only */
+		memcpy(addr, buf, WEFT_MIN(size, *addrlen));
 	*addrlen = size;
 	return 0;
 }

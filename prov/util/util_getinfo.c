@@ -203,6 +203,16 @@ static int check_domain(struct check *c, const struct fi_domain_attr *cand,
 	      !hint->name || (cand->name && !strcmp(hint->name, cand->name)),
 	      "domain \"%s\" not found (offers \"%s\")", hint->name,
 	      cand->name ? cand->name : "");
+	/* Values outside an enum would be copied into the answer. */
+	CHECK(c,
+	      hint->threading == FI_THREAD_UNSPEC ||
+		      threading_rank(hint->threading),
+	      "threading %d is not a threading model", (int)hint->threading);
+	CHECK(c, (unsigned int)hint->resource_mgmt <= FI_RM_ENABLED,
+	      "resource_mgmt %d is not a resource management mode",
+	      (int)hint->resource_mgmt);
+	CHECK(c, (unsigned int)hint->av_type <= FI_AV_TABLE,
+	      "av_type %d is not an AV type", (int)hint->av_type);
 	CHECK(c,
 	      hint->threading == FI_THREAD_UNSPEC ||
 		      threading_rank(hint->threading) <=
@@ -441,6 +451,102 @@ out:
 	if (depth)
 		*depth = c.depth;
 	return hints ? ret : 0;
+}
+
+/*
+ * What a domain asks of a candidate: a threading model it can give, and
+ * capabilities it offers.
+ */
+static int check_domain_open(struct check *c, const struct fi_info *cand,
+			     const struct fi_info *info)
+{
+	const struct fi_domain_attr *hd = info->domain_attr;
+	char b1[64], b2[64];
+	int ret;
+
+	if (hd) {
+		CHECK(c,
+		      hd->threading == FI_THREAD_UNSPEC ||
+			      threading_rank(hd->threading),
+		      "threading %d is not a threading model",
+		      (int)hd->threading);
+		CHECK(c,
+		      threading_rank(hd->threading) <=
+			      threading_rank(cand->domain_attr->threading),
+		      "threading %s is not supported (offers %s)",
+		      enum_str(b1, sizeof(b1), &hd->threading,
+			       FI_TYPE_THREADING),
+		      enum_str(b2, sizeof(b2), &cand->domain_attr->threading,
+			       FI_TYPE_THREADING));
+		ret = check_caps(c, "domain ", hd->caps,
+				 cand->domain_attr->caps);
+		if (ret)
+			return ret;
+	}
+	return check_caps(c, "", info->caps, cand->caps);
+}
+
+/* What an endpoint asks of a candidate: its type and capabilities. */
+static int check_ep_open(struct check *c, const struct fi_info *cand,
+			 const struct fi_info *info)
+{
+	char b1[64], b2[64];
+	int ret;
+
+	if (info->ep_attr)
+		CHECK(c,
+		      info->ep_attr->type == FI_EP_UNSPEC ||
+			      info->ep_attr->type == cand->ep_attr->type,
+		      "endpoint type %s is not supported (offers %s)",
+		      enum_str(b1, sizeof(b1), &info->ep_attr->type,
+			       FI_TYPE_EP_TYPE),
+		      enum_str(b2, sizeof(b2), &cand->ep_attr->type,
+			       FI_TYPE_EP_TYPE));
+	ret = check_caps(c, "", info->caps, cand->caps);
+	if (!ret && info->tx_attr)
+		ret = check_caps(c, "tx ", info->tx_attr->caps,
+				 cand->tx_attr->caps);
+	if (!ret && info->rx_attr)
+		ret = check_caps(c, "rx ", info->rx_attr->caps,
+				 cand->rx_attr->caps);
+	return ret;
+}
+
+/* 0 when one candidate passes check, else -FI_ENODATA logged as what. */
+static int prov_check_open(const struct util_prov *uprov,
+			   const struct fi_info *info, const char *what,
+			   int (*check)(struct check *, const struct fi_info *,
+					const struct fi_info *))
+{
+	const struct fi_info *cand;
+	char why[256], best_why[256] = "";
+	int best = -1;
+
+	for (cand = uprov->info; cand; cand = cand->next) {
+		struct check c = { .why = why, .len = sizeof(why) };
+
+		if (!check(&c, cand, info))
+			return 0;
+		if (c.depth > best) {
+			best = c.depth;
+			snprintf(best_why, sizeof(best_why), "%s", why);
+		}
+	}
+	FI_WARN(uprov->prov, FI_LOG_CORE, "%s refused: %s\n", what,
+		best_why);
+	return -FI_ENODATA;
+}
+
+int util_prov_check_domain(const struct util_prov *uprov,
+			   const struct fi_info *info)
+{
+	return prov_check_open(uprov, info, "domain", check_domain_open);
+}
+
+int util_prov_check_ep(const struct util_prov *uprov,
+		       const struct fi_info *info)
+{
+	return prov_check_open(uprov, info, "endpoint", check_ep_open);
 }
 
 /* The modifiers each primary capability implies when none is named. */

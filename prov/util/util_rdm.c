@@ -269,7 +269,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	tx->kind = UTIL_RDM_TX_SEND;
 	tx->cq_reserved = comp;
 	tx->iov_count = count;
-	memcpy(tx->iov, iov, count * sizeof(*iov));
+	util_iov_assign(tx->iov, iov, count);
 	if (desc)
 		memcpy(tx->desc, desc, count * sizeof(*desc));
 	tx->hdr = hdr;
@@ -494,7 +494,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 		tx->iov_count = 1;
 	} else {
 		tx->iov_count = count;
-		memcpy(tx->iov, iov, count * sizeof(*iov));
+		util_iov_assign(tx->iov, iov, count);
 		if (desc)
 			memcpy(tx->desc, desc, count * sizeof(*desc));
 	}
@@ -1390,7 +1390,7 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 	rx->flags = flags;
 	rx->cq_flags = FI_RECV | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
 	rx->iov_count = count;
-	memcpy(rx->iov, iov, count * sizeof(*iov));
+	util_iov_assign(rx->iov, iov, count);
 	util_rx_entry_init(&rx->m, src, tag, ignore,
 			   flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM |
 				    FI_DISCARD),

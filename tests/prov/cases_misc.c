@@ -260,6 +260,186 @@ static int case_av(const char *prov)
 	return 0;
 }
 
+/* Insert count addresses; want[i] 1: inserted and working, 0: refused. */
+static void av_insert_expect(struct cf_fix *f, const void *addr, size_t count,
+			     const int *want, const char *what)
+{
+	fi_addr_t fa[8];
+	size_t i, good = 0;
+	int ret;
+
+	for (i = 0; i < count; i++) {
+		fa[i] = 12345;
+		good += want[i];
+	}
+	ret = fi_av_insert(f->av, addr, count, fa, 0, NULL);
+	cf_assert(ret == (int)good, "%s: fi_av_insert returned %d, want %zu",
+		  what, ret, good);
+	for (i = 0; i < count; i++) {
+		cf_assert(want[i] ? fa[i] != FI_ADDR_NOTAVAIL :
+				    fa[i] == FI_ADDR_NOTAVAIL,
+			  "%s: address %zu: fi_addr %llu", what, i,
+			  (unsigned long long)fa[i]);
+		if (want[i])
+			av_roundtrip(f, f->ep[0].addr, fa[i], what);
+	}
+}
+
+/*
+ * FI_ADDR_STR: fi_av_insert takes the char ** of fi_av(3) and the strings
+ * packed one after another as fi_getname gives them.  Bad strings in
+ * either form (short, empty, the name cut inside its prefix, binary) fail
+ * their own entry with FI_ADDR_NOTAVAIL; the good one next to them works.
+ */
+static int case_av_bad_str(const char *prov)
+{
+	static const char binary[] = "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8";
+	struct cf_opts o = {.caps = FI_MSG};
+	char cut[16], packed[CF_MAX_NAME + 64];
+	const char *names[6];
+	struct cf_fix f;
+	const char *sep;
+	size_t n;
+
+	cf_open(&f, prov, &o);
+	if (f.info->addr_format != FI_ADDR_STR) {
+		cf_close(&f);
+		cf_skip("addresses are not FI_ADDR_STR");
+	}
+	/* "fi_xxx:/": the name cut inside its prefix */
+	sep = strstr((const char *)f.ep[1].name, "://");
+	cf_assert(sep, "name \"%s\" has no \"://\"", (char *)f.ep[1].name);
+	n = (size_t)(sep - (const char *)f.ep[1].name) + 2;
+	cf_assert(n < sizeof(cut) && n >= 7, "name \"%s\"",
+		  (char *)f.ep[1].name);
+	memcpy(cut, f.ep[1].name, n);
+	cut[n] = '\0';
+
+	names[0] = "abc";
+	names[1] = "";
+	names[2] = cut;
+	names[3] = binary;
+	names[4] = NULL;
+	names[5] = (const char *)f.ep[1].name;
+	av_insert_expect(&f, names, 6, (const int[]){0, 0, 0, 0, 0, 1},
+			 "char **");
+
+	/* packed: binary, cut, the good name */
+	cf_assert(sizeof(binary) + n + 1 + strlen((char *)f.ep[1].name) <
+		      sizeof(packed),
+		  "name too long");
+	memset(packed, 0, sizeof(packed));
+	memcpy(packed, binary, sizeof(binary));
+	memcpy(packed + sizeof(binary), cut, n + 1);
+	strcpy(packed + sizeof(binary) + n + 1, (char *)f.ep[1].name);
+	av_insert_expect(&f, packed, 3, (const int[]){0, 0, 1}, "packed");
+	/* packed: the name cut one byte shorter ("fi_shm:"), the good name */
+	memset(packed, 0, sizeof(packed));
+	memcpy(packed, cut, n - 1);
+	strcpy(packed + n, (char *)f.ep[1].name);
+	av_insert_expect(&f, packed, 2, (const int[]){0, 1},
+			 "packed, cut short");
+	/* packed: the good name, an empty string, the good name again */
+	n = strlen((char *)f.ep[1].name);
+	memset(packed, 0, sizeof(packed));
+	memcpy(packed, f.ep[1].name, n);
+	memcpy(packed + n + 2, f.ep[1].name, n);
+	av_insert_expect(&f, packed, 3, (const int[]){1, 0, 1},
+			 "packed with an empty string");
+	cf_close(&f);
+	return 0;
+}
+
+/*
+ * What a provider cannot honour is refused with -FI_ENODATA: fi_getinfo
+ * with a threading value outside the enum or with FI_COLLECTIVE,
+ * fi_endpoint given an info whose caps (or tx caps) hold a capability none
+ * of the provider's fi_info offers, fi_domain given threading 99 or such
+ * a capability.
+ */
+static int case_refused(const char *prov)
+{
+	static const uint64_t bits[] = {FI_COLLECTIVE, FI_MULTICAST, FI_HMEM,
+					FI_NAMED_RX_CTX, FI_TRIGGER,
+					FI_RMA_PMEM};
+	struct cf_opts o = {.caps = FI_MSG};
+	struct fi_info *all, *fi, *info;
+	uint64_t offered = 0, caps;
+	struct fid_domain *dom;
+	struct fid_ep *ep;
+	struct cf_fix f;
+	size_t i;
+	int ret, tried = 0;
+
+	o.threading = (enum fi_threading)99;
+	info = cf_getinfo(prov, &o, &ret);
+	cf_assert(ret == -FI_ENODATA && !info,
+		  "fi_getinfo with threading 99: %d, want -FI_ENODATA", ret);
+	o.threading = FI_THREAD_UNSPEC;
+	o.caps = FI_MSG | FI_COLLECTIVE;
+	info = cf_getinfo(prov, &o, &ret);
+	cf_assert(ret == -FI_ENODATA && !info,
+		  "fi_getinfo with FI_COLLECTIVE: %d, want -FI_ENODATA", ret);
+
+	/* Every capability the provider lists for RDM, over all entries. */
+	o.caps = 0;
+	all = fi_allocinfo();
+	cf_assert(all, "fi_allocinfo failed");
+	all->fabric_attr->prov_name = strdup(prov);
+	all->ep_attr->type = FI_EP_RDM;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, all, &info);
+	fi_freeinfo(all);
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	for (fi = info; fi; fi = fi->next)
+		offered |= fi->caps | fi->tx_attr->caps | fi->rx_attr->caps;
+	fi_freeinfo(info);
+
+	o.caps = FI_MSG;
+	cf_open(&f, prov, &o);
+	caps = f.info->caps;
+	for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+		if (offered & bits[i])
+			continue;
+		tried++;
+		f.info->caps = caps | bits[i];
+		ep = NULL;
+		ret = fi_endpoint(f.domain, f.info, &ep, NULL);
+		cf_assert(ret == -FI_ENODATA,
+			  "fi_endpoint with caps + %s: %d, want -FI_ENODATA",
+			  fi_tostr(&bits[i], FI_TYPE_CAPS), ret);
+		f.info->caps = caps;
+		f.info->tx_attr->caps |= bits[i];
+		ret = fi_endpoint(f.domain, f.info, &ep, NULL);
+		cf_assert(ret == -FI_ENODATA,
+			  "fi_endpoint with tx caps + %s: %d, want "
+			  "-FI_ENODATA",
+			  fi_tostr(&bits[i], FI_TYPE_CAPS), ret);
+		f.info->tx_attr->caps &= ~bits[i];
+	}
+	/* the info as fi_getinfo gave it still opens */
+	cf_ok(fi_endpoint(f.domain, f.info, &ep, NULL));
+	cf_ok(fi_close(&ep->fid));
+
+	/* fi_domain: threading outside the enum, a capability not offered */
+	f.info->domain_attr->threading = (enum fi_threading)99;
+	dom = NULL;
+	ret = fi_domain(f.fabric, f.info, &dom, NULL);
+	cf_assert(ret == -FI_ENODATA,
+		  "fi_domain with threading 99: %d, want -FI_ENODATA", ret);
+	f.info->domain_attr->threading = FI_THREAD_UNSPEC;
+	if (!(offered & FI_COLLECTIVE)) {
+		f.info->caps = caps | FI_COLLECTIVE;
+		ret = fi_domain(f.fabric, f.info, &dom, NULL);
+		cf_assert(ret == -FI_ENODATA,
+			  "fi_domain with FI_COLLECTIVE: %d, want -FI_ENODATA",
+			  ret);
+		f.info->caps = caps;
+	}
+	cf_note("%d capabilities not offered, each refused", tried);
+	cf_close(&f);
+	return 0;
+}
+
 /*
  * FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE as
  * fi_sendmsg/fi_writemsg flags: accepted, completed, data intact; at
@@ -758,6 +938,14 @@ const struct cf_case cf_cases_misc[] = {
      "FI_AV_MAP and FI_AV_TABLE: insert, lookup, straddr, remove, "
      "re-insert",
      case_av},
+    {"av_bad_str",
+     "FI_ADDR_STR: bad strings, as char ** and packed, fail their own "
+     "entry",
+     case_av_bad_str},
+    {"refused",
+     "threading 99 and FI_COLLECTIVE in fi_getinfo, caps not offered in "
+     "fi_endpoint and fi_domain: -FI_ENODATA",
+     case_refused},
     {"comp_levels",
      "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "
      "writes",

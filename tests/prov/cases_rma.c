@@ -77,7 +77,8 @@ static int case_rma_sizes(const char *prov)
 	char what[64];
 
 	rma_open(&f, prov, 0, 0);
-	cf_mem_reg(&f, 0, &lm, RMA_MAX, rma_local);
+	/* Both regions have room for a guard after the largest transfer. */
+	cf_mem_reg(&f, 0, &lm, RMA_MAX + RMA_GUARD, rma_local);
 	cf_mem_reg(&f, 1, &tm, RMA_MAX + 2 * RMA_GUARD, rma_remote);
 	for (i = 0; i < NRMA; i++) {
 		len = rma_sizes[i];
@@ -98,7 +99,7 @@ static int case_rma_sizes(const char *prov)
 
 		snprintf(what, sizeof(what), "fi_read of %zu bytes", len);
 		cf_fill(tm.p + RMA_OFF, len, 400 + i);
-		memset(lm.p, 0, len + 16);
+		memset(lm.p, 0, len + RMA_GUARD);
 		cf_post(&f,
 			fi_read(f.ep[0].ep, lm.p, len, lm.desc, f.ep[1].addr,
 				tm.raddr + RMA_OFF, tm.key, &ctx));
@@ -107,7 +108,7 @@ static int case_rma_sizes(const char *prov)
 			  fi_strerror(c.err));
 		cf_check_flags(&c, FI_RMA | FI_READ, what);
 		cf_check_fill(lm.p, len, 400 + i, what);
-		check_bytes(lm.p + len, 16, 0, "bytes after the read");
+		check_bytes(lm.p + len, RMA_GUARD, 0, "bytes after the read");
 	}
 	/* RMA without FI_RMA_EVENT completes nothing at the target. */
 	cf_expect_none(&f, 1, 50);

@@ -182,6 +182,10 @@ int main(int argc, char **argv)
 	CHECK(fi_close(&fabric->fid));
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
+	free(tx);
+	free(addr);
+	free(buf);
+	free(seen);
 	printf("one endpoint received from %d peers, each message once, with "
 	       "its source\n", n);
 	return 0;

@@ -516,6 +516,104 @@ Test(av, addr_str_too_long_fails_that_address_only)
 	cr_assert_eq(fa[2], FI_ADDR_NOTAVAIL);
 }
 
+/*
+ * Bad FI_ADDR_STR input fails its own entry, never the process: short,
+ * empty, unprefixed and binary strings, given as fi_av(3)'s char ** and
+ * packed one after another as fi_getname gives them.  prefixed_ops is a
+ * provider whose addresses begin with "fi_shm://", like shm's.
+ */
+static int prefixed_normalize(const struct util_av *a, const void *in,
+			      void *out)
+{
+	const char *s = in;
+	size_t n = strnlen(s, a->addrlen), i;
+
+	if (n == a->addrlen || n <= 9 || strncmp(s, "fi_shm://", 9))
+		return -FI_EINVAL;
+	for (i = 9; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~' || s[i] == '/')
+			return -FI_EINVAL;
+	memmove(out, in, n);
+	memset((char *)out + n, 0, a->addrlen - n);
+	return 0;
+}
+
+static const struct util_av_ops prefixed_ops = {
+	.addr_format = FI_ADDR_STR,
+	.str_prefix = "fi_shm://",
+	.normalize = prefixed_normalize,
+};
+
+/* Insert count addresses from addr; want[i]: 1 inserted, 0 refused. */
+static void insert_expect(const void *addr, size_t count, const int *want)
+{
+	fi_addr_t fa[8];
+	int err[8];
+	size_t i, good = 0;
+
+	cr_assert(count <= 8);
+	for (i = 0; i < count; i++) {
+		fa[i] = 12345;
+		err[i] = 99;
+		good += want[i];
+	}
+	cr_assert_eq(fi_av_insert(av, addr, count, fa, FI_SYNC_ERR, err),
+		     (int)good);
+	for (i = 0; i < count; i++) {
+		if (want[i]) {
+			cr_assert_eq(err[i], 0, "address %zu", i);
+			cr_assert_neq(fa[i], FI_ADDR_NOTAVAIL, "address %zu", i);
+		} else {
+			cr_assert_eq(err[i], -FI_EINVAL, "address %zu: %d", i,
+				     err[i]);
+			cr_assert_eq(fa[i], FI_ADDR_NOTAVAIL, "address %zu", i);
+		}
+	}
+}
+
+Test(av, addr_str_bad_strings_as_pointer_array)
+{
+	static const char binary[] = { 0x01, (char)0xfe, (char)0x80, 0x7f, 0 };
+	const char *names[] = { "abc", "", "shm://x", binary, "fi_shm:",
+				"fi_shm://ok", NULL };
+	const int want[] = { 0, 0, 0, 0, 0, 1, 0 };
+
+	open_av(FI_AV_TABLE, &prefixed_ops);
+	insert_expect(names, 7, want);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	/* a provider without a prefix reads the same array the same way */
+	open_av(FI_AV_TABLE, &util_av_str_ops);
+	insert_expect(names, 7, (const int[]){ 1, 0, 1, 1, 1, 1, 0 });
+}
+
+Test(av, addr_str_bad_packed_strings)
+{
+	/* packed: the prefix first, then an empty and a binary string */
+	static const char packed[] = "fi_shm://a\0"
+				     "\0"
+				     "\x01\xfe\x80\x7f\x02\x03\x04\x05\0"
+				     "fi_shm://\0"
+				     "fi_shm:/a\0"
+				     "fi_shm://b";
+	const int want[] = { 1, 0, 0, 0, 0, 1 };
+	/* not beginning with the prefix, yet no pointer: text or binary */
+	static const char unprefixed[] = "fi_shm:\0fi_shm://c";
+	static const char binary[] = "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\0"
+				     "fi_shm://d";
+	static const char spaced[] = "fi_shm\t://e\0fi_shm://e";
+	const int bad_good[] = { 0, 1 };
+
+	open_av(FI_AV_TABLE, &prefixed_ops);
+	insert_expect(packed, 6, want);
+	insert_expect(unprefixed, 2, bad_good);
+	insert_expect(binary, 2, bad_good);
+	insert_expect(spaced, 2, bad_good);
+	/* what went in is what was meant */
+	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), 0), "fi_shm://a");
+	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), 1), "fi_shm://b");
+	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), 4), "fi_shm://e");
+}
+
 /* ---- scale and the reverse map ------------------------------------------- */
 
 Test(av, many_addresses_reverse_lookup, .timeout = 30)
@@ -1040,6 +1138,40 @@ Test(av, async_errors_read_from_util_eq)
 	cr_assert_eq(entry.data, 1);
 	cr_assert_eq(fa[0], 0);
 	cr_assert_eq(fa[1], FI_ADDR_NOTAVAIL);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	av = NULL;
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+/* A bad packed string on an AV bound to an EQ: an error event, no crash. */
+Test(av, addr_str_bad_packed_string_reported_on_eq)
+{
+	static const char packed[] = "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\0"
+				     "fi_shm://ok";
+	struct fi_eq_err_entry err;
+	struct fi_eq_entry entry;
+	struct fid_eq *eq;
+	uint32_t event;
+	fi_addr_t fa[2];
+	int ctx;
+
+	cr_assert_eq(util_eq_open(NULL, NULL, &eq, NULL), 0);
+	open_av(FI_AV_TABLE, &prefixed_ops);
+	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(fi_av_insert(av, packed, 2, fa, 0, &ctx), 0);
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     -FI_EAVAIL);
+	cr_assert_eq(fi_eq_readerr(eq, &err, 0), sizeof(err));
+	cr_assert_eq(err.data, 0, "the first address failed");
+	cr_assert_eq(err.err, FI_EINVAL);
+	cr_assert_eq(err.context, &ctx);
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     sizeof(entry));
+	cr_assert_eq(event, FI_AV_COMPLETE);
+	cr_assert_eq(entry.data, 1, "one address inserted");
+	cr_assert_eq(fa[0], FI_ADDR_NOTAVAIL);
+	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), fa[1]),
+			 "fi_shm://ok");
 	cr_assert_eq(fi_close(&av->fid), 0);
 	av = NULL;
 	cr_assert_eq(fi_close(&eq->fid), 0);

@@ -594,3 +594,128 @@ Test(getinfo, automatic_progress_only_on_request)
 	mock_util.auto_on_request = false;
 	fi_freeinfo(h);
 }
+
+/* Hints outside their enum cannot be honoured: refused, and said why. */
+Test(getinfo, values_outside_enums_are_refused)
+{
+	struct fi_info *h = hints_new(), *info = (void *)1;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	fi_freeinfo(info);
+
+	h->domain_attr->threading = 99;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert_null(info);
+	cr_assert(strstr(captured, "threading 99 is not a threading model"),
+		  "log was: %s", captured);
+	h->domain_attr->threading = FI_THREAD_UNSPEC;
+
+	h->domain_attr->resource_mgmt = 99;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	h->domain_attr->resource_mgmt = FI_RM_UNSPEC;
+
+	h->domain_attr->av_type = 99;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	fi_freeinfo(h);
+}
+
+/* Neither candidate offers FI_COLLECTIVE: asked for anywhere, refused. */
+Test(getinfo, collective_is_refused)
+{
+	struct fi_info *h = hints_new(), *info = (void *)1;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->caps = FI_MSG | FI_COLLECTIVE;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert_null(info);
+	cr_assert(strstr(captured, "FI_COLLECTIVE is not supported"),
+		  "log was: %s", captured);
+	h->caps = FI_MSG;
+	h->tx_attr->caps = FI_MSG | FI_COLLECTIVE;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	fi_freeinfo(h);
+}
+
+/*
+ * fi_endpoint checks the info it is given against the provider: bits the
+ * application added that a candidate offers pass, others are refused.
+ */
+Test(getinfo, endpoint_open_refuses_caps_not_offered)
+{
+	struct fi_info *h = hints_new(), *info;
+	uint64_t caps;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->caps = FI_MSG;
+	h->ep_attr->type = FI_EP_RDM;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	rdm_info.next = &msg_info;
+	mock_util.info = &rdm_info;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), 0);
+	caps = info->caps;
+	info->caps = caps | FI_TAGGED; /* offered, not asked for */
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), 0);
+	capture_start();
+	info->caps = caps | FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	cr_assert(strstr(captured, "FI_COLLECTIVE is not supported"),
+		  "log was: %s", captured);
+	info->caps = caps | FI_ATOMIC;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	info->caps = caps;
+	info->tx_attr->caps |= FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	info->tx_attr->caps &= ~FI_COLLECTIVE;
+	info->rx_attr->caps |= FI_ATOMIC;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	info->rx_attr->caps &= ~FI_ATOMIC;
+	/* an endpoint type no candidate has */
+	info->ep_attr->type = FI_EP_DGRAM;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* fi_domain likewise: a threading model outside the enum or stronger than
+ * offered, and capabilities not offered, are refused. */
+Test(getinfo, domain_open_refuses_what_is_not_offered)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->ep_attr->type = FI_EP_MSG;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	rdm_info.next = &msg_info;
+	mock_util.info = &msg_info; /* FI_THREAD_DOMAIN only */
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), 0);
+	info->domain_attr->threading = 99;
+	capture_start();
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	cr_assert(strstr(captured, "threading 99 is not a threading model"),
+		  "log was: %s", captured);
+	info->domain_attr->threading = FI_THREAD_SAFE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->threading = FI_THREAD_DOMAIN;
+	info->caps |= FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->caps &= ~FI_COLLECTIVE;
+	info->domain_attr->caps |= FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->caps &= ~FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), 0);
+	mock_util.info = &rdm_info;
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}

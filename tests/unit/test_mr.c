@@ -7,6 +7,7 @@
 #include <rdma/fi_eq.h>
 
 #include "weft/util_domain.h"
+#include "weft/util_eq.h"
 #include "weft/util_mr.h"
 
 static struct util_mr_map map;
@@ -401,47 +402,37 @@ Test(util_mr, reg_validates)
 	util_mr_map_fini(&map);
 }
 
-struct rec_eq {
-	struct fid_eq eq;
-	uint32_t event;
-	struct fi_eq_entry entry;
-	int n;
-};
-
-static ssize_t rec_write(struct fid_eq *eq, uint32_t event, const void *b,
-			 size_t len, uint64_t flags)
-{
-	struct rec_eq *r = container_of(eq, struct rec_eq, eq);
-
-	cr_assert_eq(len, sizeof(r->entry));
-	r->event = event;
-	memcpy(&r->entry, b, len);
-	r->n++;
-	return (ssize_t)len;
-}
-
-static struct fi_ops_eq rec_eq_ops = {
-	.size = sizeof(struct fi_ops_eq),
-	.write = rec_write,
-};
-
+/*
+ * A domain bound to an EQ with FI_REG_MR completes registrations there.
+ * Its own domain and a real util EQ: the domain holds the EQ until
+ * util_domain_fini, which must run before the EQ goes.
+ */
 Test(util_mr, async_registration_event)
 {
-	struct rec_eq eq = { .eq.fid.fclass = FI_CLASS_EQ, .eq.ops = &rec_eq_ops };
+	struct util_domain d;
+	struct fi_eq_entry entry;
+	struct fid_eq *eq;
 	struct fid_mr *mr;
+	uint32_t event;
 	int ctx;
 
-	cr_assert_eq(util_domain_bind(&dom.domain_fid.fid, &eq.eq.fid,
-				      FI_REG_MR),
+	cr_assert_eq(util_eq_open(NULL, NULL, &eq, NULL), 0);
+	cr_assert_eq(util_domain_init(&d, NULL, NULL, NULL), 0);
+	cr_assert_eq(util_domain_bind(&d.domain_fid.fid, &eq->fid, FI_REG_MR),
 		     0);
 	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
-	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, FI_REMOTE_READ, 0, 3, 0,
+	cr_assert_eq(util_mr_reg(&d, &map, buf, 64, FI_REMOTE_READ, 0, 3, 0,
 				 &mr, &ctx),
 		     0);
-	cr_assert_eq(eq.n, 1);
-	cr_assert_eq(eq.event, FI_MR_COMPLETE);
-	cr_assert_eq(eq.entry.fid, &mr->fid);
-	cr_assert_eq(eq.entry.context, &ctx);
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     sizeof(entry));
+	cr_assert_eq(event, FI_MR_COMPLETE);
+	cr_assert_eq(entry.fid, &mr->fid);
+	cr_assert_eq(entry.context, &ctx);
+	cr_assert_eq(fi_eq_read(eq, &event, &entry, sizeof(entry), 0),
+		     -FI_EAGAIN, "one registration, one event");
 	cr_assert_eq(fi_close(&mr->fid), 0);
 	util_mr_map_fini(&map);
+	cr_assert_eq(util_domain_fini(&d), 0);
+	cr_assert_eq(fi_close(&eq->fid), 0);
 }

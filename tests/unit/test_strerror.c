@@ -13,6 +13,8 @@
 
 #include "weft/core.h"
 
+#include "ref_lib.h"
+
 static const int errno_codes[] = {
 	FI_EPERM,	 FI_ENOENT,	 FI_EINTR,	  FI_EIO,
 	FI_E2BIG,	 FI_EBADF,	 FI_EAGAIN,	  FI_ENOMEM,
@@ -96,20 +98,12 @@ Test(strerror, unknown_codes)
 Test(strerror, errno_texts_match_reference)
 {
 	typedef const char *(*strerror_fn)(int);
-	const char *dir = getenv("REF_LIBDIR");
-	char path[PATH_MAX];
 	strerror_fn ref_strerror;
 	void *dl;
 	char ref_text[256];
 	int code;
 
-	if (!dir || !*dir)
-		cr_skip_test("REF_LIBDIR not set: no reference libfabric");
-	snprintf(path, sizeof(path), "%s/libfabric.so.1", dir);
-	if (access(path, R_OK))
-		cr_skip_test("no reference library at %s", path);
-	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-	cr_assert_not_null(dl, "dlopen %s: %s", path, dlerror());
+	dl = ref_lib_open();
 	ref_strerror = (strerror_fn)dlsym(dl, "fi_strerror");
 	cr_assert_not_null(ref_strerror);
 	cr_assert_neq((void *)ref_strerror, (void *)fi_strerror);

@@ -21,6 +21,8 @@
 
 #include "weft/core.h"
 
+#include "ref_lib.h"
+
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_trigger.h>
@@ -46,16 +48,7 @@ static struct {
 /* Load the reference, or skip the calling test when there is none. */
 static void ref_load(void)
 {
-	const char *dir = getenv("REF_LIBDIR");
-	char path[PATH_MAX];
-
-	if (!dir || !*dir)
-		cr_skip_test("REF_LIBDIR not set: no reference libfabric");
-	snprintf(path, sizeof(path), "%s/libfabric.so.1", dir);
-	if (access(path, R_OK))
-		cr_skip_test("no reference library at %s", path);
-	ref.dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-	cr_assert_not_null(ref.dl, "dlopen %s: %s", path, dlerror());
+	ref.dl = ref_lib_open();
 	ref.tostr_r = (tostr_r_fn)dlsym(ref.dl, "fi_tostr_r");
 	ref.getinfo = (getinfo_fn)dlsym(ref.dl, "fi_getinfo");
 	ref.freeinfo = (freeinfo_fn)dlsym(ref.dl, "fi_freeinfo");
