@@ -1374,6 +1374,42 @@ static bool shm_name_ours(const char *name)
 	return ours;
 }
 
+/*
+ * Create the endpoint's region under its name.  A drawn name that is taken
+ * (by anyone: another user's file, or an endpoint of the same fi_info)
+ * draws again; a chosen name that another endpoint of this process holds
+ * (both came from one fi_info) gets ".N" appended; a chosen name taken
+ * otherwise is refused.  fi_getname reports the name the region got.
+ */
+static int region_create_named(struct shm_ep *ep,
+			       const struct shm_region_attr *attr)
+{
+	char base[SHM_NAME_MAX];
+	int ret, tries, n;
+
+	memcpy(base, ep->name, sizeof(base));
+	for (tries = 0;; tries++) {
+		ret = shm_region_create(ep->name, attr, &ep->own);
+		if (ret != -FI_EADDRINUSE || tries == 16)
+			return ret;
+		if (shm_name_drawn(ep->name)) {
+			ret = shm_name_redraw(ep->name);
+		} else if (shm_name_ours(ep->name)) {
+			n = snprintf(ep->name, sizeof(ep->name), "%s.%u", base,
+				     atomic_fetch_add(&ep_counter, 1));
+			ret = n > 0 && (size_t)n < sizeof(ep->name) ?
+				      0 :
+				      -FI_EADDRINUSE;
+		} else {
+			ret = -FI_EADDRINUSE;
+		}
+		if (ret) {
+			memcpy(ep->name, base, sizeof(base));
+			return ret;
+		}
+	}
+}
+
 static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
@@ -1393,20 +1429,7 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
-	ret = shm_region_create(ep->name, &attr, &ep->own);
-	if (ret == -FI_EADDRINUSE && shm_name_ours(ep->name)) {
-		/* Another endpoint of this process has the name (both came
-		 * from one fi_info): this one gets a name of its own, which
-		 * fi_getname reports. */
-		char name[SHM_NAME_MAX];
-		int n = snprintf(name, sizeof(name), "%s.%u", ep->name,
-				 atomic_fetch_add(&ep_counter, 1));
-
-		if (n > 0 && (size_t)n < sizeof(name)) {
-			memcpy(ep->name, name, sizeof(name));
-			ret = shm_region_create(ep->name, &attr, &ep->own);
-		}
-	}
+	ret = region_create_named(ep, &attr);
 	if (ret) {
 		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"cannot create the region of %s: %s\n", ep->name,
@@ -1451,17 +1474,13 @@ static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 static int shm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
-	const char *s = addr;
+	char name[SHM_NAME_MAX];
 
-	if (!addr || !addrlen || strnlen(s, addrlen) == addrlen)
-		return -FI_EINVAL;
-	if (!strncmp(s, SHM_PREFIX, strlen(SHM_PREFIX)))
-		s += strlen(SHM_PREFIX);
-	if (!shm_name_valid(s))
+	if (shm_name_from_addr(addr, addrlen, name))
 		return -FI_EINVAL;
 	if (ep->own.hdr)
 		return -FI_EOPBADSTATE; /* the region is named already */
-	snprintf(ep->name, sizeof(ep->name), "%s", s);
+	memcpy(ep->name, name, sizeof(name));
 	return 0;
 }
 
@@ -1527,7 +1546,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		.unexp_inline = SHM_INLINE_MAX,
 	};
 	struct shm_ep *ep;
-	const char *src;
 	int ret;
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
@@ -1540,14 +1558,14 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	src = info->src_addr && info->src_addrlen ? info->src_addr : NULL;
-	if (src && !strncmp(src, SHM_PREFIX, strlen(SHM_PREFIX)) &&
-	    shm_name_valid(src + strlen(SHM_PREFIX)))
-		snprintf(ep->name, sizeof(ep->name), "%s",
-			 src + strlen(SHM_PREFIX));
-	else
-		snprintf(ep->name, sizeof(ep->name), "%d.%u", (int)getpid(),
-			 atomic_fetch_add(&ep_counter, 1));
+	/* fi_getinfo gave the name in src_addr; without one, draw it. */
+	if (shm_name_from_addr(info->src_addr, info->src_addrlen, ep->name)) {
+		ret = shm_name_draw(ep->name, "");
+		if (ret) {
+			free(ep);
+			return ret;
+		}
+	}
 	ep->cma = shm_cma_probe();
 	dlist_init(&ep->conns);
 	slist_init(&ep->pending);

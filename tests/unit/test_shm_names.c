@@ -1,0 +1,291 @@
+/*
+ * How shm endpoints are named: the addresses fi_getinfo forms from node and
+ * service, the source address it reports, fi_getname agreeing with it, names
+ * read only within their length.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#define PREFIX "fi_shm://"
+
+struct opened {
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+static struct fi_info *shm_hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	cr_assert_not_null(h);
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG;
+	h->fabric_attr->prov_name = strdup("shm");
+	return h;
+}
+
+/* fi_getinfo over shm; returns the error, the list in *info. */
+static int shm_getinfo(const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	struct fi_info *h = hints ? fi_dupinfo(hints) : shm_hints();
+	int ret;
+
+	ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, h, info);
+	fi_freeinfo(h);
+	return ret;
+}
+
+/* Opens an endpoint of `info` and enables it; returns fi_enable's result. */
+static int open_ep(struct fi_info *info, struct opened *o)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG };
+
+	memset(o, 0, sizeof(*o));
+	cr_assert_eq(fi_fabric(info->fabric_attr, &o->fabric, NULL), 0);
+	cr_assert_eq(fi_domain(o->fabric, info, &o->domain, NULL), 0);
+	cr_assert_eq(fi_av_open(o->domain, &av_attr, &o->av, NULL), 0);
+	cr_assert_eq(fi_cq_open(o->domain, &cq_attr, &o->cq, NULL), 0);
+	cr_assert_eq(fi_endpoint(o->domain, info, &o->ep, NULL), 0);
+	cr_assert_eq(fi_ep_bind(o->ep, &o->av->fid, 0), 0);
+	cr_assert_eq(fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV),
+		     0);
+	return fi_enable(o->ep);
+}
+
+static void close_ep(struct opened *o)
+{
+	fi_close(&o->ep->fid);
+	fi_close(&o->cq->fid);
+	fi_close(&o->av->fid);
+	fi_close(&o->domain->fid);
+	fi_close(&o->fabric->fid);
+}
+
+static void getname(struct opened *o, char *buf, size_t size)
+{
+	size_t len = size;
+
+	cr_assert_eq(fi_getname(&o->ep->fid, buf, &len), 0);
+	cr_assert_eq(len, strlen(buf) + 1);
+}
+
+/* A string no other run of this test uses. */
+static void unique(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "%s%d", what, (int)getpid());
+}
+
+/*
+ * For each way of asking, the source address fi_getinfo reports is set, is
+ * a terminated "fi_shm://..." string of src_addrlen bytes, and is what
+ * fi_getname says once the endpoint is enabled.
+ */
+static void src_is_name(const char *node, const char *service, uint64_t flags)
+{
+	struct fi_info *info;
+	struct opened o;
+	char name[256];
+
+	cr_assert_eq(shm_getinfo(node, service, flags, NULL, &info), 0);
+	cr_assert_not_null(info->src_addr, "node %s service %s flags %llx: "
+			   "no source address", node ? node : "-",
+			   service ? service : "-",
+			   (unsigned long long)flags);
+	cr_assert_eq(info->addr_format, FI_ADDR_STR);
+	cr_assert_eq(info->src_addrlen, strlen(info->src_addr) + 1);
+	cr_assert_eq(strncmp(info->src_addr, PREFIX, strlen(PREFIX)), 0);
+	cr_assert_eq(open_ep(info, &o), 0);
+	getname(&o, name, sizeof(name));
+	cr_assert_str_eq(name, info->src_addr);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
+
+Test(shm_names, src_addr_is_the_endpoint_name)
+{
+	char node[32], service[16];
+	struct fi_info *info;
+
+	unique(node, sizeof(node), "srcnode");
+	snprintf(service, sizeof(service), "%d", 20000 + getpid() % 20000);
+	src_is_name(NULL, NULL, 0);
+	/* As fi_getinfo(3) has it: FI_SOURCE needs a node or a service. */
+	cr_assert_eq(shm_getinfo(NULL, NULL, FI_SOURCE, NULL, &info),
+		     -FI_EINVAL);
+	src_is_name(node, NULL, FI_SOURCE);
+	src_is_name(node, service, FI_SOURCE);
+	src_is_name(NULL, service, FI_SOURCE);
+	src_is_name(NULL, service, 0);
+	src_is_name(node, NULL, 0);
+	src_is_name(node, service, 0);
+}
+
+/* Two calls without a node give two different names. */
+Test(shm_names, default_names_differ)
+{
+	struct fi_info *a, *b;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &a), 0);
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &b), 0);
+	cr_assert_not_null(a->src_addr);
+	cr_assert_not_null(b->src_addr);
+	cr_assert_str_neq(a->src_addr, b->src_addr);
+	fi_freeinfo(a);
+	fi_freeinfo(b);
+}
+
+/*
+ * The server asks for node+service with FI_SOURCE; a client built the way
+ * 1.17's test suites build one (a source address from the node alone with
+ * FI_SOURCE, copied into hints->src_addr, then node+service of the server
+ * without FI_SOURCE) gets the server's name as its destination and a
+ * source of its own.  Another port gives another name.
+ */
+Test(shm_names, client_finds_server_by_node_and_service)
+{
+	struct fi_info *srv, *srv2, *cli_src, *cli, *h;
+	char p1[16], p2[16];
+
+	snprintf(p1, sizeof(p1), "%d", 20000 + getpid() % 20000);
+	snprintf(p2, sizeof(p2), "%d", 40001 + getpid() % 20000);
+	cr_assert_eq(shm_getinfo("127.0.0.1", p1, FI_SOURCE, NULL, &srv), 0);
+	cr_assert_eq(shm_getinfo("127.0.0.1", p2, FI_SOURCE, NULL, &srv2), 0);
+	cr_assert_str_neq(srv->src_addr, srv2->src_addr);
+
+	cr_assert_eq(shm_getinfo("127.0.0.1", NULL, FI_SOURCE, NULL, &cli_src),
+		     0);
+	h = shm_hints();
+	h->src_addr = malloc(cli_src->src_addrlen);
+	memcpy(h->src_addr, cli_src->src_addr, cli_src->src_addrlen);
+	h->src_addrlen = cli_src->src_addrlen;
+	cr_assert_eq(shm_getinfo("127.0.0.1", p1, 0, h, &cli), 0);
+	cr_assert_not_null(cli->dest_addr);
+	cr_assert_str_eq(cli->dest_addr, srv->src_addr);
+	cr_assert_str_eq(cli->src_addr, cli_src->src_addr);
+	/* The client's source is not the server's name, nor the bare node
+	 * every client of this host would ask for. */
+	cr_assert_str_neq(cli->src_addr, srv->src_addr);
+	cr_assert_str_neq(cli->src_addr, PREFIX "127.0.0.1");
+	fi_freeinfo(h);
+	fi_freeinfo(cli);
+	fi_freeinfo(cli_src);
+	fi_freeinfo(srv2);
+	fi_freeinfo(srv);
+}
+
+/*
+ * Processes asking with the same node and different services, or with the
+ * same node and no service, all get endpoints: nobody takes the bare node
+ * as its name.
+ */
+Test(shm_names, same_node_in_several_processes, .timeout = 60)
+{
+	char port[16];
+	int i, status, fds[2];
+	pid_t pids[4];
+	char c;
+
+	cr_assert_eq(pipe(fds), 0);
+	for (i = 0; i < 4; i++) {
+		pids[i] = fork();
+		cr_assert_geq(pids[i], 0);
+		if (!pids[i]) {
+			struct fi_info *info;
+			struct opened o;
+			int ret;
+
+			close(fds[1]);
+			snprintf(port, sizeof(port), "%d",
+				 20000 + (getpid() % 20000));
+			ret = shm_getinfo("127.0.0.1", i < 2 ? port : NULL,
+					  FI_SOURCE, NULL, &info);
+			if (ret)
+				_exit(2);
+			ret = open_ep(info, &o);
+			/* Hold the endpoint until every process has one. */
+			if (read(fds[0], &c, 1) < 0)
+				_exit(4);
+			_exit(ret ? 3 : 0);
+		}
+	}
+	close(fds[0]);
+	sleep(1); /* not a verdict: only gives the children time to overlap */
+	close(fds[1]);
+	for (i = 0; i < 4; i++) {
+		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+		cr_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+			  "process %d: status %d", i, status);
+	}
+}
+
+/* Names are read within their length, never to a NUL beyond it. */
+Test(shm_names, src_addr_read_within_its_length)
+{
+	struct fi_info *info;
+	struct opened o;
+	char want[64], name[256], *buf;
+	size_t len;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &info), 0);
+	unique(want, sizeof(want), PREFIX "unterminated");
+	len = strlen(want);
+	/* The bytes after src_addrlen are not the caller's name. */
+	buf = malloc(len + 8);
+	memcpy(buf, want, len);
+	memcpy(buf + len, "GARBAGE", 8);
+	free(info->src_addr);
+	info->src_addr = buf;
+	info->src_addrlen = len;
+	cr_assert_eq(open_ep(info, &o), 0);
+	getname(&o, name, sizeof(name));
+	cr_assert_str_eq(name, want);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
+
+Test(shm_names, setname_reads_within_its_length)
+{
+	struct fi_info *info;
+	struct opened o;
+	char want[64], name[256], buf[80];
+	size_t len;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &info), 0);
+	unique(want, sizeof(want), PREFIX "setname");
+	len = strlen(want);
+	memcpy(buf, want, len);
+	memcpy(buf + len, "GARBAGE", 8);
+	{
+		struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+		struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG };
+
+		cr_assert_eq(fi_fabric(info->fabric_attr, &o.fabric, NULL), 0);
+		cr_assert_eq(fi_domain(o.fabric, info, &o.domain, NULL), 0);
+		cr_assert_eq(fi_av_open(o.domain, &av_attr, &o.av, NULL), 0);
+		cr_assert_eq(fi_cq_open(o.domain, &cq_attr, &o.cq, NULL), 0);
+		cr_assert_eq(fi_endpoint(o.domain, info, &o.ep, NULL), 0);
+		cr_assert_eq(fi_setname(&o.ep->fid, buf, len), 0);
+		cr_assert_eq(fi_ep_bind(o.ep, &o.av->fid, 0), 0);
+		cr_assert_eq(fi_ep_bind(o.ep, &o.cq->fid,
+					FI_TRANSMIT | FI_RECV), 0);
+		cr_assert_eq(fi_enable(o.ep), 0);
+	}
+	getname(&o, name, sizeof(name));
+	cr_assert_str_eq(name, want);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
