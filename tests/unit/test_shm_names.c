@@ -1,12 +1,16 @@
 /*
  * How shm endpoints are named: the addresses fi_getinfo forms from node and
  * service, the source address it reports, fi_getname agreeing with it, names
- * read only within their length.
+ * read only within their length, and names another user cannot block.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -219,6 +223,8 @@ Test(shm_names, same_node_in_several_processes, .timeout = 60)
 			/* Hold the endpoint until every process has one. */
 			if (read(fds[0], &c, 1) < 0)
 				_exit(4);
+			if (!ret)
+				close_ep(&o);
 			_exit(ret ? 3 : 0);
 		}
 	}
@@ -286,6 +292,256 @@ Test(shm_names, setname_reads_within_its_length)
 	}
 	getname(&o, name, sizeof(name));
 	cr_assert_str_eq(name, want);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
+
+/* ---- another user on the host --------------------------------------------
+ *
+ * The victim runs as an unprivileged user (nobody), the files in its way
+ * belong to root: the victim can neither open nor remove them, as with any
+ * two users.  Without root (to switch users) the tests are skipped.
+ */
+
+static uid_t victim_uid;
+static gid_t victim_gid;
+
+static void need_two_users(void)
+{
+	struct passwd *pw;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root, to run a process as a second user");
+	pw = getpwnam("nobody");
+	if (!pw || pw->pw_uid == 0)
+		cr_skip_test("no unprivileged user \"nobody\" to act as");
+	victim_uid = pw->pw_uid;
+	victim_gid = pw->pw_gid;
+}
+
+/* A file of root's in the way of the victim's region `name`. */
+static void squat(const char *name, char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "/weft-shm.%u.%s", (unsigned)victim_uid, name);
+	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0, "cannot create %s", path);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	close(fd);
+}
+
+/*
+ * Fork a victim that becomes the second user, reports through `to_parent`
+ * and waits for a byte on `from_parent` before going on; run(arg) is its
+ * body, whose result is its exit status.
+ */
+static pid_t victim(int (*run)(int, int), int *to_parent, int *from_parent)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(up), 0);
+	cr_assert_eq(pipe(down), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		close(up[0]);
+		close(down[1]);
+		if (setgid(victim_gid) || setuid(victim_uid))
+			_exit(10);
+		_exit(run(up[1], down[0]));
+	}
+	close(up[1]);
+	close(down[0]);
+	*to_parent = up[0];
+	*from_parent = down[1];
+	return pid;
+}
+
+static int wait_victim(pid_t pid)
+{
+	int status;
+
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "victim status %d", status);
+	return WEXITSTATUS(status);
+}
+
+/* Victim: tell the parent the name getinfo chose, enable an endpoint once
+ * the parent has put a file there, exit 0 if it got another name. */
+static int default_name_victim(int up, int down)
+{
+	struct fi_info *info;
+	struct opened o;
+	char name[256], c;
+	size_t len;
+
+	if (shm_getinfo(NULL, NULL, 0, NULL, &info) || !info->src_addr)
+		return 2;
+	len = strlen(info->src_addr) + 1;
+	if (write(up, info->src_addr, len) != (ssize_t)len)
+		return 3;
+	if (read(down, &c, 1) != 1)
+		return 4;
+	if (open_ep(info, &o))
+		return 5;
+	len = sizeof(name);
+	if (fi_getname(&o.ep->fid, name, &len))
+		return 6;
+	if (!strcmp(name, info->src_addr))
+		return 7;
+	close_ep(&o);
+	fi_freeinfo(info);
+	return 0;
+}
+
+/* A default name taken by another user's file: the endpoint gets another. */
+Test(shm_names, default_name_taken_by_other_user, .timeout = 60)
+{
+	char addr[256], path[128];
+	int up, down, ret;
+	ssize_t n;
+	pid_t pid;
+
+	need_two_users();
+	pid = victim(default_name_victim, &up, &down);
+	n = read(up, addr, sizeof(addr));
+	cr_assert_gt(n, (ssize_t)strlen(PREFIX), "victim status %d",
+		     n ? 0 : wait_victim(pid));
+	squat(addr + strlen(PREFIX), path, sizeof(path));
+	cr_assert_eq(write(down, "", 1), 1);
+	ret = wait_victim(pid);
+	shm_unlink(path);
+	cr_assert_eq(ret, 0, "victim failed at step %d", ret);
+}
+
+/* Victim: endpoints without a source address, after the parent has put
+ * files on every name of the form it could predict. */
+static int unguessable_victim(int up, int down)
+{
+	struct fi_info *info;
+	struct opened o[4];
+	char c;
+	int i;
+
+	if (read(down, &c, 1) != 1)
+		return 4;
+	if (shm_getinfo(NULL, NULL, 0, NULL, &info))
+		return 2;
+	free(info->src_addr);
+	info->src_addr = NULL;
+	info->src_addrlen = 0;
+	for (i = 0; i < 4; i++)
+		if (open_ep(info, &o[i]))
+			return 5;
+	while (i--)
+		close_ep(&o[i]);
+	fi_freeinfo(info);
+	return 0;
+}
+
+/*
+ * Names that follow from the pid (the victim's pid and a counter, the
+ * way endpoints were once named) are no hold over another user's
+ * endpoints.
+ */
+Test(shm_names, default_names_not_guessable, .timeout = 60)
+{
+	char name[64], path[16][128];
+	int up, down, i, ret;
+	pid_t pid;
+
+	need_two_users();
+	pid = victim(unguessable_victim, &up, &down);
+	for (i = 0; i < 16; i++) {
+		snprintf(name, sizeof(name), "%d.%d", (int)pid, i);
+		squat(name, path[i], sizeof(path[i]));
+	}
+	cr_assert_eq(write(down, "", 1), 1);
+	ret = wait_victim(pid);
+	for (i = 0; i < 16; i++)
+		shm_unlink(path[i]);
+	cr_assert_eq(ret, 0, "victim failed at step %d", ret);
+}
+
+/* Victim: a name of its choosing that the parent took: -FI_EADDRINUSE. */
+static int chosen_name_victim(int up, int down)
+{
+	struct fi_info *info;
+	struct opened o;
+	char node[64];
+	int ret;
+
+	if (read(down, node, sizeof(node)) <= 0)
+		return 4;
+	if (shm_getinfo(node, NULL, FI_SOURCE, NULL, &info))
+		return 2;
+	ret = open_ep(info, &o);
+	if (write(up, &ret, sizeof(ret)) != sizeof(ret))
+		return 3;
+	if (!ret)
+		close_ep(&o);
+	fi_freeinfo(info);
+	return 0;
+}
+
+Test(shm_names, chosen_name_taken_by_other_user, .timeout = 60)
+{
+	char name[64], node[80], path[128];
+	int up, down, ret = 0, status;
+	pid_t pid;
+
+	need_two_users();
+	unique(name, sizeof(name), "chosen");
+	snprintf(node, sizeof(node), PREFIX "%s", name);
+	squat(name, path, sizeof(path));
+	pid = victim(chosen_name_victim, &up, &down);
+	if (write(down, node, strlen(node) + 1) != (ssize_t)strlen(node) + 1 ||
+	    read(up, &ret, sizeof(ret)) != sizeof(ret))
+		ret = 1;
+	status = wait_victim(pid);
+	shm_unlink(path);
+	cr_assert_eq(status, 0, "victim failed at step %d", status);
+	cr_assert_eq(ret, -FI_EADDRINUSE, "fi_enable: %d", ret);
+}
+
+/* Victim: an endpoint named as the parent's own; exit 0 once enabled. */
+static int same_name_victim(int up, int down)
+{
+	struct fi_info *info;
+	struct opened o;
+	char node[64];
+
+	if (read(down, node, sizeof(node)) <= 0)
+		return 4;
+	if (shm_getinfo(node, NULL, FI_SOURCE, NULL, &info))
+		return 2;
+	if (open_ep(info, &o))
+		return 5;
+	close_ep(&o);
+	fi_freeinfo(info);
+	return 0;
+}
+
+/* Two users' endpoints of one name are two endpoints. */
+Test(shm_names, names_are_per_user, .timeout = 60)
+{
+	struct fi_info *info;
+	struct opened o;
+	char name[64], node[80];
+	int up, down;
+	pid_t pid;
+
+	need_two_users();
+	unique(name, sizeof(name), "peruser");
+	snprintf(node, sizeof(node), PREFIX "%s", name);
+	cr_assert_eq(shm_getinfo(node, NULL, FI_SOURCE, NULL, &info), 0);
+	cr_assert_eq(open_ep(info, &o), 0);
+	pid = victim(same_name_victim, &up, &down);
+	cr_assert_eq(write(down, node, strlen(node) + 1),
+		     (ssize_t)strlen(node) + 1);
+	cr_assert_eq(wait_victim(pid), 0);
 	close_ep(&o);
 	fi_freeinfo(info);
 }
