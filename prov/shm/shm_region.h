@@ -51,8 +51,9 @@ bool shm_name_valid(const char *name);
 /*
  * Create this endpoint's region under `name`, mode 0600.  A region of that
  * name left by a process that no longer runs is removed and replaced; one
- * whose owner lives gives -FI_EADDRINUSE.  Returns 0 or -FI_E*; never
- * blocks.
+ * whose owner lives gives -FI_EADDRINUSE, and so does a file of that path
+ * that another user owns (after a warning naming it).  Returns 0 or
+ * -FI_E*; never blocks.
  */
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map);
