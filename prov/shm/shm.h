@@ -88,6 +88,8 @@ struct shm_pending {
 struct shm_ep {
 	struct util_rdm_ep rdm; /* first */
 	char name[SHM_NAME_MAX];
+	struct dlist_entry name_entry; /* names held (shm_name_hold) */
+	bool name_held;
 	struct shm_map own;
 	bool cma;
 
@@ -205,5 +207,23 @@ bool shm_name_drawn(const char *name);
 
 /* New random digits for a drawn name, in place; -FI_EINVAL if not drawn. */
 int shm_name_redraw(char name[SHM_NAME_MAX]);
+
+/*
+ * Make ep->name one that no other endpoint of this process holds, and hold
+ * it until shm_name_release: a drawn name held by another endpoint (both
+ * came from one fi_info) is drawn again, a chosen one gets ".N" appended.
+ * So endpoints enabled at once by several threads never create the same
+ * region.  Called by fi_enable before the region is created; takes a
+ * process-wide lock, nothing else.  Returns 0, -FI_EADDRINUSE when no
+ * free name is found, or getrandom's error.
+ */
+int shm_name_hold(struct shm_ep *ep);
+
+/* Draw ep's held, drawn name anew (its file was taken by someone else);
+ * same returns as shm_name_hold. */
+int shm_name_redraw_held(struct shm_ep *ep);
+
+/* Give up ep's name, if it holds one (close, failed enable). */
+void shm_name_release(struct shm_ep *ep);
 
 #endif /* WEFT_SHM_H */

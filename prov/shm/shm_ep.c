@@ -62,7 +62,6 @@ static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
  * the caller. */
 #define SHM_PROGRESS_BATCH 64
 
-static _Atomic uint32_t ep_counter;
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
 /* ---- connections -------------------------------------------------------- */
@@ -1353,6 +1352,7 @@ static int shm_ep_close(struct fid *fid)
 		free(c);
 	}
 	shm_region_unmap(&ep->own);
+	shm_name_release(ep);
 	free(ep->by_addr);
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
@@ -1361,53 +1361,32 @@ static int shm_ep_close(struct fid *fid)
 	return 0;
 }
 
-/* Whether the region called `name` belongs to this process. */
-static bool shm_name_ours(const char *name)
-{
-	struct shm_map m;
-	bool ours;
-
-	if (shm_region_map(name, &m))
-		return false;
-	ours = m.hdr->pid == getpid();
-	shm_region_unmap(&m);
-	return ours;
-}
-
 /*
- * Create the endpoint's region under its name.  A drawn name that is taken
- * (by anyone: another user's file, or an endpoint of the same fi_info)
- * draws again; a chosen name that another endpoint of this process holds
- * (both came from one fi_info) gets ".N" appended; a chosen name taken
- * otherwise is refused.  fi_getname reports the name the region got.
+ * Create the endpoint's region under its name, which shm_name_hold made
+ * unique in this process.  A drawn name whose file is taken (another
+ * user's file, another process's endpoint) draws again; a chosen name
+ * taken so is refused.  fi_getname reports the name the region got.
  */
 static int region_create_named(struct shm_ep *ep,
 			       const struct shm_region_attr *attr)
 {
-	char base[SHM_NAME_MAX];
-	int ret, tries, n;
+	int ret, tries;
 
-	memcpy(base, ep->name, sizeof(base));
+	ret = shm_name_hold(ep);
+	if (ret)
+		return ret;
 	for (tries = 0;; tries++) {
 		ret = shm_region_create(ep->name, attr, &ep->own);
-		if (ret != -FI_EADDRINUSE || tries == 16)
-			return ret;
-		if (shm_name_drawn(ep->name)) {
-			ret = shm_name_redraw(ep->name);
-		} else if (shm_name_ours(ep->name)) {
-			n = snprintf(ep->name, sizeof(ep->name), "%s.%u", base,
-				     atomic_fetch_add(&ep_counter, 1));
-			ret = n > 0 && (size_t)n < sizeof(ep->name) ?
-				      0 :
-				      -FI_EADDRINUSE;
-		} else {
-			ret = -FI_EADDRINUSE;
-		}
-		if (ret) {
-			memcpy(ep->name, base, sizeof(base));
-			return ret;
-		}
+		if (ret != -FI_EADDRINUSE || !shm_name_drawn(ep->name) ||
+		    tries == 16)
+			break;
+		ret = shm_name_redraw_held(ep);
+		if (ret)
+			break;
 	}
+	if (ret)
+		shm_name_release(ep);
+	return ret;
 }
 
 static int shm_ep_control(struct fid *fid, int command, void *arg)
@@ -1437,8 +1416,10 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 		return ret;
 	}
 	ret = util_rdm_ep_control(fid, command, arg);
-	if (ret)
+	if (ret) {
 		shm_region_unmap(&ep->own);
+		shm_name_release(ep);
+	}
 	return ret;
 }
 

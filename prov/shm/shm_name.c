@@ -5,6 +5,7 @@
  */
 #include "shm.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +122,94 @@ int shm_addr_resolve(const char *node, const char *service, bool source,
 	if (asprintf(addr, SHM_PREFIX "%s", name) < 0)
 		return -FI_ENOMEM;
 	return 0;
+}
+
+/* ---- names this process's endpoints hold --------------------------------- */
+
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dlist_entry held = DLIST_HEAD_INIT(held);
+static uint32_t held_serial; /* for ".N"; under held_lock */
+
+static bool held_by_another(const struct shm_ep *ep)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&held, e) {
+		const struct shm_ep *o =
+			container_of(e, struct shm_ep, name_entry);
+
+		if (o != ep && !strcmp(o->name, ep->name))
+			return true;
+	}
+	return false;
+}
+
+/* Under held_lock: change ep->name (at least once when `change`) until no
+ * other endpoint holds it. */
+static int name_make_unique(struct shm_ep *ep, bool change)
+{
+	char base[SHM_NAME_MAX];
+	int tries, n, ret;
+
+	memcpy(base, ep->name, sizeof(base));
+	for (tries = 0; change || held_by_another(ep); tries++) {
+		change = false;
+		if (tries == 64) {
+			ret = -FI_EADDRINUSE;
+			goto err_restore;
+		}
+		if (shm_name_drawn(ep->name)) {
+			ret = shm_name_redraw(ep->name);
+			if (ret)
+				goto err_restore;
+			continue;
+		}
+		n = snprintf(ep->name, sizeof(ep->name), "%s.%u", base,
+			     ++held_serial);
+		if (n < 0 || (size_t)n >= sizeof(ep->name)) {
+			ret = -FI_EADDRINUSE;
+			goto err_restore;
+		}
+	}
+	return 0;
+
+err_restore:
+	memcpy(ep->name, base, sizeof(base));
+	return ret;
+}
+
+int shm_name_hold(struct shm_ep *ep)
+{
+	int ret;
+
+	pthread_mutex_lock(&held_lock);
+	ret = name_make_unique(ep, false);
+	if (!ret && !ep->name_held) {
+		dlist_insert_tail(&ep->name_entry, &held);
+		ep->name_held = true;
+	}
+	pthread_mutex_unlock(&held_lock);
+	return ret;
+}
+
+int shm_name_redraw_held(struct shm_ep *ep)
+{
+	int ret;
+
+	if (!shm_name_drawn(ep->name))
+		return -FI_EINVAL;
+	pthread_mutex_lock(&held_lock);
+	ret = name_make_unique(ep, true);
+	pthread_mutex_unlock(&held_lock);
+	return ret;
+}
+
+void shm_name_release(struct shm_ep *ep)
+{
+	pthread_mutex_lock(&held_lock);
+	if (ep->name_held) {
+		dlist_remove(&ep->name_entry);
+		ep->name_held = false;
+	}
+	pthread_mutex_unlock(&held_lock);
 }

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,124 @@ Test(shm_names, same_node_in_several_processes, .timeout = 60)
 		cr_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 			  "process %d: status %d", i, status);
 	}
+}
+
+/* Two endpoints of one fi_info with a chosen name: the first gets it, the
+ * second the name followed by ".N"; fi_getname tells each. */
+Test(shm_names, chosen_name_shared_by_two_endpoints)
+{
+	struct fi_info *info;
+	struct opened a, b;
+	char node[64], na[256], nb[256];
+
+	unique(node, sizeof(node), PREFIX "shared");
+	cr_assert_eq(shm_getinfo(node, NULL, FI_SOURCE, NULL, &info), 0);
+	cr_assert_eq(open_ep(info, &a), 0);
+	cr_assert_eq(open_ep(info, &b), 0);
+	getname(&a, na, sizeof(na));
+	getname(&b, nb, sizeof(nb));
+	cr_assert_str_eq(na, node);
+	cr_assert_eq(strncmp(nb, node, strlen(node)), 0);
+	cr_assert_eq(nb[strlen(node)], '.', "second endpoint: %s", nb);
+	close_ep(&b);
+	close_ep(&a);
+	fi_freeinfo(info);
+}
+
+#define RACERS 8
+#define ROUNDS 50
+
+struct racer {
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fi_info *info;
+	pthread_barrier_t *start;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	int ret;
+};
+
+static void *race_enable(void *arg)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG };
+	struct racer *r = arg;
+
+	r->ret = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL);
+	if (!r->ret)
+		r->ret = fi_endpoint(r->domain, r->info, &r->ep, NULL);
+	if (!r->ret)
+		r->ret = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!r->ret)
+		r->ret = fi_ep_bind(r->ep, &r->av->fid, 0);
+	pthread_barrier_wait(r->start);
+	if (!r->ret)
+		r->ret = fi_enable(r->ep);
+	return NULL;
+}
+
+/*
+ * Endpoints of one fi_info enabled by several threads at once: each gets a
+ * name and a region of its own, and a message sent to each name reaches
+ * that endpoint.
+ */
+Test(shm_names, endpoints_of_one_info_enabled_at_once, .timeout = 120)
+{
+	struct racer r[RACERS];
+	pthread_t t[RACERS];
+	pthread_barrier_t start;
+	struct fi_info *info;
+	struct opened o;
+	char names[RACERS][256];
+	fi_addr_t addr;
+	uint64_t v, got;
+	struct fi_cq_msg_entry e;
+	int round, i, j;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &info), 0);
+	cr_assert_eq(open_ep(info, &o), 0); /* the sender */
+	for (round = 0; round < ROUNDS; round++) {
+		pthread_barrier_init(&start, NULL, RACERS);
+		for (i = 0; i < RACERS; i++) {
+			r[i] = (struct racer){ .domain = o.domain,
+					       .av = o.av,
+					       .info = info,
+					       .start = &start };
+			cr_assert_eq(pthread_create(&t[i], NULL, race_enable,
+						    &r[i]), 0);
+		}
+		for (i = 0; i < RACERS; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&start);
+		for (i = 0; i < RACERS; i++) {
+			size_t len = sizeof(names[i]);
+
+			cr_assert_eq(r[i].ret, 0, "round %d: endpoint %d: %d",
+				     round, i, r[i].ret);
+			cr_assert_eq(fi_getname(&r[i].ep->fid, names[i], &len),
+				     0);
+			for (j = 0; j < i; j++)
+				cr_assert_str_neq(names[i], names[j],
+						  "round %d: two endpoints "
+						  "named %s", round, names[i]);
+			cr_assert_eq(fi_av_insert(o.av, names[i], 1, &addr, 0,
+						  NULL), 1);
+			cr_assert_eq(fi_recv(r[i].ep, &got, sizeof(got), NULL,
+					     FI_ADDR_UNSPEC, NULL), 0);
+			v = (uint64_t)round << 32 | (uint64_t)i;
+			cr_assert_eq(fi_inject(o.ep, &v, sizeof(v), addr), 0);
+			while (fi_cq_read(r[i].cq, &e, 1) == -FI_EAGAIN)
+				(void)fi_cq_read(o.cq, &e, 0);
+			cr_assert_eq(got, v, "round %d: endpoint %s got the "
+				     "message of %d", round, names[i],
+				     (int)(got & 0xffff));
+		}
+		for (i = 0; i < RACERS; i++) {
+			fi_close(&r[i].ep->fid);
+			fi_close(&r[i].cq->fid);
+		}
+	}
+	close_ep(&o);
+	fi_freeinfo(info);
 }
 
 /* Names are read within their length, never to a NUL beyond it. */
