@@ -88,6 +88,8 @@ struct shm_pending {
 struct shm_ep {
 	struct util_rdm_ep rdm; /* first */
 	char name[SHM_NAME_MAX];
+	struct dlist_entry name_entry; /* names held (shm_name_hold) */
+	bool name_held;
 	struct shm_map own;
 	bool cma;
 
@@ -161,5 +163,67 @@ int shm_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 
 /* Whether process_vm_readv works in this process at all. */
 bool shm_cma_probe(void);
+
+/*
+ * Endpoint names (shm_name.c; man/fi_shm.7 tells users the same rules).
+ * A name is what follows "fi_shm://" in an address; its region is the file
+ * /dev/shm/weft-shm.<uid>.<name>.  Names weft draws end in SHM_DRAWN_MARK
+ * and 16 random hex digits: nobody else can predict them, and an endpoint
+ * whose drawn name is taken draws again.  None of these blocks.
+ */
+#define SHM_DRAWN_MARK '~'
+
+/*
+ * The name in an address of addrlen bytes ("fi_shm://NAME" or a bare NAME),
+ * read up to its first NUL or addrlen, whichever comes first, never beyond.
+ * Writes the terminated name; returns 0, or -FI_EINVAL when it is no valid
+ * name.
+ */
+int shm_name_from_addr(const void *addr, size_t addrlen,
+		       char name[SHM_NAME_MAX]);
+
+/*
+ * The address ("fi_shm://NAME", malloc'd, the caller frees it) that node
+ * and service name, the way fi_getinfo (source: FI_SOURCE) and
+ * fi_av_insertsvc (source false) read them:
+ *   node and service          NODE:SERVICE (both sides get the same name)
+ *   service only              :SERVICE
+ *   "fi_shm://NAME" only      NAME
+ *   another node only         source: NODE:~<drawn>; destination: NODE
+ *   neither                   ~<drawn> (a default source address)
+ * A node given as "fi_shm://NAME" counts as NAME.  Returns 0, -FI_EINVAL
+ * when the result is no valid name (too long, or holding '/'), or the
+ * error of getrandom.
+ */
+int shm_addr_resolve(const char *node, const char *service, bool source,
+		     char **addr);
+
+/* Write `prefix`, SHM_DRAWN_MARK and random digits into name.  Returns 0,
+ * -FI_EINVAL when the prefix leaves no room, or getrandom's error. */
+int shm_name_draw(char name[SHM_NAME_MAX], const char *prefix);
+
+/* Whether name ends as shm_name_draw ends the names it makes. */
+bool shm_name_drawn(const char *name);
+
+/* New random digits for a drawn name, in place; -FI_EINVAL if not drawn. */
+int shm_name_redraw(char name[SHM_NAME_MAX]);
+
+/*
+ * Make ep->name one that no other endpoint of this process holds, and hold
+ * it until shm_name_release: a drawn name held by another endpoint (both
+ * came from one fi_info) is drawn again, a chosen one gets ".N" appended.
+ * So endpoints enabled at once by several threads never create the same
+ * region.  Called by fi_enable before the region is created; takes a
+ * process-wide lock, nothing else.  Returns 0, -FI_EADDRINUSE when no
+ * free name is found, or getrandom's error.
+ */
+int shm_name_hold(struct shm_ep *ep);
+
+/* Draw ep's held, drawn name anew (its file was taken by someone else);
+ * same returns as shm_name_hold. */
+int shm_name_redraw_held(struct shm_ep *ep);
+
+/* Give up ep's name, if it holds one (close, failed enable). */
+void shm_name_release(struct shm_ep *ep);
 
 #endif /* WEFT_SHM_H */

@@ -36,7 +36,6 @@ static_assert(sizeof(struct shm_rts) <= UTIL_RDM_STASH_MAX,
  * the caller. */
 #define SHM_PROGRESS_BATCH 64
 
-static _Atomic uint32_t ep_counter;
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
 /* ---- connections -------------------------------------------------------- */
@@ -1400,6 +1399,7 @@ static int shm_ep_close(struct fid *fid)
 		free(c);
 	}
 	shm_region_unmap(&ep->own);
+	shm_name_release(ep);
 	free(ep->by_addr);
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
@@ -1408,17 +1408,32 @@ static int shm_ep_close(struct fid *fid)
 	return 0;
 }
 
-/* Whether the region called `name` belongs to this process. */
-static bool shm_name_ours(const char *name)
+/*
+ * Create the endpoint's region under its name, which shm_name_hold made
+ * unique in this process.  A drawn name whose file is taken (another
+ * user's file, another process's endpoint) draws again; a chosen name
+ * taken so is refused.  fi_getname reports the name the region got.
+ */
+static int region_create_named(struct shm_ep *ep,
+			       const struct shm_region_attr *attr)
 {
-	struct shm_map m;
-	bool ours;
+	int ret, tries;
 
-	if (shm_region_map(name, &m))
-		return false;
-	ours = m.hdr->pid == getpid();
-	shm_region_unmap(&m);
-	return ours;
+	ret = shm_name_hold(ep);
+	if (ret)
+		return ret;
+	for (tries = 0;; tries++) {
+		ret = shm_region_create(ep->name, attr, &ep->own);
+		if (ret != -FI_EADDRINUSE || !shm_name_drawn(ep->name) ||
+		    tries == 16)
+			break;
+		ret = shm_name_redraw_held(ep);
+		if (ret)
+			break;
+	}
+	if (ret)
+		shm_name_release(ep);
+	return ret;
 }
 
 static int shm_ep_control(struct fid *fid, int command, void *arg)
@@ -1440,20 +1455,7 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
-	ret = shm_region_create(ep->name, &attr, &ep->own);
-	if (ret == -FI_EADDRINUSE && shm_name_ours(ep->name)) {
-		/* Another endpoint of this process has the name (both came
-		 * from one fi_info): this one gets a name of its own, which
-		 * fi_getname reports. */
-		char name[SHM_NAME_MAX];
-		int n = snprintf(name, sizeof(name), "%s.%u", ep->name,
-				 atomic_fetch_add(&ep_counter, 1));
-
-		if (n > 0 && (size_t)n < sizeof(name)) {
-			memcpy(ep->name, name, sizeof(name));
-			ret = shm_region_create(ep->name, &attr, &ep->own);
-		}
-	}
+	ret = region_create_named(ep, &attr);
 	if (ret) {
 		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"cannot create the region of %s: %s\n", ep->name,
@@ -1461,8 +1463,10 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 		return ret;
 	}
 	ret = util_rdm_ep_control(fid, command, arg);
-	if (ret)
+	if (ret) {
 		shm_region_unmap(&ep->own);
+		shm_name_release(ep);
+	}
 	return ret;
 }
 
@@ -1498,17 +1502,13 @@ static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 static int shm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
-	const char *s = addr;
+	char name[SHM_NAME_MAX];
 
-	if (!addr || !addrlen || strnlen(s, addrlen) == addrlen)
-		return -FI_EINVAL;
-	if (!strncmp(s, SHM_PREFIX, strlen(SHM_PREFIX)))
-		s += strlen(SHM_PREFIX);
-	if (!shm_name_valid(s))
+	if (shm_name_from_addr(addr, addrlen, name))
 		return -FI_EINVAL;
 	if (ep->own.hdr)
 		return -FI_EOPBADSTATE; /* the region is named already */
-	snprintf(ep->name, sizeof(ep->name), "%s", s);
+	memcpy(ep->name, name, sizeof(name));
 	return 0;
 }
 
@@ -1574,7 +1574,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		.unexp_inline = SHM_INLINE_MAX,
 	};
 	struct shm_ep *ep;
-	const char *src;
 	int ret;
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
@@ -1587,14 +1586,14 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	src = info->src_addr && info->src_addrlen ? info->src_addr : NULL;
-	if (src && !strncmp(src, SHM_PREFIX, strlen(SHM_PREFIX)) &&
-	    shm_name_valid(src + strlen(SHM_PREFIX)))
-		snprintf(ep->name, sizeof(ep->name), "%s",
-			 src + strlen(SHM_PREFIX));
-	else
-		snprintf(ep->name, sizeof(ep->name), "%d.%u", (int)getpid(),
-			 atomic_fetch_add(&ep_counter, 1));
+	/* fi_getinfo gave the name in src_addr; without one, draw it. */
+	if (shm_name_from_addr(info->src_addr, info->src_addrlen, ep->name)) {
+		ret = shm_name_draw(ep->name, "");
+		if (ret) {
+			free(ep);
+			return ret;
+		}
+	}
 	ep->cma = shm_cma_probe();
 	dlist_init(&ep->conns);
 	slist_init(&ep->pending);

@@ -209,45 +209,62 @@ static struct fi_info shm_info = {
 	.fabric_attr = &shm_fabric_attr,
 };
 
-/* "fi_shm://name" for a node name given bare or already prefixed. */
-static char *shm_addr_of(const char *node)
+/* Move a malloc'd address into an fi_info's source or destination. */
+static void set_addr(void **slot, size_t *len, char *addr)
 {
-	char *addr;
-
-	if (!strncmp(node, SHM_PREFIX, strlen(SHM_PREFIX)))
-		node += strlen(SHM_PREFIX);
-	if (!shm_name_valid(node))
-		return NULL;
-	if (asprintf(&addr, SHM_PREFIX "%s", node) < 0)
-		return NULL;
-	return addr;
+	free(*slot);
+	*slot = addr;
+	*len = strlen(addr) + 1;
 }
 
+/*
+ * Addresses from node and service (shm_addr_resolve), and a source address
+ * in every answer: the one the endpoint will have, drawn when neither
+ * FI_SOURCE nor hints give one.
+ */
 static int shm_resolve(const struct util_prov *uprov, uint32_t version,
 		       const char *node, const char *service, uint64_t flags,
 		       const struct fi_info *hints, struct fi_info *out)
 {
-	char *addr;
+	char name[SHM_NAME_MAX], *addr;
+	int ret;
 
-	if (!node)
-		return 0;
-	addr = shm_addr_of(node);
-	if (!addr) {
-		weft_explain(&shm_prov,
-			     "\"%s\" is not an shm address (fi_shm://NAME, "
-			     "NAME without '/', shorter than %d)",
-			     node, SHM_NAME_MAX);
-		return -FI_ENODATA;
+	if (node || service) {
+		ret = shm_addr_resolve(node, service, flags & FI_SOURCE, &addr);
+		if (ret == -FI_EINVAL) {
+			weft_explain(&shm_prov,
+				     "\"%s%s%s\" is not an shm address "
+				     "(fi_shm://NAME, or node and service "
+				     "making NODE:SERVICE without '/', "
+				     "shorter than %d)",
+				     node ? node : "", service ? ":" : "",
+				     service ? service : "", SHM_NAME_MAX);
+			return -FI_ENODATA;
+		}
+		if (ret)
+			return ret;
+		if (flags & FI_SOURCE)
+			set_addr(&out->src_addr, &out->src_addrlen, addr);
+		else
+			set_addr(&out->dest_addr, &out->dest_addrlen, addr);
 	}
-	if (flags & FI_SOURCE) {
-		free(out->src_addr);
-		out->src_addr = addr;
-		out->src_addrlen = strlen(addr) + 1;
+	if (out->src_addr) {
+		/* From the hints: read within its length, handed on
+		 * terminated. */
+		if (shm_name_from_addr(out->src_addr, out->src_addrlen,
+				       name)) {
+			weft_explain(&shm_prov, "the source address in the "
+				     "hints is not an shm address");
+			return -FI_ENODATA;
+		}
+		if (asprintf(&addr, SHM_PREFIX "%s", name) < 0)
+			return -FI_ENOMEM;
 	} else {
-		free(out->dest_addr);
-		out->dest_addr = addr;
-		out->dest_addrlen = strlen(addr) + 1;
+		ret = shm_addr_resolve(NULL, NULL, true, &addr);
+		if (ret)
+			return ret;
 	}
+	set_addr(&out->src_addr, &out->src_addrlen, addr);
 	return 0;
 }
 
@@ -294,11 +311,11 @@ static int shm_av_resolve(const struct util_av *av, const char *node,
 	char *a;
 	int ret;
 
-	if (!node)
+	if (!node && !service)
 		return -FI_EINVAL;
-	a = shm_addr_of(node);
-	if (!a)
-		return -FI_EINVAL;
+	ret = shm_addr_resolve(node, service, false, &a);
+	if (ret)
+		return ret;
 	ret = strlen(a) < SHM_ADDRLEN ? shm_av_normalize(av, a, addr) :
 					-FI_EINVAL;
 	free(a);

@@ -212,6 +212,27 @@ static int reclaim_stale(const char *path, bool ours)
 	return 0;
 }
 
+/*
+ * Whether the file at path (which exists) belongs to another user: such a
+ * file is nobody's region of ours, we may neither open nor remove it, and
+ * it holds the name for good.  Returns 0 when it is ours (or already gone),
+ * -FI_EADDRINUSE after a warning otherwise.
+ */
+static int taken_by_other_user(const char *path)
+{
+	char file[SHM_NAME_MAX + 48];
+	struct stat st;
+
+	snprintf(file, sizeof(file), "/dev/shm%s", path);
+	if (lstat(file, &st) || st.st_uid == geteuid())
+		return 0;
+	FI_WARN(&weft_core_prov, FI_LOG_CORE,
+		"cannot create %s: the name is taken by a file of uid %u, "
+		"not this user's (%u)\n",
+		file, (unsigned)st.st_uid, (unsigned)geteuid());
+	return -FI_EADDRINUSE;
+}
+
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map)
 {
@@ -235,6 +256,9 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 			break;
 		if (errno != EEXIST || tries)
 			return weft_errno(errno);
+		ret = taken_by_other_user(map->path);
+		if (ret)
+			return ret;
 		ret = reclaim_stale(map->path, true);
 		if (ret)
 			return ret;

@@ -90,9 +90,9 @@ bool shm_name_valid(const char *name);
  * Create this endpoint's region under `name`, mode 0600, its memory
  * reserved at once: -FI_ENOSPC, logged with the size needed, when /dev/shm
  * has no room for it.  A region of that name left by a process that no
- * longer runs is removed and replaced; one whose owner lives, or that is
- * not this user's, gives -FI_EADDRINUSE.  Returns 0 or -FI_E*; never
- * blocks.
+ * longer runs is removed and replaced; one whose owner lives gives
+ * -FI_EADDRINUSE, and so does a file of that path that another user owns
+ * (after a warning naming it).  Returns 0 or -FI_E*; never blocks.
  */
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map);

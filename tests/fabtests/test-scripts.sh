@@ -6,6 +6,7 @@
 # checked is the scripts, not weft:
 #   - run -q over shm,tcp: exit 0, the summary table, "not run" for an
 #     endpoint type a provider lacks (MSG over shm);
+#   - two runs at once: both pass (they share no server name or port);
 #   - run with a program that fails: reported as FAIL, exit non-zero;
 #   - compare -q: compare.csv, compare.md and the plots.
 # Skips (77) without the reference library.
@@ -59,6 +60,27 @@ grep -q '^test  *shm  *tcp  *raw' "$tmp/pass.out" ||
 	fail "fi_raw_memcpy_bw did not pass"
 grep -q 'failed: 0 ' "$tmp/pass.out" || fail "summary does not say 'failed: 0'"
 grep -q 'not run: [1-9]' "$tmp/pass.out" || fail "summary counts nothing as not run"
+
+# ---- 1b: two runs at once ----
+# Other jobs on the host run the same scripts at the same time: each run's
+# servers must get names and ports of their own (1.17's shm names a server
+# after its node and service).
+echo "=== two runs of run -q -p shm at once"
+for i in 1 2; do
+	mkdir -p "$tmp/twice.$i"
+	TMPDIR=$tmp/twice.$i timeout -k 10 150 "$run" -q -p shm -e rdm -b "$bin" \
+		-t fi_rdm_pingpong,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw,fi_flood,fi_av_xfer \
+		>"$tmp/twice.$i.out" 2>&1 &
+	eval "twice_$i=$!"
+done
+for i in 1 2; do
+	eval "p=\$twice_$i"
+	if ! wait "$p"; then
+		cat "$tmp/twice.$i.out"
+		fail "run $i of two at once failed"
+	fi
+done
+[ $fails = 0 ] && echo "both passed"
 
 # ---- 2: a forced failure ----
 # A directory whose fi_rdm_pingpong is a program that exits 1 at once.
