@@ -6,7 +6,9 @@
 #
 # Two differences are allowed, each handled where it arises:
 #  - shm's addresses carry the process id (fi_shm://<pid>), which differs
-#    between any two runs of any tool: the digits are masked.
+#    between any two runs of any tool: the digits are masked, and so are
+#    the address lengths in an entry with such an address (a pid of 4
+#    digits and one of 5 make lengths that differ by one).
 #  - When fi_getinfo fails, weft's fi_info adds, after the error line both
 #    tools print, the warnings the library logged while it searched, under
 #    "No provider matched:".  That block is checked for shape and removed
@@ -35,7 +37,24 @@ fi
 
 mask_pids()
 {
-	sed -e 's|fi_shm://[0-9][0-9]*|fi_shm://PID|g' "$1" >"$1.masked"
+	# Entries start at a "---" line (or the top); an entry that names an
+	# fi_shm:// address gets its *_addrlen values masked as well.
+	awk '
+	function flush(   i) {
+		for (i = 1; i <= n; i++) {
+			if (shm)
+				sub(/addrlen: [0-9]+/, "addrlen: LEN", buf[i])
+			print buf[i]
+		}
+		n = 0; shm = 0
+	}
+	/^---/ { flush() }
+	{
+		if ($0 ~ /fi_shm:\/\/[0-9]/) shm = 1
+		gsub(/fi_shm:\/\/[0-9]+/, "fi_shm://PID")
+		buf[++n] = $0
+	}
+	END { flush() }' "$1" >"$1.masked"
 	mv "$1.masked" "$1"
 }
 
