@@ -71,10 +71,14 @@ int main(void)
 	return 0;
 }
 CLIENT
+# The build's own compiler flags: a library built with sanitizers needs a
+# client built with them (the sanitizer runtime must come first).
+cflags=$(sed -n 's/^CFLAGS = //p' "$bld/Makefile")
+ldflags=$(sed -n 's/^LDFLAGS = //p' "$bld/Makefile")
 build_client() {
 	PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root \
-		sh -c 'cc "$1" -o "$2" $(pkg-config --cflags --libs libfabric)' \
-		sh "$dest/client.c" "$dest/client"
+		sh -c 'cc $3 "$1" -o "$2" $(pkg-config --cflags --libs libfabric) $4' \
+		sh "$dest/client.c" "$dest/client" "$cflags" "$ldflags"
 }
 check "a client builds with \$(pkg-config --cflags --libs libfabric)" build_client
 runs_installed() {

@@ -13,7 +13,11 @@ if [ "${WEFT_SANITIZERS:-}" != yes ]; then
 	exec "$prog" --tap=- "$@" 2>&1
 fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/crit.XXXXXX") || exit 99
-"$prog" --tap="$dir/tap" "$@" >"$dir/out" 2>&1
+# One test at a time: Criterion's own runner leaks a 48-byte block when it
+# runs tests in parallel with some of them skipped (libcriterion 2.4), and
+# LeakSanitizer cannot be told to ignore that block without ignoring every
+# leak under the runner's frames, which would be all of ours.
+"$prog" --jobs=1 --tap="$dir/tap" "$@" >"$dir/out" 2>&1
 rc=$?
 cat "$dir/tap"
 echo
