@@ -50,13 +50,14 @@
 #ifndef WEFT_UTIL_AV_H
 #define WEFT_UTIL_AV_H
 
+#include "weft/core.h" /* config.h before any system header */
+
 #include <stdatomic.h>
 #include <string.h>
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
-#include "weft/core.h"
 #include "weft/lock.h"
 #include "weft/util_domain.h"
 #include "weft/util_eq.h"

@@ -3,12 +3,15 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "weft/stubs.h"
 
@@ -755,26 +758,50 @@ static int av_insert_end(struct av_insert_call *call)
 }
 
 /*
+ * Copy len bytes at p into out without faulting.  Returns 1 when copied, 0
+ * when some of them are no readable memory, -1 when the system refuses the
+ * check itself (process_vm_readv denied by a seccomp filter).
+ */
+static int mem_copy_checked(const void *p, void *out, size_t len)
+{
+	struct iovec local = { out, len };
+	struct iovec remote = { (void *)p, len };
+
+	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+
+	if (n == (ssize_t)len)
+		return 1;
+	/* A partial copy stops where the mapping ends. */
+	return n >= 0 || errno == EFAULT ? 0 : -1;
+}
+
+/*
  * FI_ADDR_STR addresses reach fi_av_insert in two layouts.  fi_av(3) says
  * an array of string pointers (char **); clients written against
  * upstream's providers (fabtests, MPI libraries) pass the buffer that
  * fi_getname filled, the strings themselves one after another.  Telling
- * them apart reads the buffer no further than its first NUL, so that a
- * short string is never read past its end:
+ * them apart never reads a short string past its end, and never follows a
+ * pointer that is not one:
  *  - a buffer beginning with the provider's address prefix is packed: the
  *    compare stops at the first difference, and the bytes of a pointer
  *    never spell "fi_shm:/";
  *  - so is one with no NUL among its first 7 bytes: a user-space pointer
  *    (below 2^48 on x86-64 and aarch64) has zero bytes 6 and 7.  Such
  *    text is no address of this provider, and its entries fail;
- *  - anything else is taken as char **.  A packed string of 6 characters
- *    or fewer without the prefix cannot be told from a pointer without
- *    reading past its end.
+ *  - otherwise (short text such as "abc", or a pointer) the first 8 bytes
+ *    are read as a pointer through the kernel, which neither faults nor
+ *    reads past what is mapped, and so is the first byte it points to: a
+ *    buffer whose "pointer" leads nowhere is packed text, and its entries
+ *    fail.  Only where the system refuses that check is the buffer taken
+ *    as char ** unchecked.
  */
 static bool av_str_packed(const struct util_av *av, const void *addr)
 {
 	const char *p = addr, *prefix = av->ops.str_prefix;
+	const char *cand;
 	size_t i;
+	char c;
+	int ret;
 
 	if (prefix && !strncmp(p, prefix, strlen(prefix)))
 		return true;
@@ -782,8 +809,17 @@ static bool av_str_packed(const struct util_av *av, const void *addr)
 		return false;
 	for (i = 0; i < 7; i++)
 		if (!p[i])
-			return false;
-	return true;
+			break;
+	if (i == 7)
+		return true;
+	ret = mem_copy_checked(addr, &cand, sizeof(cand));
+	if (ret < 0)
+		return false;
+	if (!ret)
+		return true;
+	if (!cand)
+		return false; /* a NULL entry: it fails in either reading */
+	return mem_copy_checked(cand, &c, 1) == 0;
 }
 
 static int util_av_insert(struct fid_av *av_fid, const void *addr,

@@ -1,4 +1,6 @@
 #include <criterion/criterion.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -612,6 +614,39 @@ Test(av, addr_str_bad_packed_strings)
 	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), 0), "fi_shm://a");
 	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), 1), "fi_shm://b");
 	cr_assert_str_eq(util_av_addr(util_av_from_fid(av), 4), "fi_shm://e");
+}
+
+/*
+ * A short packed string without the prefix ("abc") looks like the start of
+ * a pointer array: the insert must neither read it past its end as a
+ * pointer nor follow that "pointer".  Placed at the very end of a page
+ * whose next page is unmapped, any read past the string would fault.
+ */
+Test(av, addr_str_short_packed_string_at_page_end)
+{
+	static const char *const texts[] = { "abc", "", "ab", "x:y", "\x01" };
+	long page = sysconf(_SC_PAGESIZE);
+	char *mem, *s;
+	size_t i, n;
+
+	mem = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(mem, MAP_FAILED);
+	cr_assert_eq(munmap(mem + page, page), 0);
+	open_av(FI_AV_TABLE, &prefixed_ops);
+	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		n = strlen(texts[i]) + 1;
+		s = mem + page - n;
+		memcpy(s, texts[i], n);
+		insert_expect(s, 1, (const int[]){ 0 });
+	}
+	/* The same strings in ordinary memory, followed by other data. */
+	insert_expect("abc", 1, (const int[]){ 0 });
+	insert_expect("ab\0fi_shm://z", 2, (const int[]){ 0, 1 });
+	/* A real pointer array of short bad strings is still read as one. */
+	insert_expect((const char *const[]){ "abc", "fi_shm://q" }, 2,
+		      (const int[]){ 0, 1 });
+	cr_assert_eq(munmap(mem, page), 0);
 }
 
 /* ---- scale and the reverse map ------------------------------------------- */
