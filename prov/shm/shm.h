@@ -98,7 +98,6 @@ struct shm_ep {
 	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
 
-	uint32_t bounce_next; /* where to look for a free bounce buffer */
 	struct slist pending; /* struct shm_pending */
 
 	/* Copying large messages through bounce buffers, without CMA. */

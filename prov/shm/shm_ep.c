@@ -3,8 +3,9 @@
  *
  * Protocols (docs/shm-layout.md):
  *  - inline: payloads up to SHM_INLINE_MAX bytes travel in the queue slot;
- *  - bounce: up to bounce_size bytes are copied into one of the sender's
- *    bounce buffers, which the receiver copies out of and frees;
+ *  - bounce: up to bounce_size bytes are copied into one of the receiver's
+ *    bounce buffers, which the receiver copies out of and frees (so the
+ *    payload outlives its sender);
  *  - CMA: larger messages are announced (RTS) with the sender's iovecs;
  *    the receiver reads them with process_vm_readv once a receive matches,
  *    then acknowledges, which completes the send.
@@ -30,7 +31,7 @@
 /* Slot operations. */
 enum shm_op {
 	SHM_OP_INLINE = 1, /* payload in the slot */
-	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
+	SHM_OP_BOUNCE = 2, /* payload in the receiver's bounce buffer `aux` */
 	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
 	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
 	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
@@ -94,44 +95,80 @@ static struct shm_conn *conn_get(struct shm_ep *ep, const char *name)
 	return c;
 }
 
-/* Take entry i of the peer's table if it is in state `from`. */
-static bool peer_take(struct shm_peer *p, uint32_t from)
+/* Whether the holder recorded in a peer entry no longer runs. */
+static bool peer_holder_dead(const struct shm_peer *p)
 {
-	uint32_t expect = from;
-
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) != from)
-		return false;
-	/* An ACTIVE entry is taken over only from a holder that is gone. */
-	if (from == SHM_PEER_ACTIVE && !(kill(p->pid, 0) && errno == ESRCH))
-		return false;
-	return atomic_compare_exchange_strong(&p->state, &expect,
-					      SHM_PEER_CLAIMED);
+	if (kill(p->pid, 0) && errno == ESRCH)
+		return true;
+	return p->pid_start && shm_pid_start(p->pid) != p->pid_start;
 }
 
-/* Claim an entry in the peer's table so that our slots can name us. */
+/*
+ * Take entry p for ourselves, if it can be had: a FREE one, or a CLOSED
+ * one whose holder's slots have all been consumed.  An ACTIVE entry whose
+ * holder died is first closed on its behalf (its queued slots still name
+ * it), then taken under the same rule.
+ */
+static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool *waiting)
+{
+	uint32_t st = atomic_load_explicit(&p->state, memory_order_acquire);
+
+	if (st == SHM_PEER_ACTIVE) {
+		if (!peer_holder_dead(p) ||
+		    !atomic_compare_exchange_strong(&p->state, &st,
+						    SHM_PEER_CLAIMED))
+			return false;
+		p->release_pos =
+			atomic_load_explicit(&q->tail, memory_order_acquire);
+		atomic_store_explicit(&p->state, SHM_PEER_CLOSED,
+				      memory_order_release);
+		st = SHM_PEER_CLOSED;
+	}
+	if (st == SHM_PEER_CLOSED && !shm_queue_consumed(q, p->release_pos)) {
+		*waiting = true;
+		return false;
+	}
+	if (st != SHM_PEER_FREE && st != SHM_PEER_CLOSED)
+		return false;
+	if (!atomic_compare_exchange_strong(&p->state, &st, SHM_PEER_CLAIMED))
+		return false;
+	/* The owner reads the fields below and then the state and gen again
+	 * (rxpeer_of): make CLAIMED visible before the fields change. */
+	atomic_thread_fence(memory_order_release);
+	return true;
+}
+
+/*
+ * Claim an entry in the peer's table so that our slots can name us.
+ * -FI_EAGAIN while every entry is held but some only by closed senders
+ * whose slots are still queued; -FI_ENOSPC when all are in use.
+ */
 static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 {
-	static const uint32_t from[] = { SHM_PEER_FREE, SHM_PEER_ACTIVE };
 	struct shm_peer *peers = shm_map_peers(&c->map);
-	uint32_t i, n = c->map.hdr->max_peers, pass;
+	struct shm_queue *q = shm_map_queue(&c->map);
+	uint32_t i, n = c->map.hdr->max_peers, gen;
+	bool waiting = false;
 
-	for (pass = 0; pass < WEFT_ARRAY_SIZE(from); pass++) {
-		for (i = 0; i < n; i++) {
-			if (!peer_take(&peers[i], from[pass]))
-				continue;
-			peers[i].pid = getpid();
-			snprintf(peers[i].name, sizeof(peers[i].name), "%s",
-				 ep->name);
-			peers[i].gen = (peers[i].gen + 1) & 0xffff;
-			if (!peers[i].gen)
-				peers[i].gen = 1;
-			atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
-					      memory_order_release);
-			c->src_id = i | (peers[i].gen << 16);
-			c->claimed = true;
-			return 0;
-		}
+	for (i = 0; i < n; i++) {
+		if (!peer_take(q, &peers[i], &waiting))
+			continue;
+		peers[i].pid = getpid();
+		peers[i].pid_start = shm_pid_start(getpid());
+		snprintf(peers[i].name, sizeof(peers[i].name), "%s", ep->name);
+		gen = (atomic_load_explicit(&peers[i].gen,
+					    memory_order_relaxed) + 1) & 0xffff;
+		if (!gen)
+			gen = 1;
+		atomic_store_explicit(&peers[i].gen, gen, memory_order_relaxed);
+		atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
+				      memory_order_release);
+		c->src_id = i | (gen << 16);
+		c->claimed = true;
+		return 0;
 	}
+	if (waiting)
+		return -FI_EAGAIN;
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"%s: all %u peer entries of %s are taken\n", ep->name, n,
 		c->name);
@@ -168,13 +205,22 @@ static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 	return conn_claim(ep, c);
 }
 
+/*
+ * Give our entry in the peer's table up.  Slots we sent may still wait in
+ * its queue: the entry stays ours (CLOSED) until they are consumed, so
+ * they are still attributed to us; their payloads are in the peer's own
+ * region (inline, or in its bounce buffers), so nothing of ours is needed.
+ */
 static void conn_release(struct shm_conn *c)
 {
 	if (c->claimed) {
 		struct shm_peer *p = &shm_map_peers(&c->map)[c->src_id & 0xffff];
 
-		atomic_store_explicit(&p->state, SHM_PEER_FREE,
+		p->release_pos = atomic_load_explicit(
+			&shm_map_queue(&c->map)->tail, memory_order_acquire);
+		atomic_store_explicit(&p->state, SHM_PEER_CLOSED,
 				      memory_order_release);
+		c->claimed = false;
 	}
 	shm_region_unmap(&c->map);
 }
@@ -313,9 +359,15 @@ static void check_peers(struct shm_ep *ep, bool now)
 
 /* ---- senders as the receiver sees them ---------------------------------- */
 
+/*
+ * The sender behind a slot's src: its entry in our peer table, as long as
+ * the entry is held under the slot's generation (ACTIVE, or CLOSED with
+ * slots still queued).  NULL when it is not: never another holder.
+ */
 static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 {
-	uint32_t idx = src & 0xffff, gen = src >> 16;
+	uint32_t idx = src & 0xffff, gen = src >> 16, st;
+	char name[SHM_NAME_MAX];
 	struct shm_rxpeer *rp;
 	struct shm_peer *p;
 
@@ -325,15 +377,27 @@ static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 	if (weft_likely(rp->gen == gen))
 		return rp;
 	p = &shm_map_peers(&ep->own)[idx];
-	if (atomic_load_explicit(&p->state, memory_order_acquire) !=
-	    SHM_PEER_ACTIVE)
+	st = atomic_load_explicit(&p->state, memory_order_acquire);
+	if ((st != SHM_PEER_ACTIVE && st != SHM_PEER_CLOSED) ||
+	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen)
 		return NULL;
+	memcpy(name, p->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	/* A new holder goes through CLAIMED before it rewrites the name. */
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) != st ||
+	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen)
+		return NULL;
+	rp->conn = conn_get(ep, name);
+	if (!rp->conn) {
+		rp->gen = 0;
+		return NULL;
+	}
 	rp->gen = gen;
-	rp->conn = conn_get(ep, p->name);
 	rp->fi_addr = FI_ADDR_NOTAVAIL;
 	memset(rp->addr, 0, sizeof(rp->addr));
-	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", p->name);
-	return rp->conn ? rp : NULL;
+	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", name);
+	return rp;
 }
 
 /* The sender's fi_addr, when matching or completions need it. */
@@ -423,21 +487,22 @@ static void flush_pending(struct shm_ep *ep)
 }
 
 /*
- * Take the next bounce buffer, in ring order.  Receivers free them mostly
- * in the order they were filled, so looking at the next one alone (one
- * cache line, which the reader writes) is enough; scanning for another
- * would read many lines other cores are writing.
+ * Bounce buffers: a region's pool, taken from and given back to by whoever
+ * maps it (shm_queue.h).  An eager message takes one of its receiver's, so
+ * the payload lives where it is consumed; pushed data and RMA take the
+ * sender's own, which the peer gives back once it copied them out.
  */
-static int bounce_get(struct shm_ep *ep, uint32_t *idx)
+static int buf_get(struct shm_map *m, uint32_t *idx)
 {
-	uint32_t b = ep->bounce_next;
-	struct shm_bounce *bb = shm_map_bounce(&ep->own, b);
+	return shm_buf_pop(shm_map_queue(m), shm_map_bounce(m, 0),
+			   shm_map_bounce_stride(m), m->hdr->bounce_count, idx);
+}
 
-	if (atomic_load_explicit(&bb->busy, memory_order_acquire))
-		return -FI_EAGAIN;
-	ep->bounce_next = b + 1 == ep->own.hdr->bounce_count ? 0 : b + 1;
-	*idx = b;
-	return 0;
+static void buf_put(struct shm_map *m, uint32_t idx)
+{
+	if (idx < m->hdr->bounce_count)
+		shm_buf_push(shm_map_queue(m), shm_map_bounce(m, 0),
+			     shm_map_bounce_stride(m), idx);
 }
 
 static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
@@ -459,12 +524,14 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	if (weft_unlikely(!(++ep->send_calls & 4095)))
 		check_peers(ep, false);
 	if (hdr->len > SHM_INLINE_MAX) {
-		ret = bounce_get(ep, &bidx);
+		ret = buf_get(&c->map, &bidx);
 		if (ret)
 			return ret;
 	}
 	s = slot_claim(c, &pos);
 	if (weft_unlikely(!s)) {
+		if (hdr->len > SHM_INLINE_MAX)
+			buf_put(&c->map, bidx);
 		/* A queue that stays full may belong to a dead peer. */
 		check_peers(ep, false);
 		return c->dead ? -FI_ECONNRESET : -FI_EAGAIN;
@@ -483,14 +550,13 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 		else
 			util_iov_copy_from(s->payload, iov, iov_count, 0, hdr->len);
 	} else {
-		struct shm_bounce *bb = shm_map_bounce(&ep->own, bidx);
+		struct shm_bounce *bb = shm_map_bounce(&c->map, bidx);
 
 		s->op = SHM_OP_BOUNCE;
 		s->aux = bidx;
 		memcpy(s->payload, &hdr->tx_id, sizeof(hdr->tx_id));
 		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
-		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
 	shm_queue_publish(s, pos);
 	return 0;
@@ -665,16 +731,17 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		uint32_t bidx;
 		uint64_t pos;
 
-		if (bounce_get(ep, &bidx))
+		if (buf_get(&ep->own, &bidx))
 			return false;
 		s = slot_claim(push->conn, &pos);
-		if (!s)
+		if (!s) {
+			buf_put(&ep->own, bidx);
 			return false;
+		}
 		bb = shm_map_bounce(&ep->own, bidx);
 		util_iov_copy_from(bb->data, tx->iov, tx->iov_count, push->sent,
 				   chunk);
 		bb->len = (uint32_t)chunk;
-		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 		s->op = SHM_OP_DATA;
 		s->flags = 0;
 		s->src = push->conn->src_id;
@@ -747,7 +814,7 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 				 len);
 		pull->got += len;
 	}
-	atomic_store_explicit(&bb->busy, 0, memory_order_release);
+	buf_put(&rp->conn->map, s->aux);
 	if (pull && pull->got == pull->len) {
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id, 0);
 		dlist_remove(&pull->entry);
@@ -811,15 +878,10 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		msg.tx_id = s->aux;
 		break;
 	case SHM_OP_BOUNCE:
-		if (conn_map(ep, rp->conn)) {
-			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-				"%s: cannot map %s's region\n", ep->name,
-				rp->conn->name);
+		/* The sender filled one of our own buffers. */
+		if (s->aux >= ep->own.hdr->bounce_count)
 			return;
-		}
-		if (s->aux >= rp->conn->map.hdr->bounce_count)
-			return;
-		bb = shm_map_bounce(&rp->conn->map, s->aux);
+		bb = shm_map_bounce(&ep->own, s->aux);
 		msg.payload = bb->data;
 		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
 		break;
@@ -834,7 +896,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 	}
 	util_rdm_msg_arrived(&ep->rdm, &msg);
 	if (bb)
-		atomic_store_explicit(&bb->busy, 0, memory_order_release);
+		buf_put(&ep->own, s->aux);
 }
 
 static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
@@ -970,12 +1032,15 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
 		       (chunked || len <= shm_params.bounce_size))) {
-		if (bounce_get(ep, &bidx))
+		if (buf_get(&ep->own, &bidx))
 			return -FI_EAGAIN;
 	}
 	s = slot_claim(c, &pos);
-	if (!s)
+	if (!s) {
+		if (bidx != SHM_NO_BOUNCE)
+			buf_put(&ep->own, bidx);
 		return -FI_EAGAIN;
+	}
 
 	n = util_iov_slice(tx->iov, tx->iov_count, off, len, piece);
 	if (bidx != SHM_NO_BOUNCE) {
@@ -985,7 +1050,6 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 			util_iov_copy_from(bb->data + len, tx->cmp_iov,
 					   tx->cmp_count, 0, len);
 		bb->len = (uint32_t)len;
-		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
 	req.reply_bounce = tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
 			   tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC ||
@@ -1167,7 +1231,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 	if (!rp)
 		return 0;
 	if (req.reply_bounce) {
-		ret = bounce_get(ep, &tidx);
+		ret = buf_get(&ep->own, &tidx);
 		if (ret)
 			return ret;
 		tb = shm_map_bounce(&ep->own, tidx);
@@ -1239,11 +1303,11 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 				      req.len, s->data);
 reply:
 	if (ib)
-		atomic_store_explicit(&ib->busy, 0, memory_order_release);
-	if (tb && !ret) {
+		buf_put(&rp->conn->map, req.bounce);
+	if (tb && ret)
+		buf_put(&ep->own, tidx);
+	else if (tb)
 		tb->len = (uint32_t)req.len;
-		atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
-	}
 	send_ctrl_data(ep, rp->conn, SHM_OP_RMA_RESP, req.tx_id,
 		       ret ? (uint32_t)-ret : 0, tb && !ret ? tidx + 1 : 0,
 		       (uint32_t)req.len);
@@ -1295,7 +1359,7 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 		}
 	}
 	if (tb)
-		atomic_store_explicit(&tb->busy, 0, memory_order_release);
+		buf_put(&rp->conn->map, (uint32_t)(s->data - 1));
 	if (!tx)
 		return;
 	if (ch) {

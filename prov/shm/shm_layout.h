@@ -7,13 +7,16 @@
  *   offset 0        struct shm_region_hdr       (one page)
  *   queue_off       struct shm_queue + slots    inbound messages (MPSC ring)
  *   peers_off       struct shm_peer[max_peers]  who may send here
- *   bounce_off      bounce buffers              this endpoint's outbound
- *                                               medium messages
+ *   bounce_off      bounce buffers              payloads too big for a slot
  *
- * Ownership: the region's owner is the only consumer of its queue and the
- * only allocator of its bounce buffers; peers are producers on the queue,
- * claim entries of the peer table, and release bounce buffers they have
- * copied out of.
+ * Ownership: the region's owner is the only consumer of its queue; peers
+ * are producers on the queue and claim entries of the peer table.  The
+ * bounce buffers are a pool anyone who maps the region takes from and
+ * gives back to (a lock-free stack, struct shm_queue.buf_free): a peer
+ * takes one of the receiver's for an eager message, so the payload lives
+ * in the receiver's region and outlives its sender; the owner takes its
+ * own for data it pushes or RMA it issues, and the peer that copied them
+ * out gives them back.
  */
 #ifndef WEFT_SHM_LAYOUT_H
 #define WEFT_SHM_LAYOUT_H
@@ -23,7 +26,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 #define SHM_NAME_MAX 48 /* including the NUL */
 #define SHM_SLOT_SIZE 256
 #define SHM_SLOT_HDR 40
@@ -48,7 +51,8 @@ struct shm_region_hdr {
 	uint32_t bounce_count;
 	uint32_t bounce_size;
 	_Atomic uint32_t ready;
-	uint32_t pad0;
+	_Atomic uint32_t gone; /* 1: the owner closed, or a successor took
+				* the name over: send nothing more here */
 	char name[SHM_NAME_MAX];
 };
 static_assert(sizeof(struct shm_region_hdr) == 128, "shm_region_hdr size");
@@ -66,7 +70,7 @@ struct shm_slot {
 	_Atomic uint64_t seq;
 	uint16_t op; /* enum shm_op */
 	uint16_t flags; /* SHM_SLOT_* */
-	uint32_t src; /* sender's index in this region's peer table */
+	uint32_t src; /* sender's peer table entry: index | gen << 16 */
 	uint64_t tag;
 	uint64_t data; /* remote CQ data */
 	uint32_t len; /* payload bytes (inline) or whole message (others) */
@@ -77,47 +81,67 @@ static_assert(sizeof(struct shm_slot) == SHM_SLOT_SIZE, "shm_slot size");
 static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
 	      "shm_slot header size");
 
-/* Queue control: producers share `tail`, the consumer owns `head`, each on
- * its own cache line. */
+/*
+ * Queue control: producers share `tail`, the consumer owns `head` (others
+ * read it to know what was consumed), and the bounce buffers' free list
+ * sits on a line of its own.
+ *
+ * buf_free is a lock-free stack any process mapping the region pops from
+ * and pushes to: bits 0-31 the top buffer's index + 1 (0: empty), bits
+ * 32-63 a tag every change bumps, so a CAS never mistakes a top that was
+ * popped and pushed back for the one it read (ABA).  Each buffer's `next`
+ * links to the one below, index + 1.
+ */
 struct shm_queue {
 	uint32_t slots; /* power of two */
 	uint32_t pad0;
 	uint8_t pad1[SHM_CACHELINE - 8];
 	_Atomic uint64_t tail; /* next slot a producer claims */
 	uint8_t pad2[SHM_CACHELINE - 8];
-	uint64_t head; /* next slot the consumer reads */
+	_Atomic uint64_t head; /* next slot the consumer reads (release) */
 	uint8_t pad3[SHM_CACHELINE - 8];
+	_Atomic uint64_t buf_free; /* free bounce buffers: tag << 32 | top */
+	uint8_t pad4[SHM_CACHELINE - 8];
 	struct shm_slot slot[];
 };
-static_assert(sizeof(struct shm_queue) == 3 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(struct shm_queue) == 4 * SHM_CACHELINE, "shm_queue size");
 
 /*
- * Peer table entry: a sender claims a free entry (state FREE -> CLAIMED by
- * CAS), fills name and pid, bumps gen, then publishes ACTIVE (release).
- * shm_slot.src carries the entry's index in its low 16 bits and the low 16
- * bits of gen above them, so the owner notices an entry changing hands.  The owner resets entries of peers that
- * closed or died.
+ * Peer table entry.  A sender takes an entry (CAS of state to CLAIMED from
+ * FREE, or from CLOSED once its previous holder's slots are consumed),
+ * fills pid, pid_start and name, bumps gen, then publishes ACTIVE
+ * (release).  shm_slot.src carries the entry's index in its low 16 bits
+ * and the low 16 bits of gen above them: the owner attributes a slot to
+ * the entry's holder only when the generations agree.
+ *
+ * A holder that closes writes release_pos (the queue's tail after its last
+ * slot) and publishes CLOSED: the entry keeps naming it until the owner's
+ * head has passed release_pos, so its queued slots are still attributed to
+ * it.  A sender that finds an ACTIVE entry whose holder is dead closes it
+ * the same way on the holder's behalf.
  */
 enum shm_peer_state {
 	SHM_PEER_FREE = 0,
 	SHM_PEER_CLAIMED = 1,
 	SHM_PEER_ACTIVE = 2,
+	SHM_PEER_CLOSED = 3,
 };
 
 struct shm_peer {
 	_Atomic uint32_t state;
 	int32_t pid;
+	_Atomic uint32_t gen; /* bumped by every claim: tells holders apart */
+	uint32_t pad0;
+	uint64_t pid_start; /* holder's start time: a reused pid is not it */
+	uint64_t release_pos; /* CLOSED: reusable once head >= this */
 	char name[SHM_NAME_MAX];
-	uint32_t gen; /* bumped by every claim: tells reuses apart */
-	uint32_t pad;
+	uint8_t pad1[2 * SHM_CACHELINE - 32 - SHM_NAME_MAX];
 };
-static_assert(sizeof(struct shm_peer) == 64, "shm_peer size");
+static_assert(sizeof(struct shm_peer) == 128, "shm_peer size");
 
-/* Bounce buffer control word, at the start of each buffer: 0 free, 1 in
- * use.  The owner sets 1 when it fills the buffer; the receiver stores 0
- * (release) when it has copied the data out. */
+/* Bounce buffer header, at the start of each buffer. */
 struct shm_bounce {
-	_Atomic uint32_t busy;
+	_Atomic uint32_t next; /* free list link: index + 1 of the next */
 	uint32_t len;
 	uint8_t pad[SHM_CACHELINE - 8];
 	uint8_t data[];

@@ -145,7 +145,6 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	struct shm_queue *q;
 	size_t size;
 	int fd, ret, tries;
-	uint32_t i;
 
 	if (!shm_name_valid(name) || !attr->queue_slots ||
 	    (attr->queue_slots & (attr->queue_slots - 1)) || !attr->max_peers)
@@ -198,8 +197,8 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	map->owner = true;
 	q = shm_map_queue(map);
 	shm_queue_init(q, attr->queue_slots);
-	for (i = 0; i < attr->bounce_count; i++)
-		atomic_init(&shm_map_bounce(map, i)->busy, 0);
+	shm_buf_init(q, shm_map_bounce(map, 0), shm_map_bounce_stride(map),
+		     attr->bounce_count);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
 	return 0;
 

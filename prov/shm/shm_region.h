@@ -37,12 +37,16 @@ static inline struct shm_peer *shm_map_peers(const struct shm_map *m)
 	return (struct shm_peer *)((char *)m->hdr + m->hdr->peers_off);
 }
 
+static inline size_t shm_map_bounce_stride(const struct shm_map *m)
+{
+	return sizeof(struct shm_bounce) + m->hdr->bounce_size;
+}
+
 static inline struct shm_bounce *shm_map_bounce(const struct shm_map *m,
 						uint32_t i)
 {
 	return (struct shm_bounce *)((char *)m->hdr + m->hdr->bounce_off +
-				     (size_t)i * (sizeof(struct shm_bounce) +
-						  m->hdr->bounce_size));
+				     (size_t)i * shm_map_bounce_stride(m));
 }
 
 /* Whether `name` can name a region (non-empty, < SHM_NAME_MAX, no '/'). */
