@@ -38,6 +38,7 @@ struct shm_params {
 	size_t bounce_size; /* eager limit: larger messages use rendezvous */
 	size_t push_chunk; /* bytes per bounce buffer when pushing */
 	size_t cma_min; /* messages from this size on are read with CMA */
+	size_t unexp_max; /* bytes unexpected messages may hold */
 	bool disable_cma;
 };
 extern struct shm_params shm_params;
@@ -97,6 +98,9 @@ struct shm_ep {
 	uint64_t *by_addr_serial; /* and the AV insert it was made for */
 	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
+	/* Requests that could not be served yet, in order (held_push). */
+	struct shm_slot *held; /* ring of queue_slots entries */
+	uint32_t held_first, held_n;
 
 	struct slist pending; /* struct shm_pending */
 

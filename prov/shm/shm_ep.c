@@ -487,22 +487,47 @@ static void flush_pending(struct shm_ep *ep)
 }
 
 /*
- * Bounce buffers: a region's pool, taken from and given back to by whoever
- * maps it (shm_queue.h).  An eager message takes one of its receiver's, so
- * the payload lives where it is consumed; pushed data and RMA take the
- * sender's own, which the peer gives back once it copied them out.
+ * Bounce buffers: a region's two pools, taken from and given back to by
+ * whoever maps it (shm_layout.h).  An eager message takes one of its
+ * receiver's inbound pool (indices below bounce_count), so the payload
+ * lives where it is consumed; pushed data and RMA take one of the sender's
+ * own outbound pool (the indices above), which the peer gives back once
+ * it copied it out.
  */
-static int buf_get(struct shm_map *m, uint32_t *idx)
+static int buf_get_in(struct shm_map *m, uint32_t *idx)
 {
-	return shm_buf_pop(shm_map_queue(m), shm_map_bounce(m, 0),
+	return shm_buf_pop(&shm_map_queue(m)->buf_free, shm_map_bounce(m, 0),
 			   shm_map_bounce_stride(m), m->hdr->bounce_count, idx);
+}
+
+static int buf_get_out(struct shm_map *m, uint32_t *idx)
+{
+	uint32_t n = m->hdr->bounce_count;
+	int ret;
+
+	ret = shm_buf_pop(&shm_map_queue(m)->out_free, shm_map_bounce(m, n),
+			  shm_map_bounce_stride(m), n, idx);
+	if (!ret)
+		*idx += n;
+	return ret;
+}
+
+/* Whether idx names a buffer of the region. */
+static bool buf_valid(const struct shm_map *m, uint64_t idx)
+{
+	return idx < 2 * (uint64_t)m->hdr->bounce_count;
 }
 
 static void buf_put(struct shm_map *m, uint32_t idx)
 {
-	if (idx < m->hdr->bounce_count)
-		shm_buf_push(shm_map_queue(m), shm_map_bounce(m, 0),
+	uint32_t n = m->hdr->bounce_count;
+
+	if (idx < n)
+		shm_buf_push(&shm_map_queue(m)->buf_free, shm_map_bounce(m, 0),
 			     shm_map_bounce_stride(m), idx);
+	else if (buf_valid(m, idx))
+		shm_buf_push(&shm_map_queue(m)->out_free, shm_map_bounce(m, n),
+			     shm_map_bounce_stride(m), idx - n);
 }
 
 static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
@@ -523,8 +548,11 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	 * ones, so that sends to them fail rather than vanish. */
 	if (weft_unlikely(!(++ep->send_calls & 4095)))
 		check_peers(ep, false);
+	if (weft_unlikely(atomic_load_explicit(&shm_map_queue(&c->map)->hold,
+					       memory_order_relaxed)))
+		return -FI_EAGAIN; /* the receiver holds its senders back */
 	if (hdr->len > SHM_INLINE_MAX) {
-		ret = buf_get(&c->map, &bidx);
+		ret = buf_get_in(&c->map, &bidx);
 		if (ret)
 			return ret;
 	}
@@ -575,6 +603,9 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	ret = conn_of_addr(ep, tx->dest, &c);
 	if (ret)
 		return ret;
+	if (atomic_load_explicit(&shm_map_queue(&c->map)->hold,
+				 memory_order_relaxed))
+		return -FI_EAGAIN;
 	s = slot_claim(c, &pos);
 	if (!s)
 		return -FI_EAGAIN;
@@ -731,7 +762,7 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		uint32_t bidx;
 		uint64_t pos;
 
-		if (buf_get(&ep->own, &bidx))
+		if (buf_get_out(&ep->own, &bidx))
 			return false;
 		s = slot_claim(push->conn, &pos);
 		if (!s) {
@@ -806,7 +837,7 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 	size_t len = s->len;
 
 	if (!rp || conn_map(ep, rp->conn) ||
-	    s->aux >= rp->conn->map.hdr->bounce_count)
+	    !buf_valid(&rp->conn->map, s->aux))
 		return;
 	bb = shm_map_bounce(&rp->conn->map, s->aux);
 	if (pull && s->data <= pull->len && len <= pull->len - s->data) {
@@ -846,7 +877,12 @@ static int shm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
 
 /* ---- receiving ---------------------------------------------------------- */
 
-static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
+/*
+ * A message slot.  -FI_EAGAIN when the engine cannot take it now: it is
+ * held, with the bounce buffer it names, and offered again later (see
+ * held_push).
+ */
+static int handle_msg(struct shm_ep *ep, struct shm_slot *s)
 {
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct util_rdm_msg msg = {
@@ -866,7 +902,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"%s: message from an unknown peer entry %u dropped\n",
 			ep->name, s->src & 0xffff);
-		return;
+		return 0;
 	}
 	msg.src = rxpeer_addr(ep, rp);
 	msg.src_raw = rp->addr;
@@ -880,7 +916,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 	case SHM_OP_BOUNCE:
 		/* The sender filled one of our own buffers. */
 		if (s->aux >= ep->own.hdr->bounce_count)
-			return;
+			return 0;
 		bb = shm_map_bounce(&ep->own, s->aux);
 		msg.payload = bb->data;
 		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
@@ -894,21 +930,109 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		msg.len = rts.msg_len;
 		break;
 	}
-	util_rdm_msg_arrived(&ep->rdm, &msg);
+	if (util_rdm_msg_arrived(&ep->rdm, &msg) == -FI_EAGAIN)
+		return -FI_EAGAIN;
 	if (bb)
 		buf_put(&ep->own, s->aux);
+	return 0;
 }
 
 static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
 static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
+static void handle_cts(struct shm_ep *ep, struct shm_slot *s);
+static void handle_data(struct shm_ep *ep, struct shm_slot *s);
 static int chunks_continue(struct shm_ep *ep);
+
+/*
+ * Answers to what this endpoint sent (acknowledgements, RMA responses, the
+ * go-ahead to push, pushed data).  Returns false for any other op.
+ */
+static bool serve_answer(struct shm_ep *ep, struct shm_slot *s)
+{
+	switch (s->op) {
+	case SHM_OP_ACK:
+		util_rdm_tx_acked(&ep->rdm, s->tag, (int)s->aux);
+		return true;
+	case SHM_OP_RMA_RESP:
+		handle_rma_resp(ep, s);
+		return true;
+	case SHM_OP_CTS:
+		handle_cts(ep, s);
+		return true;
+	case SHM_OP_DATA:
+		handle_data(ep, s);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A message or RMA request; -FI_EAGAIN when it must wait. */
+static int serve_request(struct shm_ep *ep, struct shm_slot *s)
+{
+	switch (s->op) {
+	case SHM_OP_INLINE:
+	case SHM_OP_BOUNCE:
+	case SHM_OP_RTS:
+		return handle_msg(ep, s);
+	case SHM_OP_RMA:
+		return handle_rma(ep, s);
+	default:
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: unknown slot op %u dropped\n", ep->name, s->op);
+		return 0;
+	}
+}
+
+/*
+ * Held back requests.  When a message or RMA request cannot be served (the
+ * engine refuses an unexpected message past its bound, no buffer for RMA
+ * results), it and every request after it are moved, in order, out of the
+ * queue into ep->held, and the queue's `hold` flag tells senders to send
+ * no more requests (they get -FI_EAGAIN).  The queue keeps flowing for
+ * answers, so our own transfers still complete (the application may need
+ * them before it posts the receives that make room).  ep->held is as big
+ * as the queue: only requests already under way when `hold` was raised
+ * land there.  Its bounce buffers stay taken until each is served.
+ */
+static bool held_push(struct shm_ep *ep, const struct shm_slot *s)
+{
+	uint32_t cap = ep->own.hdr->queue_slots;
+
+	if (ep->held_n == cap)
+		return false;
+	memcpy(&ep->held[(ep->held_first + ep->held_n) & (cap - 1)], s,
+	       sizeof(*s));
+	if (!ep->held_n++)
+		atomic_store_explicit(&shm_map_queue(&ep->own)->hold, 1,
+				      memory_order_relaxed);
+	return true;
+}
+
+/* Serve held requests, in order, while they can be. */
+static int held_serve(struct shm_ep *ep)
+{
+	uint32_t mask = ep->own.hdr->queue_slots - 1;
+	int n = 0;
+
+	while (ep->held_n &&
+	       serve_request(ep, &ep->held[ep->held_first]) != -FI_EAGAIN) {
+		ep->held_first = (ep->held_first + 1) & mask;
+		ep->held_n--;
+		n++;
+	}
+	if (n && !ep->held_n)
+		atomic_store_explicit(&shm_map_queue(&ep->own)->hold, 0,
+				      memory_order_release);
+	return n;
+}
 
 static int shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	struct shm_queue *q = shm_map_queue(&ep->own);
 	struct shm_slot *s;
-	int n, n_pushed = 0;
+	int n, n_done = 0;
 
 	/* Looking at the clock costs too: only every 256th call. */
 	if (weft_unlikely((util_rdm_tx_waiting(rdm) ||
@@ -918,41 +1042,26 @@ static int shm_progress(struct util_rdm_ep *rdm)
 	if (weft_unlikely(!slist_empty(&ep->pending)))
 		flush_pending(ep);
 	if (weft_unlikely(!dlist_empty(&ep->pushes)))
-		n_pushed = pushes_continue(ep);
+		n_done = pushes_continue(ep);
 	if (weft_unlikely(!dlist_empty(&ep->chunked)))
-		n_pushed += chunks_continue(ep);
+		n_done += chunks_continue(ep);
+	if (weft_unlikely(ep->held_n))
+		n_done += held_serve(ep);
 	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
-		switch (s->op) {
-		case SHM_OP_INLINE:
-		case SHM_OP_BOUNCE:
-		case SHM_OP_RTS:
-			handle_msg(ep, s);
-			break;
-		case SHM_OP_ACK:
-			util_rdm_tx_acked(rdm, s->tag, (int)s->aux);
-			break;
-		case SHM_OP_RMA:
-			if (handle_rma(ep, s) == -FI_EAGAIN)
-				return n + n_pushed; /* retried next call */
-			break;
-		case SHM_OP_RMA_RESP:
-			handle_rma_resp(ep, s);
-			break;
-		case SHM_OP_CTS:
-			handle_cts(ep, s);
-			break;
-		case SHM_OP_DATA:
-			handle_data(ep, s);
-			break;
-		default:
-			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-				"%s: unknown slot op %u dropped\n", ep->name,
-				s->op);
-			break;
+		if (!serve_answer(ep, s)) {
+			if (weft_unlikely(ep->held_n)) {
+				/* Requests keep their order behind the
+				 * held ones. */
+				if (!held_push(ep, s))
+					break;
+			} else if (weft_unlikely(serve_request(ep, s) ==
+						 -FI_EAGAIN)) {
+				held_push(ep, s);
+			}
 		}
 		shm_queue_release(q, s);
 	}
-	return n + n_pushed;
+	return n + n_done;
 }
 
 /* ---- RMA and atomics ---------------------------------------------------- */
@@ -1030,9 +1139,12 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 	size_t i, n;
 	uint64_t pos;
 
+	if (atomic_load_explicit(&shm_map_queue(&c->map)->hold,
+				 memory_order_relaxed))
+		return -FI_EAGAIN;
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
 		       (chunked || len <= shm_params.bounce_size))) {
-		if (buf_get(&ep->own, &bidx))
+		if (buf_get_out(&ep->own, &bidx))
 			return -FI_EAGAIN;
 	}
 	s = slot_claim(c, &pos);
@@ -1231,14 +1343,14 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 	if (!rp)
 		return 0;
 	if (req.reply_bounce) {
-		ret = buf_get(&ep->own, &tidx);
+		ret = buf_get_out(&ep->own, &tidx);
 		if (ret)
 			return ret;
 		tb = shm_map_bounce(&ep->own, tidx);
 	}
 	if (req.bounce != SHM_NO_BOUNCE) {
 		ret = conn_map(ep, rp->conn);
-		if (ret || req.bounce >= rp->conn->map.hdr->bounce_count) {
+		if (ret || !buf_valid(&rp->conn->map, req.bounce)) {
 			ret = -FI_EIO;
 			goto reply;
 		}
@@ -1339,7 +1451,7 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	size_t off = 0, len;
 
 	if (s->data && rp && !conn_map(ep, rp->conn) &&
-	    s->data - 1 < rp->conn->map.hdr->bounce_count)
+	    buf_valid(&rp->conn->map, s->data - 1))
 		tb = shm_map_bounce(&rp->conn->map, (uint32_t)(s->data - 1));
 	if (tx)
 		ch = chunk_of(ep, tx);
@@ -1421,6 +1533,7 @@ static int shm_ep_close(struct fid *fid)
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
 	free(ep->rxpeers);
+	free(ep->held);
 	free(ep);
 	return 0;
 }
@@ -1456,6 +1569,9 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
+		return -FI_ENOMEM;
+	ep->held = malloc(attr.queue_slots * sizeof(*ep->held));
+	if (!ep->held)
 		return -FI_ENOMEM;
 	ret = shm_region_create(ep->name, &attr, &ep->own);
 	if (ret == -FI_EADDRINUSE && shm_name_ours(ep->name)) {
@@ -1597,6 +1713,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
 		return -FI_EINVAL;
 	shm_params_init();
+	attr.unexp_max = shm_params.unexp_max;
 	shm_transport.eager_max = shm_params.bounce_size;
 	shm_transport.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
 	shm_transport.atomic_max = shm_params.bounce_size / 2;

@@ -7,16 +7,17 @@
  *   offset 0        struct shm_region_hdr       (one page)
  *   queue_off       struct shm_queue + slots    inbound messages (MPSC ring)
  *   peers_off       struct shm_peer[max_peers]  who may send here
- *   bounce_off      bounce buffers              payloads too big for a slot
+ *   bounce_off      2 x bounce_count buffers    payloads too big for a slot
  *
  * Ownership: the region's owner is the only consumer of its queue; peers
  * are producers on the queue and claim entries of the peer table.  The
- * bounce buffers are a pool anyone who maps the region takes from and
- * gives back to (a lock-free stack, struct shm_queue.buf_free): a peer
- * takes one of the receiver's for an eager message, so the payload lives
- * in the receiver's region and outlives its sender; the owner takes its
- * own for data it pushes or RMA it issues, and the peer that copied them
- * out gives them back.
+ * bounce buffers are two pools, each a lock-free stack anyone who maps the
+ * region takes from and gives back to: the first bounce_count buffers
+ * (shm_queue.buf_free) take eager messages peers send here, so a payload
+ * lives in its receiver's region and outlives its sender; the others
+ * (shm_queue.out_free) carry the owner's own pushed data and RMA, and the
+ * peer that copied them out gives them back.  Two pools, so that messages
+ * waiting for their receives never starve the owner's own transfers.
  */
 #ifndef WEFT_SHM_LAYOUT_H
 #define WEFT_SHM_LAYOUT_H
@@ -83,28 +84,32 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
 
 /*
  * Queue control: producers share `tail`, the consumer owns `head` (others
- * read it to know what was consumed), and the bounce buffers' free list
- * sits on a line of its own.
+ * read it to know what was consumed), and the bounce buffers' free lists
+ * sit on lines of their own.  `hold`, set by the consumer while it keeps
+ * requests it cannot serve yet, asks producers to send no messages or RMA
+ * requests (answers still go).
  *
- * buf_free is a lock-free stack any process mapping the region pops from
- * and pushes to: bits 0-31 the top buffer's index + 1 (0: empty), bits
- * 32-63 a tag every change bumps, so a CAS never mistakes a top that was
- * popped and pushed back for the one it read (ABA).  Each buffer's `next`
- * links to the one below, index + 1.
+ * buf_free and out_free are lock-free stacks any process mapping the
+ * region pops from and pushes to: bits 0-31 the top buffer's index + 1
+ * within its pool (0: empty), bits 32-63 a tag every change bumps, so a CAS
+ * never mistakes a top that was popped and pushed back for the one it read
+ * (ABA).  Each buffer's `next` links to the one below, index + 1.
  */
 struct shm_queue {
 	uint32_t slots; /* power of two */
-	uint32_t pad0;
+	_Atomic uint32_t hold; /* 1: send no requests (messages, RMA) now */
 	uint8_t pad1[SHM_CACHELINE - 8];
 	_Atomic uint64_t tail; /* next slot a producer claims */
 	uint8_t pad2[SHM_CACHELINE - 8];
 	_Atomic uint64_t head; /* next slot the consumer reads (release) */
 	uint8_t pad3[SHM_CACHELINE - 8];
-	_Atomic uint64_t buf_free; /* free bounce buffers: tag << 32 | top */
+	_Atomic uint64_t buf_free; /* inbound pool: tag << 32 | top */
 	uint8_t pad4[SHM_CACHELINE - 8];
+	_Atomic uint64_t out_free; /* the owner's pool: tag << 32 | top */
+	uint8_t pad5[SHM_CACHELINE - 8];
 	struct shm_slot slot[];
 };
-static_assert(sizeof(struct shm_queue) == 4 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(struct shm_queue) == 5 * SHM_CACHELINE, "shm_queue size");
 
 /*
  * Peer table entry.  A sender takes an entry (CAS of state to CLAIMED from

@@ -26,9 +26,11 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 	uint32_t i;
 
 	q->slots = slots;
+	atomic_init(&q->hold, 0);
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
 	atomic_init(&q->buf_free, 0);
+	atomic_init(&q->out_free, 0);
 	for (i = 0; i < slots; i++)
 		atomic_init(&q->slot[i].seq, i);
 }
@@ -101,18 +103,20 @@ static inline bool shm_queue_consumed(struct shm_queue *q, uint64_t pos)
 }
 
 /*
- * The bounce buffers' free list (shm_queue.buf_free), a lock-free stack.
- * `buf(i)` is buffer i of the region; count buffers in all.  Any process
- * that maps the region may pop and push, concurrently; a buffer's content
- * written before the push that frees it (or before the slot that names
- * it is published) is seen by whoever pops it (or reads the slot) next.
+ * A free list of bounce buffers (shm_queue.buf_free, .out_free): a
+ * lock-free stack over `count` buffers from `first`, `stride` bytes apart.
+ * Any process that maps the region may pop and push, concurrently; a
+ * buffer's content written before the push that frees it (or before the
+ * slot that names it is published) is seen by whoever pops it (or reads
+ * the slot) next.
  */
 #define SHM_BUF_TOP(v) ((uint32_t)(v))
 #define SHM_BUF_NEXT_TAG(v) ((((v) >> 32) + 1) << 32)
 
 /* Producer of the region's setup: every buffer free. */
-static inline void shm_buf_init(struct shm_queue *q, struct shm_bounce *first,
-				size_t stride, uint32_t count)
+static inline void shm_buf_init(_Atomic uint64_t *top,
+				struct shm_bounce *first, size_t stride,
+				uint32_t count)
 {
 	uint32_t i;
 
@@ -120,14 +124,15 @@ static inline void shm_buf_init(struct shm_queue *q, struct shm_bounce *first,
 		atomic_init(&((struct shm_bounce *)((char *)first +
 						    i * stride))->next,
 			    i + 1 < count ? i + 2 : 0);
-	atomic_init(&q->buf_free, count ? 1 : 0);
+	atomic_init(top, count ? 1 : 0);
 }
 
 /* Take a free buffer: 0 and its index, or -FI_EAGAIN when none is free. */
-static inline int shm_buf_pop(struct shm_queue *q, struct shm_bounce *first,
-			      size_t stride, uint32_t count, uint32_t *idx)
+static inline int shm_buf_pop(_Atomic uint64_t *free_top,
+			      struct shm_bounce *first, size_t stride,
+			      uint32_t count, uint32_t *idx)
 {
-	uint64_t top = atomic_load_explicit(&q->buf_free, memory_order_acquire);
+	uint64_t top = atomic_load_explicit(free_top, memory_order_acquire);
 	struct shm_bounce *b;
 	uint32_t i1;
 
@@ -138,7 +143,7 @@ static inline int shm_buf_pop(struct shm_queue *q, struct shm_bounce *first,
 		b = (struct shm_bounce *)((char *)first + (i1 - 1) * stride);
 		/* A stale `next` (the top changed meanwhile) fails the CAS. */
 		if (atomic_compare_exchange_weak_explicit(
-			    &q->buf_free, &top,
+			    free_top, &top,
 			    SHM_BUF_NEXT_TAG(top) |
 				    atomic_load_explicit(&b->next,
 							 memory_order_relaxed),
@@ -150,18 +155,19 @@ static inline int shm_buf_pop(struct shm_queue *q, struct shm_bounce *first,
 }
 
 /* Give buffer idx back (after copying out of it). */
-static inline void shm_buf_push(struct shm_queue *q, struct shm_bounce *first,
-				size_t stride, uint32_t idx)
+static inline void shm_buf_push(_Atomic uint64_t *free_top,
+				struct shm_bounce *first, size_t stride,
+				uint32_t idx)
 {
 	struct shm_bounce *b =
 		(struct shm_bounce *)((char *)first + idx * stride);
-	uint64_t top = atomic_load_explicit(&q->buf_free, memory_order_relaxed);
+	uint64_t top = atomic_load_explicit(free_top, memory_order_relaxed);
 
 	do {
 		atomic_store_explicit(&b->next, SHM_BUF_TOP(top),
 				      memory_order_relaxed);
 	} while (!atomic_compare_exchange_weak_explicit(
-		&q->buf_free, &top, SHM_BUF_NEXT_TAG(top) | (idx + 1),
+		free_top, &top, SHM_BUF_NEXT_TAG(top) | (idx + 1),
 		memory_order_release, memory_order_relaxed));
 }
 

@@ -90,7 +90,7 @@ static size_t region_layout(const struct shm_region_attr *attr,
 	off += align_up((size_t)attr->max_peers * sizeof(struct shm_peer),
 			SHM_PAGE);
 	hdr->bounce_off = off;
-	off += align_up((size_t)attr->bounce_count *
+	off += align_up(2 * (size_t)attr->bounce_count *
 				(sizeof(struct shm_bounce) +
 				 align_up(attr->bounce_size, SHM_CACHELINE)),
 			SHM_PAGE);
@@ -197,8 +197,10 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	map->owner = true;
 	q = shm_map_queue(map);
 	shm_queue_init(q, attr->queue_slots);
-	shm_buf_init(q, shm_map_bounce(map, 0), shm_map_bounce_stride(map),
-		     attr->bounce_count);
+	shm_buf_init(&q->buf_free, shm_map_bounce(map, 0),
+		     shm_map_bounce_stride(map), attr->bounce_count);
+	shm_buf_init(&q->out_free, shm_map_bounce(map, attr->bounce_count),
+		     shm_map_bounce_stride(map), attr->bounce_count);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
 	return 0;
 
