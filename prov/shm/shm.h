@@ -65,6 +65,9 @@ struct shm_conn {
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */
+	uint64_t alive_ms; /* when its owner was last seen alive */
+	uint64_t retry_ms; /* when its name was last looked up, dead */
+	bool hint_unreliable; /* its owner mutex said "died", wrongly */
 };
 
 /* What the owner knows of the sender behind one entry of its peer table. */
@@ -90,6 +93,7 @@ struct shm_ep {
 	struct util_rdm_ep rdm; /* first */
 	char name[SHM_NAME_MAX];
 	struct shm_map own;
+	pthread_t owner_thread; /* holds own's owner mutex */
 	bool cma;
 
 	struct dlist_entry conns; /* struct shm_conn */
@@ -113,7 +117,6 @@ struct shm_ep {
 	bool cma_warned;
 	uint64_t last_check_ms; /* when peers were last checked for life */
 	uint32_t progress_calls;
-	uint32_t send_calls;
 };
 
 /* Receiving side of a message pushed through bounce buffers. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -189,20 +190,156 @@ static int conn_map(struct shm_ep *ep, struct shm_conn *c)
 	return 0;
 }
 
+static void conn_died(struct shm_ep *ep, struct shm_conn *c);
+static uint64_t coarse_ms(void);
+
+/* How often the owner of a region we send to is looked at (kill(pid, 0)). */
+#define SHM_PEER_ALIVE_MS 10
+/* How often sends to a dead peer look for a successor under its name. */
+#define SHM_PEER_RETRY_MS 100
+
 /*
- * Make a connection usable for sending: map the peer's region and claim an
- * entry.  -FI_EAGAIN while the peer's region does not exist yet.
+ * Connect (again): map the region c's name refers to now and claim an
+ * entry in it.  A region we mapped before that is no longer its owner's
+ * (closed or taken over: `gone`; or its owner died) is dropped first, and
+ * what waited on it fails.  A dead peer's name is looked up again at most
+ * every SHM_PEER_RETRY_MS, or at once with `now` (a fresh AV insert, a
+ * successor that announced itself).  Returns 0; -FI_EAGAIN while a peer
+ * we never reached has no region yet or no free entry; -FI_ECONNRESET for
+ * a peer that is gone.
+ */
+static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
+{
+	uint64_t t = coarse_ms();
+	int ret;
+
+	if (c->map.hdr && (c->dead || c->map.hdr->gone)) {
+		now |= !!c->map.hdr->gone; /* a successor may be there */
+		if (!c->dead)
+			conn_died(ep, c);
+		shm_region_unmap(&c->map);
+		c->claimed = false;
+	}
+	if (c->dead && !now && t - c->retry_ms < SHM_PEER_RETRY_MS)
+		return -FI_ECONNRESET;
+	c->retry_ms = t;
+	ret = conn_map(ep, c);
+	if (ret)
+		return c->dead ? -FI_ECONNRESET : ret;
+	if (atomic_load_explicit(&c->map.hdr->gone, memory_order_acquire) ||
+	    !shm_region_owner_alive(c->map.hdr)) {
+		/* A region left by a process that is gone. */
+		shm_region_unmap(&c->map);
+		c->claimed = false;
+		if (!c->dead)
+			conn_died(ep, c);
+		return -FI_ECONNRESET;
+	}
+	if (!c->claimed) {
+		ret = conn_claim(ep, c);
+		if (ret)
+			return ret;
+	}
+	c->dead = false;
+	c->alive_ms = t;
+	return 0;
+}
+
+/*
+ * Make a connection usable for sending.  A load or two when it is: the
+ * region's `gone` flag tells at once that its owner closed or was replaced.
  */
 static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 {
+	if (weft_likely(c->claimed && !c->dead &&
+			!atomic_load_explicit(&c->map.hdr->gone,
+					      memory_order_relaxed)))
+		return 0;
+	return conn_setup(ep, c, false);
+}
+
+/*
+ * Before a send to c: has its owner died?  The owner's robust mutex tells
+ * at the cost of one load (shm_layout.h), so nothing is reported sent into
+ * the queue of a peer that is dead.  When the hint fires, the owner is
+ * looked at (pid and start time); if it turns out alive (only the thread
+ * that held the mutex ended), or where there is no hint, it is looked at
+ * at most every SHM_PEER_ALIVE_MS.
+ */
+static int conn_alive(struct shm_ep *ep, struct shm_conn *c)
+{
+	uint64_t t;
+
+	if (weft_likely(!shm_owner_died(shm_map_queue(&c->map))))
+		return 0;
+	t = coarse_ms();
+	if ((c->hint_unreliable || !SHM_OWNER_HINT) &&
+	    t - c->alive_ms < SHM_PEER_ALIVE_MS)
+		return 0;
+	c->alive_ms = t;
+	if (shm_region_owner_alive(c->map.hdr)) {
+		c->hint_unreliable = true;
+		return 0;
+	}
+	conn_died(ep, c);
+	return conn_setup(ep, c, true);
+}
+
+/*
+ * Hold our queue's owner mutex from now on (robust: the kernel marks it
+ * when the holding thread ends, and peers read that).
+ */
+static int owner_lock(struct shm_ep *ep)
+{
+	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
+	pthread_mutexattr_t a;
 	int ret;
 
-	if (weft_likely(c->claimed))
-		return 0;
-	ret = conn_map(ep, c);
+	ret = pthread_mutexattr_init(&a);
 	if (ret)
-		return ret;
-	return conn_claim(ep, c);
+		return weft_errno(ret);
+	ret = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!ret)
+		ret = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!ret)
+		ret = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	if (!ret)
+		ret = pthread_mutex_lock(m);
+	if (ret)
+		return weft_errno(ret);
+	ep->owner_thread = pthread_self();
+	return 0;
+}
+
+/* The thread that held our owner mutex ended, but we live: take it again. */
+static void owner_relock(struct shm_ep *ep)
+{
+	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
+
+	if (pthread_mutex_lock(m) == EOWNERDEAD)
+		pthread_mutex_consistent(m);
+	ep->owner_thread = pthread_self();
+}
+
+/*
+ * Unmap our region at close.  The mutex sits on the robust list of the
+ * thread holding it: unlock it if that is us; if it is another thread
+ * still running, the mapping must outlive that list entry, so only the
+ * file is removed.
+ */
+static void owner_unmap(struct shm_ep *ep)
+{
+	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
+
+	if (pthread_equal(ep->owner_thread, pthread_self())) {
+		pthread_mutex_unlock(m);
+	} else if (SHM_OWNER_HINT && !shm_owner_died(shm_map_queue(&ep->own))) {
+		shm_unlink(ep->own.path);
+		ep->own.hdr = NULL;
+		return;
+	}
+	shm_region_unmap(&ep->own);
 }
 
 /*
@@ -233,6 +370,7 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	const uint64_t *serial;
 	const char *addr;
 	uint32_t idx;
+	int ret;
 
 	/*
 	 * The entry must be live, and be the insert the cache knows: a
@@ -247,9 +385,8 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
 			ep->by_addr_serial[idx] == *serial)) {
 		*out = ep->by_addr[idx];
-		if (weft_unlikely((*out)->dead))
-			return -FI_ECONNRESET;
-		return conn_ready(ep, *out);
+		ret = conn_ready(ep, *out);
+		return weft_likely(!ret) ? conn_alive(ep, *out) : ret;
 	}
 	if (idx >= ep->nby_addr) {
 		size_t n = WEFT_MAX((size_t)idx + 1, ep->nby_addr * 2);
@@ -278,9 +415,9 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	ep->by_addr_fi[idx] = dest;
 	ep->by_addr_serial[idx] = *serial;
 	*out = ep->by_addr[idx];
-	if (weft_unlikely((*out)->dead))
-		return -FI_ECONNRESET;
-	return conn_ready(ep, *out);
+	/* A new insert of a peer we lost: look for it again now. */
+	ret = (*out)->dead ? conn_setup(ep, *out, true) : conn_ready(ep, *out);
+	return ret ? ret : conn_alive(ep, *out);
 }
 
 /* ---- peers that die ---------------------------------------------------- */
@@ -302,10 +439,22 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 	struct dlist_entry *e, *tmp;
 	size_t i;
 
+	struct slist keep;
+	struct slist_entry *cur;
+
 	c->dead = true;
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-		"%s: peer %s (pid %d) is gone; its transfers fail\n", ep->name,
-		c->name, (int)c->map.hdr->pid);
+		"%s: peer %s is gone; its transfers fail\n", ep->name,
+		c->name);
+	/* Answers meant for it must not reach a successor of its name. */
+	slist_init(&keep);
+	while ((cur = slist_remove_head(&ep->pending))) {
+		if (container_of(cur, struct shm_pending, entry)->conn == c)
+			free(container_of(cur, struct shm_pending, entry));
+		else
+			slist_insert_tail(cur, &keep);
+	}
+	ep->pending = keep;
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		struct shm_push *p = container_of(e, struct shm_push, entry);
 
@@ -352,7 +501,7 @@ static void check_peers(struct shm_ep *ep, bool now)
 		struct shm_conn *c = container_of(e, struct shm_conn, entry);
 
 		if (c->map.hdr && !c->dead &&
-		    !shm_region_owner_alive(c->map.hdr))
+		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
 			conn_died(ep, c);
 	}
 }
@@ -544,10 +693,6 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	ret = conn_of_addr(ep, dest, &c);
 	if (weft_unlikely(ret))
 		return ret;
-	/* Now and then, even when nothing waits on a peer, look for dead
-	 * ones, so that sends to them fail rather than vanish. */
-	if (weft_unlikely(!(++ep->send_calls & 4095)))
-		check_peers(ep, false);
 	if (weft_unlikely(atomic_load_explicit(&shm_map_queue(&c->map)->hold,
 					       memory_order_relaxed)))
 		return -FI_EAGAIN; /* the receiver holds its senders back */
@@ -1039,6 +1184,8 @@ static int shm_progress(struct util_rdm_ep *rdm)
 			   !dlist_empty(&ep->pull_list)) &&
 			  !(++ep->progress_calls & 255)))
 		check_peers(ep, false);
+	if (weft_unlikely(SHM_OWNER_HINT && shm_owner_died(q)))
+		owner_relock(ep);
 	if (weft_unlikely(!slist_empty(&ep->pending)))
 		flush_pending(ep);
 	if (weft_unlikely(!dlist_empty(&ep->pushes)))
@@ -1507,6 +1654,10 @@ static int shm_ep_close(struct fid *fid)
 	struct dlist_entry *e, *tmp;
 	struct slist_entry *p;
 
+	/* Peers stop sending here, and look for a successor of the name. */
+	if (ep->own.hdr)
+		atomic_store_explicit(&ep->own.hdr->gone, 1,
+				      memory_order_release);
 	util_rdm_ep_fini(&ep->rdm);
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		dlist_remove(e);
@@ -1528,7 +1679,8 @@ static int shm_ep_close(struct fid *fid)
 		conn_release(c);
 		free(c);
 	}
-	shm_region_unmap(&ep->own);
+	if (ep->own.hdr)
+		owner_unmap(ep);
 	free(ep->by_addr);
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
@@ -1593,9 +1745,18 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 			fi_strerror(-ret));
 		return ret;
 	}
+	ret = owner_lock(ep);
+	if (ret)
+		goto err_unmap;
 	ret = util_rdm_ep_control(fid, command, arg);
 	if (ret)
-		shm_region_unmap(&ep->own);
+		goto err_unlock;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&shm_map_queue(&ep->own)->owner.lock);
+err_unmap:
+	shm_region_unmap(&ep->own);
 	return ret;
 }
 

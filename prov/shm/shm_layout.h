@@ -23,6 +23,7 @@
 #define WEFT_SHM_LAYOUT_H
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -89,6 +90,13 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
  * requests it cannot serve yet, asks producers to send no messages or RMA
  * requests (answers still go).
  *
+ * `owner` is a robust, process-shared mutex the owner holds as long as it
+ * lives.  When the thread holding it ends (a SIGKILL included), the kernel
+ * sets FUTEX_OWNER_DIED in its word: a producer reads that word, on the
+ * line it reads `slots` from anyway, before every send, so it notices a
+ * dead owner without a system call.  (The owner takes it again if only the
+ * thread that held it ended.)
+ *
  * buf_free and out_free are lock-free stacks any process mapping the
  * region pops from and pushes to: bits 0-31 the top buffer's index + 1
  * within its pool (0: empty), bits 32-63 a tag every change bumps, so a CAS
@@ -98,7 +106,10 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
 struct shm_queue {
 	uint32_t slots; /* power of two */
 	_Atomic uint32_t hold; /* 1: send no requests (messages, RMA) now */
-	uint8_t pad1[SHM_CACHELINE - 8];
+	union {
+		pthread_mutex_t lock; /* held by the owner while it lives */
+		uint8_t pad1[SHM_CACHELINE - 8];
+	} owner;
 	_Atomic uint64_t tail; /* next slot a producer claims */
 	uint8_t pad2[SHM_CACHELINE - 8];
 	_Atomic uint64_t head; /* next slot the consumer reads (release) */
@@ -110,6 +121,8 @@ struct shm_queue {
 	struct shm_slot slot[];
 };
 static_assert(sizeof(struct shm_queue) == 5 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(pthread_mutex_t) <= SHM_CACHELINE - 8,
+	      "the owner's mutex fits the queue's first line");
 
 /*
  * Peer table entry.  A sender takes an entry (CAS of state to CLAIMED from

@@ -95,6 +95,30 @@ static inline void shm_queue_release(struct shm_queue *q, struct shm_slot *s)
 	atomic_store_explicit(&q->head, head + 1, memory_order_release);
 }
 
+/*
+ * Whether the thread that held the queue's owner mutex ended (see
+ * shm_layout.h): a hint, one load, that the owner may be dead.  Where the
+ * mutex's word cannot be read, SHM_OWNER_HINT is 0 and this says "maybe"
+ * always.
+ */
+#ifdef __GLIBC__
+#include <linux/futex.h>
+#define SHM_OWNER_HINT 1
+static inline bool shm_owner_died(struct shm_queue *q)
+{
+	return __atomic_load_n(&q->owner.lock.__data.__lock,
+			       __ATOMIC_RELAXED) &
+	       FUTEX_OWNER_DIED;
+}
+#else
+#define SHM_OWNER_HINT 0
+static inline bool shm_owner_died(struct shm_queue *q)
+{
+	(void)q;
+	return true;
+}
+#endif
+
 /* Whether the consumer has handled every slot before position pos. */
 static inline bool shm_queue_consumed(struct shm_queue *q, uint64_t pos)
 {

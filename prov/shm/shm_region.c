@@ -122,7 +122,8 @@ static int reclaim_stale(const char *path, bool ours)
 		shm_unlink(path);
 		return 0;
 	}
-	hdr = mmap(NULL, sizeof(*hdr), PROT_READ, MAP_SHARED, fd, 0);
+	hdr = mmap(NULL, sizeof(*hdr), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   0);
 	close(fd);
 	if (hdr == MAP_FAILED)
 		return weft_errno(errno);
@@ -131,6 +132,10 @@ static int reclaim_stale(const char *path, bool ours)
 		keep = !ours; /* being set up, unless it is ours to make */
 	else
 		keep = shm_region_owner_alive(hdr);
+	/* Peers that still map it must learn it is nobody's any more
+	 * (docs/shm-layout.md: a successor takes the name over). */
+	if (!keep && hdr->magic == SHM_MAGIC)
+		atomic_store_explicit(&hdr->gone, 1, memory_order_release);
 	munmap(hdr, sizeof(*hdr));
 	if (keep)
 		return -FI_EADDRINUSE;
