@@ -576,6 +576,8 @@ static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 	int ret;
 
 	ret = conn_ready(ep, c);
+	if (ret == -FI_ECONNRESET)
+		return 0; /* nobody to answer any more */
 	if (!ret && slist_empty(&ep->pending)) {
 		s = slot_claim(c, &pos);
 		if (s) {
@@ -614,10 +616,20 @@ static void flush_pending(struct shm_ep *ep)
 	struct shm_pending *p;
 	struct shm_slot *s;
 	uint64_t pos;
+	int ret;
 
 	while (!slist_empty(&ep->pending)) {
 		p = container_of(ep->pending.head, struct shm_pending, entry);
-		if (conn_ready(ep, p->conn))
+		ret = conn_ready(ep, p->conn);
+		if (ret == -FI_ECONNRESET) {
+			/* conn_died dropped what was queued for the peer */
+			if (ep->pending.head == &p->entry) {
+				slist_remove_head(&ep->pending);
+				free(p);
+			}
+			continue;
+		}
+		if (ret)
 			return;
 		s = slot_claim(p->conn, &pos);
 		if (!s)
