@@ -35,6 +35,11 @@ static const struct {
 };
 
 #define NSCHED (sizeof(sched) / sizeof(sched[0]))
+
+/* What the "burst" peer sends before it closes and exits. */
+static const size_t burst_len[] = {100, 10240, 4000};
+#define NBURST (sizeof(burst_len) / sizeof(burst_len[0]))
+#define BURST_SEED 100
 #define PP_MAX (1 << 20)
 #define WARMUP 10
 
@@ -355,6 +360,23 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
 	if (!strcmp(role, "rma_target")) {
 		rma_target(&f);
+	} else if (!strcmp(role, "burst")) {
+		struct fi_context2 sc[NBURST];
+		struct cf_mem bm[NBURST];
+		struct cf_comp c;
+
+		for (s = 0; s < NBURST; s++) {
+			cf_mem_reg(&f, 0, &bm[s], burst_len[s], FI_SEND);
+			cf_fill(bm[s].p, burst_len[s], BURST_SEED + s);
+			post_send(&f, peer, &bm[s], burst_len[s],
+				  BURST_SEED + (unsigned int)s, &sc[s]);
+		}
+		for (s = 0; s < NBURST; s++) {
+			c = cf_wait_ctx(&f, 0, &sc[s]);
+			cf_assert(!c.err, "burst send %zu: error %d", s, c.err);
+		}
+		for (s = 0; s < NBURST; s++)
+			cf_mem_free(&bm[s]);
 	} else if (!strcmp(role, "restart")) {
 		/* Only what is sent to this process arrives here. */
 		for (i = 0; i < WARMUP; i++)
@@ -488,6 +510,60 @@ static int case_proc_rma(const char *prov)
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_mem_free(&lm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/*
+ * A peer sends a few messages, sees them complete, closes its endpoint and
+ * exits before we even look: each message still arrives, once, intact,
+ * from that peer (fi_cq_readfrom).  MPI_Finalize does exactly this.
+ */
+static int case_proc_sender_exits(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE, .nep = 1,
+			    .no_insert = true, .readfrom = true};
+	struct fi_context2 rc[NBURST];
+	struct cf_mem rm[NBURST];
+	struct peer_link l;
+	struct cf_comp c;
+	struct cf_fix f;
+	fi_addr_t peer;
+	int status;
+	size_t i;
+	char b;
+
+	cf_open(&f, prov, &o);
+	spawn_peer("burst", &l);
+	send_name(l.wfd, &f.ep[0]);
+	peer = recv_name(l.rfd, &f);
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	for (i = 0; i < NBURST; i++) {
+		cf_mem_reg(&f, 0, &rm[i], burst_len[i], FI_RECV);
+		post_recv(&f, peer, &rm[i], burst_len[i],
+			  BURST_SEED + (unsigned int)i, &rc[i]);
+	}
+	for (i = 0; i < NBURST; i++) {
+		c = cf_wait_ctx(&f, 0, &rc[i]);
+		cf_assert(!c.err && c.len == burst_len[i],
+			  "message %zu of the exited peer: err %d len %zu", i,
+			  c.err, c.len);
+		cf_check_fill(rm[i].p, burst_len[i], BURST_SEED + (unsigned int)i,
+			      "message of a peer that exited");
+		cf_expect(c.src == peer,
+			  "message %zu reported from fi_addr %llu, not the "
+			  "peer's %llu",
+			  i, (unsigned long long)c.src,
+			  (unsigned long long)peer);
+	}
+	cf_expect_none(&f, 0, 50);
+	for (i = 0; i < NBURST; i++)
+		cf_mem_free(&rm[i]);
 	cf_close(&f);
 	close(l.wfd);
 	close(l.rfd);
@@ -653,6 +729,10 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: writes checked and reads filled by the "
      "target process, 1 B to 4 MiB",
      case_proc_rma},
+    {"proc_sender_exits",
+     "two processes: a peer's completed sends arrive, once, intact and "
+     "from it, after it closed and exited",
+     case_proc_sender_exits},
     {"proc_peer_killed",
      "two processes: peer SIGKILLed; sends to it end in an error, a "
      "receive from it cancels, the endpoint closes",
