@@ -106,15 +106,16 @@ static bool peer_holder_dead(const struct shm_peer *p)
 
 /*
  * Take entry p for ourselves, if it can be had: a FREE one, or a CLOSED
- * one whose holder's slots have all been consumed.  An ACTIVE entry whose
- * holder died is first closed on its behalf (its queued slots still name
- * it), then taken under the same rule.
+ * one whose holder's slots have all been consumed.  With `dead_too`, an
+ * ACTIVE entry whose holder died is first closed on its behalf (its queued
+ * slots still name it), then taken under the same rule.
  */
-static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool *waiting)
+static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool dead_too,
+		      bool *waiting)
 {
 	uint32_t st = atomic_load_explicit(&p->state, memory_order_acquire);
 
-	if (st == SHM_PEER_ACTIVE) {
+	if (st == SHM_PEER_ACTIVE && dead_too) {
 		if (!peer_holder_dead(p) ||
 		    !atomic_compare_exchange_strong(&p->state, &st,
 						    SHM_PEER_CLAIMED))
@@ -146,34 +147,38 @@ static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool *waiting)
  */
 static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 {
-	struct shm_peer *peers = shm_map_peers(&c->map);
+	struct shm_peer *peers = shm_map_peers(&c->map), *p;
 	struct shm_queue *q = shm_map_queue(&c->map);
-	uint32_t i, n = c->map.hdr->max_peers, gen;
+	uint32_t i = 0, n = c->map.hdr->max_peers, gen;
 	bool waiting = false;
 
-	for (i = 0; i < n; i++) {
-		if (!peer_take(q, &peers[i], &waiting))
-			continue;
-		peers[i].pid = getpid();
-		peers[i].pid_start = shm_pid_start(getpid());
-		snprintf(peers[i].name, sizeof(peers[i].name), "%s", ep->name);
-		gen = (atomic_load_explicit(&peers[i].gen,
-					    memory_order_relaxed) + 1) & 0xffff;
-		if (!gen)
-			gen = 1;
-		atomic_store_explicit(&peers[i].gen, gen, memory_order_relaxed);
-		atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
-				      memory_order_release);
-		c->src_id = i | (gen << 16);
-		c->claimed = true;
-		return 0;
+	/* Free entries first; those of dead holders (a system call each to
+	 * find out) only when there are none. */
+	while (i < n && !peer_take(q, &peers[i], false, &waiting))
+		i++;
+	if (i == n)
+		for (i = 0; i < n && !peer_take(q, &peers[i], true, &waiting);)
+			i++;
+	if (i == n) {
+		if (waiting)
+			return -FI_EAGAIN;
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: all %u peer entries of %s are taken\n", ep->name,
+			n, c->name);
+		return -FI_ENOSPC;
 	}
-	if (waiting)
-		return -FI_EAGAIN;
-	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-		"%s: all %u peer entries of %s are taken\n", ep->name, n,
-		c->name);
-	return -FI_ENOSPC;
+	p = &peers[i];
+	p->pid = getpid();
+	p->pid_start = shm_pid_start(getpid());
+	snprintf(p->name, sizeof(p->name), "%s", ep->name);
+	gen = (atomic_load_explicit(&p->gen, memory_order_relaxed) + 1) & 0xffff;
+	if (!gen)
+		gen = 1;
+	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
+	c->src_id = i | (gen << 16);
+	c->claimed = true;
+	return 0;
 }
 
 /* Map the peer's region (once).  -FI_EAGAIN while it does not exist yet. */
