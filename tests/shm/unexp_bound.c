@@ -36,7 +36,7 @@
 #define NMSG 100000
 #define LIMIT (1 << 20)
 /* Pools, CQ and allocator slack beside the bound. */
-#define ALLOWANCE (24 << 20)
+#define ALLOWANCE (8 << 20)
 /* Consecutive -FI_EAGAIN that mean the receiver holds the sender back. */
 #define BLOCKED_STREAK 200000L
 #define WINDOW 256
