@@ -76,6 +76,17 @@ struct shm_rxpeer {
 	struct shm_conn *conn; /* to answer it and read its bounce buffers */
 	fi_addr_t fi_addr; /* in the endpoint's AV, or FI_ADDR_NOTAVAIL */
 	char addr[SHM_ADDRLEN]; /* "fi_shm://name", for FI_SOURCE_ERR */
+	uint32_t held; /* requests of this entry's senders we hold */
+	uint32_t held_pass; /* the held_serve pass one of them had to wait */
+};
+
+/* A request we hold back, and its sender as we knew it then. */
+struct shm_held {
+	struct dlist_entry entry; /* shm_ep.held_list */
+	struct slist_entry free; /* shm_ep.held_free */
+	struct shm_rxpeer rp;
+	void *copy; /* a BOUNCE message's payload, out of its buffer */
+	struct shm_slot slot;
 };
 
 /* A control message that found the peer's queue full, sent later. */
@@ -102,9 +113,11 @@ struct shm_ep {
 	uint64_t *by_addr_serial; /* and the AV insert it was made for */
 	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
-	/* Requests that could not be served yet, in order (held_push). */
-	struct shm_slot *held; /* ring of queue_slots entries */
-	uint32_t held_first, held_n;
+	/* Requests that could not be served yet (held_push). */
+	struct shm_held *held_mem; /* queue_slots records */
+	struct slist held_free;
+	struct dlist_entry held_list; /* struct shm_held, arrival order */
+	uint32_t held_pass; /* held_serve's passes */
 
 	struct slist pending; /* struct shm_pending */
 

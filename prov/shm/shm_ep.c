@@ -566,6 +566,14 @@ static fi_addr_t rxpeer_addr(struct shm_ep *ep, struct shm_rxpeer *rp)
 
 /* ---- sending slots ------------------------------------------------------ */
 
+/* Whether the peer holds our requests back (its entry's `hold`). */
+static bool conn_held(struct shm_conn *c)
+{
+	return atomic_load_explicit(
+		&shm_map_peers(&c->map)[c->src_id & 0xffff].hold,
+		memory_order_relaxed);
+}
+
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
 	return shm_queue_claim(shm_map_queue(&c->map), pos);
@@ -710,9 +718,8 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	ret = conn_of_addr(ep, dest, &c);
 	if (weft_unlikely(ret))
 		return ret;
-	if (weft_unlikely(atomic_load_explicit(&shm_map_queue(&c->map)->hold,
-					       memory_order_relaxed)))
-		return -FI_EAGAIN; /* the receiver holds its senders back */
+	if (weft_unlikely(conn_held(c)))
+		return -FI_EAGAIN; /* the receiver holds us back */
 	if (hdr->len > SHM_INLINE_MAX) {
 		ret = buf_get_in(&c->map, &bidx);
 		if (ret)
@@ -765,8 +772,7 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	ret = conn_of_addr(ep, tx->dest, &c);
 	if (ret)
 		return ret;
-	if (atomic_load_explicit(&shm_map_queue(&c->map)->hold,
-				 memory_order_relaxed))
+	if (conn_held(c))
 		return -FI_EAGAIN;
 	s = slot_claim(c, &pos);
 	if (!s)
@@ -1040,13 +1046,14 @@ static int shm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
 /* ---- receiving ---------------------------------------------------------- */
 
 /*
- * A message slot.  -FI_EAGAIN when the engine cannot take it now: it is
- * held, with the bounce buffer it names, and offered again later (see
+ * A message slot from sender rp (NULL: unknown); `copy`, for a held
+ * BOUNCE message, is where its payload was moved.  -FI_EAGAIN when the
+ * engine cannot take it now: it is held and offered again later (see
  * held_push).
  */
-static int handle_msg(struct shm_ep *ep, struct shm_slot *s)
+static int handle_msg(struct shm_ep *ep, struct shm_slot *s,
+		      struct shm_rxpeer *rp, const void *copy)
 {
-	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct util_rdm_msg msg = {
 		.op = (s->flags & SHM_SLOT_TAGGED) ? UTIL_RDM_TAGGED :
 						     UTIL_RDM_MSG,
@@ -1076,12 +1083,17 @@ static int handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		msg.tx_id = s->aux;
 		break;
 	case SHM_OP_BOUNCE:
+		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
+		if (copy) {
+			msg.payload = copy;
+			break;
+		}
 		/* The sender filled one of our own buffers. */
-		if (s->aux >= ep->own.hdr->bounce_count)
+		if (s->aux >= ep->own.hdr->bounce_count ||
+		    s->len > ep->own.hdr->bounce_size)
 			return 0;
 		bb = shm_map_bounce(&ep->own, s->aux);
 		msg.payload = bb->data;
-		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
 		break;
 	case SHM_OP_RTS:
 		memcpy(&rts, s->payload, sizeof(rts));
@@ -1099,7 +1111,8 @@ static int handle_msg(struct shm_ep *ep, struct shm_slot *s)
 	return 0;
 }
 
-static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
+static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
+		      struct shm_rxpeer *rp);
 static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
 static void handle_cts(struct shm_ep *ep, struct shm_slot *s);
 static void handle_data(struct shm_ep *ep, struct shm_slot *s);
@@ -1129,16 +1142,17 @@ static bool serve_answer(struct shm_ep *ep, struct shm_slot *s)
 	}
 }
 
-/* A message or RMA request; -FI_EAGAIN when it must wait. */
-static int serve_request(struct shm_ep *ep, struct shm_slot *s)
+/* A message or RMA request from rp; -FI_EAGAIN when it must wait. */
+static int serve_request(struct shm_ep *ep, struct shm_slot *s,
+			 struct shm_rxpeer *rp, const void *copy)
 {
 	switch (s->op) {
 	case SHM_OP_INLINE:
 	case SHM_OP_BOUNCE:
 	case SHM_OP_RTS:
-		return handle_msg(ep, s);
+		return handle_msg(ep, s, rp, copy);
 	case SHM_OP_RMA:
-		return handle_rma(ep, s);
+		return handle_rma(ep, s, rp);
 	default:
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"%s: unknown slot op %u dropped\n", ep->name, s->op);
@@ -1147,45 +1161,80 @@ static int serve_request(struct shm_ep *ep, struct shm_slot *s)
 }
 
 /*
- * Held back requests.  When a message or RMA request cannot be served (the
- * engine refuses an unexpected message past its bound, no buffer for RMA
- * results), it and every request after it are moved, in order, out of the
- * queue into ep->held, and the queue's `hold` flag tells senders to send
- * no more requests (they get -FI_EAGAIN).  The queue keeps flowing for
- * answers, so our own transfers still complete (the application may need
- * them before it posts the receives that make room).  ep->held is as big
- * as the queue: only requests already under way when `hold` was raised
- * land there.  Its bounce buffers stay taken until each is served.
+ * Held requests.  A message or RMA request that cannot be served yet (the
+ * engine refuses an unexpected message past its bound; no buffer for RMA
+ * results) leaves the queue for a record of ours, with what we know of its
+ * sender, and so does every later request of that sender, so its order
+ * holds.  The `hold` flag of the sender's peer entry then tells it to send
+ * no requests (it gets -FI_EAGAIN) until its held ones are served.  Other
+ * senders go on: a message that matches a posted receive is delivered,
+ * whoever else waits.  The queue keeps flowing for answers, so our own
+ * transfers complete too (the application may need them before it posts
+ * the receives that make room).
+ *
+ * There are as many records as queue slots; when none is free, requests
+ * simply wait in the queue.  A held eager message's payload moves out of
+ * its bounce buffer into memory sized to it, so that our inbound pool stays
+ * free for the senders we do not hold: at most bounce_count such payloads
+ * can be under way when we start holding.
  */
-static bool held_push(struct shm_ep *ep, const struct shm_slot *s)
+static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
+		      const struct shm_rxpeer *rp)
 {
-	uint32_t cap = ep->own.hdr->queue_slots;
+	uint32_t idx = s->src & 0xffff;
+	struct slist_entry *e = slist_remove_head(&ep->held_free);
+	struct shm_held *h;
 
-	if (ep->held_n == cap)
+	if (!e)
 		return false;
-	memcpy(&ep->held[(ep->held_first + ep->held_n) & (cap - 1)], s,
-	       sizeof(*s));
-	if (!ep->held_n++)
-		atomic_store_explicit(&shm_map_queue(&ep->own)->hold, 1,
+	h = container_of(e, struct shm_held, free);
+	h->copy = NULL;
+	if (s->op == SHM_OP_BOUNCE && s->aux < ep->own.hdr->bounce_count &&
+	    s->len <= ep->own.hdr->bounce_size) {
+		h->copy = malloc(s->len);
+		if (!h->copy) {
+			slist_insert_head(e, &ep->held_free);
+			return false;
+		}
+		memcpy(h->copy, shm_map_bounce(&ep->own, s->aux)->data, s->len);
+		buf_put(&ep->own, s->aux);
+	}
+	memcpy(&h->slot, s, sizeof(*s));
+	h->rp = *rp;
+	dlist_insert_tail(&h->entry, &ep->held_list);
+	if (!ep->rxpeers[idx].held++)
+		atomic_store_explicit(&shm_map_peers(&ep->own)[idx].hold, 1,
 				      memory_order_relaxed);
 	return true;
 }
 
-/* Serve held requests, in order, while they can be. */
+/* Serve held requests, oldest first, each sender's in its order. */
 static int held_serve(struct shm_ep *ep)
 {
-	uint32_t mask = ep->own.hdr->queue_slots - 1;
+	struct dlist_entry *e, *tmp;
+	uint32_t pass = ++ep->held_pass;
 	int n = 0;
 
-	while (ep->held_n &&
-	       serve_request(ep, &ep->held[ep->held_first]) != -FI_EAGAIN) {
-		ep->held_first = (ep->held_first + 1) & mask;
-		ep->held_n--;
+	dlist_foreach_safe(&ep->held_list, e, tmp) {
+		struct shm_held *h = container_of(e, struct shm_held, entry);
+		uint32_t idx = h->slot.src & 0xffff;
+		struct shm_rxpeer *rp = &ep->rxpeers[idx];
+
+		if (rp->held_pass == pass)
+			continue; /* an older one of this sender waits */
+		if (serve_request(ep, &h->slot, &h->rp, h->copy) ==
+		    -FI_EAGAIN) {
+			rp->held_pass = pass;
+			continue;
+		}
+		free(h->copy);
+		dlist_remove(e);
+		slist_insert_tail(&h->free, &ep->held_free);
 		n++;
+		if (!--rp->held)
+			atomic_store_explicit(&shm_map_peers(&ep->own)[idx].hold,
+					      0, memory_order_release);
 	}
-	if (n && !ep->held_n)
-		atomic_store_explicit(&shm_map_queue(&ep->own)->hold, 0,
-				      memory_order_release);
 	return n;
 }
 
@@ -1193,6 +1242,7 @@ static int shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	struct shm_queue *q = shm_map_queue(&ep->own);
+	struct shm_rxpeer *rp;
 	struct shm_slot *s;
 	int n, n_done = 0;
 
@@ -1209,18 +1259,20 @@ static int shm_progress(struct util_rdm_ep *rdm)
 		n_done = pushes_continue(ep);
 	if (weft_unlikely(!dlist_empty(&ep->chunked)))
 		n_done += chunks_continue(ep);
-	if (weft_unlikely(ep->held_n))
+	if (weft_unlikely(!dlist_empty(&ep->held_list)))
 		n_done += held_serve(ep);
 	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
 		if (!serve_answer(ep, s)) {
-			if (weft_unlikely(ep->held_n)) {
-				/* Requests keep their order behind the
-				 * held ones. */
-				if (!held_push(ep, s))
+			rp = rxpeer_of(ep, s->src);
+			if (weft_unlikely(rp && rp->held)) {
+				/* Behind its sender's held ones. */
+				if (!held_push(ep, s, rp))
 					break;
-			} else if (weft_unlikely(serve_request(ep, s) ==
-						 -FI_EAGAIN)) {
-				held_push(ep, s);
+			} else if (weft_unlikely(serve_request(ep, s, rp,
+							       NULL) ==
+						 -FI_EAGAIN) &&
+				   !held_push(ep, s, rp)) {
+				break; /* no record: wait in the queue */
 			}
 		}
 		shm_queue_release(q, s);
@@ -1303,8 +1355,7 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 	size_t i, n;
 	uint64_t pos;
 
-	if (atomic_load_explicit(&shm_map_queue(&c->map)->hold,
-				 memory_order_relaxed))
+	if (conn_held(c))
 		return -FI_EAGAIN;
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
 		       (chunked || len <= shm_params.bounce_size))) {
@@ -1491,9 +1542,9 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
  * Serve one request.  Returns -FI_EAGAIN when it must wait for a free
  * bounce buffer of ours (the slot stays in the queue).
  */
-static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
+static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
+		      struct shm_rxpeer *rp)
 {
-	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct iovec local[UTIL_RDM_IOV_MAX * 2];
 	struct shm_bounce *ib = NULL, *tb = NULL;
 	struct shm_rma_req req;
@@ -1702,7 +1753,17 @@ static int shm_ep_close(struct fid *fid)
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
 	free(ep->rxpeers);
-	free(ep->held);
+	if (ep->held_mem) {
+		while (!dlist_empty(&ep->held_list)) {
+			struct shm_held *h = container_of(ep->held_list.next,
+							  struct shm_held,
+							  entry);
+
+			dlist_remove(&h->entry);
+			free(h->copy);
+		}
+	}
+	free(ep->held_mem);
 	free(ep);
 	return 0;
 }
@@ -1724,6 +1785,7 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 	struct shm_region_attr attr;
+	uint32_t i;
 	int ret;
 
 	if (command != FI_ENABLE)
@@ -1739,9 +1801,11 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
-	ep->held = malloc(attr.queue_slots * sizeof(*ep->held));
-	if (!ep->held)
+	ep->held_mem = calloc(attr.queue_slots, sizeof(*ep->held_mem));
+	if (!ep->held_mem)
 		return -FI_ENOMEM;
+	for (i = 0; i < attr.queue_slots; i++)
+		slist_insert_tail(&ep->held_mem[i].free, &ep->held_free);
 	ret = shm_region_create(ep->name, &attr, &ep->own);
 	if (ret == -FI_EADDRINUSE && shm_name_ours(ep->name)) {
 		/* Another endpoint of this process has the name (both came
@@ -1913,6 +1977,8 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);
 	dlist_init(&ep->pull_list);
+	dlist_init(&ep->held_list);
+	slist_init(&ep->held_free);
 	{
 		struct util_bufpool_attr pattr = {
 			.name = "shm pulls",

@@ -86,9 +86,7 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
 /*
  * Queue control: producers share `tail`, the consumer owns `head` (others
  * read it to know what was consumed), and the bounce buffers' free lists
- * sit on lines of their own.  `hold`, set by the consumer while it keeps
- * requests it cannot serve yet, asks producers to send no messages or RMA
- * requests (answers still go).
+ * sit on lines of their own.
  *
  * `owner` is a robust, process-shared mutex the owner holds as long as it
  * lives.  When the thread holding it ends (a SIGKILL included), the kernel
@@ -105,7 +103,7 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
  */
 struct shm_queue {
 	uint32_t slots; /* power of two */
-	_Atomic uint32_t hold; /* 1: send no requests (messages, RMA) now */
+	uint32_t pad0;
 	union {
 		pthread_mutex_t lock; /* held by the owner while it lives */
 		uint8_t pad1[SHM_CACHELINE - 8];
@@ -149,7 +147,8 @@ struct shm_peer {
 	_Atomic uint32_t state;
 	int32_t pid;
 	_Atomic uint32_t gen; /* bumped by every claim: tells holders apart */
-	uint32_t pad0;
+	_Atomic uint32_t hold; /* owner: 1 while it holds this sender's
+				* requests back; the holder then sends none */
 	uint64_t pid_start; /* holder's start time: a reused pid is not it */
 	uint64_t release_pos; /* CLOSED: reusable once head >= this */
 	char name[SHM_NAME_MAX];

@@ -26,7 +26,6 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 	uint32_t i;
 
 	q->slots = slots;
-	atomic_init(&q->hold, 0);
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
 	atomic_init(&q->buf_free, 0);

@@ -10,7 +10,9 @@
  * it would hold every message.  Before it posts a receive, the receiver
  * also sends a 1 MiB message to the sender and waits for its completion:
  * the answers that completion needs must get through while the receiver
- * holds its senders back.
+ * holds its senders back.  And it receives one message from a second
+ * sender process before any of the first one's: holding back a sender
+ * that floods must not hold back the others.
  *
  * Uses only the public API.  Usage: unexp_bound SIZE (receiver), or
  * unexp_bound -s RECEIVER SIZE (the sender, started by the receiver, which
@@ -43,6 +45,7 @@
 #define REPORT_FD 3
 #define BIG (1 << 20)
 #define BIG_TAG (1ULL << 40)
+#define OTHER_TAG (1ULL << 41)
 
 #define CHECK(call)                                                            \
 	do {                                                                   \
@@ -114,6 +117,28 @@ static void report(char c)
 {
 	if (write(REPORT_FD, &c, 1) != 1)
 		exit(4);
+}
+
+/* The second sender: one message, then it closes and exits. */
+static int other_sender(const char *receiver, size_t size)
+{
+	struct fi_cq_tagged_entry e;
+	uint8_t *buf = malloc(size);
+	fi_addr_t dest;
+	struct fix f;
+	int ret;
+
+	CHECK(open_fix(&f));
+	if (fi_av_insert(f.av, receiver, 1, &dest, 0, NULL) != 1)
+		return 1;
+	fill(buf, size, 424242);
+	while ((ret = (int)fi_tinject(f.ep, buf, size, dest, OTHER_TAG)) ==
+	       -FI_EAGAIN)
+		fi_cq_read(f.cq, &e, 1);
+	CHECK(ret);
+	close_fix(&f);
+	free(buf);
+	return 0;
 }
 
 static int sender(const char *receiver, size_t size)
@@ -241,6 +266,7 @@ int main(int argc, char **argv)
 	int pipefd[2], ret, status;
 	struct rx r = { 0 };
 	fi_addr_t peer;
+	pid_t other;
 	uint8_t *big;
 	uint32_t n;
 	size_t len;
@@ -248,6 +274,10 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "-s")) {
 		alarm(120);
 		return sender(argv[2], strtoul(argv[3], NULL, 0));
+	}
+	if (argc == 4 && !strcmp(argv[1], "-o")) {
+		alarm(120);
+		return other_sender(argv[2], strtoul(argv[3], NULL, 0));
 	}
 	alarm(150);
 	ret = (int)readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -306,6 +336,30 @@ int main(int argc, char **argv)
 		if (ret != -FI_EAGAIN && (ret != 1 || e.op_context != big))
 			fail(&r, "the 1 MiB send failed");
 	} while (ret != 1);
+	/* A second sender is not held back by the first: its message is
+	 * received before any of the first one's. */
+	other = fork();
+	if (!other) {
+		char ssize[32];
+
+		snprintf(ssize, sizeof(ssize), "%zu", r.size);
+		execl(self, "unexp_bound", "-o", name, ssize, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(fi_trecv(r.f.ep, r.want, r.size, NULL, FI_ADDR_UNSPEC, OTHER_TAG,
+		       0, r.want));
+	do {
+		ret = (int)fi_cq_read(r.f.cq, &e, 1);
+		if (ret != -FI_EAGAIN && (ret != 1 || e.op_context != r.want ||
+					  e.len != r.size))
+			fail(&r, "the second sender's message went wrong");
+	} while (ret != 1);
+	fill(big, r.size, 424242);
+	if (memcmp(r.want, big, r.size))
+		fail(&r, "the second sender's message differs");
+	if (waitpid(other, &status, 0) != other || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fail(&r, "the second sender failed");
 	/* Receive them all, in order, a window of receives at a time. */
 	while (r.got < NMSG) {
 		while (r.posted < NMSG && r.posted - r.got < WINDOW) {
