@@ -200,6 +200,21 @@ static int harvest(struct rx *r)
 	}
 }
 
+/* Senders still running, stopped by their PIDs if the receiver fails. */
+static pid_t live[WAVE * 2];
+
+static void stop_senders(void)
+{
+	size_t i;
+
+	for (i = 0; i < WAVE * 2; i++) {
+		if (live[i] > 0 && waitpid(live[i], NULL, WNOHANG) == 0) {
+			kill(live[i], SIGKILL);
+			waitpid(live[i], NULL, 0);
+		}
+	}
+}
+
 static pid_t spawn(const char *self, const char *receiver, int idx,
 		   size_t size)
 {
@@ -214,6 +229,7 @@ static pid_t spawn(const char *self, const char *receiver, int idx,
 		      (char *)NULL);
 		_exit(127);
 	}
+	live[idx % (WAVE * 2)] = pid;
 	return pid;
 }
 
@@ -253,6 +269,7 @@ int main(int argc, char **argv)
 	 * a quiet wave's messages without the receiver reading its queue. */
 	setenv("FI_SHM_MAX_PEERS", "8", 1);
 	setenv("FI_SHM_BOUNCE_COUNT", "64", 1);
+	atexit(stop_senders);
 	r = calloc(1, sizeof(*r));
 	r->size = argc > 1 ? strtoul(argv[1], NULL, 0) : 100;
 	ret = open_fix(&r->f, NULL);

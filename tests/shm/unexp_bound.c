@@ -206,7 +206,7 @@ static size_t rss(void)
 
 struct rx {
 	struct fix f;
-	pid_t child;
+	pid_t child, other;
 	size_t size, rss0, peak;
 	uint8_t *bufs;
 	uint8_t *want;
@@ -219,6 +219,10 @@ static void fail(struct rx *r, const char *what)
 	fprintf(stderr, "%s\n", what);
 	kill(r->child, SIGKILL);
 	waitpid(r->child, NULL, 0);
+	if (r->other > 0 && waitpid(r->other, NULL, WNOHANG) == 0) {
+		kill(r->other, SIGKILL);
+		waitpid(r->other, NULL, 0);
+	}
 	exit(1);
 }
 
@@ -338,7 +342,7 @@ int main(int argc, char **argv)
 	} while (ret != 1);
 	/* A second sender is not held back by the first: its message is
 	 * received before any of the first one's. */
-	other = fork();
+	r.other = other = fork();
 	if (!other) {
 		char ssize[32];
 
@@ -360,6 +364,7 @@ int main(int argc, char **argv)
 	if (waitpid(other, &status, 0) != other || !WIFEXITED(status) ||
 	    WEXITSTATUS(status))
 		fail(&r, "the second sender failed");
+	r.other = 0;
 	/* Receive them all, in order, a window of receives at a time. */
 	while (r.got < NMSG) {
 		while (r.posted < NMSG && r.posted - r.got < WINDOW) {
