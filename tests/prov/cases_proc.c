@@ -37,7 +37,7 @@ static const struct {
 #define NSCHED (sizeof(sched) / sizeof(sched[0]))
 
 /* What the "burst" peer sends before it closes and exits. */
-static const size_t burst_len[] = {100, 10240, 4000};
+static const size_t burst_len[] = {100, 4096, 1000};
 #define NBURST (sizeof(burst_len) / sizeof(burst_len[0]))
 #define BURST_SEED 100
 #define PP_MAX (1 << 20)
@@ -364,7 +364,13 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		struct fi_context2 sc[NBURST];
 		struct cf_mem bm[NBURST];
 		struct cf_comp c;
+		char go;
 
+		/* One message from the case first: the two have met. */
+		post_recv(&f, peer, &m, 64, 0, &sc[0]);
+		c = cf_wait_ctx(&f, 0, &sc[0]);
+		cf_assert(!c.err, "burst: the first message: error %d", c.err);
+		read_all(PEER_IN, &go, 1, CF_WAIT_MS);
 		for (s = 0; s < NBURST; s++) {
 			cf_mem_reg(&f, 0, &bm[s], burst_len[s], FI_SEND);
 			cf_fill(bm[s].p, burst_len[s], BURST_SEED + s);
@@ -517,16 +523,19 @@ static int case_proc_rma(const char *prov)
 }
 
 /*
- * A peer sends a few messages, sees them complete, closes its endpoint and
- * exits before we even look: each message still arrives, once, intact,
- * from that peer (fi_cq_readfrom).  MPI_Finalize does exactly this.
+ * After one message from us (so that the two have met), a peer sends a few
+ * small messages, sees them complete, closes its endpoint and exits before
+ * we even look: each message still arrives, once, intact, from that peer
+ * (fi_cq_readfrom).  MPI_Finalize does this.  The messages are small
+ * enough to be sent without the target's progress (at most 4 KiB, the
+ * providers' inject sizes).
  */
 static int case_proc_sender_exits(const char *prov)
 {
 	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE, .nep = 1,
 			    .no_insert = true, .readfrom = true};
 	struct fi_context2 rc[NBURST];
-	struct cf_mem rm[NBURST];
+	struct cf_mem rm[NBURST], sm, pm;
 	struct peer_link l;
 	struct cf_comp c;
 	struct cf_fix f;
@@ -539,6 +548,15 @@ static int case_proc_sender_exits(const char *prov)
 	spawn_peer("burst", &l);
 	send_name(l.wfd, &f.ep[0]);
 	peer = recv_name(l.rfd, &f);
+	cf_mem_reg(&f, 0, &sm, 64, FI_SEND);
+	cf_mem_reg(&f, 0, &pm, 64, FI_RECV);
+	cf_fill(sm.p, 64, 0);
+	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 64, sm.desc, peer, &rc[0]));
+	c = cf_wait_ctx(&f, 0, &rc[0]);
+	cf_assert(!c.err, "the first message: error %d", c.err);
+	b = 'G';
+	write_all(l.wfd, &b, 1);
+	/* From here on, nothing of ours runs until the peer is gone. */
 	read_all(l.rfd, &b, 1, CF_WAIT_MS);
 	status = reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
@@ -564,6 +582,8 @@ static int case_proc_sender_exits(const char *prov)
 	cf_expect_none(&f, 0, 50);
 	for (i = 0; i < NBURST; i++)
 		cf_mem_free(&rm[i]);
+	cf_mem_free(&sm);
+	cf_mem_free(&pm);
 	cf_close(&f);
 	close(l.wfd);
 	close(l.rfd);
