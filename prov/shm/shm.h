@@ -105,6 +105,7 @@ struct shm_ep {
 	char name[SHM_NAME_MAX];
 	struct shm_map own;
 	pthread_t owner_thread; /* holds own's owner mutex */
+	uint32_t out_next; /* the outbound bounce buffer to look at next */
 	bool cma;
 
 	struct dlist_entry conns; /* struct shm_conn */

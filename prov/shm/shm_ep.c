@@ -661,11 +661,11 @@ static void flush_pending(struct shm_ep *ep)
 }
 
 /*
- * Bounce buffers: a region's two pools, taken from and given back to by
- * whoever maps it (shm_layout.h).  An eager message takes one of its
- * receiver's inbound pool (indices below bounce_count), so the payload
- * lives where it is consumed; pushed data and RMA take one of the sender's
- * own outbound pool (the indices above), which the peer gives back once
+ * Bounce buffers: a region's two pools (shm_layout.h).  An eager message
+ * takes one of its receiver's inbound pool (indices below bounce_count, a
+ * stack shared by all who map the region), so the payload lives where it
+ * is consumed; pushed data and RMA take one of the sender's own outbound
+ * pool (the indices above), in ring order, which the peer gives back once
  * it copied it out.
  */
 static int buf_get_in(struct shm_map *m, uint32_t *idx)
@@ -674,16 +674,23 @@ static int buf_get_in(struct shm_map *m, uint32_t *idx)
 			   shm_map_bounce_stride(m), m->hdr->bounce_count, idx);
 }
 
-static int buf_get_out(struct shm_map *m, uint32_t *idx)
+/*
+ * The next outbound buffer, in ring order.  Readers free them mostly in
+ * the order they were filled, so looking at the next one alone (one cache
+ * line, which the reader writes) is enough; scanning for another would
+ * read many lines other cores are writing.
+ */
+static int buf_get_out(struct shm_ep *ep, uint32_t *idx)
 {
-	uint32_t n = m->hdr->bounce_count;
-	int ret;
+	uint32_t n = ep->own.hdr->bounce_count, b = ep->out_next;
+	struct shm_bounce *bb = shm_map_bounce(&ep->own, n + b);
 
-	ret = shm_buf_pop(&shm_map_queue(m)->out_free, shm_map_bounce(m, n),
-			  shm_map_bounce_stride(m), n, idx);
-	if (!ret)
-		*idx += n;
-	return ret;
+	if (atomic_load_explicit(&bb->busy, memory_order_acquire))
+		return -FI_EAGAIN;
+	ep->out_next = b + 1 == n ? 0 : b + 1;
+	atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
+	*idx = n + b;
+	return 0;
 }
 
 /* Whether idx names a buffer of the region. */
@@ -700,8 +707,8 @@ static void buf_put(struct shm_map *m, uint32_t idx)
 		shm_buf_push(&shm_map_queue(m)->buf_free, shm_map_bounce(m, 0),
 			     shm_map_bounce_stride(m), idx);
 	else if (buf_valid(m, idx))
-		shm_buf_push(&shm_map_queue(m)->out_free, shm_map_bounce(m, n),
-			     shm_map_bounce_stride(m), idx - n);
+		atomic_store_explicit(&shm_map_bounce(m, idx)->busy, 0,
+				      memory_order_release);
 }
 
 static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
@@ -930,7 +937,7 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		uint32_t bidx;
 		uint64_t pos;
 
-		if (buf_get_out(&ep->own, &bidx))
+		if (buf_get_out(ep, &bidx))
 			return false;
 		s = slot_claim(push->conn, &pos);
 		if (!s) {
@@ -1359,7 +1366,7 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 		return -FI_EAGAIN;
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
 		       (chunked || len <= shm_params.bounce_size))) {
-		if (buf_get_out(&ep->own, &bidx))
+		if (buf_get_out(ep, &bidx))
 			return -FI_EAGAIN;
 	}
 	s = slot_claim(c, &pos);
@@ -1558,7 +1565,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
 	if (!rp)
 		return 0;
 	if (req.reply_bounce) {
-		ret = buf_get_out(&ep->own, &tidx);
+		ret = buf_get_out(ep, &tidx);
 		if (ret)
 			return ret;
 		tb = shm_map_bounce(&ep->own, tidx);

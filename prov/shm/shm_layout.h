@@ -11,13 +11,14 @@
  *
  * Ownership: the region's owner is the only consumer of its queue; peers
  * are producers on the queue and claim entries of the peer table.  The
- * bounce buffers are two pools, each a lock-free stack anyone who maps the
- * region takes from and gives back to: the first bounce_count buffers
- * (shm_queue.buf_free) take eager messages peers send here, so a payload
- * lives in its receiver's region and outlives its sender; the others
- * (shm_queue.out_free) carry the owner's own pushed data and RMA, and the
- * peer that copied them out gives them back.  Two pools, so that messages
- * waiting for their receives never starve the owner's own transfers.
+ * bounce buffers are two pools.  The first bounce_count buffers take eager
+ * messages peers send here, so a payload lives in its receiver's region and
+ * outlives its sender: a lock-free stack (shm_queue.buf_free) anyone who
+ * maps the region takes from and gives back to.  The others carry the
+ * owner's own pushed data and RMA: the owner alone takes them, in ring
+ * order, and the peer that copied one out clears its `busy`.  Two pools,
+ * so that messages waiting for their receives never starve the owner's own
+ * transfers.
  */
 #ifndef WEFT_SHM_LAYOUT_H
 #define WEFT_SHM_LAYOUT_H
@@ -95,11 +96,11 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
  * dead owner without a system call.  (The owner takes it again if only the
  * thread that held it ended.)
  *
- * buf_free and out_free are lock-free stacks any process mapping the
- * region pops from and pushes to: bits 0-31 the top buffer's index + 1
- * within its pool (0: empty), bits 32-63 a tag every change bumps, so a CAS
- * never mistakes a top that was popped and pushed back for the one it read
- * (ABA).  Each buffer's `next` links to the one below, index + 1.
+ * buf_free is a lock-free stack any process mapping the region pops from
+ * and pushes to: bits 0-31 the top buffer's index + 1 (0: empty), bits
+ * 32-63 a tag every change bumps, so a CAS never mistakes a top that was
+ * popped and pushed back for the one it read (ABA).  Each buffer's `next`
+ * links to the one below, index + 1.
  */
 struct shm_queue {
 	uint32_t slots; /* power of two */
@@ -114,11 +115,9 @@ struct shm_queue {
 	uint8_t pad3[SHM_CACHELINE - 8];
 	_Atomic uint64_t buf_free; /* inbound pool: tag << 32 | top */
 	uint8_t pad4[SHM_CACHELINE - 8];
-	_Atomic uint64_t out_free; /* the owner's pool: tag << 32 | top */
-	uint8_t pad5[SHM_CACHELINE - 8];
 	struct shm_slot slot[];
 };
-static_assert(sizeof(struct shm_queue) == 5 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(struct shm_queue) == 4 * SHM_CACHELINE, "shm_queue size");
 static_assert(sizeof(pthread_mutex_t) <= SHM_CACHELINE - 8,
 	      "the owner's mutex fits the queue's first line");
 
@@ -158,9 +157,11 @@ static_assert(sizeof(struct shm_peer) == 128, "shm_peer size");
 
 /* Bounce buffer header, at the start of each buffer. */
 struct shm_bounce {
-	_Atomic uint32_t next; /* free list link: index + 1 of the next */
+	_Atomic uint32_t next; /* inbound pool: free list link, index + 1 */
+	_Atomic uint32_t busy; /* outbound pool: set by the owner when it
+				* fills it, cleared (release) by the reader */
 	uint32_t len;
-	uint8_t pad[SHM_CACHELINE - 8];
+	uint8_t pad[SHM_CACHELINE - 12];
 	uint8_t data[];
 };
 static_assert(sizeof(struct shm_bounce) == SHM_CACHELINE, "shm_bounce size");

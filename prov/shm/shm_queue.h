@@ -29,7 +29,6 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 	atomic_init(&q->tail, 0);
 	atomic_init(&q->head, 0);
 	atomic_init(&q->buf_free, 0);
-	atomic_init(&q->out_free, 0);
 	for (i = 0; i < slots; i++)
 		atomic_init(&q->slot[i].seq, i);
 }
@@ -126,7 +125,7 @@ static inline bool shm_queue_consumed(struct shm_queue *q, uint64_t pos)
 }
 
 /*
- * A free list of bounce buffers (shm_queue.buf_free, .out_free): a
+ * The free list of the inbound bounce buffers (shm_queue.buf_free): a
  * lock-free stack over `count` buffers from `first`, `stride` bytes apart.
  * Any process that maps the region may pop and push, concurrently; a
  * buffer's content written before the push that frees it (or before the

@@ -204,8 +204,6 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	shm_queue_init(q, attr->queue_slots);
 	shm_buf_init(&q->buf_free, shm_map_bounce(map, 0),
 		     shm_map_bounce_stride(map), attr->bounce_count);
-	shm_buf_init(&q->out_free, shm_map_bounce(map, attr->bounce_count),
-		     shm_map_bounce_stride(map), attr->bounce_count);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
 	return 0;
 
