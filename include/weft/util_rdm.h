@@ -216,7 +216,8 @@ struct util_rdm_unexp {
 	uint64_t data;
 	uint64_t tx_id;
 	void *reply;
-	void *heap; /* payload copy when it did not fit inline_buf */
+	void *heap; /* payload copy, malloc'ed to its size, when it did not
+		     * fit inline_buf */
 	bool stashed; /* payload is at the transport: stash holds its descriptor */
 	size_t stash_len;
 	uint8_t stash[UTIL_RDM_STASH_MAX];
@@ -228,6 +229,10 @@ struct util_rdm_unexp {
 struct util_rdm_ep_attr {
 	const struct util_rdm_transport *transport;
 	size_t unexp_inline; /* bytes kept inline in an unexpected record */
+	/* Bound on what unexpected messages may hold (records and payload
+	 * copies, in bytes); 0: none.  Past it the engine refuses arrivals
+	 * (util_rdm_msg_arrived), and the transport holds them back. */
+	size_t unexp_max;
 };
 
 struct util_rdm_ep {
@@ -240,6 +245,8 @@ struct util_rdm_ep {
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	size_t unexp_inline;
+	size_t unexp_max; /* 0: unbounded */
+	size_t unexp_bytes; /* held by unexpected messages now */
 	bool enabled;
 
 	struct util_av *av;
@@ -257,7 +264,6 @@ struct util_rdm_ep {
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
-	struct util_bufpool *payload_pool; /* unexpected eager payloads */
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 
 	/* FI_PROGRESS_AUTO: a thread drives the transport. */
@@ -292,7 +298,18 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg);
 
 /* ---- transport → engine ------------------------------------------------ */
 
-/* A message arrived; returns 0, or an error that was already reported. */
+/*
+ * A message arrived.  Returns 0 when the engine took it (delivered it, or
+ * kept it as unexpected: a payload is copied before the call returns, a
+ * stash is kept), or -FI_EAGAIN when it cannot take it now: it matches no
+ * posted receive and keeping it would pass the endpoint's unexp_max (or
+ * memory ran short).  Then nothing happened: the transport still owns the
+ * message and must offer it again later, before anything that arrived
+ * after it from the same sender (reliable endpoints drop nothing, and
+ * ordering holds), and should hold its senders back meanwhile.  Posting a
+ * receive, or one taking an unexpected message, makes room.  Any other
+ * return is an error already dealt with (the message is gone).
+ */
 int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg);
 
 /* A fetch that returned -FI_EINPROGRESS is finished (err positive). */

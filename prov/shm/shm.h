@@ -38,6 +38,7 @@ struct shm_params {
 	size_t bounce_size; /* eager limit: larger messages use rendezvous */
 	size_t push_chunk; /* bytes per bounce buffer when pushing */
 	size_t cma_min; /* messages from this size on are read with CMA */
+	size_t unexp_max; /* bytes unexpected messages may hold */
 	bool disable_cma;
 };
 extern struct shm_params shm_params;
@@ -64,6 +65,9 @@ struct shm_conn {
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */
+	uint64_t alive_ms; /* when its owner was last seen alive */
+	uint64_t retry_ms; /* when its name was last looked up, dead */
+	bool hint_unreliable; /* its owner mutex said "died", wrongly */
 };
 
 /* What the owner knows of the sender behind one entry of its peer table. */
@@ -72,6 +76,17 @@ struct shm_rxpeer {
 	struct shm_conn *conn; /* to answer it and read its bounce buffers */
 	fi_addr_t fi_addr; /* in the endpoint's AV, or FI_ADDR_NOTAVAIL */
 	char addr[SHM_ADDRLEN]; /* "fi_shm://name", for FI_SOURCE_ERR */
+	uint32_t held; /* requests of this entry's senders we hold */
+	uint32_t held_pass; /* the held_serve pass one of them had to wait */
+};
+
+/* A request we hold back, and its sender as we knew it then. */
+struct shm_held {
+	struct dlist_entry entry; /* shm_ep.held_list */
+	struct slist_entry free; /* shm_ep.held_free */
+	struct shm_rxpeer rp;
+	void *copy; /* a BOUNCE message's payload, out of its buffer */
+	struct shm_slot slot;
 };
 
 /* A control message that found the peer's queue full, sent later. */
@@ -91,6 +106,8 @@ struct shm_ep {
 	struct dlist_entry name_entry; /* names held (shm_name_hold) */
 	bool name_held;
 	struct shm_map own;
+	pthread_t owner_thread; /* holds own's owner mutex */
+	uint32_t out_next; /* the outbound bounce buffer to look at next */
 	bool cma;
 
 	struct dlist_entry conns; /* struct shm_conn */
@@ -99,8 +116,12 @@ struct shm_ep {
 	uint64_t *by_addr_serial; /* and the AV insert it was made for */
 	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
+	/* Requests that could not be served yet (held_push). */
+	struct shm_held *held_mem; /* queue_slots records */
+	struct slist held_free;
+	struct dlist_entry held_list; /* struct shm_held, arrival order */
+	uint32_t held_pass; /* held_serve's passes */
 
-	uint32_t bounce_next; /* where to look for a free bounce buffer */
 	struct slist pending; /* struct shm_pending */
 
 	/* Copying large messages through bounce buffers, without CMA. */
@@ -112,7 +133,6 @@ struct shm_ep {
 	bool cma_warned;
 	uint64_t last_check_ms; /* when peers were last checked for life */
 	uint32_t progress_calls;
-	uint32_t send_calls;
 };
 
 /* Receiving side of a message pushed through bounce buffers. */

@@ -3,8 +3,9 @@
  *
  * Protocols (docs/shm-layout.md):
  *  - inline: payloads up to SHM_INLINE_MAX bytes travel in the queue slot;
- *  - bounce: up to bounce_size bytes are copied into one of the sender's
- *    bounce buffers, which the receiver copies out of and frees;
+ *  - bounce: up to bounce_size bytes are copied into one of the receiver's
+ *    bounce buffers, which the receiver copies out of and frees (so the
+ *    payload outlives its sender);
  *  - CMA: larger messages are announced (RTS) with the sender's iovecs;
  *    the receiver reads them with process_vm_readv once a receive matches,
  *    then acknowledges, which completes the send.
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,48 +69,89 @@ static struct shm_conn *conn_get(struct shm_ep *ep, const char *name)
 	return c;
 }
 
-/* Take entry i of the peer's table if it is in state `from`. */
-static bool peer_take(struct shm_peer *p, uint32_t from)
+/* Whether the holder recorded in a peer entry no longer runs. */
+static bool peer_holder_dead(const struct shm_peer *p)
 {
-	uint32_t expect = from;
-
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) != from)
-		return false;
-	/* An ACTIVE entry is taken over only from a holder that is gone. */
-	if (from == SHM_PEER_ACTIVE && !(kill(p->pid, 0) && errno == ESRCH))
-		return false;
-	return atomic_compare_exchange_strong(&p->state, &expect,
-					      SHM_PEER_CLAIMED);
+	if (kill(p->pid, 0) && errno == ESRCH)
+		return true;
+	return p->pid_start && shm_pid_start(p->pid) != p->pid_start;
 }
 
-/* Claim an entry in the peer's table so that our slots can name us. */
+/*
+ * Take entry p for ourselves, if it can be had: a FREE one, or a CLOSED
+ * one whose holder's slots have all been consumed.  With `dead_too`, an
+ * ACTIVE entry whose holder died is first closed on its behalf (its queued
+ * slots still name it), then taken under the same rule.
+ */
+static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool dead_too,
+		      bool *waiting)
+{
+	uint32_t st = atomic_load_explicit(&p->state, memory_order_acquire);
+
+	if (st == SHM_PEER_ACTIVE && dead_too) {
+		if (!peer_holder_dead(p) ||
+		    !atomic_compare_exchange_strong(&p->state, &st,
+						    SHM_PEER_CLAIMED))
+			return false;
+		p->release_pos =
+			atomic_load_explicit(&q->tail, memory_order_acquire);
+		atomic_store_explicit(&p->state, SHM_PEER_CLOSED,
+				      memory_order_release);
+		st = SHM_PEER_CLOSED;
+	}
+	if (st == SHM_PEER_CLOSED && !shm_queue_consumed(q, p->release_pos)) {
+		*waiting = true;
+		return false;
+	}
+	if (st != SHM_PEER_FREE && st != SHM_PEER_CLOSED)
+		return false;
+	if (!atomic_compare_exchange_strong(&p->state, &st, SHM_PEER_CLAIMED))
+		return false;
+	/* The owner reads the fields below and then the state and gen again
+	 * (rxpeer_of): make CLAIMED visible before the fields change. */
+	atomic_thread_fence(memory_order_release);
+	return true;
+}
+
+/*
+ * Claim an entry in the peer's table so that our slots can name us.
+ * -FI_EAGAIN while every entry is held but some only by closed senders
+ * whose slots are still queued; -FI_ENOSPC when all are in use.
+ */
 static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 {
-	static const uint32_t from[] = { SHM_PEER_FREE, SHM_PEER_ACTIVE };
-	struct shm_peer *peers = c->map.peers;
-	uint32_t i, n = c->map.max_peers, pass;
+	struct shm_peer *peers = c->map.peers, *p;
+	struct shm_queue *q = c->map.queue;
+	uint32_t i = 0, n = c->map.max_peers, gen;
+	bool waiting = false;
 
-	for (pass = 0; pass < WEFT_ARRAY_SIZE(from); pass++) {
-		for (i = 0; i < n; i++) {
-			if (!peer_take(&peers[i], from[pass]))
-				continue;
-			peers[i].pid = getpid();
-			snprintf(peers[i].name, sizeof(peers[i].name), "%s",
-				 ep->name);
-			peers[i].gen = (peers[i].gen + 1) & 0xffff;
-			if (!peers[i].gen)
-				peers[i].gen = 1;
-			atomic_store_explicit(&peers[i].state, SHM_PEER_ACTIVE,
-					      memory_order_release);
-			c->src_id = i | (peers[i].gen << 16);
-			c->claimed = true;
-			return 0;
-		}
+	/* Free entries first; those of dead holders (a system call each to
+	 * find out) only when there are none. */
+	while (i < n && !peer_take(q, &peers[i], false, &waiting))
+		i++;
+	if (i == n)
+		for (i = 0; i < n && !peer_take(q, &peers[i], true, &waiting);)
+			i++;
+	if (i == n) {
+		if (waiting)
+			return -FI_EAGAIN;
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: all %u peer entries of %s are taken\n", ep->name,
+			n, c->name);
+		return -FI_ENOSPC;
 	}
-	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-		"%s: all %u peer entries of %s are taken\n", ep->name, n,
-		c->name);
-	return -FI_ENOSPC;
+	p = &peers[i];
+	p->pid = getpid();
+	p->pid_start = shm_pid_start(getpid());
+	snprintf(p->name, sizeof(p->name), "%s", ep->name);
+	gen = (atomic_load_explicit(&p->gen, memory_order_relaxed) + 1) & 0xffff;
+	if (!gen)
+		gen = 1;
+	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
+	c->src_id = i | (gen << 16);
+	c->claimed = true;
+	return 0;
 }
 
 /* Map the peer's region (once).  -FI_EAGAIN while it does not exist yet. */
@@ -125,29 +168,174 @@ static int conn_map(struct shm_ep *ep, struct shm_conn *c)
 	return 0;
 }
 
+static void conn_died(struct shm_ep *ep, struct shm_conn *c);
+static uint64_t coarse_ms(void);
+
+/* How often the owner of a region we send to is looked at (kill(pid, 0)). */
+#define SHM_PEER_ALIVE_MS 10
+/* How often sends to a dead peer look for a successor under its name. */
+#define SHM_PEER_RETRY_MS 100
+
 /*
- * Make a connection usable for sending: map the peer's region and claim an
- * entry.  -FI_EAGAIN while the peer's region does not exist yet.
+ * Connect (again): map the region c's name refers to now and claim an
+ * entry in it.  A region we mapped before that is no longer its owner's
+ * (closed or taken over: `gone`; or its owner died) is dropped first, and
+ * what waited on it fails.  A dead peer's name is looked up again at most
+ * every SHM_PEER_RETRY_MS, or at once with `now` (a fresh AV insert, a
+ * successor that announced itself).  Returns 0; -FI_EAGAIN while a peer
+ * we never reached has no region yet or no free entry; -FI_ECONNRESET for
+ * a peer that is gone.
+ */
+static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
+{
+	uint64_t t = coarse_ms();
+	int ret;
+
+	if (c->map.hdr && (c->dead || c->map.hdr->gone)) {
+		now |= !!c->map.hdr->gone; /* a successor may be there */
+		if (!c->dead)
+			conn_died(ep, c);
+		shm_region_unmap(&c->map);
+		c->claimed = false;
+	}
+	if (c->dead && !now && t - c->retry_ms < SHM_PEER_RETRY_MS)
+		return -FI_ECONNRESET;
+	c->retry_ms = t;
+	ret = conn_map(ep, c);
+	if (ret)
+		return c->dead ? -FI_ECONNRESET : ret;
+	if (atomic_load_explicit(&c->map.hdr->gone, memory_order_acquire) ||
+	    !shm_region_owner_alive(c->map.hdr)) {
+		/* A region left by a process that is gone. */
+		shm_region_unmap(&c->map);
+		c->claimed = false;
+		if (!c->dead)
+			conn_died(ep, c);
+		return -FI_ECONNRESET;
+	}
+	if (!c->claimed) {
+		ret = conn_claim(ep, c);
+		if (ret)
+			return ret;
+	}
+	c->dead = false;
+	c->alive_ms = t;
+	return 0;
+}
+
+/*
+ * Make a connection usable for sending.  A load or two when it is: the
+ * region's `gone` flag tells at once that its owner closed or was replaced.
  */
 static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 {
-	int ret;
-
-	if (weft_likely(c->claimed))
+	if (weft_likely(c->claimed && !c->dead &&
+			!atomic_load_explicit(&c->map.hdr->gone,
+					      memory_order_relaxed)))
 		return 0;
-	ret = conn_map(ep, c);
-	if (ret)
-		return ret;
-	return conn_claim(ep, c);
+	return conn_setup(ep, c, false);
 }
 
+/*
+ * Before a send to c: has its owner died?  The owner's robust mutex tells
+ * at the cost of one load (shm_layout.h), so nothing is reported sent into
+ * the queue of a peer that is dead.  When the hint fires, the owner is
+ * looked at (pid and start time); if it turns out alive (only the thread
+ * that held the mutex ended), or where there is no hint, it is looked at
+ * at most every SHM_PEER_ALIVE_MS.
+ */
+static int conn_alive(struct shm_ep *ep, struct shm_conn *c)
+{
+	uint64_t t;
+
+	if (weft_likely(!shm_owner_died(shm_map_queue(&c->map))))
+		return 0;
+	t = coarse_ms();
+	if ((c->hint_unreliable || !SHM_OWNER_HINT) &&
+	    t - c->alive_ms < SHM_PEER_ALIVE_MS)
+		return 0;
+	c->alive_ms = t;
+	if (shm_region_owner_alive(c->map.hdr)) {
+		c->hint_unreliable = true;
+		return 0;
+	}
+	conn_died(ep, c);
+	return conn_setup(ep, c, true);
+}
+
+/*
+ * Hold our queue's owner mutex from now on (robust: the kernel marks it
+ * when the holding thread ends, and peers read that).
+ */
+static int owner_lock(struct shm_ep *ep)
+{
+	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
+	pthread_mutexattr_t a;
+	int ret;
+
+	ret = pthread_mutexattr_init(&a);
+	if (ret)
+		return weft_errno(ret);
+	ret = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!ret)
+		ret = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!ret)
+		ret = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	if (!ret)
+		ret = pthread_mutex_lock(m);
+	if (ret)
+		return weft_errno(ret);
+	ep->owner_thread = pthread_self();
+	return 0;
+}
+
+/* The thread that held our owner mutex ended, but we live: take it again. */
+static void owner_relock(struct shm_ep *ep)
+{
+	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
+
+	if (pthread_mutex_lock(m) == EOWNERDEAD)
+		pthread_mutex_consistent(m);
+	ep->owner_thread = pthread_self();
+}
+
+/*
+ * Unmap our region at close.  The mutex sits on the robust list of the
+ * thread holding it: unlock it if that is us; if it is another thread
+ * still running, the mapping must outlive that list entry, so only the
+ * file is removed.
+ */
+static void owner_unmap(struct shm_ep *ep)
+{
+	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
+
+	if (pthread_equal(ep->owner_thread, pthread_self())) {
+		pthread_mutex_unlock(m);
+	} else if (SHM_OWNER_HINT && !shm_owner_died(shm_map_queue(&ep->own))) {
+		shm_unlink(ep->own.path);
+		ep->own.hdr = NULL;
+		return;
+	}
+	shm_region_unmap(&ep->own);
+}
+
+/*
+ * Give our entry in the peer's table up.  Slots we sent may still wait in
+ * its queue: the entry stays ours (CLOSED) until they are consumed, so
+ * they are still attributed to us; their payloads are in the peer's own
+ * region (inline, or in its bounce buffers), so nothing of ours is needed.
+ */
 static void conn_release(struct shm_conn *c)
 {
 	if (c->claimed) {
 		struct shm_peer *p = shm_map_peer(&c->map, c->src_id & 0xffff);
 
-		atomic_store_explicit(&p->state, SHM_PEER_FREE,
+		p->release_pos = atomic_load_explicit(
+			&shm_map_queue(&c->map)->tail, memory_order_acquire);
+		atomic_store_explicit(&p->state, SHM_PEER_CLOSED,
 				      memory_order_release);
+		c->claimed = false;
 	}
 	shm_region_unmap(&c->map);
 }
@@ -160,6 +348,7 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	const uint64_t *serial;
 	const char *addr;
 	uint32_t idx;
+	int ret;
 
 	/*
 	 * The entry must be live, and be the insert the cache knows: a
@@ -174,9 +363,8 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
 			ep->by_addr_serial[idx] == *serial)) {
 		*out = ep->by_addr[idx];
-		if (weft_unlikely((*out)->dead))
-			return -FI_ECONNRESET;
-		return conn_ready(ep, *out);
+		ret = conn_ready(ep, *out);
+		return weft_likely(!ret) ? conn_alive(ep, *out) : ret;
 	}
 	if (idx >= ep->nby_addr) {
 		size_t n = WEFT_MAX((size_t)idx + 1, ep->nby_addr * 2);
@@ -205,9 +393,9 @@ static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
 	ep->by_addr_fi[idx] = dest;
 	ep->by_addr_serial[idx] = *serial;
 	*out = ep->by_addr[idx];
-	if (weft_unlikely((*out)->dead))
-		return -FI_ECONNRESET;
-	return conn_ready(ep, *out);
+	/* A new insert of a peer we lost: look for it again now. */
+	ret = (*out)->dead ? conn_setup(ep, *out, true) : conn_ready(ep, *out);
+	return ret ? ret : conn_alive(ep, *out);
 }
 
 /* ---- peers that die ---------------------------------------------------- */
@@ -229,10 +417,22 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 	struct dlist_entry *e, *tmp;
 	size_t i;
 
+	struct slist keep;
+	struct slist_entry *cur;
+
 	c->dead = true;
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-		"%s: peer %s (pid %d) is gone; its transfers fail\n", ep->name,
-		c->name, (int)c->map.hdr->pid);
+		"%s: peer %s is gone; its transfers fail\n", ep->name,
+		c->name);
+	/* Answers meant for it must not reach a successor of its name. */
+	slist_init(&keep);
+	while ((cur = slist_remove_head(&ep->pending))) {
+		if (container_of(cur, struct shm_pending, entry)->conn == c)
+			free(container_of(cur, struct shm_pending, entry));
+		else
+			slist_insert_tail(cur, &keep);
+	}
+	ep->pending = keep;
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		struct shm_push *p = container_of(e, struct shm_push, entry);
 
@@ -279,16 +479,21 @@ static void check_peers(struct shm_ep *ep, bool now)
 		struct shm_conn *c = container_of(e, struct shm_conn, entry);
 
 		if (c->map.hdr && !c->dead &&
-		    !shm_region_owner_alive(c->map.hdr))
+		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
 			conn_died(ep, c);
 	}
 }
 
 /* ---- senders as the receiver sees them ---------------------------------- */
 
+/*
+ * The sender behind a slot's src: its entry in our peer table, as long as
+ * the entry is held under the slot's generation (ACTIVE, or CLOSED with
+ * slots still queued).  NULL when it is not: never another holder.
+ */
 static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 {
-	uint32_t idx = src & 0xffff, gen = src >> 16;
+	uint32_t idx = src & 0xffff, gen = src >> 16, st;
 	struct shm_peer *p = shm_map_peer(&ep->own, idx);
 	char name[SHM_NAME_MAX];
 	struct shm_rxpeer *rp;
@@ -298,16 +503,26 @@ static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 	rp = &ep->rxpeers[idx];
 	if (weft_likely(rp->gen == gen))
 		return rp;
-	if (atomic_load_explicit(&p->state, memory_order_acquire) !=
-		    SHM_PEER_ACTIVE ||
+	st = atomic_load_explicit(&p->state, memory_order_acquire);
+	if ((st != SHM_PEER_ACTIVE && st != SHM_PEER_CLOSED) ||
+	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen ||
 	    !shm_peer_name(p, name))
 		return NULL;
-	rp->gen = gen;
+	/* A new holder goes through CLAIMED before it rewrites the name. */
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) != st ||
+	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen)
+		return NULL;
 	rp->conn = conn_get(ep, name);
+	if (!rp->conn) {
+		rp->gen = 0;
+		return NULL;
+	}
+	rp->gen = gen;
 	rp->fi_addr = FI_ADDR_NOTAVAIL;
 	memset(rp->addr, 0, sizeof(rp->addr));
 	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", name);
-	return rp->conn ? rp : NULL;
+	return rp;
 }
 
 /* The sender's fi_addr, when matching or completions need it. */
@@ -385,11 +600,19 @@ static int rma_req_check(struct shm_ep *ep, struct shm_conn *c,
 	}
 	if (conn_map(ep, c))
 		return -FI_EIO;
-	*ib = shm_map_bounce_in(&c->map, req->bounce, in);
+	*ib = shm_map_bounce_out(&c->map, req->bounce, in);
 	return *ib ? 0 : -FI_EIO;
 }
 
 /* ---- sending slots ------------------------------------------------------ */
+
+/* Whether the peer holds our requests back (its entry's `hold`). */
+static bool conn_held(struct shm_conn *c)
+{
+	return atomic_load_explicit(
+		&c->map.peers[c->src_id & 0xffff].hold,
+		memory_order_relaxed);
+}
 
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
@@ -406,6 +629,8 @@ static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 	int ret;
 
 	ret = conn_ready(ep, c);
+	if (ret == -FI_ECONNRESET)
+		return 0; /* nobody to answer any more */
 	if (!ret && slist_empty(&ep->pending)) {
 		s = slot_claim(c, &pos);
 		if (s) {
@@ -444,10 +669,20 @@ static void flush_pending(struct shm_ep *ep)
 	struct shm_pending *p;
 	struct shm_slot *s;
 	uint64_t pos;
+	int ret;
 
 	while (!slist_empty(&ep->pending)) {
 		p = container_of(ep->pending.head, struct shm_pending, entry);
-		if (conn_ready(ep, p->conn))
+		ret = conn_ready(ep, p->conn);
+		if (ret == -FI_ECONNRESET) {
+			/* conn_died dropped what was queued for the peer */
+			if (ep->pending.head == &p->entry) {
+				slist_remove_head(&ep->pending);
+				free(p);
+			}
+			continue;
+		}
+		if (ret)
 			return;
 		s = slot_claim(p->conn, &pos);
 		if (!s)
@@ -466,21 +701,54 @@ static void flush_pending(struct shm_ep *ep)
 }
 
 /*
- * Take the next bounce buffer, in ring order.  Receivers free them mostly
- * in the order they were filled, so looking at the next one alone (one
- * cache line, which the reader writes) is enough; scanning for another
- * would read many lines other cores are writing.
+ * Bounce buffers: a region's two pools (shm_layout.h).  An eager message
+ * takes one of its receiver's inbound pool (indices below bounce_count, a
+ * stack shared by all who map the region), so the payload lives where it
+ * is consumed; pushed data and RMA take one of the sender's own outbound
+ * pool (the indices above), in ring order, which the peer gives back once
+ * it copied it out.
  */
-static int bounce_get(struct shm_ep *ep, uint32_t *idx)
+static int buf_get_in(struct shm_map *m, uint32_t *idx)
 {
-	uint32_t b = ep->bounce_next;
-	struct shm_bounce *bb = shm_map_bounce(&ep->own, b);
+	return shm_buf_pop(&shm_map_queue(m)->buf_free, shm_map_bounce(m, 0),
+			   shm_map_bounce_stride(m), m->bounce_count, idx);
+}
+
+/*
+ * The next outbound buffer, in ring order.  Readers free them mostly in
+ * the order they were filled, so looking at the next one alone (one cache
+ * line, which the reader writes) is enough; scanning for another would
+ * read many lines other cores are writing.
+ */
+static int buf_get_out(struct shm_ep *ep, uint32_t *idx)
+{
+	uint32_t n = ep->own.bounce_count, b = ep->out_next;
+	struct shm_bounce *bb = shm_map_bounce(&ep->own, n + b);
 
 	if (atomic_load_explicit(&bb->busy, memory_order_acquire))
 		return -FI_EAGAIN;
-	ep->bounce_next = b + 1 == ep->own.bounce_count ? 0 : b + 1;
-	*idx = b;
+	ep->out_next = b + 1 == n ? 0 : b + 1;
+	atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
+	*idx = n + b;
 	return 0;
+}
+
+/* Whether idx names a buffer of the region. */
+static bool buf_valid(const struct shm_map *m, uint64_t idx)
+{
+	return idx < 2 * (uint64_t)m->bounce_count;
+}
+
+static void buf_put(struct shm_map *m, uint32_t idx)
+{
+	uint32_t n = m->bounce_count;
+
+	if (idx < n)
+		shm_buf_push(&shm_map_queue(m)->buf_free, shm_map_bounce(m, 0),
+			     shm_map_bounce_stride(m), idx);
+	else if (buf_valid(m, idx))
+		atomic_store_explicit(&shm_map_bounce(m, idx)->busy, 0,
+				      memory_order_release);
 }
 
 static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
@@ -497,17 +765,17 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	ret = conn_of_addr(ep, dest, &c);
 	if (weft_unlikely(ret))
 		return ret;
-	/* Now and then, even when nothing waits on a peer, look for dead
-	 * ones, so that sends to them fail rather than vanish. */
-	if (weft_unlikely(!(++ep->send_calls & 4095)))
-		check_peers(ep, false);
+	if (weft_unlikely(conn_held(c)))
+		return -FI_EAGAIN; /* the receiver holds us back */
 	if (hdr->len > SHM_INLINE_MAX) {
-		ret = bounce_get(ep, &bidx);
+		ret = buf_get_in(&c->map, &bidx);
 		if (ret)
 			return ret;
 	}
 	s = slot_claim(c, &pos);
 	if (weft_unlikely(!s)) {
+		if (hdr->len > SHM_INLINE_MAX)
+			buf_put(&c->map, bidx);
 		/* A queue that stays full may belong to a dead peer. */
 		check_peers(ep, false);
 		return c->dead ? -FI_ECONNRESET : -FI_EAGAIN;
@@ -526,14 +794,13 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 		else
 			util_iov_copy_from(s->payload, iov, iov_count, 0, hdr->len);
 	} else {
-		struct shm_bounce *bb = shm_map_bounce(&ep->own, bidx);
+		struct shm_bounce *bb = shm_map_bounce(&c->map, bidx);
 
 		s->op = SHM_OP_BOUNCE;
 		s->aux = bidx;
 		memcpy(s->payload, &hdr->tx_id, sizeof(hdr->tx_id));
 		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
-		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
 	shm_queue_publish(s, pos);
 	return 0;
@@ -552,6 +819,8 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	ret = conn_of_addr(ep, tx->dest, &c);
 	if (ret)
 		return ret;
+	if (conn_held(c))
+		return -FI_EAGAIN;
 	s = slot_claim(c, &pos);
 	if (!s)
 		return -FI_EAGAIN;
@@ -708,16 +977,17 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		uint32_t bidx;
 		uint64_t pos;
 
-		if (bounce_get(ep, &bidx))
+		if (buf_get_out(ep, &bidx))
 			return false;
 		s = slot_claim(push->conn, &pos);
-		if (!s)
+		if (!s) {
+			buf_put(&ep->own, bidx);
 			return false;
+		}
 		bb = shm_map_bounce(&ep->own, bidx);
 		util_iov_copy_from(bb->data, tx->iov, tx->iov_count, push->sent,
 				   chunk);
 		bb->len = (uint32_t)chunk;
-		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 		s->op = SHM_OP_DATA;
 		s->flags = 0;
 		s->src = push->conn->src_id;
@@ -787,7 +1057,7 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 		return;
 	if (pull && pull->conn != rp->conn)
 		pull = NULL; /* another sender's */
-	bb = shm_map_bounce_in(&rp->conn->map, s->aux, len);
+	bb = shm_map_bounce_out(&rp->conn->map, s->aux, len);
 	if (!bb || (pull && (off > pull->len || len > pull->len - off))) {
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"%s: pushed data from %s out of bounds\n", ep->name,
@@ -799,7 +1069,7 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 		pull->got += len;
 	}
 	if (bb)
-		atomic_store_explicit(&bb->busy, 0, memory_order_release);
+		buf_put(&rp->conn->map, s->aux);
 	if (pull && (err || pull->got == pull->len)) {
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id,
 			  (uint32_t)err);
@@ -832,9 +1102,15 @@ static int shm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
 
 /* ---- receiving ---------------------------------------------------------- */
 
-static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
+/*
+ * A message slot from sender rp (NULL: unknown); `copy`, for a held
+ * BOUNCE message, is where its payload was moved.  -FI_EAGAIN when the
+ * engine cannot take it now: it is held and offered again later (see
+ * held_push).
+ */
+static int handle_msg(struct shm_ep *ep, struct shm_slot *s,
+		      struct shm_rxpeer *rp, const void *copy)
 {
-	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct util_rdm_msg msg = {
 		.op = (s->flags & SHM_SLOT_TAGGED) ? UTIL_RDM_TAGGED :
 						     UTIL_RDM_MSG,
@@ -853,7 +1129,7 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"%s: message from an unknown peer entry %u dropped\n",
 			ep->name, s->src & 0xffff);
-		return;
+		return 0;
 	}
 	msg.src = rxpeer_addr(ep, rp);
 	msg.src_raw = rp->addr;
@@ -868,13 +1144,12 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 		break;
 	case SHM_OP_BOUNCE:
 		memcpy(&msg.tx_id, s->payload, sizeof(msg.tx_id));
-		if (conn_map(ep, rp->conn)) {
-			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-				"%s: cannot map %s's region\n", ep->name,
-				rp->conn->name);
-			goto answer;
+		if (copy) {
+			msg.payload = copy;
+			break;
 		}
-		bb = shm_map_bounce_in(&rp->conn->map, s->aux, msg.len);
+		/* The sender filled one of our own inbound buffers. */
+		bb = shm_map_bounce_in(&ep->own, s->aux, msg.len);
 		if (!bb)
 			goto refuse;
 		msg.payload = bb->data;
@@ -890,77 +1165,193 @@ static void handle_msg(struct shm_ep *ep, struct shm_slot *s)
 			goto refuse;
 		break;
 	}
-	util_rdm_msg_arrived(&ep->rdm, &msg);
+	if (util_rdm_msg_arrived(&ep->rdm, &msg) == -FI_EAGAIN)
+		return -FI_EAGAIN;
 	if (bb)
-		atomic_store_explicit(&bb->busy, 0, memory_order_release);
-	return;
+		buf_put(&ep->own, s->aux);
+	return 0;
 
 refuse:
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"%s: message from %s out of bounds dropped\n", ep->name,
 		rp->conn->name);
-answer:
 	/* A sender that waits for an answer gets one. */
 	if (op == SHM_OP_RTS || (msg.flags & UTIL_RDM_ACK_REQ))
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, msg.tx_id, FI_EIO);
+	return 0;
 }
 
-static int handle_rma(struct shm_ep *ep, struct shm_slot *s);
+static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
+		      struct shm_rxpeer *rp);
 static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
+static void handle_cts(struct shm_ep *ep, struct shm_slot *s);
+static void handle_data(struct shm_ep *ep, struct shm_slot *s);
 static int chunks_continue(struct shm_ep *ep);
+
+/*
+ * Answers to what this endpoint sent (acknowledgements, RMA responses, the
+ * go-ahead to push, pushed data).  Returns false for any other op.
+ */
+static bool serve_answer(struct shm_ep *ep, struct shm_slot *s)
+{
+	switch (s->op) {
+	case SHM_OP_ACK:
+		util_rdm_tx_acked(&ep->rdm, s->tag, (int)s->aux);
+		return true;
+	case SHM_OP_RMA_RESP:
+		handle_rma_resp(ep, s);
+		return true;
+	case SHM_OP_CTS:
+		handle_cts(ep, s);
+		return true;
+	case SHM_OP_DATA:
+		handle_data(ep, s);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A message or RMA request from rp; -FI_EAGAIN when it must wait. */
+static int serve_request(struct shm_ep *ep, struct shm_slot *s,
+			 struct shm_rxpeer *rp, const void *copy)
+{
+	switch (s->op) {
+	case SHM_OP_INLINE:
+	case SHM_OP_BOUNCE:
+	case SHM_OP_RTS:
+		return handle_msg(ep, s, rp, copy);
+	case SHM_OP_RMA:
+		return handle_rma(ep, s, rp);
+	default:
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: unknown slot op %u dropped\n", ep->name, s->op);
+		return 0;
+	}
+}
+
+/*
+ * Held requests.  A message or RMA request that cannot be served yet (the
+ * engine refuses an unexpected message past its bound; no buffer for RMA
+ * results) leaves the queue for a record of ours, with what we know of its
+ * sender, and so does every later request of that sender, so its order
+ * holds.  The `hold` flag of the sender's peer entry then tells it to send
+ * no requests (it gets -FI_EAGAIN) until its held ones are served.  Other
+ * senders go on: a message that matches a posted receive is delivered,
+ * whoever else waits.  The queue keeps flowing for answers, so our own
+ * transfers complete too (the application may need them before it posts
+ * the receives that make room).
+ *
+ * There are as many records as queue slots; when none is free, requests
+ * simply wait in the queue.  A held eager message's payload moves out of
+ * its bounce buffer into memory sized to it, so that our inbound pool stays
+ * free for the senders we do not hold: at most bounce_count such payloads
+ * can be under way when we start holding.
+ */
+static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
+		      const struct shm_rxpeer *rp)
+{
+	uint32_t idx = s->src & 0xffff;
+	struct slist_entry *e = slist_remove_head(&ep->held_free);
+	struct shm_bounce *bb;
+	struct shm_held *h;
+
+	if (!e)
+		return false;
+	h = container_of(e, struct shm_held, free);
+	h->copy = NULL;
+	bb = s->op == SHM_OP_BOUNCE ?
+		     shm_map_bounce_in(&ep->own, s->aux, s->len) :
+		     NULL;
+	if (bb) {
+		h->copy = malloc(s->len);
+		if (!h->copy) {
+			slist_insert_head(e, &ep->held_free);
+			return false;
+		}
+		memcpy(h->copy, bb->data, s->len);
+		buf_put(&ep->own, s->aux);
+	}
+	memcpy(&h->slot, s, sizeof(*s));
+	h->rp = *rp;
+	dlist_insert_tail(&h->entry, &ep->held_list);
+	if (!ep->rxpeers[idx].held++)
+		atomic_store_explicit(&ep->own.peers[idx].hold, 1,
+				      memory_order_relaxed);
+	return true;
+}
+
+/* Serve held requests, oldest first, each sender's in its order. */
+static int held_serve(struct shm_ep *ep)
+{
+	struct dlist_entry *e, *tmp;
+	uint32_t pass = ++ep->held_pass;
+	int n = 0;
+
+	dlist_foreach_safe(&ep->held_list, e, tmp) {
+		struct shm_held *h = container_of(e, struct shm_held, entry);
+		uint32_t idx = h->slot.src & 0xffff;
+		struct shm_rxpeer *rp = &ep->rxpeers[idx];
+
+		if (rp->held_pass == pass)
+			continue; /* an older one of this sender waits */
+		if (serve_request(ep, &h->slot, &h->rp, h->copy) ==
+		    -FI_EAGAIN) {
+			rp->held_pass = pass;
+			continue;
+		}
+		free(h->copy);
+		dlist_remove(e);
+		slist_insert_tail(&h->free, &ep->held_free);
+		n++;
+		if (!--rp->held)
+			atomic_store_explicit(&ep->own.peers[idx].hold,
+					      0, memory_order_release);
+	}
+	return n;
+}
 
 static int shm_progress(struct util_rdm_ep *rdm)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	struct shm_queue *q = ep->own.queue;
 	uint32_t slots = ep->own.queue_slots;
+	struct shm_rxpeer *rp;
 	struct shm_slot *s;
-	int n, n_pushed = 0;
+	int n, n_done = 0;
 
 	/* Looking at the clock costs too: only every 256th call. */
 	if (weft_unlikely((util_rdm_tx_waiting(rdm) ||
 			   !dlist_empty(&ep->pull_list)) &&
 			  !(++ep->progress_calls & 255)))
 		check_peers(ep, false);
+	if (weft_unlikely(SHM_OWNER_HINT && shm_owner_died(q)))
+		owner_relock(ep);
 	if (weft_unlikely(!slist_empty(&ep->pending)))
 		flush_pending(ep);
 	if (weft_unlikely(!dlist_empty(&ep->pushes)))
-		n_pushed = pushes_continue(ep);
+		n_done = pushes_continue(ep);
 	if (weft_unlikely(!dlist_empty(&ep->chunked)))
-		n_pushed += chunks_continue(ep);
-	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q, slots));
-	     n++) {
-		switch (s->op) {
-		case SHM_OP_INLINE:
-		case SHM_OP_BOUNCE:
-		case SHM_OP_RTS:
-			handle_msg(ep, s);
-			break;
-		case SHM_OP_ACK:
-			util_rdm_tx_acked(rdm, s->tag, (int)s->aux);
-			break;
-		case SHM_OP_RMA:
-			if (handle_rma(ep, s) == -FI_EAGAIN)
-				return n + n_pushed; /* retried next call */
-			break;
-		case SHM_OP_RMA_RESP:
-			handle_rma_resp(ep, s);
-			break;
-		case SHM_OP_CTS:
-			handle_cts(ep, s);
-			break;
-		case SHM_OP_DATA:
-			handle_data(ep, s);
-			break;
-		default:
-			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-				"%s: unknown slot op %u dropped\n", ep->name,
-				s->op);
-			break;
+		n_done += chunks_continue(ep);
+	if (weft_unlikely(!dlist_empty(&ep->held_list)))
+		n_done += held_serve(ep);
+	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q, slots)); n++) {
+		if (!serve_answer(ep, s)) {
+			rp = rxpeer_of(ep, s->src);
+			if (weft_unlikely(rp && rp->held)) {
+				/* Behind its sender's held ones. */
+				if (!held_push(ep, s, rp))
+					break;
+			} else if (weft_unlikely(serve_request(ep, s, rp,
+							       NULL) ==
+						 -FI_EAGAIN) &&
+				   !held_push(ep, s, rp)) {
+				break; /* no record: wait in the queue */
+			}
 		}
 		shm_queue_release(q, slots, s);
 	}
-	return n + n_pushed;
+	return n + n_done;
 }
 
 /* ---- RMA and atomics ---------------------------------------------------- */
@@ -1008,14 +1399,19 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 	size_t i, n;
 	uint64_t pos;
 
+	if (conn_held(c))
+		return -FI_EAGAIN;
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
 		       (chunked || len <= shm_params.bounce_size))) {
-		if (bounce_get(ep, &bidx))
+		if (buf_get_out(ep, &bidx))
 			return -FI_EAGAIN;
 	}
 	s = slot_claim(c, &pos);
-	if (!s)
+	if (!s) {
+		if (bidx != SHM_NO_BOUNCE)
+			buf_put(&ep->own, bidx);
 		return -FI_EAGAIN;
+	}
 
 	n = util_iov_slice(tx->iov, tx->iov_count, off, len, piece);
 	if (bidx != SHM_NO_BOUNCE) {
@@ -1025,7 +1421,6 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 			util_iov_copy_from(bb->data + len, tx->cmp_iov,
 					   tx->cmp_count, 0, len);
 		bb->len = (uint32_t)len;
-		atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
 	}
 	req.reply_bounce = tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
 			   tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC ||
@@ -1191,9 +1586,9 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
  * Serve one request.  Returns -FI_EAGAIN when it must wait for a free
  * bounce buffer of ours (the slot stays in the queue).
  */
-static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
+static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
+		      struct shm_rxpeer *rp)
 {
-	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct iovec local[UTIL_RDM_IOV_MAX * 2];
 	struct shm_bounce *ib = NULL, *tb = NULL;
 	struct shm_rma_req req;
@@ -1214,7 +1609,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 		goto reply;
 	}
 	if (req.reply_bounce) {
-		ret = bounce_get(ep, &tidx);
+		ret = buf_get_out(ep, &tidx);
 		if (ret)
 			return ret;
 		tb = shm_map_bounce(&ep->own, tidx);
@@ -1278,11 +1673,11 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s)
 				      req.len, s->data);
 reply:
 	if (ib)
-		atomic_store_explicit(&ib->busy, 0, memory_order_release);
-	if (tb && !ret) {
+		buf_put(&rp->conn->map, req.bounce);
+	if (tb && ret)
+		buf_put(&ep->own, tidx);
+	else if (tb)
 		tb->len = (uint32_t)req.len;
-		atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
-	}
 	send_ctrl_data(ep, rp->conn, SHM_OP_RMA_RESP, req.tx_id,
 		       ret ? (uint32_t)-ret : 0, tb && !ret ? tidx + 1 : 0,
 		       (uint32_t)req.len);
@@ -1324,7 +1719,7 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 		len = tx->hdr.len;
 	}
 	if (bidx && rp && !conn_map(ep, rp->conn))
-		tb = shm_map_bounce_in(&rp->conn->map, bidx - 1, len);
+		tb = shm_map_bounce_out(&rp->conn->map, bidx - 1, len);
 	if (bidx && !tb && !err) {
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"%s: RMA answer names a bounce buffer out of bounds\n",
@@ -1341,7 +1736,7 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 		}
 	}
 	if (tb)
-		atomic_store_explicit(&tb->busy, 0, memory_order_release);
+		buf_put(&rp->conn->map, (uint32_t)(s->data - 1));
 	if (!tx)
 		return;
 	if (ch) {
@@ -1377,6 +1772,10 @@ static int shm_ep_close(struct fid *fid)
 	struct dlist_entry *e, *tmp;
 	struct slist_entry *p;
 
+	/* Peers stop sending here, and look for a successor of the name. */
+	if (ep->own.hdr)
+		atomic_store_explicit(&ep->own.hdr->gone, 1,
+				      memory_order_release);
 	util_rdm_ep_fini(&ep->rdm);
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		dlist_remove(e);
@@ -1398,12 +1797,24 @@ static int shm_ep_close(struct fid *fid)
 		conn_release(c);
 		free(c);
 	}
-	shm_region_unmap(&ep->own);
+	if (ep->own.hdr)
+		owner_unmap(ep);
 	shm_name_release(ep);
 	free(ep->by_addr);
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
 	free(ep->rxpeers);
+	if (ep->held_mem) {
+		while (!dlist_empty(&ep->held_list)) {
+			struct shm_held *h = container_of(ep->held_list.next,
+							  struct shm_held,
+							  entry);
+
+			dlist_remove(&h->entry);
+			free(h->copy);
+		}
+	}
+	free(ep->held_mem);
 	free(ep);
 	return 0;
 }
@@ -1440,6 +1851,7 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 	struct shm_region_attr attr;
+	uint32_t i;
 	int ret;
 
 	if (command != FI_ENABLE)
@@ -1455,6 +1867,11 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
+	ep->held_mem = calloc(attr.queue_slots, sizeof(*ep->held_mem));
+	if (!ep->held_mem)
+		return -FI_ENOMEM;
+	for (i = 0; i < attr.queue_slots; i++)
+		slist_insert_tail(&ep->held_mem[i].free, &ep->held_free);
 	ret = region_create_named(ep, &attr);
 	if (ret) {
 		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
@@ -1462,11 +1879,19 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 			fi_strerror(-ret));
 		return ret;
 	}
+	ret = owner_lock(ep);
+	if (ret)
+		goto err_unmap;
 	ret = util_rdm_ep_control(fid, command, arg);
-	if (ret) {
-		shm_region_unmap(&ep->own);
-		shm_name_release(ep);
-	}
+	if (ret)
+		goto err_unlock;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&ep->own.queue->owner.lock);
+err_unmap:
+	shm_region_unmap(&ep->own);
+	shm_name_release(ep);
 	return ret;
 }
 
@@ -1579,6 +2004,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
 		return -FI_EINVAL;
 	shm_params_init();
+	attr.unexp_max = shm_params.unexp_max;
 	shm_transport.eager_max = shm_params.bounce_size;
 	shm_transport.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
 	shm_transport.atomic_max = shm_params.bounce_size / 2;
@@ -1600,6 +2026,8 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);
 	dlist_init(&ep->pull_list);
+	dlist_init(&ep->held_list);
+	slist_init(&ep->held_free);
 	{
 		struct util_bufpool_attr pattr = {
 			.name = "shm pulls",

@@ -7,25 +7,31 @@
  *   offset 0        struct shm_region_hdr       (one page)
  *   queue_off       struct shm_queue + slots    inbound messages (MPSC ring)
  *   peers_off       struct shm_peer[max_peers]  who may send here
- *   bounce_off      bounce buffers              this endpoint's outbound
- *                                               medium messages
+ *   bounce_off      2 x bounce_count buffers    payloads too big for a slot
  *
- * Ownership: the region's owner is the only consumer of its queue and the
- * only allocator of its bounce buffers; peers are producers on the queue,
- * claim entries of the peer table, and release bounce buffers they have
- * copied out of.
+ * Ownership: the region's owner is the only consumer of its queue; peers
+ * are producers on the queue and claim entries of the peer table.  The
+ * bounce buffers are two pools.  The first bounce_count buffers take eager
+ * messages peers send here, so a payload lives in its receiver's region and
+ * outlives its sender: a lock-free stack (shm_queue.buf_free) anyone who
+ * maps the region takes from and gives back to.  The others carry the
+ * owner's own pushed data and RMA: the owner alone takes them, in ring
+ * order, and the peer that copied one out clears its `busy`.  Two pools,
+ * so that messages waiting for their receives never starve the owner's own
+ * transfers.
  */
 #ifndef WEFT_SHM_LAYOUT_H
 #define WEFT_SHM_LAYOUT_H
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include <rdma/fi_rma.h>
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 #define SHM_NAME_MAX 48 /* including the NUL */
 #define SHM_SLOT_SIZE 256
 #define SHM_SLOT_HDR 40
@@ -51,7 +57,8 @@ struct shm_region_hdr {
 	uint32_t bounce_count;
 	uint32_t bounce_size;
 	_Atomic uint32_t ready;
-	uint32_t pad0;
+	_Atomic uint32_t gone; /* 1: the owner closed, or a successor took
+				* the name over: send nothing more here */
 	char name[SHM_NAME_MAX];
 };
 static_assert(sizeof(struct shm_region_hdr) == 128, "shm_region_hdr size");
@@ -69,7 +76,7 @@ struct shm_slot {
 	_Atomic uint64_t seq;
 	uint16_t op; /* enum shm_op */
 	uint16_t flags; /* SHM_SLOT_* */
-	uint32_t src; /* sender's index in this region's peer table */
+	uint32_t src; /* sender's peer table entry: index | gen << 16 */
 	uint64_t tag;
 	uint64_t data; /* remote CQ data */
 	uint32_t len; /* payload bytes (inline) or whole message (others) */
@@ -83,7 +90,7 @@ static_assert(__builtin_offsetof(struct shm_slot, payload) == SHM_SLOT_HDR,
 /* Slot operations. */
 enum shm_op {
 	SHM_OP_INLINE = 1, /* payload in the slot */
-	SHM_OP_BOUNCE = 2, /* payload in the sender's bounce buffer `aux` */
+	SHM_OP_BOUNCE = 2, /* payload in the receiver's bounce buffer `aux` */
 	SHM_OP_RTS = 3, /* payload at the sender, struct shm_rts in the slot */
 	SHM_OP_ACK = 4, /* tag: the sender's tx id, aux: error (positive) */
 	SHM_OP_RMA = 5, /* RMA or atomic request, struct shm_rma_req */
@@ -140,49 +147,84 @@ static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
 
 #define SHM_NO_BOUNCE UINT32_MAX
 
-/* Queue control: producers share `tail`, the consumer owns `head`, each on
- * its own cache line. */
+/*
+ * Queue control: producers share `tail`, the consumer owns `head` (others
+ * read it to know what was consumed), and the bounce buffers' free lists
+ * sit on lines of their own.
+ *
+ * `owner` is a robust, process-shared mutex the owner holds as long as it
+ * lives.  When the thread holding it ends (a SIGKILL included), the kernel
+ * sets FUTEX_OWNER_DIED in its word: a producer reads that word, on the
+ * line it reads `slots` from anyway, before every send, so it notices a
+ * dead owner without a system call.  (The owner takes it again if only the
+ * thread that held it ended.)
+ *
+ * buf_free is a lock-free stack any process mapping the region pops from
+ * and pushes to: bits 0-31 the top buffer's index + 1 (0: empty), bits
+ * 32-63 a tag every change bumps, so a CAS never mistakes a top that was
+ * popped and pushed back for the one it read (ABA).  Each buffer's `next`
+ * links to the one below, index + 1.
+ */
 struct shm_queue {
 	uint32_t slots; /* power of two */
 	uint32_t pad0;
-	uint8_t pad1[SHM_CACHELINE - 8];
+	union {
+		pthread_mutex_t lock; /* held by the owner while it lives */
+		uint8_t pad1[SHM_CACHELINE - 8];
+	} owner;
 	_Atomic uint64_t tail; /* next slot a producer claims */
 	uint8_t pad2[SHM_CACHELINE - 8];
-	uint64_t head; /* next slot the consumer reads */
+	_Atomic uint64_t head; /* next slot the consumer reads (release) */
 	uint8_t pad3[SHM_CACHELINE - 8];
+	_Atomic uint64_t buf_free; /* inbound pool: tag << 32 | top */
+	uint8_t pad4[SHM_CACHELINE - 8];
 	struct shm_slot slot[];
 };
-static_assert(sizeof(struct shm_queue) == 3 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(struct shm_queue) == 4 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(pthread_mutex_t) <= SHM_CACHELINE - 8,
+	      "the owner's mutex fits the queue's first line");
 
 /*
- * Peer table entry: a sender claims a free entry (state FREE -> CLAIMED by
- * CAS), fills name and pid, bumps gen, then publishes ACTIVE (release).
- * shm_slot.src carries the entry's index in its low 16 bits and the low 16
- * bits of gen above them, so the owner notices an entry changing hands.  The owner resets entries of peers that
- * closed or died.
+ * Peer table entry.  A sender takes an entry (CAS of state to CLAIMED from
+ * FREE, or from CLOSED once its previous holder's slots are consumed),
+ * fills pid, pid_start and name, bumps gen, then publishes ACTIVE
+ * (release).  shm_slot.src carries the entry's index in its low 16 bits
+ * and the low 16 bits of gen above them: the owner attributes a slot to
+ * the entry's holder only when the generations agree.
+ *
+ * A holder that closes writes release_pos (the queue's tail after its last
+ * slot) and publishes CLOSED: the entry keeps naming it until the owner's
+ * head has passed release_pos, so its queued slots are still attributed to
+ * it.  A sender that finds an ACTIVE entry whose holder is dead closes it
+ * the same way on the holder's behalf.
  */
 enum shm_peer_state {
 	SHM_PEER_FREE = 0,
 	SHM_PEER_CLAIMED = 1,
 	SHM_PEER_ACTIVE = 2,
+	SHM_PEER_CLOSED = 3,
 };
 
 struct shm_peer {
 	_Atomic uint32_t state;
 	int32_t pid;
+	_Atomic uint32_t gen; /* bumped by every claim: tells holders apart */
+	_Atomic uint32_t hold; /* owner: 1 while it holds this sender's
+				* requests back; the holder then sends none */
+	uint64_t pid_start; /* holder's start time: a reused pid is not it */
+	uint64_t release_pos; /* CLOSED: reusable once head >= this */
 	char name[SHM_NAME_MAX];
-	uint32_t gen; /* bumped by every claim: tells reuses apart */
-	uint32_t pad;
+	uint8_t pad1[2 * SHM_CACHELINE - 32 - SHM_NAME_MAX];
 };
-static_assert(sizeof(struct shm_peer) == 64, "shm_peer size");
+static_assert(sizeof(struct shm_peer) == 128, "shm_peer size");
 
-/* Bounce buffer control word, at the start of each buffer: 0 free, 1 in
- * use.  The owner sets 1 when it fills the buffer; the receiver stores 0
- * (release) when it has copied the data out. */
+/* Bounce buffer header, at the start of each buffer. */
 struct shm_bounce {
-	_Atomic uint32_t busy;
+	_Atomic uint32_t next; /* inbound pool: free list link, index + 1 */
+	_Atomic uint32_t busy; /* outbound pool: set by the owner when it
+				* fills it, cleared (release) by the reader */
 	uint32_t len;
-	uint8_t pad[SHM_CACHELINE - 8];
+	uint8_t pad[SHM_CACHELINE - 12];
 	uint8_t data[];
 };
 static_assert(sizeof(struct shm_bounce) == SHM_CACHELINE, "shm_bounce size");

@@ -37,6 +37,9 @@ struct shm_params shm_params = {
 	 * every size tried (64 KiB to 16 MiB, two to three times faster), so
 	 * CMA serves messages only on request.  RMA still uses it. */
 	.cma_min = SIZE_MAX,
+	/* Unexpected messages an endpoint keeps before it holds its senders
+	 * back: 32 MiB is 8000 messages of 4 KiB, or 500 of 64 KiB. */
+	.unexp_max = 32u << 20,
 };
 
 static void shm_params_read(void)
@@ -53,7 +56,7 @@ static void shm_params_read(void)
 			shm_params.max_peers);
 	fi_param_define(&shm_prov, "bounce_size", FI_PARAM_SIZE_T,
 			"Largest message sent eagerly through one of the "
-			"sender's bounce buffers; larger ones go by rendezvous "
+			"receiver's bounce buffers; larger ones go by rendezvous "
 			"(default %zu)",
 			shm_params.bounce_size);
 	fi_param_define(&shm_prov, "push_chunk", FI_PARAM_SIZE_T,
@@ -67,6 +70,11 @@ static void shm_params_read(void)
 			"Messages of at least this many bytes are read by the "
 			"receiver with process_vm_readv instead of being "
 			"copied through shared memory (default: never)");
+	fi_param_define(&shm_prov, "unexp_max", FI_PARAM_SIZE_T,
+			"Bytes an endpoint may hold for messages that arrived "
+			"before their receive was posted; past it, senders "
+			"wait until receives are posted (default %zu)",
+			shm_params.unexp_max);
 	fi_param_define(&shm_prov, "disable_cma", FI_PARAM_BOOL,
 			"Never use process_vm_readv/writev: copy large "
 			"messages through shared memory (default no)");
@@ -89,6 +97,8 @@ static void shm_params_read(void)
 		shm_params.bounce_count = v;
 	if (!fi_param_get_size_t(&shm_prov, "cma_min", &v))
 		shm_params.cma_min = v;
+	if (!fi_param_get_size_t(&shm_prov, "unexp_max", &v) && v >= 4096)
+		shm_params.unexp_max = v;
 	if (!fi_param_get_bool(&shm_prov, "disable_cma", &b))
 		shm_params.disable_cma = b;
 }

@@ -20,6 +20,8 @@
 #ifndef WEFT_SHM_QUEUE_H
 #define WEFT_SHM_QUEUE_H
 
+#include <stdbool.h>
+
 #include <rdma/fi_errno.h>
 
 #include "shm_layout.h"
@@ -30,7 +32,8 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 
 	q->slots = slots;
 	atomic_init(&q->tail, 0);
-	q->head = 0;
+	atomic_init(&q->head, 0);
+	atomic_init(&q->buf_free, 0);
 	for (i = 0; i < slots; i++)
 		atomic_init(&q->slot[i].seq, i);
 }
@@ -89,9 +92,10 @@ static inline void shm_queue_publish(struct shm_slot *s, uint64_t pos)
 static inline struct shm_slot *shm_queue_peek(struct shm_queue *q,
 					      uint32_t slots)
 {
-	struct shm_slot *s = &q->slot[q->head & (slots - 1)];
+	uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+	struct shm_slot *s = &q->slot[head & (slots - 1)];
 
-	if (atomic_load_explicit(&s->seq, memory_order_acquire) != q->head + 1)
+	if (atomic_load_explicit(&s->seq, memory_order_acquire) != head + 1)
 		return NULL;
 	return s;
 }
@@ -100,8 +104,110 @@ static inline struct shm_slot *shm_queue_peek(struct shm_queue *q,
 static inline void shm_queue_release(struct shm_queue *q, uint32_t slots,
 				     struct shm_slot *s)
 {
-	atomic_store_explicit(&s->seq, q->head + slots, memory_order_release);
-	q->head++;
+	uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, head + slots, memory_order_release);
+	atomic_store_explicit(&q->head, head + 1, memory_order_release);
+}
+
+/*
+ * Whether the thread that held the queue's owner mutex ended (see
+ * shm_layout.h): a hint, one load, that the owner may be dead.  Where the
+ * mutex's word cannot be read, SHM_OWNER_HINT is 0 and this says "maybe"
+ * always.
+ */
+#ifdef __GLIBC__
+#include <linux/futex.h>
+#define SHM_OWNER_HINT 1
+static inline bool shm_owner_died(struct shm_queue *q)
+{
+	return __atomic_load_n(&q->owner.lock.__data.__lock,
+			       __ATOMIC_RELAXED) &
+	       FUTEX_OWNER_DIED;
+}
+#else
+#define SHM_OWNER_HINT 0
+static inline bool shm_owner_died(struct shm_queue *q)
+{
+	(void)q;
+	return true;
+}
+#endif
+
+/* Whether the consumer has handled every slot before position pos. */
+static inline bool shm_queue_consumed(struct shm_queue *q, uint64_t pos)
+{
+	return (int64_t)(atomic_load_explicit(&q->head, memory_order_acquire) -
+			 pos) >= 0;
+}
+
+/*
+ * The free list of the inbound bounce buffers (shm_queue.buf_free): a
+ * lock-free stack over `count` buffers from `first`, `stride` bytes apart.
+ * Any process that maps the region may pop and push, concurrently; a
+ * buffer's content written before the push that frees it (or before the
+ * slot that names it is published) is seen by whoever pops it (or reads
+ * the slot) next.
+ */
+#define SHM_BUF_TOP(v) ((uint32_t)(v))
+#define SHM_BUF_NEXT_TAG(v) ((((v) >> 32) + 1) << 32)
+
+/* Producer of the region's setup: every buffer free. */
+static inline void shm_buf_init(_Atomic uint64_t *top,
+				struct shm_bounce *first, size_t stride,
+				uint32_t count)
+{
+	uint32_t i;
+
+	for (i = 0; i < count; i++)
+		atomic_init(&((struct shm_bounce *)((char *)first +
+						    i * stride))->next,
+			    i + 1 < count ? i + 2 : 0);
+	atomic_init(top, count ? 1 : 0);
+}
+
+/* Take a free buffer: 0 and its index, or -FI_EAGAIN when none is free. */
+static inline int shm_buf_pop(_Atomic uint64_t *free_top,
+			      struct shm_bounce *first, size_t stride,
+			      uint32_t count, uint32_t *idx)
+{
+	uint64_t top = atomic_load_explicit(free_top, memory_order_acquire);
+	struct shm_bounce *b;
+	uint32_t i1;
+
+	for (;;) {
+		i1 = SHM_BUF_TOP(top);
+		if (!i1 || i1 > count)
+			return -FI_EAGAIN;
+		b = (struct shm_bounce *)((char *)first + (i1 - 1) * stride);
+		/* A stale `next` (the top changed meanwhile) fails the CAS. */
+		if (atomic_compare_exchange_weak_explicit(
+			    free_top, &top,
+			    SHM_BUF_NEXT_TAG(top) |
+				    atomic_load_explicit(&b->next,
+							 memory_order_relaxed),
+			    memory_order_acquire, memory_order_acquire)) {
+			*idx = i1 - 1;
+			return 0;
+		}
+	}
+}
+
+/* Give buffer idx back (after copying out of it). */
+static inline void shm_buf_push(_Atomic uint64_t *free_top,
+				struct shm_bounce *first, size_t stride,
+				uint32_t idx)
+{
+	struct shm_bounce *b =
+		(struct shm_bounce *)((char *)first + idx * stride);
+	uint64_t top = atomic_load_explicit(free_top, memory_order_relaxed);
+
+	do {
+		atomic_store_explicit(&b->next, SHM_BUF_TOP(top),
+				      memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(
+		free_top, &top, SHM_BUF_NEXT_TAG(top) | (idx + 1),
+		memory_order_release, memory_order_relaxed));
 }
 
 #endif /* WEFT_SHM_QUEUE_H */

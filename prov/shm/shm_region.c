@@ -97,7 +97,7 @@ static size_t region_layout(const struct shm_region_attr *attr,
 	off += align_up((size_t)attr->max_peers * sizeof(struct shm_peer),
 			SHM_PAGE);
 	hdr->bounce_off = off;
-	off += align_up((size_t)attr->bounce_count *
+	off += align_up(2 * (size_t)attr->bounce_count *
 				(sizeof(struct shm_bounce) +
 				 align_up(attr->bounce_size, SHM_CACHELINE)),
 			SHM_PAGE);
@@ -137,11 +137,12 @@ static int map_geometry(const struct shm_region_hdr *h, size_t size,
 		return -FI_EINVAL;
 	end = h->peers_off + (uint64_t)h->max_peers * sizeof(struct shm_peer);
 
+	/* Two pools of bounce_count buffers: inbound, then the owner's. */
 	stride = sizeof(struct shm_bounce) + (uint64_t)h->bounce_size;
 	if (h->bounce_size % SHM_CACHELINE || h->bounce_off < end ||
 	    h->bounce_off % SHM_PAGE || h->bounce_off > size ||
 	    (h->bounce_count &&
-	     stride > (size - h->bounce_off) / h->bounce_count))
+	     stride > (size - h->bounce_off) / (2 * (uint64_t)h->bounce_count)))
 		return -FI_EINVAL;
 
 	map->queue = (struct shm_queue *)((char *)map->hdr + h->queue_off);
@@ -196,7 +197,8 @@ static int reclaim_stale(const char *path, bool ours)
 		shm_unlink(path);
 		return 0;
 	}
-	hdr = mmap(NULL, sizeof(*hdr), PROT_READ, MAP_SHARED, fd, 0);
+	hdr = mmap(NULL, sizeof(*hdr), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   0);
 	close(fd);
 	if (hdr == MAP_FAILED)
 		return weft_errno(errno);
@@ -205,6 +207,10 @@ static int reclaim_stale(const char *path, bool ours)
 		keep = !ours; /* being set up, unless it is ours to make */
 	else
 		keep = shm_region_owner_alive(hdr);
+	/* Peers that still map it must learn it is nobody's any more
+	 * (docs/shm-layout.md: a successor takes the name over). */
+	if (!keep && hdr->magic == SHM_MAGIC)
+		atomic_store_explicit(&hdr->gone, 1, memory_order_release);
 	munmap(hdr, sizeof(*hdr));
 	if (keep)
 		return -FI_EADDRINUSE;
@@ -239,7 +245,6 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	struct shm_region_hdr layout = { 0 }, *hdr;
 	size_t size;
 	int fd, ret, tries;
-	uint32_t i;
 
 	if (!shm_name_valid(name) || !attr->queue_slots ||
 	    (attr->queue_slots & (attr->queue_slots - 1)) || !attr->max_peers)
@@ -306,8 +311,8 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	if (ret)
 		goto err_unmap;
 	shm_queue_init(map->queue, map->queue_slots);
-	for (i = 0; i < map->bounce_count; i++)
-		atomic_init(&shm_map_bounce(map, i)->busy, 0);
+	shm_buf_init(&map->queue->buf_free, shm_map_bounce(map, 0),
+		     shm_map_bounce_stride(map), map->bounce_count);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
 	return 0;
 

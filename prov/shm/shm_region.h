@@ -44,13 +44,21 @@ static inline struct shm_queue *shm_map_queue(const struct shm_map *m)
 	return m->queue;
 }
 
-/* Bounce buffer i, i < m->bounce_count: the region's owner's own use. */
+/* Bytes from one bounce buffer to the next. */
+static inline size_t shm_map_bounce_stride(const struct shm_map *m)
+{
+	return sizeof(struct shm_bounce) + m->bounce_size;
+}
+
+/*
+ * Bounce buffer i, i < 2 * m->bounce_count: the inbound pool (peers' eager
+ * payloads for the owner) first, then the owner's outbound pool.
+ */
 static inline struct shm_bounce *shm_map_bounce(const struct shm_map *m,
 						uint32_t i)
 {
 	return (struct shm_bounce *)(m->bounce +
-				     (size_t)i * (sizeof(struct shm_bounce) +
-						  m->bounce_size));
+				     (size_t)i * shm_map_bounce_stride(m));
 }
 
 /*
@@ -67,11 +75,28 @@ static inline struct shm_peer *shm_map_peer(const struct shm_map *m,
 	return idx < m->max_peers ? &m->peers[idx] : NULL;
 }
 
-/* Bounce buffer idx when `len` bytes of it may be read or written, or NULL. */
+/*
+ * Inbound buffer idx (an eager payload a peer put there for the owner)
+ * when `len` bytes of it may be read or written, or NULL.
+ */
 static inline struct shm_bounce *shm_map_bounce_in(const struct shm_map *m,
 						   uint64_t idx, uint64_t len)
 {
 	if (idx >= m->bounce_count || len > m->bounce_size)
+		return NULL;
+	return shm_map_bounce(m, (uint32_t)idx);
+}
+
+/*
+ * Outbound buffer idx (the owner's pushed data, RMA data or results; its
+ * index counts from the first inbound buffer) when `len` bytes of it may be
+ * read or written, or NULL.
+ */
+static inline struct shm_bounce *shm_map_bounce_out(const struct shm_map *m,
+						    uint64_t idx, uint64_t len)
+{
+	if (idx < m->bounce_count || idx - m->bounce_count >= m->bounce_count ||
+	    len > m->bounce_size)
 		return NULL;
 	return shm_map_bounce(m, (uint32_t)idx);
 }

@@ -1191,18 +1191,19 @@ static void unexp_to_msg(const struct util_rdm_unexp *ue,
 	}
 }
 
+/* What keeping an unexpected message costs, against ep->unexp_max. */
+static size_t unexp_cost(const struct util_rdm_ep *ep, size_t heap_len)
+{
+	return sizeof(struct util_rdm_unexp) + ep->unexp_inline + heap_len;
+}
+
 static void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
 		       bool discard)
 {
 	if (ue->stashed && discard)
 		ep->tp->discard(ep, ue->stash);
-	if (ue->heap) {
-		/* Payloads up to the eager limit come from a pool. */
-		if (ue->m.len <= ep->tp->eager_max)
-			util_bufpool_put(ep->payload_pool, ue->heap);
-		else
-			free(ue->heap);
-	}
+	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : 0);
+	free(ue->heap);
 	util_bufpool_put(ep->unexp_pool, ue);
 }
 
@@ -1218,6 +1219,7 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 	struct util_match *q = queue_of(ep, msg->op);
 	struct util_match_result res;
 	struct util_rdm_unexp *ue;
+	size_t heap_len;
 
 	if (util_match_msg_arrived(q, msg->src, msg->tag, msg->len, &res)) {
 		rx_deliver(ep, container_of(res.rx, struct util_rdm_rx, m),
@@ -1225,9 +1227,15 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 		return 0;
 	}
 
+	/* Unexpected: keep it if the bound allows (one always fits, so a
+	 * message bigger than the bound cannot stall forever). */
+	heap_len = msg->payload && msg->len > ep->unexp_inline ? msg->len : 0;
+	if (ep->unexp_max && ep->unexp_bytes &&
+	    ep->unexp_bytes + unexp_cost(ep, heap_len) > ep->unexp_max)
+		return -FI_EAGAIN;
 	ue = util_bufpool_get(ep->unexp_pool);
 	if (!ue)
-		goto err_nomem;
+		return -FI_EAGAIN;
 	util_unexp_entry_init(&ue->m, msg->src, msg->tag, msg->len);
 	ue->op = msg->op;
 	ue->flags = msg->flags;
@@ -1246,35 +1254,33 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 	if (ue->stashed) {
 		if (msg->stash_len > sizeof(ue->stash)) {
 			util_bufpool_put(ep->unexp_pool, ue);
-			goto err_nomem;
+			goto err_stash;
 		}
 		memcpy(ue->stash, msg->stash, msg->stash_len);
 		ue->stash_len = msg->stash_len;
-	} else if (msg->len > ep->unexp_inline) {
-		ue->heap = msg->len <= ep->tp->eager_max ?
-				   util_bufpool_get(ep->payload_pool) :
-				   malloc(msg->len);
+	} else if (heap_len) {
+		/* Sized to the message: a 300-byte one holds 300 bytes. */
+		ue->heap = malloc(heap_len);
 		if (!ue->heap) {
 			util_bufpool_put(ep->unexp_pool, ue);
-			goto err_nomem;
+			return -FI_EAGAIN;
 		}
-		memcpy(ue->heap, msg->payload, msg->len);
+		memcpy(ue->heap, msg->payload, heap_len);
 	} else {
 		memcpy(ue->inline_buf, msg->payload, msg->len);
 	}
+	ep->unexp_bytes += unexp_cost(ep, heap_len);
 	util_match_add_unexp(q, &ue->m);
 	return 0;
 
-err_nomem:
+err_stash:
+	/* A descriptor larger than the engine keeps: a transport bug. */
 	FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
-		"no memory to keep an unexpected message of %zu bytes: "
-		"dropped\n",
-		msg->len);
-	if (msg->stash)
-		ep->tp->discard(ep, msg->stash);
-	else if (msg->flags & UTIL_RDM_ACK_REQ)
-		ep->tp->ack(ep, msg->reply, msg->tx_id, FI_ENOMEM);
-	return -FI_ENOMEM;
+		"a rendezvous descriptor of %zu bytes cannot be kept: "
+		"message dropped\n",
+		msg->stash_len);
+	ep->tp->discard(ep, msg->stash);
+	return -FI_EINVAL;
 }
 
 void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags, size_t len,
@@ -1897,6 +1903,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->tp = attr->transport;
 	ep->caps = info->caps;
 	ep->unexp_inline = attr->unexp_inline;
+	ep->unexp_max = attr->unexp_max;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
@@ -1944,19 +1951,11 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
 	if (ret)
 		goto err_rx_pool;
-	/* Unexpected eager payloads beyond what a record holds inline. */
-	pattr.name = "rdm unexpected payload";
-	pattr.size = WEFT_MAX(attr->transport->eager_max, (size_t)1);
-	pattr.chunk_cnt = 8; /* eager payloads are big: grow in small steps */
-	ret = util_bufpool_create(&pattr, &ep->payload_pool);
-	pattr.chunk_cnt = 0;
-	if (ret)
-		goto err_unexp_pool;
 	pattr.name = "rdm fetch";
 	pattr.size = sizeof(struct rdm_fetch);
 	ret = util_bufpool_create(&pattr, &ep->fetch_pool);
 	if (ret)
-		goto err_payload_pool;
+		goto err_unexp_pool;
 	pattr.name = "rdm tx";
 	pattr.size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
@@ -1967,8 +1966,6 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 
 err_fetch_pool:
 	util_bufpool_destroy(ep->fetch_pool);
-err_payload_pool:
-	util_bufpool_destroy(ep->payload_pool);
 err_unexp_pool:
 	util_bufpool_destroy(ep->unexp_pool);
 err_rx_pool:
@@ -2031,7 +2028,6 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_bufpool_destroy(ep->tx_pool);
 	util_bufpool_destroy(ep->fetch_pool);
 	util_bufpool_destroy(ep->unexp_pool);
-	util_bufpool_destroy(ep->payload_pool);
 	util_bufpool_destroy(ep->rx_pool);
 	weft_lock_destroy(&ep->lock);
 	util_domain_put(ep->domain);

@@ -329,6 +329,14 @@ void cf_ep_open(struct cf_fix *f, int i)
 		cf_ok(fi_setopt(&e->ep->fid, FI_OPT_ENDPOINT,
 				FI_OPT_MIN_MULTI_RECV, &f->o.min_multi_recv,
 				sizeof(size_t)));
+	if (f->o.name && !i) {
+		int ret = fi_setname(&e->ep->fid, (void *)f->o.name,
+				     f->o.namelen);
+
+		if (ret == -FI_ENOSYS)
+			cf_skip("fi_setname: not supported");
+		cf_assert(!ret, "fi_setname: %d (%s)", ret, fi_strerror(-ret));
+	}
 	cf_ok(fi_enable(e->ep));
 	if (f->o.min_multi_recv && f->o.min_multi_recv_late)
 		cf_ok(fi_setopt(&e->ep->fid, FI_OPT_ENDPOINT,

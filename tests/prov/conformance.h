@@ -97,6 +97,8 @@ struct cf_opts {
 	size_t min_multi_recv;	  /* set FI_OPT_MIN_MULTI_RECV if > 0 */
 	bool min_multi_recv_late; /* ... after fi_enable, not before */
 	bool no_insert;		  /* leave the AV empty */
+	const void *name;	  /* fi_setname of endpoint 0 before enable */
+	size_t namelen;
 };
 
 struct cf_fix {

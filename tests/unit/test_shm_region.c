@@ -36,7 +36,7 @@ Test(shm_region, create_map_and_layout)
 	cr_assert_str_eq(peer.hdr->name, name);
 	cr_assert_eq(shm_map_queue(&peer)->slots, 64);
 	/* bounce buffers do not overlap the end of the region */
-	cr_assert_leq((char *)shm_map_bounce(&peer, 3)->data + 1000,
+	cr_assert_leq((char *)shm_map_bounce(&peer, 7)->data + 1000,
 		      (char *)peer.hdr + peer.size);
 	cr_assert_eq(peer.hdr->bounce_size % SHM_CACHELINE, 0);
 	shm_region_unmap(&peer);
@@ -219,4 +219,55 @@ Test(shm_region, sweep_removes_only_dead_owners)
 	close(fd);
 	shm_unlink(path);
 	shm_region_unmap(&live);
+}
+
+/*
+ * The inbound bounce buffer pool: each buffer is handed out once until
+ * given back, an empty pool says -FI_EAGAIN, and a buffer given back by
+ * another process (the receiver that copied out of it) is handed out
+ * again.
+ */
+Test(shm_region, bounce_pools)
+{
+	struct shm_map own, peer;
+	char name[SHM_NAME_MAX];
+	struct shm_queue *q;
+	uint32_t idx, seen = 0, i;
+	size_t stride;
+	pid_t pid;
+	int status;
+
+	unique_name(name, sizeof(name), "pools");
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	q = shm_map_queue(&own);
+	stride = shm_map_bounce_stride(&own);
+	for (i = 0; i < attr.bounce_count; i++) {
+		cr_assert_eq(shm_buf_pop(&q->buf_free, shm_map_bounce(&own, 0),
+					 stride, attr.bounce_count, &idx), 0);
+		cr_assert_lt(idx, attr.bounce_count);
+		cr_assert_eq(seen & (1u << idx), 0, "buffer %u twice", idx);
+		seen |= 1u << idx;
+	}
+	cr_assert_eq(shm_buf_pop(&q->buf_free, shm_map_bounce(&own, 0), stride,
+				 attr.bounce_count, &idx), -FI_EAGAIN);
+	/* The owner's outbound buffers follow, untouched. */
+	for (i = attr.bounce_count; i < 2 * attr.bounce_count; i++)
+		cr_assert_eq(atomic_load(&shm_map_bounce(&own, i)->busy), 0);
+	/* Another process gives buffer 2 back. */
+	pid = fork();
+	if (!pid) {
+		if (shm_region_map(name, &peer))
+			_exit(1);
+		shm_buf_push(&shm_map_queue(&peer)->buf_free,
+			     shm_map_bounce(&peer, 0), stride, 2);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && !WEXITSTATUS(status));
+	cr_assert_eq(shm_buf_pop(&q->buf_free, shm_map_bounce(&own, 0), stride,
+				 attr.bounce_count, &idx), 0);
+	cr_assert_eq(idx, 2);
+	cr_assert_eq(shm_buf_pop(&q->buf_free, shm_map_bounce(&own, 0), stride,
+				 attr.bounce_count, &idx), -FI_EAGAIN);
+	shm_region_unmap(&own);
 }
