@@ -177,6 +177,8 @@ static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
 	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
 	c->src_id = i | (gen << 16);
+	c->q = q;
+	c->hold = &p->hold;
 	c->claimed = true;
 	return 0;
 }
@@ -254,7 +256,7 @@ static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
  * Make a connection usable for sending.  A load or two when it is: the
  * region's `gone` flag tells at once that its owner closed or was replaced.
  */
-static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
+static inline int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 {
 	if (weft_likely(c->claimed && !c->dead &&
 			!atomic_load_explicit(&c->map.hdr->gone,
@@ -271,11 +273,11 @@ static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
  * that held the mutex ended), or where there is no hint, it is looked at
  * at most every SHM_PEER_ALIVE_MS.
  */
-static int conn_alive(struct shm_ep *ep, struct shm_conn *c)
+static inline int conn_alive(struct shm_ep *ep, struct shm_conn *c)
 {
 	uint64_t t;
 
-	if (weft_likely(!shm_owner_died(shm_map_queue(&c->map))))
+	if (weft_likely(!shm_owner_died(c->q)))
 		return 0;
 	t = coarse_ms();
 	if ((c->hint_unreliable || !SHM_OWNER_HINT) &&
@@ -518,7 +520,20 @@ static void check_peers(struct shm_ep *ep, bool now)
  * the entry is held under the slot's generation (ACTIVE, or CLOSED with
  * slots still queued).  NULL when it is not: never another holder.
  */
-static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
+static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src);
+
+static inline struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
+{
+	uint32_t idx = src & 0xffff;
+
+	if (weft_likely(idx < ep->own.hdr->max_peers &&
+			ep->rxpeers[idx].gen == src >> 16))
+		return &ep->rxpeers[idx];
+	return rxpeer_learn(ep, src);
+}
+
+/* rxpeer_of when the cache does not know the slot's generation. */
+static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src)
 {
 	uint32_t idx = src & 0xffff, gen = src >> 16, st;
 	char name[SHM_NAME_MAX];
@@ -528,8 +543,6 @@ static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 	if (idx >= ep->own.hdr->max_peers)
 		return NULL;
 	rp = &ep->rxpeers[idx];
-	if (weft_likely(rp->gen == gen))
-		return rp;
 	p = &shm_map_peers(&ep->own)[idx];
 	st = atomic_load_explicit(&p->state, memory_order_acquire);
 	if ((st != SHM_PEER_ACTIVE && st != SHM_PEER_CLOSED) ||
@@ -567,16 +580,14 @@ static fi_addr_t rxpeer_addr(struct shm_ep *ep, struct shm_rxpeer *rp)
 /* ---- sending slots ------------------------------------------------------ */
 
 /* Whether the peer holds our requests back (its entry's `hold`). */
-static bool conn_held(struct shm_conn *c)
+static inline bool conn_held(struct shm_conn *c)
 {
-	return atomic_load_explicit(
-		&shm_map_peers(&c->map)[c->src_id & 0xffff].hold,
-		memory_order_relaxed);
+	return atomic_load_explicit(c->hold, memory_order_relaxed);
 }
 
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	return shm_queue_claim(shm_map_queue(&c->map), pos);
+	return shm_queue_claim(c->q, pos);
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
@@ -1179,8 +1190,10 @@ static int serve_request(struct shm_ep *ep, struct shm_slot *s,
  * transfers complete too (the application may need them before it posts
  * the receives that make room).
  *
- * There are as many records as queue slots; when none is free, requests
- * simply wait in the queue.  A held eager message's payload moves out of
+ * Records come from a pool that grows as needed: they number at most the
+ * requests senders had under way when they were held back (each held
+ * sender sends no more), and a request left in the queue for want of one
+ * would stop the answers behind it.  A held eager message's payload moves out of
  * its bounce buffer into memory sized to it, so that our inbound pool stays
  * free for the senders we do not hold: at most bounce_count such payloads
  * can be under way when we start holding.
@@ -1189,18 +1202,16 @@ static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
 		      const struct shm_rxpeer *rp)
 {
 	uint32_t idx = s->src & 0xffff;
-	struct slist_entry *e = slist_remove_head(&ep->held_free);
-	struct shm_held *h;
+	struct shm_held *h = util_bufpool_get(ep->held_pool);
 
-	if (!e)
+	if (!h)
 		return false;
-	h = container_of(e, struct shm_held, free);
 	h->copy = NULL;
 	if (s->op == SHM_OP_BOUNCE && s->aux < ep->own.hdr->bounce_count &&
 	    s->len <= ep->own.hdr->bounce_size) {
 		h->copy = malloc(s->len);
 		if (!h->copy) {
-			slist_insert_head(e, &ep->held_free);
+			util_bufpool_put(ep->held_pool, h);
 			return false;
 		}
 		memcpy(h->copy, shm_map_bounce(&ep->own, s->aux)->data, s->len);
@@ -1236,7 +1247,7 @@ static int held_serve(struct shm_ep *ep)
 		}
 		free(h->copy);
 		dlist_remove(e);
-		slist_insert_tail(&h->free, &ep->held_free);
+		util_bufpool_put(ep->held_pool, h);
 		n++;
 		if (!--rp->held)
 			atomic_store_explicit(&shm_map_peers(&ep->own)[idx].hold,
@@ -1269,21 +1280,33 @@ static int shm_progress(struct util_rdm_ep *rdm)
 	if (weft_unlikely(!dlist_empty(&ep->held_list)))
 		n_done += held_serve(ep);
 	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q)); n++) {
-		if (!serve_answer(ep, s)) {
+		switch (s->op) {
+		case SHM_OP_INLINE:
+		case SHM_OP_BOUNCE:
+		case SHM_OP_RTS:
+		case SHM_OP_RMA:
 			rp = rxpeer_of(ep, s->src);
 			if (weft_unlikely(rp && rp->held)) {
 				/* Behind its sender's held ones. */
 				if (!held_push(ep, s, rp))
-					break;
+					goto out;
 			} else if (weft_unlikely(serve_request(ep, s, rp,
 							       NULL) ==
 						 -FI_EAGAIN) &&
 				   !held_push(ep, s, rp)) {
-				break; /* no record: wait in the queue */
+				goto out; /* no record: wait in the queue */
 			}
+			break;
+		default:
+			if (!serve_answer(ep, s))
+				FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+					"%s: unknown slot op %u dropped\n",
+					ep->name, s->op);
+			break;
 		}
 		shm_queue_release(q, s);
 	}
+out:
 	return n + n_done;
 }
 
@@ -1760,7 +1783,7 @@ static int shm_ep_close(struct fid *fid)
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
 	free(ep->rxpeers);
-	if (ep->held_mem) {
+	if (ep->held_pool) {
 		while (!dlist_empty(&ep->held_list)) {
 			struct shm_held *h = container_of(ep->held_list.next,
 							  struct shm_held,
@@ -1768,9 +1791,10 @@ static int shm_ep_close(struct fid *fid)
 
 			dlist_remove(&h->entry);
 			free(h->copy);
+			util_bufpool_put(ep->held_pool, h);
 		}
+		util_bufpool_destroy(ep->held_pool);
 	}
-	free(ep->held_mem);
 	free(ep);
 	return 0;
 }
@@ -1792,7 +1816,6 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 	struct shm_region_attr attr;
-	uint32_t i;
 	int ret;
 
 	if (command != FI_ENABLE)
@@ -1808,11 +1831,16 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
-	ep->held_mem = calloc(attr.queue_slots, sizeof(*ep->held_mem));
-	if (!ep->held_mem)
-		return -FI_ENOMEM;
-	for (i = 0; i < attr.queue_slots; i++)
-		slist_insert_tail(&ep->held_mem[i].free, &ep->held_free);
+	if (!ep->held_pool) {
+		struct util_bufpool_attr pattr = {
+			.name = "shm held",
+			.size = sizeof(struct shm_held),
+		};
+
+		ret = util_bufpool_create(&pattr, &ep->held_pool);
+		if (ret)
+			return ret;
+	}
 	ret = shm_region_create(ep->name, &attr, &ep->own);
 	if (ret == -FI_EADDRINUSE && shm_name_ours(ep->name)) {
 		/* Another endpoint of this process has the name (both came
@@ -1985,7 +2013,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	dlist_init(&ep->chunked);
 	dlist_init(&ep->pull_list);
 	dlist_init(&ep->held_list);
-	slist_init(&ep->held_free);
 	{
 		struct util_bufpool_attr pattr = {
 			.name = "shm pulls",
