@@ -62,6 +62,8 @@ struct shm_conn {
 	char name[SHM_NAME_MAX];
 	struct shm_map map;
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
+	struct shm_queue *q; /* the peer's queue, once claimed */
+	_Atomic uint32_t *hold; /* our entry's hold flag, once claimed */
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */
@@ -83,7 +85,6 @@ struct shm_rxpeer {
 /* A request we hold back, and its sender as we knew it then. */
 struct shm_held {
 	struct dlist_entry entry; /* shm_ep.held_list */
-	struct slist_entry free; /* shm_ep.held_free */
 	struct shm_rxpeer rp;
 	void *copy; /* a BOUNCE message's payload, out of its buffer */
 	struct shm_slot slot;
@@ -117,8 +118,7 @@ struct shm_ep {
 	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
 	/* Requests that could not be served yet (held_push). */
-	struct shm_held *held_mem; /* queue_slots records */
-	struct slist held_free;
+	struct util_bufpool *held_pool; /* struct shm_held */
 	struct dlist_entry held_list; /* struct shm_held, arrival order */
 	uint32_t held_pass; /* held_serve's passes */
 

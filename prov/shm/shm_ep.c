@@ -150,6 +150,8 @@ static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
 	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
 	c->src_id = i | (gen << 16);
+	c->q = q;
+	c->hold = &p->hold;
 	c->claimed = true;
 	return 0;
 }
@@ -227,7 +229,7 @@ static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
  * Make a connection usable for sending.  A load or two when it is: the
  * region's `gone` flag tells at once that its owner closed or was replaced.
  */
-static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
+static inline int conn_ready(struct shm_ep *ep, struct shm_conn *c)
 {
 	if (weft_likely(c->claimed && !c->dead &&
 			!atomic_load_explicit(&c->map.hdr->gone,
@@ -244,11 +246,11 @@ static int conn_ready(struct shm_ep *ep, struct shm_conn *c)
  * that held the mutex ended), or where there is no hint, it is looked at
  * at most every SHM_PEER_ALIVE_MS.
  */
-static int conn_alive(struct shm_ep *ep, struct shm_conn *c)
+static inline int conn_alive(struct shm_ep *ep, struct shm_conn *c)
 {
 	uint64_t t;
 
-	if (weft_likely(!shm_owner_died(shm_map_queue(&c->map))))
+	if (weft_likely(!shm_owner_died(c->q)))
 		return 0;
 	t = coarse_ms();
 	if ((c->hint_unreliable || !SHM_OWNER_HINT) &&
@@ -491,7 +493,21 @@ static void check_peers(struct shm_ep *ep, bool now)
  * the entry is held under the slot's generation (ACTIVE, or CLOSED with
  * slots still queued).  NULL when it is not: never another holder.
  */
-static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
+static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src);
+
+static inline struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
+{
+	uint32_t idx = src & 0xffff, gen = src >> 16;
+
+	/* An entry never learned has gen 0, which no claim makes. */
+	if (weft_likely(gen && idx < ep->own.max_peers &&
+			ep->rxpeers[idx].gen == gen))
+		return &ep->rxpeers[idx];
+	return rxpeer_learn(ep, src);
+}
+
+/* rxpeer_of when the cache does not know the slot's generation. */
+static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src)
 {
 	uint32_t idx = src & 0xffff, gen = src >> 16, st;
 	struct shm_peer *p = shm_map_peer(&ep->own, idx);
@@ -501,8 +517,6 @@ static struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 	if (!p || !gen) /* a claim never makes gen 0 */
 		return NULL;
 	rp = &ep->rxpeers[idx];
-	if (weft_likely(rp->gen == gen))
-		return rp;
 	st = atomic_load_explicit(&p->state, memory_order_acquire);
 	if ((st != SHM_PEER_ACTIVE && st != SHM_PEER_CLOSED) ||
 	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen ||
@@ -607,16 +621,14 @@ static int rma_req_check(struct shm_ep *ep, struct shm_conn *c,
 /* ---- sending slots ------------------------------------------------------ */
 
 /* Whether the peer holds our requests back (its entry's `hold`). */
-static bool conn_held(struct shm_conn *c)
+static inline bool conn_held(struct shm_conn *c)
 {
-	return atomic_load_explicit(
-		&c->map.peers[c->src_id & 0xffff].hold,
-		memory_order_relaxed);
+	return atomic_load_explicit(c->hold, memory_order_relaxed);
 }
 
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	return shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
+	return shm_queue_claim(c->q, c->map.queue_slots, pos);
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
@@ -1242,8 +1254,10 @@ static int serve_request(struct shm_ep *ep, struct shm_slot *s,
  * transfers complete too (the application may need them before it posts
  * the receives that make room).
  *
- * There are as many records as queue slots; when none is free, requests
- * simply wait in the queue.  A held eager message's payload moves out of
+ * Records come from a pool that grows as needed: they number at most the
+ * requests senders had under way when they were held back (each held
+ * sender sends no more), and a request left in the queue for want of one
+ * would stop the answers behind it.  A held eager message's payload moves out of
  * its bounce buffer into memory sized to it, so that our inbound pool stays
  * free for the senders we do not hold: at most bounce_count such payloads
  * can be under way when we start holding.
@@ -1252,13 +1266,11 @@ static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
 		      const struct shm_rxpeer *rp)
 {
 	uint32_t idx = s->src & 0xffff;
-	struct slist_entry *e = slist_remove_head(&ep->held_free);
+	struct shm_held *h = util_bufpool_get(ep->held_pool);
 	struct shm_bounce *bb;
-	struct shm_held *h;
 
-	if (!e)
+	if (!h)
 		return false;
-	h = container_of(e, struct shm_held, free);
 	h->copy = NULL;
 	bb = s->op == SHM_OP_BOUNCE ?
 		     shm_map_bounce_in(&ep->own, s->aux, s->len) :
@@ -1266,7 +1278,7 @@ static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
 	if (bb) {
 		h->copy = malloc(s->len);
 		if (!h->copy) {
-			slist_insert_head(e, &ep->held_free);
+			util_bufpool_put(ep->held_pool, h);
 			return false;
 		}
 		memcpy(h->copy, bb->data, s->len);
@@ -1302,7 +1314,7 @@ static int held_serve(struct shm_ep *ep)
 		}
 		free(h->copy);
 		dlist_remove(e);
-		slist_insert_tail(&h->free, &ep->held_free);
+		util_bufpool_put(ep->held_pool, h);
 		n++;
 		if (!--rp->held)
 			atomic_store_explicit(&ep->own.peers[idx].hold,
@@ -1335,22 +1347,35 @@ static int shm_progress(struct util_rdm_ep *rdm)
 		n_done += chunks_continue(ep);
 	if (weft_unlikely(!dlist_empty(&ep->held_list)))
 		n_done += held_serve(ep);
-	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q, slots)); n++) {
-		if (!serve_answer(ep, s)) {
+	for (n = 0; n < SHM_PROGRESS_BATCH && (s = shm_queue_peek(q, slots));
+	     n++) {
+		switch (s->op) {
+		case SHM_OP_INLINE:
+		case SHM_OP_BOUNCE:
+		case SHM_OP_RTS:
+		case SHM_OP_RMA:
 			rp = rxpeer_of(ep, s->src);
 			if (weft_unlikely(rp && rp->held)) {
 				/* Behind its sender's held ones. */
 				if (!held_push(ep, s, rp))
-					break;
+					goto out;
 			} else if (weft_unlikely(serve_request(ep, s, rp,
 							       NULL) ==
 						 -FI_EAGAIN) &&
 				   !held_push(ep, s, rp)) {
-				break; /* no record: wait in the queue */
+				goto out; /* no record: wait in the queue */
 			}
+			break;
+		default:
+			if (!serve_answer(ep, s))
+				FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+					"%s: unknown slot op %u dropped\n",
+					ep->name, s->op);
+			break;
 		}
 		shm_queue_release(q, slots, s);
 	}
+out:
 	return n + n_done;
 }
 
@@ -1804,7 +1829,7 @@ static int shm_ep_close(struct fid *fid)
 	free(ep->by_addr_fi);
 	free(ep->by_addr_serial);
 	free(ep->rxpeers);
-	if (ep->held_mem) {
+	if (ep->held_pool) {
 		while (!dlist_empty(&ep->held_list)) {
 			struct shm_held *h = container_of(ep->held_list.next,
 							  struct shm_held,
@@ -1812,9 +1837,10 @@ static int shm_ep_close(struct fid *fid)
 
 			dlist_remove(&h->entry);
 			free(h->copy);
+			util_bufpool_put(ep->held_pool, h);
 		}
+		util_bufpool_destroy(ep->held_pool);
 	}
-	free(ep->held_mem);
 	free(ep);
 	return 0;
 }
@@ -1851,7 +1877,6 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 	struct shm_region_attr attr;
-	uint32_t i;
 	int ret;
 
 	if (command != FI_ENABLE)
@@ -1867,11 +1892,16 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
-	ep->held_mem = calloc(attr.queue_slots, sizeof(*ep->held_mem));
-	if (!ep->held_mem)
-		return -FI_ENOMEM;
-	for (i = 0; i < attr.queue_slots; i++)
-		slist_insert_tail(&ep->held_mem[i].free, &ep->held_free);
+	if (!ep->held_pool) {
+		struct util_bufpool_attr pattr = {
+			.name = "shm held",
+			.size = sizeof(struct shm_held),
+		};
+
+		ret = util_bufpool_create(&pattr, &ep->held_pool);
+		if (ret)
+			return ret;
+	}
 	ret = region_create_named(ep, &attr);
 	if (ret) {
 		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
@@ -2027,7 +2057,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	dlist_init(&ep->chunked);
 	dlist_init(&ep->pull_list);
 	dlist_init(&ep->held_list);
-	slist_init(&ep->held_free);
 	{
 		struct util_bufpool_attr pattr = {
 			.name = "shm pulls",
