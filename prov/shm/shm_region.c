@@ -302,6 +302,7 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	map->hdr = hdr;
 	map->size = size;
 	map->owner = true;
+	map->owner_pid = getpid();
 	ret = map_geometry(hdr, size, map);
 	if (ret)
 		goto err_unmap;
@@ -403,7 +404,9 @@ void shm_region_unmap(struct shm_map *map)
 {
 	if (!map->hdr)
 		return;
-	if (map->owner)
+	/* A child forked after the region was made unmaps its copy; the
+	 * file stays its parent's. */
+	if (map->owner && map->owner_pid == getpid())
 		shm_unlink(map->path);
 	munmap(map->hdr, map->size);
 	map->hdr = NULL;

@@ -29,6 +29,7 @@ struct shm_map {
 	struct shm_region_hdr *hdr;
 	size_t size;
 	bool owner;
+	pid_t owner_pid; /* the process that created it: only it removes it */
 	char path[SHM_NAME_MAX + 32]; /* the shm_open name */
 	struct shm_queue *queue;
 	struct shm_peer *peers;
@@ -108,7 +109,8 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
  */
 int shm_region_map(const char *name, struct shm_map *map);
 
-/* Unmap; the owner's unmap also removes the file. */
+/* Unmap; the owner's unmap also removes the file, unless it is a child
+ * forked since (the file stays the parent's). */
 void shm_region_unmap(struct shm_map *map);
 
 /*

@@ -220,3 +220,27 @@ Test(shm_region, sweep_removes_only_dead_owners)
 	shm_unlink(path);
 	shm_region_unmap(&live);
 }
+
+Test(shm_region, forked_child_leaves_the_region_alone)
+{
+	struct shm_map own, m;
+	char name[SHM_NAME_MAX];
+	int status;
+	pid_t pid;
+
+	unique_name(name, sizeof(name), "fork");
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		/* A child dropping what it inherited, as fi_close would. */
+		shm_region_unmap(&own);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(WEXITSTATUS(status), 0);
+	cr_assert_eq(shm_region_map(name, &m), 0,
+		     "a forked child removed its parent's region");
+	shm_region_unmap(&m);
+	shm_region_unmap(&own);
+}
