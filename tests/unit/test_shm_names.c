@@ -382,6 +382,39 @@ Test(shm_names, src_addr_read_within_its_length)
 	fi_freeinfo(info);
 }
 
+/*
+ * A destination in the hints is read within dest_addrlen too, and the
+ * answer hands it on terminated: clients insert info->dest_addr into their
+ * AV as it is, and an unterminated string would be read past its end.
+ */
+Test(shm_names, dest_addr_read_within_its_length)
+{
+	struct fi_info *hints = shm_hints(), *info;
+	char want[64], *buf;
+	size_t len;
+
+	unique(want, sizeof(want), PREFIX "dest");
+	len = strlen(want);
+	buf = malloc(len);
+	cr_assert_not_null(buf);
+	memcpy(buf, want, len); /* no NUL */
+	hints->addr_format = FI_ADDR_STR;
+	hints->dest_addr = buf;
+	hints->dest_addrlen = len;
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, hints, &info), 0);
+	cr_assert_not_null(info->dest_addr);
+	cr_assert_not_null(memchr(info->dest_addr, '\0', info->dest_addrlen),
+			   "dest_addr handed on unterminated");
+	cr_assert_str_eq(info->dest_addr, want);
+	fi_freeinfo(info);
+
+	/* Not an shm address: no answer. */
+	memcpy(buf, "fi_shm://a/b", 12);
+	hints->dest_addrlen = 12;
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, hints, &info), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
 Test(shm_names, setname_reads_within_its_length)
 {
 	struct fi_info *info;
