@@ -1452,7 +1452,9 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	attr.bounce_count = (uint32_t)shm_params.bounce_count;
 	attr.bounce_size = (uint32_t)shm_params.bounce_size;
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
-	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
+	/* Kept from an enable that failed: fi_close frees it. */
+	if (!ep->rxpeers)
+		ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
 	ret = region_create_named(ep, &attr);

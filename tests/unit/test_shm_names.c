@@ -415,6 +415,31 @@ Test(shm_names, dest_addr_read_within_its_length)
 	fi_freeinfo(hints);
 }
 
+/*
+ * A directory where the region's file goes fails fi_enable, without a
+ * crash; once it is gone the same endpoint enables under its name, and
+ * nothing the failed enable set up is lost (LeakSanitizer would say).
+ */
+Test(shm_names, enable_again_after_failure)
+{
+	struct fi_info *info;
+	struct opened o;
+	char node[64], name[256], path[128];
+
+	unique(node, sizeof(node), PREFIX "dir");
+	snprintf(path, sizeof(path), "/dev/shm/weft-shm.%u.%s",
+		 (unsigned)getuid(), node + strlen(PREFIX));
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(shm_getinfo(node, NULL, FI_SOURCE, NULL, &info), 0);
+	cr_assert_neq(open_ep(info, &o), 0, "enabled over a directory");
+	cr_assert_eq(rmdir(path), 0);
+	cr_assert_eq(fi_enable(o.ep), 0);
+	getname(&o, name, sizeof(name));
+	cr_assert_str_eq(name, node);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
+
 Test(shm_names, setname_reads_within_its_length)
 {
 	struct fi_info *info;
