@@ -43,6 +43,19 @@ static void shm_path(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "/weft-shm.%u.%s", (unsigned)getuid(), name);
 }
 
+/*
+ * The name a region is made under before it is published (shm_region_create):
+ * its maker's pid and a count, so that no other creator and no region name
+ * ("weft-shm." prefix) can be the same.
+ */
+static void shm_path_new(char *buf, size_t len)
+{
+	static _Atomic unsigned count;
+
+	snprintf(buf, len, "/weft-shm-new.%u.%d.%u", (unsigned)getuid(),
+		 (int)getpid(), atomic_fetch_add(&count, 1));
+}
+
 uint64_t shm_pid_start(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -168,9 +181,10 @@ static bool file_ours(const struct stat *st)
 
 /*
  * Remove the region at path if its owner is gone.  `ours`: the path is the
- * name we are creating, so a half-made file can only be a dead creator's
- * (nobody else creates under our name); elsewhere (the sweep) a half-made
- * file may be another process being born, and is left alone.  Returns 0
+ * name we are publishing, and regions are published whole (a link from the
+ * file they were made under), so a half-made file there is nobody's region;
+ * elsewhere (the sweep) a half-made file may be an older creator being
+ * born, and is left alone.  Returns 0
  * when the path is free now, -FI_EADDRINUSE when its owner lives or it is
  * left alone, or a translated errno.
  */
@@ -233,10 +247,21 @@ static int taken_by_other_user(const char *path)
 	return -FI_EADDRINUSE;
 }
 
+/* link(2) for shm_open names. */
+static int shm_link(const char *from, const char *to)
+{
+	char f[SHM_NAME_MAX + 48], t[SHM_NAME_MAX + 48];
+
+	snprintf(f, sizeof(f), "/dev/shm%s", from);
+	snprintf(t, sizeof(t), "/dev/shm%s", to);
+	return link(f, t);
+}
+
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map)
 {
 	struct shm_region_hdr layout = { 0 }, *hdr;
+	char tmp[SHM_NAME_MAX + 32];
 	size_t size;
 	int fd, ret, tries;
 	uint32_t i;
@@ -248,20 +273,17 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	shm_path(map->path, sizeof(map->path), name);
 	size = region_layout(attr, &layout);
 
+	/* Made under a name of its own, published whole below: nobody ever
+	 * finds the name holding a region still being set up. */
 	for (tries = 0;; tries++) {
-		fd = shm_open(map->path,
+		shm_path_new(tmp, sizeof(tmp));
+		fd = shm_open(tmp,
 			      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 			      0600);
 		if (fd >= 0)
 			break;
-		if (errno != EEXIST || tries)
+		if (errno != EEXIST || tries == 16)
 			return weft_errno(errno);
-		ret = taken_by_other_user(map->path);
-		if (ret)
-			return ret;
-		ret = reclaim_stale(map->path, true);
-		if (ret)
-			return ret;
 	}
 	/* Reserve the memory now: a file merely sized would be sparse, and
 	 * the first write to a page tmpfs has no room for kills with SIGBUS. */
@@ -301,8 +323,6 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	snprintf(hdr->name, sizeof(hdr->name), "%s", name);
 	map->hdr = hdr;
 	map->size = size;
-	map->owner = true;
-	map->owner_pid = getpid();
 	ret = map_geometry(hdr, size, map);
 	if (ret)
 		goto err_unmap;
@@ -310,16 +330,35 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	for (i = 0; i < map->bounce_count; i++)
 		atomic_init(&shm_map_bounce(map, i)->busy, 0);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
+
+	/* Publish: link fails if the name is taken, by a live region or a
+	 * stale one (taken over once), or by another user's file. */
+	for (tries = 0;; tries++) {
+		if (!shm_link(tmp, map->path))
+			break;
+		ret = errno == EEXIST ? 0 : weft_errno(errno);
+		if (!ret && tries)
+			ret = -FI_EADDRINUSE;
+		if (!ret)
+			ret = taken_by_other_user(map->path);
+		if (!ret)
+			ret = reclaim_stale(map->path, true);
+		if (ret)
+			goto err_unmap;
+	}
+	shm_unlink(tmp);
+	map->owner = true;
+	map->owner_pid = getpid();
 	return 0;
 
 err_unmap:
 	munmap(hdr, size);
 	map->hdr = NULL;
-	shm_unlink(map->path);
+	shm_unlink(tmp);
 	return ret;
 err_unlink:
 	close(fd);
-	shm_unlink(map->path);
+	shm_unlink(tmp);
 	return ret;
 }
 
@@ -412,19 +451,50 @@ void shm_region_unmap(struct shm_map *map)
 	map->hdr = NULL;
 }
 
+/*
+ * Remove a file a creator that is gone left before publishing it (the
+ * sweep): /dev/shm/name is "weft-shm-new.<uid>.<pid>.<n>", prefix up to
+ * the pid.
+ */
+static void reclaim_unpublished(const char *name, const char *prefix)
+{
+	char path[SHM_NAME_MAX + 32];
+	struct stat st;
+	long pid;
+	int fd;
+
+	pid = strtol(name + strlen(prefix), NULL, 10);
+	if (pid <= 0 || !kill((pid_t)pid, 0) || errno != ESRCH ||
+	    strlen(name) >= sizeof(path) - 1)
+		return;
+	snprintf(path, sizeof(path), "/%s", name);
+	fd = shm_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && file_ours(&st))
+		shm_unlink(path);
+	close(fd);
+}
+
 void shm_region_sweep(void)
 {
-	char prefix[32], path[SHM_NAME_MAX + 32];
+	char prefix[32], new_prefix[40], path[SHM_NAME_MAX + 32];
 	struct dirent *d;
 	size_t plen;
 	DIR *dir;
 
 	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)getuid());
+	snprintf(new_prefix, sizeof(new_prefix), "weft-shm-new.%u.",
+		 (unsigned)getuid());
 	plen = strlen(prefix);
 	dir = opendir("/dev/shm");
 	if (!dir)
 		return;
 	while ((d = readdir(dir))) {
+		if (!strncmp(d->d_name, new_prefix, strlen(new_prefix))) {
+			reclaim_unpublished(d->d_name, new_prefix);
+			continue;
+		}
 		if (strncmp(d->d_name, prefix, plen) ||
 		    strlen(d->d_name) >= sizeof(path) - 1)
 			continue;
