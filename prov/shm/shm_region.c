@@ -180,6 +180,40 @@ static bool file_ours(const struct stat *st)
 }
 
 /*
+ * Remove the file at path if it is still the one judged (`judged`, its
+ * fstat): between the judging and now, another process may have taken a
+ * stale name over with a live region.  The file is moved aside first, so
+ * that what is removed is what was looked at; a file moved aside that is
+ * another one goes back.  Returns 0 when the path no longer holds the
+ * judged file, -FI_EADDRINUSE when it holds another one.
+ */
+static int remove_judged(const char *path, const struct stat *judged)
+{
+	char aside[SHM_NAME_MAX + 32], from[SHM_NAME_MAX + 48],
+		to[SHM_NAME_MAX + 48];
+	struct stat st;
+
+	shm_path_new(aside, sizeof(aside));
+	snprintf(from, sizeof(from), "/dev/shm%s", path);
+	snprintf(to, sizeof(to), "/dev/shm%s", aside);
+	if (rename(from, to))
+		return errno == ENOENT ? 0 : weft_errno(errno);
+	if (!lstat(to, &st) && st.st_dev == judged->st_dev &&
+	    st.st_ino == judged->st_ino) {
+		unlink(to);
+		return 0;
+	}
+	/* Made since, by a process that lives: its name again. */
+	if (link(to, from))
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"%s was replaced while it was judged stale, and could "
+			"not be put back: %s\n",
+			from, strerror(errno));
+	unlink(to);
+	return -FI_EADDRINUSE;
+}
+
+/*
  * Remove the region at path if its owner is gone.  `ours`: the path is the
  * name we are publishing, and regions are published whole (a link from the
  * file they were made under), so a half-made file there is nobody's region;
@@ -207,8 +241,7 @@ static int reclaim_stale(const char *path, bool ours)
 		close(fd);
 		if (!ours)
 			return -FI_EADDRINUSE;
-		shm_unlink(path);
-		return 0;
+		return remove_judged(path, &st);
 	}
 	hdr = mmap(NULL, sizeof(*hdr), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
@@ -222,8 +255,7 @@ static int reclaim_stale(const char *path, bool ours)
 	munmap(hdr, sizeof(*hdr));
 	if (keep)
 		return -FI_EADDRINUSE;
-	shm_unlink(path);
-	return 0;
+	return remove_judged(path, &st);
 }
 
 /*

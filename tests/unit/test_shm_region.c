@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -303,7 +305,7 @@ int posix_fallocate(int fd, off_t offset, off_t len)
  * being set up for a dead creator's leftover, remove it and make its own,
  * leaving the first with a region nobody can find.
  */
-Test(shm_region, creators_of_one_name_at_once)
+Test(shm_region, creators_of_one_name_at_once, .timeout = 60)
 {
 	struct shm_map own, m;
 	char name[SHM_NAME_MAX], c;
@@ -340,4 +342,70 @@ Test(shm_region, creators_of_one_name_at_once)
 	shm_region_unmap(&own);
 	close(paused[0]);
 	close(go[1]);
+}
+
+/*
+ * kill as the library calls it (shm_region_owner_alive asks whether a
+ * region's owner lives), which a test may pause the same way.
+ */
+static bool pause_in_kill;
+
+int kill(pid_t pid, int sig)
+{
+	char c = 'p';
+
+	/* Paused once: the test closes the pipe to let it go on. */
+	if (pause_in_kill && write(paused_fd, &c, 1) == 1 &&
+	    read(go_fd, &c, 1) < 0)
+		return -1;
+	return (int)syscall(SYS_kill, pid, sig);
+}
+
+/*
+ * A sweep judges a dead process's region stale while another process takes
+ * the name over: the sweep must remove the stale file it judged, never the
+ * live region now under that name.
+ */
+Test(shm_region, sweep_spares_a_region_made_while_it_judged, .timeout = 60)
+{
+	struct shm_map own, m;
+	char name[SHM_NAME_MAX], c;
+	int paused[2], go[2], status;
+	pid_t pid;
+
+	unique_name(name, sizeof(name), "judged");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(shm_region_create(name, &attr, &m) ? 1 : 0); /* left */
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(WEXITSTATUS(status), 0);
+
+	cr_assert_eq(pipe(paused), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		close(paused[0]);
+		close(go[1]);
+		paused_fd = paused[1];
+		go_fd = go[0];
+		pause_in_kill = true;
+		shm_region_sweep();
+		_exit(0);
+	}
+	close(paused[1]);
+	close(go[0]);
+	/* The sweep is asking whether the dead owner lives. */
+	cr_assert_eq(read(paused[0], &c, 1), 1);
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	/* Let the sweep go on; it may ask again about other regions. */
+	close(go[1]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	close(paused[0]);
+	cr_assert_eq(shm_region_map(name, &m), 0,
+		     "the sweep removed a live region");
+	cr_assert_eq(m.hdr->pid, getpid());
+	shm_region_unmap(&m);
+	shm_region_unmap(&own);
 }
