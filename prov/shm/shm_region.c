@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm_queue.h"
@@ -45,15 +47,20 @@ static void shm_path(char *buf, size_t len, const char *name)
 
 /*
  * The name a region is made under before it is published (shm_region_create):
- * its maker's pid and a count, so that no other creator and no region name
- * ("weft-shm." prefix) can be the same.
+ * its maker's pid, a count and random bits, so that no other creator and no
+ * region name ("weft-shm." prefix) is the same, and another user cannot
+ * take the names in advance.
  */
 static void shm_path_new(char *buf, size_t len)
 {
 	static _Atomic unsigned count;
+	uint64_t r = 0;
 
-	snprintf(buf, len, "/weft-shm-new.%u.%d.%u", (unsigned)getuid(),
-		 (int)getpid(), atomic_fetch_add(&count, 1));
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint64_t)(uintptr_t)buf ^ (uint64_t)time(NULL);
+	snprintf(buf, len, "/weft-shm-new.%u.%d.%u.%016llx",
+		 (unsigned)getuid(), (int)getpid(), atomic_fetch_add(&count, 1),
+		 (unsigned long long)r);
 }
 
 uint64_t shm_pid_start(pid_t pid)
