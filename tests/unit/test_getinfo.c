@@ -680,6 +680,11 @@ Test(getinfo, endpoint_open_refuses_caps_not_offered)
 	info->rx_attr->caps |= FI_ATOMIC;
 	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
 	info->rx_attr->caps &= ~FI_ATOMIC;
+	/* a protocol outside the enum, which no candidate speaks */
+	info->ep_attr->protocol = 99;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	info->ep_attr->protocol = FI_PROTO_UNSPEC;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), 0);
 	/* an endpoint type no candidate has */
 	info->ep_attr->type = FI_EP_DGRAM;
 	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
