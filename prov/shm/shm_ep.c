@@ -1588,8 +1588,15 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	/* fi_getinfo gave the name in src_addr; without one, draw it. */
-	if (shm_name_from_addr(info->src_addr, info->src_addrlen, ep->name)) {
+	/* fi_getinfo gave the name in src_addr; without one, draw it.  One
+	 * that names no region is refused, never replaced. */
+	if (info->src_addr && info->src_addrlen) {
+		if (shm_name_from_addr(info->src_addr, info->src_addrlen,
+				       ep->name)) {
+			free(ep);
+			return -FI_EINVAL;
+		}
+	} else {
 		ret = shm_name_draw(ep->name, "");
 		if (ret) {
 			free(ep);

@@ -440,6 +440,33 @@ Test(shm_names, enable_again_after_failure)
 	fi_freeinfo(info);
 }
 
+/* A source address that names no region is refused, not swapped for a
+ * name of weft's choosing that fi_getname would then report. */
+Test(shm_names, bad_src_addr_refused_by_fi_endpoint)
+{
+	static const char *const bad[] = { "fi_shm://a/b", "fi_shm://", "" };
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	size_t i;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &info), 0);
+	cr_assert_eq(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fabric, info, &domain, NULL), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		free(info->src_addr);
+		info->src_addr = strdup(bad[i]);
+		info->src_addrlen = strlen(bad[i]) + 1;
+		ep = NULL;
+		cr_assert_eq(fi_endpoint(domain, info, &ep, NULL), -FI_EINVAL,
+			     "src_addr \"%s\"", bad[i]);
+	}
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+}
+
 Test(shm_names, setname_reads_within_its_length)
 {
 	struct fi_info *info;
