@@ -1889,7 +1889,9 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	attr.bounce_count = (uint32_t)shm_params.bounce_count;
 	attr.bounce_size = (uint32_t)shm_params.bounce_size;
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
-	ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
+	/* Kept from an enable that failed: fi_close frees it. */
+	if (!ep->rxpeers)
+		ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
 		return -FI_ENOMEM;
 	if (!ep->held_pool) {
@@ -2042,8 +2044,15 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	/* fi_getinfo gave the name in src_addr; without one, draw it. */
-	if (shm_name_from_addr(info->src_addr, info->src_addrlen, ep->name)) {
+	/* fi_getinfo gave the name in src_addr; without one, draw it.  One
+	 * that names no region is refused, never replaced. */
+	if (info->src_addr && info->src_addrlen) {
+		if (shm_name_from_addr(info->src_addr, info->src_addrlen,
+				       ep->name)) {
+			free(ep);
+			return -FI_EINVAL;
+		}
+	} else {
 		ret = shm_name_draw(ep->name, "");
 		if (ret) {
 			free(ep);

@@ -230,7 +230,8 @@ static void set_addr(void **slot, size_t *len, char *addr)
 /*
  * Addresses from node and service (shm_addr_resolve), and a source address
  * in every answer: the one the endpoint will have, drawn when neither
- * FI_SOURCE nor hints give one.
+ * FI_SOURCE nor hints give one.  Addresses from the hints are read within
+ * their lengths and handed on terminated.
  */
 static int shm_resolve(const struct util_prov *uprov, uint32_t version,
 		       const char *node, const char *service, uint64_t flags,
@@ -257,6 +258,19 @@ static int shm_resolve(const struct util_prov *uprov, uint32_t version,
 			set_addr(&out->src_addr, &out->src_addrlen, addr);
 		else
 			set_addr(&out->dest_addr, &out->dest_addrlen, addr);
+	}
+	if (out->dest_addr) {
+		/* Clients insert it into their AV as it is: read within its
+		 * length, handed on terminated. */
+		if (shm_name_from_addr(out->dest_addr, out->dest_addrlen,
+				       name)) {
+			weft_explain(&shm_prov, "the destination address in "
+				     "the hints is not an shm address");
+			return -FI_ENODATA;
+		}
+		if (asprintf(&addr, SHM_PREFIX "%s", name) < 0)
+			return -FI_ENOMEM;
+		set_addr(&out->dest_addr, &out->dest_addrlen, addr);
 	}
 	if (out->src_addr) {
 		/* From the hints: read within its length, handed on

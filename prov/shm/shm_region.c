@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm_queue.h"
@@ -41,6 +43,24 @@ static void shm_path(char *buf, size_t len, const char *name)
 {
 	/* Per user, so two users' endpoints of the same name never meet. */
 	snprintf(buf, len, "/weft-shm.%u.%s", (unsigned)getuid(), name);
+}
+
+/*
+ * The name a region is made under before it is published (shm_region_create):
+ * its maker's pid, a count and random bits, so that no other creator and no
+ * region name ("weft-shm." prefix) is the same, and another user cannot
+ * take the names in advance.
+ */
+static void shm_path_new(char *buf, size_t len)
+{
+	static _Atomic unsigned count;
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint64_t)(uintptr_t)buf ^ (uint64_t)time(NULL);
+	snprintf(buf, len, "/weft-shm-new.%u.%d.%u.%016llx",
+		 (unsigned)getuid(), (int)getpid(), atomic_fetch_add(&count, 1),
+		 (unsigned long long)r);
 }
 
 uint64_t shm_pid_start(pid_t pid)
@@ -168,10 +188,45 @@ static bool file_ours(const struct stat *st)
 }
 
 /*
+ * Remove the file at path if it is still the one judged (`judged`, its
+ * fstat): between the judging and now, another process may have taken a
+ * stale name over with a live region.  The file is moved aside first, so
+ * that what is removed is what was looked at; a file moved aside that is
+ * another one goes back.  Returns 0 when the path no longer holds the
+ * judged file, -FI_EADDRINUSE when it holds another one.
+ */
+static int remove_judged(const char *path, const struct stat *judged)
+{
+	char aside[SHM_NAME_MAX + 32], from[SHM_NAME_MAX + 48],
+		to[SHM_NAME_MAX + 48];
+	struct stat st;
+
+	shm_path_new(aside, sizeof(aside));
+	snprintf(from, sizeof(from), "/dev/shm%s", path);
+	snprintf(to, sizeof(to), "/dev/shm%s", aside);
+	if (rename(from, to))
+		return errno == ENOENT ? 0 : weft_errno(errno);
+	if (!lstat(to, &st) && st.st_dev == judged->st_dev &&
+	    st.st_ino == judged->st_ino) {
+		unlink(to);
+		return 0;
+	}
+	/* Made since, by a process that lives: its name again. */
+	if (link(to, from))
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"%s was replaced while it was judged stale, and could "
+			"not be put back: %s\n",
+			from, strerror(errno));
+	unlink(to);
+	return -FI_EADDRINUSE;
+}
+
+/*
  * Remove the region at path if its owner is gone.  `ours`: the path is the
- * name we are creating, so a half-made file can only be a dead creator's
- * (nobody else creates under our name); elsewhere (the sweep) a half-made
- * file may be another process being born, and is left alone.  Returns 0
+ * name we are publishing, and regions are published whole (a link from the
+ * file they were made under), so a half-made file there is nobody's region;
+ * elsewhere (the sweep) a half-made file may be an older creator being
+ * born, and is left alone.  Returns 0
  * when the path is free now, -FI_EADDRINUSE when its owner lives or it is
  * left alone, or a translated errno.
  */
@@ -194,8 +249,7 @@ static int reclaim_stale(const char *path, bool ours)
 		close(fd);
 		if (!ours)
 			return -FI_EADDRINUSE;
-		shm_unlink(path);
-		return 0;
+		return remove_judged(path, &st);
 	}
 	hdr = mmap(NULL, sizeof(*hdr), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		   0);
@@ -214,8 +268,7 @@ static int reclaim_stale(const char *path, bool ours)
 	munmap(hdr, sizeof(*hdr));
 	if (keep)
 		return -FI_EADDRINUSE;
-	shm_unlink(path);
-	return 0;
+	return remove_judged(path, &st);
 }
 
 /*
@@ -239,10 +292,21 @@ static int taken_by_other_user(const char *path)
 	return -FI_EADDRINUSE;
 }
 
+/* link(2) for shm_open names. */
+static int shm_link(const char *from, const char *to)
+{
+	char f[SHM_NAME_MAX + 48], t[SHM_NAME_MAX + 48];
+
+	snprintf(f, sizeof(f), "/dev/shm%s", from);
+	snprintf(t, sizeof(t), "/dev/shm%s", to);
+	return link(f, t);
+}
+
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map)
 {
 	struct shm_region_hdr layout = { 0 }, *hdr;
+	char tmp[SHM_NAME_MAX + 32];
 	size_t size;
 	int fd, ret, tries;
 
@@ -253,20 +317,17 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	shm_path(map->path, sizeof(map->path), name);
 	size = region_layout(attr, &layout);
 
+	/* Made under a name of its own, published whole below: nobody ever
+	 * finds the name holding a region still being set up. */
 	for (tries = 0;; tries++) {
-		fd = shm_open(map->path,
+		shm_path_new(tmp, sizeof(tmp));
+		fd = shm_open(tmp,
 			      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 			      0600);
 		if (fd >= 0)
 			break;
-		if (errno != EEXIST || tries)
+		if (errno != EEXIST || tries == 16)
 			return weft_errno(errno);
-		ret = taken_by_other_user(map->path);
-		if (ret)
-			return ret;
-		ret = reclaim_stale(map->path, true);
-		if (ret)
-			return ret;
 	}
 	/* Reserve the memory now: a file merely sized would be sparse, and
 	 * the first write to a page tmpfs has no room for kills with SIGBUS. */
@@ -306,7 +367,6 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	snprintf(hdr->name, sizeof(hdr->name), "%s", name);
 	map->hdr = hdr;
 	map->size = size;
-	map->owner = true;
 	ret = map_geometry(hdr, size, map);
 	if (ret)
 		goto err_unmap;
@@ -314,16 +374,35 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	shm_buf_init(&map->queue->buf_free, shm_map_bounce(map, 0),
 		     shm_map_bounce_stride(map), map->bounce_count);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
+
+	/* Publish: link fails if the name is taken, by a live region or a
+	 * stale one (taken over once), or by another user's file. */
+	for (tries = 0;; tries++) {
+		if (!shm_link(tmp, map->path))
+			break;
+		ret = errno == EEXIST ? 0 : weft_errno(errno);
+		if (!ret && tries)
+			ret = -FI_EADDRINUSE;
+		if (!ret)
+			ret = taken_by_other_user(map->path);
+		if (!ret)
+			ret = reclaim_stale(map->path, true);
+		if (ret)
+			goto err_unmap;
+	}
+	shm_unlink(tmp);
+	map->owner = true;
+	map->owner_pid = getpid();
 	return 0;
 
 err_unmap:
 	munmap(hdr, size);
 	map->hdr = NULL;
-	shm_unlink(map->path);
+	shm_unlink(tmp);
 	return ret;
 err_unlink:
 	close(fd);
-	shm_unlink(map->path);
+	shm_unlink(tmp);
 	return ret;
 }
 
@@ -408,25 +487,58 @@ void shm_region_unmap(struct shm_map *map)
 {
 	if (!map->hdr)
 		return;
-	if (map->owner)
+	/* A child forked after the region was made unmaps its copy; the
+	 * file stays its parent's. */
+	if (map->owner && map->owner_pid == getpid())
 		shm_unlink(map->path);
 	munmap(map->hdr, map->size);
 	map->hdr = NULL;
 }
 
+/*
+ * Remove a file a creator that is gone left before publishing it (the
+ * sweep): /dev/shm/name is "weft-shm-new.<uid>.<pid>.<n>", prefix up to
+ * the pid.
+ */
+static void reclaim_unpublished(const char *name, const char *prefix)
+{
+	char path[SHM_NAME_MAX + 32];
+	struct stat st;
+	long pid;
+	int fd;
+
+	pid = strtol(name + strlen(prefix), NULL, 10);
+	if (pid <= 0 || !kill((pid_t)pid, 0) || errno != ESRCH ||
+	    strlen(name) >= sizeof(path) - 1)
+		return;
+	snprintf(path, sizeof(path), "/%s", name);
+	fd = shm_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && file_ours(&st))
+		shm_unlink(path);
+	close(fd);
+}
+
 void shm_region_sweep(void)
 {
-	char prefix[32], path[SHM_NAME_MAX + 32];
+	char prefix[32], new_prefix[40], path[SHM_NAME_MAX + 32];
 	struct dirent *d;
 	size_t plen;
 	DIR *dir;
 
 	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)getuid());
+	snprintf(new_prefix, sizeof(new_prefix), "weft-shm-new.%u.",
+		 (unsigned)getuid());
 	plen = strlen(prefix);
 	dir = opendir("/dev/shm");
 	if (!dir)
 		return;
 	while ((d = readdir(dir))) {
+		if (!strncmp(d->d_name, new_prefix, strlen(new_prefix))) {
+			reclaim_unpublished(d->d_name, new_prefix);
+			continue;
+		}
 		if (strncmp(d->d_name, prefix, plen) ||
 		    strlen(d->d_name) >= sizeof(path) - 1)
 			continue;

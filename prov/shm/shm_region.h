@@ -29,6 +29,7 @@ struct shm_map {
 	struct shm_region_hdr *hdr;
 	size_t size;
 	bool owner;
+	pid_t owner_pid; /* the process that created it: only it removes it */
 	char path[SHM_NAME_MAX + 32]; /* the shm_open name */
 	struct shm_queue *queue;
 	struct shm_peer *peers;
@@ -117,7 +118,9 @@ bool shm_name_valid(const char *name);
  * has no room for it.  A region of that name left by a process that no
  * longer runs is removed and replaced; one whose owner lives gives
  * -FI_EADDRINUSE, and so does a file of that path that another user owns
- * (after a warning naming it).  Returns 0 or -FI_E*; never blocks.
+ * (after a warning naming it).  The region is set up under a name of its
+ * own and appears under `name` whole: of two processes creating one name
+ * at once, one gets -FI_EADDRINUSE.  Returns 0 or -FI_E*; never blocks.
  */
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map);
@@ -133,12 +136,14 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
  */
 int shm_region_map(const char *name, struct shm_map *map);
 
-/* Unmap; the owner's unmap also removes the file. */
+/* Unmap; the owner's unmap also removes the file, unless it is a child
+ * forked since (the file stays the parent's). */
 void shm_region_unmap(struct shm_map *map);
 
 /*
  * Remove the regions of this user whose owners no longer run (killed
- * processes leave theirs behind).  Called once per process, at the first
+ * processes leave theirs behind), and the files of creators killed before
+ * they published them.  Called once per process, at the first
  * endpoint; reads /dev/shm, never blocks on a peer.
  */
 void shm_region_sweep(void);

@@ -454,8 +454,8 @@ out:
 }
 
 /*
- * What a domain asks of a candidate: a threading model it can give, and
- * capabilities it offers.
+ * What a domain asks of a candidate: a threading model and progress it can
+ * give, values inside their enums, and capabilities it offers.
  */
 static int check_domain_open(struct check *c, const struct fi_info *cand,
 			     const struct fi_info *info)
@@ -478,6 +478,21 @@ static int check_domain_open(struct check *c, const struct fi_info *cand,
 			       FI_TYPE_THREADING),
 		      enum_str(b2, sizeof(b2), &cand->domain_attr->threading,
 			       FI_TYPE_THREADING));
+		ret = check_progress(c, "control progress",
+				     cand->domain_attr->control_progress,
+				     hd->control_progress);
+		if (ret)
+			return ret;
+		ret = check_progress(c, "data progress",
+				     cand->domain_attr->data_progress,
+				     hd->data_progress);
+		if (ret)
+			return ret;
+		CHECK(c, (unsigned int)hd->resource_mgmt <= FI_RM_ENABLED,
+		      "resource_mgmt %d is not a resource management mode",
+		      (int)hd->resource_mgmt);
+		CHECK(c, (unsigned int)hd->av_type <= FI_AV_TABLE,
+		      "av_type %d is not an AV type", (int)hd->av_type);
 		ret = check_caps(c, "domain ", hd->caps,
 				 cand->domain_attr->caps);
 		if (ret)
@@ -486,14 +501,15 @@ static int check_domain_open(struct check *c, const struct fi_info *cand,
 	return check_caps(c, "", info->caps, cand->caps);
 }
 
-/* What an endpoint asks of a candidate: its type and capabilities. */
+/* What an endpoint asks of a candidate: its type, protocol and
+ * capabilities. */
 static int check_ep_open(struct check *c, const struct fi_info *cand,
 			 const struct fi_info *info)
 {
 	char b1[64], b2[64];
 	int ret;
 
-	if (info->ep_attr)
+	if (info->ep_attr) {
 		CHECK(c,
 		      info->ep_attr->type == FI_EP_UNSPEC ||
 			      info->ep_attr->type == cand->ep_attr->type,
@@ -502,6 +518,16 @@ static int check_ep_open(struct check *c, const struct fi_info *cand,
 			       FI_TYPE_EP_TYPE),
 		      enum_str(b2, sizeof(b2), &cand->ep_attr->type,
 			       FI_TYPE_EP_TYPE));
+		CHECK(c,
+		      info->ep_attr->protocol == FI_PROTO_UNSPEC ||
+			      info->ep_attr->protocol ==
+				      cand->ep_attr->protocol,
+		      "protocol %s is not supported (offers %s)",
+		      enum_str(b1, sizeof(b1), &info->ep_attr->protocol,
+			       FI_TYPE_PROTOCOL),
+		      enum_str(b2, sizeof(b2), &cand->ep_attr->protocol,
+			       FI_TYPE_PROTOCOL));
+	}
 	ret = check_caps(c, "", info->caps, cand->caps);
 	if (!ret && info->tx_attr)
 		ret = check_caps(c, "tx ", info->tx_attr->caps,

@@ -680,6 +680,11 @@ Test(getinfo, endpoint_open_refuses_caps_not_offered)
 	info->rx_attr->caps |= FI_ATOMIC;
 	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
 	info->rx_attr->caps &= ~FI_ATOMIC;
+	/* a protocol outside the enum, which no candidate speaks */
+	info->ep_attr->protocol = 99;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	info->ep_attr->protocol = FI_PROTO_UNSPEC;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), 0);
 	/* an endpoint type no candidate has */
 	info->ep_attr->type = FI_EP_DGRAM;
 	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
@@ -714,6 +719,20 @@ Test(getinfo, domain_open_refuses_what_is_not_offered)
 	info->domain_attr->caps |= FI_COLLECTIVE;
 	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
 	info->domain_attr->caps &= ~FI_COLLECTIVE;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), 0);
+	/* the other enums of the domain attributes, outside their range */
+	info->domain_attr->control_progress = 99;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
+	info->domain_attr->data_progress = 99;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+	info->domain_attr->resource_mgmt = 99;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->resource_mgmt = FI_RM_UNSPEC;
+	info->domain_attr->av_type = 99;
+	cr_assert_eq(util_prov_check_domain(&mock_util, info), -FI_ENODATA);
+	info->domain_attr->av_type = FI_AV_UNSPEC;
 	cr_assert_eq(util_prov_check_domain(&mock_util, info), 0);
 	mock_util.info = &rdm_info;
 	fi_freeinfo(info);

@@ -382,6 +382,91 @@ Test(shm_names, src_addr_read_within_its_length)
 	fi_freeinfo(info);
 }
 
+/*
+ * A destination in the hints is read within dest_addrlen too, and the
+ * answer hands it on terminated: clients insert info->dest_addr into their
+ * AV as it is, and an unterminated string would be read past its end.
+ */
+Test(shm_names, dest_addr_read_within_its_length)
+{
+	struct fi_info *hints = shm_hints(), *info;
+	char want[64], *buf;
+	size_t len;
+
+	unique(want, sizeof(want), PREFIX "dest");
+	len = strlen(want);
+	buf = malloc(len);
+	cr_assert_not_null(buf);
+	memcpy(buf, want, len); /* no NUL */
+	hints->addr_format = FI_ADDR_STR;
+	hints->dest_addr = buf;
+	hints->dest_addrlen = len;
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, hints, &info), 0);
+	cr_assert_not_null(info->dest_addr);
+	cr_assert_not_null(memchr(info->dest_addr, '\0', info->dest_addrlen),
+			   "dest_addr handed on unterminated");
+	cr_assert_str_eq(info->dest_addr, want);
+	fi_freeinfo(info);
+
+	/* Not an shm address: no answer. */
+	memcpy(buf, "fi_shm://a/b", 12);
+	hints->dest_addrlen = 12;
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, hints, &info), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+/*
+ * A directory where the region's file goes fails fi_enable, without a
+ * crash; once it is gone the same endpoint enables under its name, and
+ * nothing the failed enable set up is lost (LeakSanitizer would say).
+ */
+Test(shm_names, enable_again_after_failure)
+{
+	struct fi_info *info;
+	struct opened o;
+	char node[64], name[256], path[128];
+
+	unique(node, sizeof(node), PREFIX "dir");
+	snprintf(path, sizeof(path), "/dev/shm/weft-shm.%u.%s",
+		 (unsigned)getuid(), node + strlen(PREFIX));
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(shm_getinfo(node, NULL, FI_SOURCE, NULL, &info), 0);
+	cr_assert_neq(open_ep(info, &o), 0, "enabled over a directory");
+	cr_assert_eq(rmdir(path), 0);
+	cr_assert_eq(fi_enable(o.ep), 0);
+	getname(&o, name, sizeof(name));
+	cr_assert_str_eq(name, node);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
+
+/* A source address that names no region is refused, not swapped for a
+ * name of weft's choosing that fi_getname would then report. */
+Test(shm_names, bad_src_addr_refused_by_fi_endpoint)
+{
+	static const char *const bad[] = { "fi_shm://a/b", "fi_shm://", "" };
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	size_t i;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &info), 0);
+	cr_assert_eq(fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fabric, info, &domain, NULL), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		free(info->src_addr);
+		info->src_addr = strdup(bad[i]);
+		info->src_addrlen = strlen(bad[i]) + 1;
+		ep = NULL;
+		cr_assert_eq(fi_endpoint(domain, info, &ep, NULL), -FI_EINVAL,
+			     "src_addr \"%s\"", bad[i]);
+	}
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+}
+
 Test(shm_names, setname_reads_within_its_length)
 {
 	struct fi_info *info;

@@ -1,9 +1,13 @@
 /* shm regions and the inbound MPSC queue, across real processes. */
+#define _GNU_SOURCE 1 /* fallocate */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -269,5 +273,190 @@ Test(shm_region, bounce_pools)
 	cr_assert_eq(idx, 2);
 	cr_assert_eq(shm_buf_pop(&q->buf_free, shm_map_bounce(&own, 0), stride,
 				 attr.bounce_count, &idx), -FI_EAGAIN);
+	shm_region_unmap(&own);
+}
+
+Test(shm_region, forked_child_leaves_the_region_alone)
+{
+	struct shm_map own, m;
+	char name[SHM_NAME_MAX];
+	int status;
+	pid_t pid;
+
+	unique_name(name, sizeof(name), "fork");
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		/* A child dropping what it inherited, as fi_close would. */
+		shm_region_unmap(&own);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(WEXITSTATUS(status), 0);
+	cr_assert_eq(shm_region_map(name, &m), 0,
+		     "a forked child removed its parent's region");
+	shm_region_unmap(&m);
+	shm_region_unmap(&own);
+}
+
+/* Files creators left before publishing: removed once their maker is gone. */
+Test(shm_region, sweep_removes_unpublished_of_dead_creators)
+{
+	char dead[64], alive[64];
+	int status, fd;
+	pid_t pid;
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	snprintf(dead, sizeof(dead), "/weft-shm-new.%u.%d.7",
+		 (unsigned)getuid(), (int)pid);
+	snprintf(alive, sizeof(alive), "/weft-shm-new.%u.%d.999999",
+		 (unsigned)getuid(), (int)getpid());
+	fd = shm_open(dead, O_RDWR | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	fd = shm_open(alive, O_RDWR | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+
+	shm_region_sweep();
+	fd = shm_open(dead, O_RDONLY, 0);
+	cr_assert_lt(fd, 0, "a dead creator's file was left");
+	fd = shm_open(alive, O_RDONLY, 0);
+	cr_assert_geq(fd, 0, "a live creator's file was removed");
+	close(fd);
+	shm_unlink(alive);
+}
+
+/*
+ * posix_fallocate as the library calls it, which a test may pause: the
+ * process then stops in shm_region_create with its file made but not yet
+ * set up, until the test lets it go on.
+ */
+static bool pause_in_fallocate;
+static int paused_fd = -1, go_fd = -1;
+
+int posix_fallocate(int fd, off_t offset, off_t len)
+{
+	char c = 'p';
+
+	if (pause_in_fallocate && (write(paused_fd, &c, 1) != 1 ||
+				   read(go_fd, &c, 1) != 1))
+		return EIO;
+	return fallocate(fd, 0, offset, len) ? errno : 0;
+}
+
+/*
+ * Two processes create regions of the same name at once: one gets the
+ * name, the other -FI_EADDRINUSE.  The second must not take a region still
+ * being set up for a dead creator's leftover, remove it and make its own,
+ * leaving the first with a region nobody can find.
+ */
+Test(shm_region, creators_of_one_name_at_once, .timeout = 60)
+{
+	struct shm_map own, m;
+	char name[SHM_NAME_MAX], c;
+	int paused[2], go[2], status, ret;
+	pid_t pid;
+
+	unique_name(name, sizeof(name), "race");
+	cr_assert_eq(pipe(paused), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		close(paused[0]);
+		close(go[1]);
+		paused_fd = paused[1];
+		go_fd = go[0];
+		pause_in_fallocate = true;
+		ret = shm_region_create(name, &attr, &own);
+		_exit(!ret ? 0 : ret == -FI_EADDRINUSE ? 1 : 2);
+	}
+	close(paused[1]);
+	close(go[0]);
+	/* The child is inside shm_region_create now, its file made. */
+	cr_assert_eq(read(paused[0], &c, 1), 1);
+	ret = shm_region_create(name, &attr, &own);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(ret, 0);
+	cr_assert_eq(WEXITSTATUS(status), 1,
+		     "both creators got the name (child status %d)", status);
+	cr_assert_eq(shm_region_map(name, &m), 0);
+	cr_assert_eq(m.hdr->pid, getpid());
+	shm_region_unmap(&m);
+	shm_region_unmap(&own);
+	close(paused[0]);
+	close(go[1]);
+}
+
+/*
+ * kill as the library calls it (shm_region_owner_alive asks whether a
+ * region's owner lives), which a test may pause the same way.
+ */
+static bool pause_in_kill;
+
+int kill(pid_t pid, int sig)
+{
+	char c = 'p';
+
+	/* Paused once: the test closes the pipe to let it go on. */
+	if (pause_in_kill && write(paused_fd, &c, 1) == 1 &&
+	    read(go_fd, &c, 1) < 0)
+		return -1;
+	return (int)syscall(SYS_kill, pid, sig);
+}
+
+/*
+ * A sweep judges a dead process's region stale while another process takes
+ * the name over: the sweep must remove the stale file it judged, never the
+ * live region now under that name.
+ */
+Test(shm_region, sweep_spares_a_region_made_while_it_judged, .timeout = 60)
+{
+	struct shm_map own, m;
+	char name[SHM_NAME_MAX], c;
+	int paused[2], go[2], status;
+	pid_t pid;
+
+	unique_name(name, sizeof(name), "judged");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(shm_region_create(name, &attr, &m) ? 1 : 0); /* left */
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(WEXITSTATUS(status), 0);
+
+	cr_assert_eq(pipe(paused), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		close(paused[0]);
+		close(go[1]);
+		paused_fd = paused[1];
+		go_fd = go[0];
+		pause_in_kill = true;
+		shm_region_sweep();
+		_exit(0);
+	}
+	close(paused[1]);
+	close(go[0]);
+	/* The sweep is asking whether the dead owner lives. */
+	cr_assert_eq(read(paused[0], &c, 1), 1);
+	cr_assert_eq(shm_region_create(name, &attr, &own), 0);
+	/* Let the sweep go on; it may ask again about other regions. */
+	close(go[1]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	close(paused[0]);
+	cr_assert_eq(shm_region_map(name, &m), 0,
+		     "the sweep removed a live region");
+	cr_assert_eq(m.hdr->pid, getpid());
+	shm_region_unmap(&m);
 	shm_region_unmap(&own);
 }
