@@ -1,5 +1,5 @@
 /* Shared-memory regions (shm_region.h, docs/shm-layout.md). */
-#include "weft/core.h"
+#include "shm.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -42,7 +42,7 @@ bool shm_peer_name(const struct shm_peer *p, char *name)
 static void shm_path(char *buf, size_t len, const char *name)
 {
 	/* Per user, so two users' endpoints of the same name never meet. */
-	snprintf(buf, len, "/weft-shm.%u.%s", (unsigned)getuid(), name);
+	snprintf(buf, len, "/weft-shm.%u.%s", (unsigned)geteuid(), name);
 }
 
 /*
@@ -59,7 +59,7 @@ static void shm_path_new(char *buf, size_t len)
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 		r = (uint64_t)(uintptr_t)buf ^ (uint64_t)time(NULL);
 	snprintf(buf, len, "/weft-shm-new.%u.%d.%u.%016llx",
-		 (unsigned)getuid(), (int)getpid(), atomic_fetch_add(&count, 1),
+		 (unsigned)geteuid(), (int)getpid(), atomic_fetch_add(&count, 1),
 		 (unsigned long long)r);
 }
 
@@ -213,7 +213,7 @@ static int remove_judged(const char *path, const struct stat *judged)
 	}
 	/* Made since, by a process that lives: its name again. */
 	if (link(to, from))
-		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"%s was replaced while it was judged stale, and could "
 			"not be put back: %s\n",
 			from, strerror(errno));
@@ -285,7 +285,7 @@ static int taken_by_other_user(const char *path)
 	snprintf(file, sizeof(file), "/dev/shm%s", path);
 	if (lstat(file, &st) || st.st_uid == geteuid())
 		return 0;
-	FI_WARN(&weft_core_prov, FI_LOG_CORE,
+	FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 		"cannot create %s: the name is taken by a file of uid %u, "
 		"not this user's (%u)\n",
 		file, (unsigned)st.st_uid, (unsigned)geteuid());
@@ -334,7 +334,7 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	ret = posix_fallocate(fd, 0, (off_t)size);
 	if (ret) {
 		if (ret == ENOSPC)
-			FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 				"no room in /dev/shm for region %s: it needs "
 				"%zu bytes\n",
 				name, size);
@@ -426,7 +426,7 @@ int shm_region_map(const char *name, struct shm_map *map)
 		goto err_close;
 	}
 	if (!file_ours(&st)) {
-		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"/dev/shm%s is not a region of this user's (owner "
 			"%u, mode %o): refused\n",
 			map->path, (unsigned)st.st_uid,
@@ -443,7 +443,7 @@ int shm_region_map(const char *name, struct shm_map *map)
 		goto err_close;
 	}
 	if ((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size) {
-		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"/dev/shm%s has memory not reserved: writing into it "
 			"could fault; refused\n",
 			map->path);
@@ -466,7 +466,7 @@ int shm_region_map(const char *name, struct shm_map *map)
 	memcpy(&copy, hdr, sizeof(copy));
 	ret = map_geometry(&copy, map->size, map);
 	if (ret) {
-		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+		FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
 			"/dev/shm%s: the header does not describe a region of "
 			"this layout in %zu bytes: refused\n",
 			map->path, map->size);
@@ -527,9 +527,9 @@ void shm_region_sweep(void)
 	size_t plen;
 	DIR *dir;
 
-	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)getuid());
+	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)geteuid());
 	snprintf(new_prefix, sizeof(new_prefix), "weft-shm-new.%u.",
-		 (unsigned)getuid());
+		 (unsigned)geteuid());
 	plen = strlen(prefix);
 	dir = opendir("/dev/shm");
 	if (!dir)
@@ -545,7 +545,7 @@ void shm_region_sweep(void)
 		snprintf(path, sizeof(path), "/%s", d->d_name);
 		/* Only regions whose owner is gone are removed. */
 		if (!reclaim_stale(path, false))
-			FI_INFO(&weft_core_prov, FI_LOG_CORE,
+			FI_INFO(&shm_prov, FI_LOG_EP_CTRL,
 				"removed %s, left by a process that is gone\n",
 				d->d_name);
 	}
