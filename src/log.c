@@ -9,6 +9,7 @@
  */
 #include "weft/core.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -54,12 +55,38 @@ static struct {
  */
 static _Atomic(struct fid_logging *) log_import;
 
-static struct fi_ops_log *imported_ops(void)
-{
-	struct fid_logging *client =
-		atomic_load_explicit(&log_import, memory_order_acquire);
+/*
+ * Calls into the client's callbacks under way.  fi_close on the client's
+ * fid waits for them to return, so the client may free its object (or
+ * unload the code behind its callbacks) as soon as fi_close returns, even
+ * while other threads log.  Sequentially consistent on both sides: either
+ * a caller sees the import gone, or the closer sees the caller counted.
+ */
+static atomic_uint log_calls;
+/* Of those, this thread's own (a callback that logs, or closes). */
+static __thread unsigned log_calls_mine;
 
-	return client ? client->ops : NULL;
+/* The imported callbacks for one call, then import_leave(); or NULL. */
+static struct fi_ops_log *import_enter(void)
+{
+	struct fid_logging *client;
+
+	if (!atomic_load_explicit(&log_import, memory_order_relaxed))
+		return NULL;
+	atomic_fetch_add(&log_calls, 1);
+	client = atomic_load(&log_import);
+	if (!client) {
+		atomic_fetch_sub(&log_calls, 1);
+		return NULL;
+	}
+	log_calls_mine++;
+	return client->ops;
+}
+
+static void import_leave(void)
+{
+	log_calls_mine--;
+	atomic_fetch_sub_explicit(&log_calls, 1, memory_order_release);
 }
 
 static uint64_t subsys_parse(const char *list)
@@ -148,22 +175,31 @@ WEFT_EXPORT int fi_log_enabled(const struct fi_provider *prov,
 			       enum fi_log_level level,
 			       enum fi_log_subsys subsys)
 {
-	struct fi_ops_log *ops = imported_ops();
+	struct fi_ops_log *ops = import_enter();
+	int ret;
 
-	if (ops)
-		return ops->enabled(prov, level, subsys, 0);
-	return default_enabled(prov, level, subsys, 0);
+	if (!ops)
+		return default_enabled(prov, level, subsys, 0);
+	ret = ops->enabled(prov, level, subsys, 0);
+	import_leave();
+	return ret;
 }
 
 WEFT_EXPORT int fi_log_ready(const struct fi_provider *prov,
 			     enum fi_log_level level,
 			     enum fi_log_subsys subsys, uint64_t *showtime)
 {
-	struct fi_ops_log *ops = imported_ops();
+	struct fi_ops_log *ops = import_enter();
 	uint64_t now;
+	int ret;
 
-	if (ops && ops->ready)
-		return ops->ready(prov, level, subsys, 0, showtime);
+	if (ops) {
+		ret = ops->ready ? ops->ready(prov, level, subsys, 0, showtime) :
+				   -1;
+		import_leave();
+		if (ret >= 0)
+			return ret;
+	}
 	if (!fi_log_enabled(prov, level, subsys))
 		return 0;
 	now = now_ms();
@@ -177,7 +213,7 @@ WEFT_EXPORT void fi_log(const struct fi_provider *prov,
 			enum fi_log_level level, enum fi_log_subsys subsys,
 			const char *func, int line, const char *fmt, ...)
 {
-	struct fi_ops_log *ops = imported_ops();
+	struct fi_ops_log *ops;
 	char msg[1024];
 	va_list ap;
 
@@ -185,8 +221,10 @@ WEFT_EXPORT void fi_log(const struct fi_provider *prov,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 
+	ops = import_enter();
 	if (ops) {
 		ops->log(prov, level, subsys, func, line, msg);
+		import_leave();
 		return;
 	}
 	/* Upstream's layout, so log scrapers keep working. */
@@ -221,7 +259,13 @@ static int imported_close(struct fid *fid)
 	struct fid_logging *client = container_of(fid, struct fid_logging, fid);
 
 	/* A second close finds the import gone and changes nothing. */
-	atomic_compare_exchange_strong(&log_import, &client, NULL);
+	if (!atomic_compare_exchange_strong(&log_import, &client, NULL))
+		return 0;
+	/* Calls already in the client's callbacks finish first.  (A
+	 * callback that closes its own import would wait for itself: the
+	 * count it holds is its own, so that one is not waited for.) */
+	while (atomic_load(&log_calls) > log_calls_mine)
+		sched_yield();
 	return 0;
 }
 

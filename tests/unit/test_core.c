@@ -1,8 +1,11 @@
 /* The core: version, parameters, logging, fi_open, fi_fabric. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_ext.h>
@@ -182,6 +185,64 @@ Test(log, imported_callbacks_receive_messages)
 	cr_assert_str_eq(last_msg, "alpha|value 42");
 	FI_DBG(&prov_a, FI_LOG_CORE, "never");
 	cr_assert_eq(n_logged, 1);
+}
+
+/*
+ * No callback runs once fi_close on the client's fid has returned, even
+ * while another thread logs: the client may free what its callbacks use.
+ */
+static atomic_bool race_closed, race_stop;
+static atomic_int race_in_cb, race_late;
+
+static int race_enabled(const struct fi_provider *prov,
+			enum fi_log_level level, enum fi_log_subsys subsys,
+			uint64_t flags)
+{
+	return 1;
+}
+
+static void race_log(const struct fi_provider *prov, enum fi_log_level level,
+		     enum fi_log_subsys subsys, const char *func, int line,
+		     const char *msg)
+{
+	atomic_fetch_add(&race_in_cb, 1);
+	usleep(200);
+	if (atomic_load(&race_closed))
+		atomic_fetch_add(&race_late, 1);
+}
+
+static void *race_logger(void *arg)
+{
+	while (!atomic_load(&race_stop))
+		FI_WARN(&prov_a, FI_LOG_CORE, "busy");
+	return NULL;
+}
+
+Test(log, close_waits_for_callbacks_under_way)
+{
+	static struct fi_ops_log ops = { .enabled = race_enabled,
+					 .log = race_log };
+	static struct fid_logging lf = { .ops = &ops };
+	pthread_t t;
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		atomic_store(&race_closed, false);
+		atomic_store(&race_stop, false);
+		atomic_store(&race_in_cb, 0);
+		cr_assert_eq(fi_import_log(FI_VERSION(1, 17), 0, &lf), 0);
+		cr_assert_eq(pthread_create(&t, NULL, race_logger, NULL), 0);
+		while (atomic_load(&race_in_cb) < 3)
+			usleep(50);
+		cr_assert_eq(fi_close(&lf.fid), 0);
+		atomic_store(&race_closed, true);
+		usleep(1000);
+		atomic_store(&race_stop, true);
+		pthread_join(t, NULL);
+	}
+	cr_assert_eq(atomic_load(&race_late), 0,
+		     "%d callbacks ran after fi_close returned",
+		     atomic_load(&race_late));
 }
 
 Test(open, logging_object_and_unknown_names)
