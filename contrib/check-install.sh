@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install weft from a built tree into a scratch root (make install
 # DESTDIR=...) and check what a user of the installed library relies on:
 # the library and its soname link, the tools, the man pages, libfabric.pc,

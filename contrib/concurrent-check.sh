@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Two `make check` runs of this tree at the same time, as two jobs on one
 # host run them: copies the tree's files (with any local changes) into two
 # scratch directories, builds both, then runs `make check` in both at once.

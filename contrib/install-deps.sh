@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install what building and testing weft needs on Debian 12 (bookworm).
 # libfabric-dev brings the OFI headers weft implements; its libfabric1 and
 # libfabric-bin come along and serve only as the reference that tests and

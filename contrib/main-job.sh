@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job: what weft offers on this machine (fi_info), then a pingpong
 # over each provider weft has built, with every byte verified.  Run from the
 # top of a built tree (or set WEFT_BUILD to the build directory).

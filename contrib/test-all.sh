@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Run weft's whole test suite: builds first if needed (in the tree when it is
 # configured there, else in build/), then `make check`, an install into a
 # scratch directory, and a summary whose last line reads "N passed, N failed".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The older versions of fi_getinfo, fi_freeinfo, fi_dupinfo (FABRIC_1.0 to
  * 1.2) and fi_fabric (FABRIC_1.0).  Each converts the caller's fi_info

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # src/compat.c tests
 if HAVE_CRITERION
 CRITERION_TESTS += tests/unit/test_compat tests/abi/test_compat_dl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The core: the registry of compiled-in providers, fi_getinfo, fi_fabric,
  * fi_version and fi_open.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_info lists: allocation, deep copy and release (fi_dupinfo,
  * fi_freeinfo; fi_allocinfo is fi_dupinfo(NULL) in the public header).

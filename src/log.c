@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Logging: fi_log, fi_log_enabled, fi_log_ready, and the "logging" object
  * of fi_open through which a client imports its own log callbacks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Parameters: fi_param_define, fi_param_get, fi_getparams, fi_freeparams.
  * A parameter NAME of provider PROV is read from the environment variable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_strerror: the text for an FI_E* code, given as -FI_Exxx or FI_Exxx.
  *

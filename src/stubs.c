@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Typed -FI_ENOSYS stubs for ops a provider leaves out (weft/stubs.h). */
 #include "weft/core.h"
 #include "weft/stubs.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_tostr, fi_tostr_r: human-readable text for OFI structures and values.
  *

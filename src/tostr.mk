@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # src/tostr.c, src/strerror.c tests
 if HAVE_CRITERION
 CRITERION_TESTS += tests/unit/test_tostr tests/unit/test_strerror

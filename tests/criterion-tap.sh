@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Run one Criterion test program with its report in TAP, so that automake's
 # summary counts every test case.  Criterion writes TAP to stderr for "-".
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_info: list the fabric interfaces fi_getinfo returns, the providers
  * built into the library, or the parameters they read from the environment.

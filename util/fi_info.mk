@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # util/fi_info: the fi_info and fi_strerror tools, their man pages and tests.
 # Both tools link weft's own libfabric.la; at run time any libfabric.so.1
 # on the library path serves them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_strerror: print the text fi_strerror() gives for an error code.
  *

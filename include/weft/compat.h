@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * weft compat: fi_info as programs built against older OFI headers see it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * weft core: definitions shared by the core (src/) and every provider.
  *

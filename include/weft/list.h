@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Intrusive lists.  dlist: doubly linked with a sentinel head, O(1) removal
  * of any entry.  slist: singly linked FIFO with a tail pointer, O(1) push at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A lock that costs nothing when the threading model does not need it, and
  * little when it does.  Objects opened under FI_THREAD_SAFE take it; under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Typed stubs for ops a provider does not implement.  Each returns -FI_ENOSYS
  * (or the op's documented "not supported" answer) with the exact signature

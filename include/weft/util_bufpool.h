@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Buffer pool: fixed-size objects handed out and taken back in O(1).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Counters (fi_cntr_open), shared by every provider.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Base fabric and domain objects every provider embeds first in its own
  * (struct shm_domain { struct util_domain util; ... }), and converts back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Event queues (fi_eq_open), shared by every provider.
  *

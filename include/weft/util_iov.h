@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iovec arithmetic shared by the engine and the transports: lengths,
  * sub-ranges, and copies to and from a byte range of an iovec array.

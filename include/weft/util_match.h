@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Receive matching: posted receives against incoming messages, with the
  * queue of unexpected messages, for one class of receive (untagged FI_MSG

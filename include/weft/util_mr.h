@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Memory registration: the key map every provider keeps per domain, and a
  * minimal MR object for providers whose registrations are only a key and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Poll sets (fi_poll_open, fi_poll, fi_poll_add, fi_poll_del): one call
  * that progresses a group of CQs and counters and names those with new

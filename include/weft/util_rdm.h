@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The RDM engine: reliable-datagram endpoint semantics over any transport.
  *

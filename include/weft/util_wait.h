@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Wait objects: what a CQ, EQ or counter blocks on, and what an application
  * gets back from fi_control(FI_GETWAIT).  Also the application wait set of

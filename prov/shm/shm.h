@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The shm provider: FI_EP_RDM between processes of one host.
  *

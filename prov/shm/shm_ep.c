@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The shm endpoint: an RDM engine endpoint whose transport is this file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The shared-memory layout of the shm provider: one region per endpoint,
  * a file in /dev/shm that peers map by name.  docs/shm-layout.md describes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Endpoint names: the addresses fi_getinfo and fi_av_insertsvc form from a
  * node and a service, the names weft draws at random, and reading an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The shm provider: registration, fi_getinfo, fabric, domain, AV.
  */

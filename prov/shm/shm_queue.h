@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The inbound message queue of a shm region: a bounded multi-producer,
  * single-consumer ring of fixed-size slots in shared memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared-memory regions (shm_region.h, docs/shm-layout.md). */
 #include "shm.h"
 

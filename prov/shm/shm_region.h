@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Shared-memory regions: creating this endpoint's region, mapping a peer's,
  * and noticing that a region's owner is gone.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # prov/util: the atomic operations engine providers apply remote atomics with.
 libweft_la_SOURCES += \
 	prov/util/util_atomic.c

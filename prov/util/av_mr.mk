@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # prov/util: address vectors and the memory-registration key map.
 libweft_la_SOURCES += \
 	prov/util/util_av.c \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # prov/util: cntr_eq -- event queues and counters.
 libweft_la_SOURCES += \
 	prov/util/util_eq.c \

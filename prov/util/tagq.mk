@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # prov/util: receive matching (tagged and untagged queues, unexpected
 # messages) and the buffer pool the RDM engine allocates its entries from.
 libweft_la_SOURCES += \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Atomic operations engine: the contract is in weft/util_atomic.h.
  *

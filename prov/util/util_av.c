@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Address vectors (weft/util_av.h). */
 #include "weft/util_av.h"
 

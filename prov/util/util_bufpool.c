@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Buffer pool.  See include/weft/util_bufpool.h for the contract.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Counters (weft/util_cntr.h). */
 #include "weft/util_cntr.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues (weft/util_cq.h). */
 #include "weft/util_cq.h"
 #include "weft/stubs.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Base fabric and domain objects (weft/util_domain.h). */
 #include "weft/util_domain.h"
 #include "weft/util_eq.h"

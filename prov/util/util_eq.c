@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Event queues (weft/util_eq.h). */
 #include "weft/util_eq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Matching a provider's capabilities against fi_getinfo hints
  * (weft/util_getinfo.h).  The rules are those of fi_getinfo(3),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Receive matching.  See include/weft/util_match.h for the contract.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Memory registration key map and the minimal MR object (weft/util_mr.h). */
 #include "weft/util_mr.h"
 

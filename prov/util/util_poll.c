@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Poll sets (weft/util_poll.h). */
 #include "weft/util_poll.h"
 #include "weft/stubs.h"

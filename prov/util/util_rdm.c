@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The RDM engine (weft/util_rdm.h): endpoint semantics over a transport.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Wait objects, wait sets and fi_trywait (weft/util_wait.h). */
 #include "weft/util_wait.h"
 #include "weft/stubs.h"

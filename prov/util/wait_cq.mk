@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # prov/util: wait objects, wait sets, poll sets and completion queues.
 libweft_la_SOURCES += \
 	prov/util/util_wait.c \

@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-2-Clause
 dnl The verbs provider needs libibverbs and librdmacm (Debian: libibverbs-dev,
 dnl librdmacm-dev).  Without them it is left out and the summary says why.
 AC_DEFUN([WEFT_PROV_VERBS_CONFIGURE], [

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The dynamic symbols libfabric.so.1 exports, with their version nodes, must
 # be exactly those of libfabric 1.17 (tests/abi/exports.expected, taken from
 # `objdump -T` of Debian's libfabric1 1.17).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The compat versions as an old program reaches them: load the built
  * libfabric.so.1, look each symbol up by version with dlvsym(), and allocate,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # weft builds against the OFI 1.17 headers only: its exported ABI
 # (libfabric.map) and the structs it fills are 1.17's.  Headers of another
 # version (here: the system's 1.17 headers with the minor version changed)

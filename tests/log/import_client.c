@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A client that imports its log callbacks the way RPC libraries do: from a
  * constructor, before main, and closes its own struct fid_logging from a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A client that imports its log callbacks in a constructor and closes its
 # own fid in a destructor (tests/log/import_client.c) runs and exits 0 over
 # weft's library and, when it is installed, over the reference libfabric

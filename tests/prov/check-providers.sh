@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # make check: the conformance suite over every provider this library has
 # built.  With none built there is nothing to conform: the test is skipped,
 # never passed.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Run the conformance suite over one or more providers:
 #
 #   run-conformance.sh [--lib DIR] [-c CASE]... PROVIDER [PROVIDER...]

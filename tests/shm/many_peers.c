@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shm: one endpoint receives from more than a thousand peers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shm: a server and a client that find each other by node and service
  * alone, the way test suites written for libfabric 1.17 address them.

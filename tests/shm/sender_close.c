@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shm: messages whose sends completed survive their sender closing.
  *

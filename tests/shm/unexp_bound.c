@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shm: unexpected messages are bounded, and none is lost.
  *

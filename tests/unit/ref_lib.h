@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The reference libfabric.so.1 ($REF_LIBDIR, Debian's libfabric 1.17) for
  * tests that compare weft's output with it, loaded privately with

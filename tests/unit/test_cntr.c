@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Counters: prov/util/util_cntr.c against fi_cntr(3). */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The older fi_info layouts: conversions both ways, and the compat
  * fi_getinfo / fi_dupinfo / fi_freeinfo / fi_fabric over a mock provider

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The core: version, parameters, logging, fi_open, fi_fabric. */
 #include <criterion/criterion.h>
 #include <pthread.h>

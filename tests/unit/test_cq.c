@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues (prov/util/util_cq.c). */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Event queues: prov/util/util_eq.c against fi_eq(3). */
 #include <criterion/criterion.h>
 

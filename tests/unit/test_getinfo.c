@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_getinfo through the core and the shared matcher, against a mock
  * provider registered in this test program the way a real one registers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Poll sets (prov/util/util_poll.c). */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * How shm endpoints are named: the addresses fi_getinfo forms from node and
  * service, the source address it reports, fi_getname agreeing with it, names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* shm regions and the inbound MPSC queue, across real processes. */
 #define _GNU_SOURCE 1 /* fallocate */
 #include <criterion/criterion.h>

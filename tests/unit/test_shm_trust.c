@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shm regions trust nobody.  Another user's file under our region name, a
  * header whose sections do not fit its file, a truncated or sparse file,

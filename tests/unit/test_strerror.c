@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_strerror: every FI_E* code has a text, either sign works, errno codes
  * read as strerror words them, and unknown codes get a generic text.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_tostr / fi_tostr_r.  The main check prints the same input with weft
  * and with a reference libfabric 1.17 ($REF_LIBDIR/libfabric.so.1, loaded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Wait objects, wait sets and fi_trywait (prov/util/util_wait.c). */
 #include <criterion/criterion.h>
 

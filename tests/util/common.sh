@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared by the tests of util/ (bash scripts): find the tools' real
 # binaries and run them over a chosen libfabric.so.1.  Sourced, not run.
 #

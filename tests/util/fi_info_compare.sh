@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # weft's fi_info and the fi_info of libfabric 1.17 (/usr/bin/fi_info), both
 # run over the same reference libfabric.so.1 ($REF_LIBDIR), must print the
 # same bytes and exit with the same status for each option set below, so

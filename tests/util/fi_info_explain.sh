@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # weft's fi_info over weft's own libfabric.so.1: when fi_getinfo finds
 # nothing, fi_info must fail with its status, print the error line, and
 # then say why under "No provider matched:", one "provider: reason" line

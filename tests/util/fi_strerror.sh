@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # fi_strerror: over weft's own library it prints the text for a code given
 # in any base and either sign, and refuses what is not one number.  Over the
 # reference libfabric.so.1 ($REF_LIBDIR) it must print exactly what the
