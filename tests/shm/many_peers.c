@@ -21,15 +21,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		int ret_ = (int)(call);                                        \
-		if (ret_) {                                                    \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#call, fi_strerror(-ret_));                    \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "shm_fix.h"
+
 
 struct rx_state {
 	struct fid_cq *cq;

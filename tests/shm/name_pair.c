@@ -27,15 +27,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		int ret_ = (int)(call);                                        \
-		if (ret_) {                                                    \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#call, fi_strerror(-ret_));                    \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "shm_fix.h"
+
 
 #define PATTERN_LEN 1000
 

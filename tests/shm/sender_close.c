@@ -29,71 +29,18 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "shm_fix.h"
+
 #define COUNT 3
 #define WAVE 6
 #define ROUNDS 3
 #define NSEND (ROUNDS * 2 * WAVE)
 #define SPINS 200000000L
 
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		int ret_ = (int)(call);                                        \
-		if (ret_) {                                                    \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#call, fi_strerror(-ret_));                    \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
-
-struct fix {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-};
-
-static int open_fix(struct fix *f, const char *name)
+/* The endpoint every process of this test opens. */
+static int open_fix(struct shm_fix *f, const char *name)
 {
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .size = 1024 };
-	struct fi_info *hints = fi_allocinfo();
-	int ret;
-
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_SOURCE;
-	hints->fabric_attr->prov_name = strdup("shm");
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	av_attr.count = NSEND + 1;
-	CHECK(fi_av_open(f->domain, &av_attr, &f->av, NULL));
-	CHECK(fi_cq_open(f->domain, &cq_attr, &f->cq, NULL));
-	CHECK(fi_endpoint(f->domain, f->info, &f->ep, NULL));
-	CHECK(fi_ep_bind(f->ep, &f->av->fid, 0));
-	CHECK(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
-	if (name)
-		CHECK(fi_setname(&f->ep->fid, (void *)name, strlen(name) + 1));
-	CHECK(fi_enable(f->ep));
-	return 0;
-}
-
-static void close_fix(struct fix *f)
-{
-	CHECK(fi_close(&f->ep->fid));
-	CHECK(fi_close(&f->cq->fid));
-	CHECK(fi_close(&f->av->fid));
-	CHECK(fi_close(&f->domain->fid));
-	CHECK(fi_close(&f->fabric->fid));
-	fi_freeinfo(f->info);
+	return shm_fix_open(f, FI_SOURCE, 1024, NSEND + 1, name);
 }
 
 static uint8_t pattern(int idx, int k, size_t j)
@@ -112,7 +59,7 @@ static int sender(const char *receiver, int idx, size_t size)
 	struct fi_cq_tagged_entry e;
 	char name[FI_NAME_MAX];
 	fi_addr_t dest;
-	struct fix f;
+	struct shm_fix f;
 	uint8_t *buf;
 	long spins = 0;
 	int k, done = 0, ret;
@@ -144,13 +91,13 @@ static int sender(const char *receiver, int idx, size_t size)
 	}
 	if (done != COUNT)
 		return 3;
-	close_fix(&f);
+	shm_fix_close(&f);
 	free(buf);
 	return 0;
 }
 
 struct rx {
-	struct fix f;
+	struct shm_fix f;
 	fi_addr_t addr[NSEND];
 	uint8_t *buf;
 	size_t size;
@@ -329,7 +276,7 @@ int main(int argc, char **argv)
 	}
 	printf("%d messages of %zu bytes from %d closing senders: each once, "
 	       "intact, from its sender\n", NSEND * COUNT, r->size, NSEND);
-	close_fix(&r->f);
+	shm_fix_close(&r->f);
 	free(r->buf);
 	free(r);
 	return 0;

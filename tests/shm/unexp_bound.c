@@ -36,6 +36,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "shm_fix.h"
+
 #define NMSG 100000
 #define LIMIT (1 << 20)
 /* Pools, CQ and allocator slack beside the bound. */
@@ -48,62 +50,10 @@
 #define BIG_TAG (1ULL << 40)
 #define OTHER_TAG (1ULL << 41)
 
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		int ret_ = (int)(call);                                        \
-		if (ret_) {                                                    \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#call, fi_strerror(-ret_));                    \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
-
-struct fix {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-};
-
-static int open_fix(struct fix *f)
+/* The endpoint every process of this test opens. */
+static int open_fix(struct shm_fix *f)
 {
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = 4 };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .size = 4 * WINDOW };
-	struct fi_info *hints = fi_allocinfo();
-	int ret;
-
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
-	hints->fabric_attr->prov_name = strdup("shm");
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	CHECK(fi_av_open(f->domain, &av_attr, &f->av, NULL));
-	CHECK(fi_cq_open(f->domain, &cq_attr, &f->cq, NULL));
-	CHECK(fi_endpoint(f->domain, f->info, &f->ep, NULL));
-	CHECK(fi_ep_bind(f->ep, &f->av->fid, 0));
-	CHECK(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(fi_enable(f->ep));
-	return 0;
-}
-
-static void close_fix(struct fix *f)
-{
-	CHECK(fi_close(&f->ep->fid));
-	CHECK(fi_close(&f->cq->fid));
-	CHECK(fi_close(&f->av->fid));
-	CHECK(fi_close(&f->domain->fid));
-	CHECK(fi_close(&f->fabric->fid));
-	fi_freeinfo(f->info);
+	return shm_fix_open(f, 0, 4 * WINDOW, 4, NULL);
 }
 
 static void fill(uint8_t *buf, size_t len, uint32_t i)
@@ -126,7 +76,7 @@ static int other_sender(const char *receiver, size_t size)
 	struct fi_cq_tagged_entry e;
 	uint8_t *buf = malloc(size);
 	fi_addr_t dest;
-	struct fix f;
+	struct shm_fix f;
 	int ret;
 
 	CHECK(open_fix(&f));
@@ -137,7 +87,7 @@ static int other_sender(const char *receiver, size_t size)
 	       -FI_EAGAIN)
 		fi_cq_read(f.cq, &e, 1);
 	CHECK(ret);
-	close_fix(&f);
+	shm_fix_close(&f);
 	free(buf);
 	return 0;
 }
@@ -150,7 +100,7 @@ static int sender(const char *receiver, size_t size)
 	bool blocked = false;
 	int got_big = 0;
 	fi_addr_t dest;
-	struct fix f;
+	struct shm_fix f;
 	long streak;
 	uint32_t i, n;
 	size_t len = sizeof(name);
@@ -186,7 +136,7 @@ static int sender(const char *receiver, size_t size)
 	fill(want, BIG, 7);
 	if (got_big != 1 || memcmp(big, want, BIG))
 		return 5;
-	close_fix(&f);
+	shm_fix_close(&f);
 	free(buf);
 	free(big);
 	free(want);
@@ -208,7 +158,7 @@ static size_t rss(void)
 }
 
 struct rx {
-	struct fix f;
+	struct shm_fix f;
 	pid_t child, other;
 	size_t size, rss0, peak;
 	bool no_rss; /* resident memory is not watched (sanitizers) */
@@ -404,7 +354,7 @@ int main(int argc, char **argv)
 		printf("resident memory grew by at most %zu KiB (bound %d "
 		       "KiB)\n", (r.peak > r.rss0 ? r.peak - r.rss0 : 0) >> 10,
 		       LIMIT >> 10);
-	close_fix(&r.f);
+	shm_fix_close(&r.f);
 	free(big);
 	free(r.bufs);
 	free(r.want);
