@@ -229,6 +229,27 @@ static void set_addr(void **slot, size_t *len, char *addr)
 }
 
 /*
+ * An address the hints gave (`what`: "source" or "destination"), read
+ * within its length and handed on terminated; -FI_ENODATA, explained, when
+ * it is no shm address.
+ */
+static int addr_from_hints(void **slot, size_t *len, const char *what)
+{
+	char name[SHM_NAME_MAX], *addr;
+
+	if (shm_name_from_addr(*slot, *len, name)) {
+		weft_explain(&shm_prov,
+			     "the %s address in the hints is not an shm address",
+			     what);
+		return -FI_ENODATA;
+	}
+	if (asprintf(&addr, SHM_PREFIX "%s", name) < 0)
+		return -FI_ENOMEM;
+	set_addr(slot, len, addr);
+	return 0;
+}
+
+/*
  * Addresses from node and service (shm_addr_resolve), and a source address
  * in every answer: the one the endpoint will have, drawn when neither
  * FI_SOURCE nor hints give one.  Addresses from the hints are read within
@@ -238,7 +259,7 @@ static int shm_resolve(const struct util_prov *uprov, uint32_t version,
 		       const char *node, const char *service, uint64_t flags,
 		       const struct fi_info *hints, struct fi_info *out)
 {
-	char name[SHM_NAME_MAX], *addr;
+	char *addr;
 	int ret;
 
 	if (node || service) {
@@ -260,35 +281,19 @@ static int shm_resolve(const struct util_prov *uprov, uint32_t version,
 		else
 			set_addr(&out->dest_addr, &out->dest_addrlen, addr);
 	}
+	/* Clients insert the destination into their AV as it is. */
 	if (out->dest_addr) {
-		/* Clients insert it into their AV as it is: read within its
-		 * length, handed on terminated. */
-		if (shm_name_from_addr(out->dest_addr, out->dest_addrlen,
-				       name)) {
-			weft_explain(&shm_prov, "the destination address in "
-				     "the hints is not an shm address");
-			return -FI_ENODATA;
-		}
-		if (asprintf(&addr, SHM_PREFIX "%s", name) < 0)
-			return -FI_ENOMEM;
-		set_addr(&out->dest_addr, &out->dest_addrlen, addr);
-	}
-	if (out->src_addr) {
-		/* From the hints: read within its length, handed on
-		 * terminated. */
-		if (shm_name_from_addr(out->src_addr, out->src_addrlen,
-				       name)) {
-			weft_explain(&shm_prov, "the source address in the "
-				     "hints is not an shm address");
-			return -FI_ENODATA;
-		}
-		if (asprintf(&addr, SHM_PREFIX "%s", name) < 0)
-			return -FI_ENOMEM;
-	} else {
-		ret = shm_addr_resolve(NULL, NULL, true, &addr);
+		ret = addr_from_hints(&out->dest_addr, &out->dest_addrlen,
+				      "destination");
 		if (ret)
 			return ret;
 	}
+	if (out->src_addr)
+		return addr_from_hints(&out->src_addr, &out->src_addrlen,
+				       "source");
+	ret = shm_addr_resolve(NULL, NULL, true, &addr);
+	if (ret)
+		return ret;
 	set_addr(&out->src_addr, &out->src_addrlen, addr);
 	return 0;
 }
