@@ -96,22 +96,31 @@ done
 [ $fails = 0 ] && echo "   both pairs passed"
 
 echo "== 3. two shm fabtests matrices at once"
-for i in 1 2; do
-	mkdir -p "$tmp/m$i"
-	TMPDIR=$tmp/m$i timeout -k 10 300 "$top_srcdir/fabtests/scripts/run" -q \
-		-p shm -b "$top_builddir/fabtests" -T 60 >"$tmp/matrix.$i" 2>&1 &
-	pids+=($!)
-	eval "m_$i=$!"
-done
-for i in 1 2; do
-	eval "m=\$m_$i"
-	if wait "$m"; then
-		echo "   matrix $i: $(grep '^passed:' "$tmp/matrix.$i")"
-	else
-		fail "matrix $i:"
-		cat "$tmp/matrix.$i"
-	fi
-done
+if [ "${WEFT_SANITIZERS:-}" = yes ]; then
+	# Sanitized programs run several times slower, and two matrices of
+	# them on a small machine reach the quick set's per-program limits.
+	# What this part checks (two jobs' names and ports) is the plain
+	# run's; the sanitized matrix still runs alone (check-matrix.sh).
+	echo "   left to the plain build: two sanitized matrices outrun the quick limits"
+else
+	for i in 1 2; do
+		mkdir -p "$tmp/m$i"
+		TMPDIR=$tmp/m$i timeout -k 10 300 \
+			"$top_srcdir/fabtests/scripts/run" -q -p shm \
+			-b "$top_builddir/fabtests" -T 60 >"$tmp/matrix.$i" 2>&1 &
+		pids+=($!)
+		eval "m_$i=$!"
+	done
+	for i in 1 2; do
+		eval "m=\$m_$i"
+		if wait "$m"; then
+			echo "   matrix $i: $(grep '^passed:' "$tmp/matrix.$i")"
+		else
+			fail "matrix $i:"
+			cat "$tmp/matrix.$i"
+		fi
+	done
+fi
 
 [ $fails = 0 ] && echo "all concurrent runs passed"
 exit $((fails > 0))
