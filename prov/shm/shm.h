@@ -63,7 +63,6 @@ struct shm_conn {
 	char name[SHM_NAME_MAX];
 	struct shm_map map;
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
-	struct shm_queue *q; /* the peer's queue, once claimed */
 	_Atomic uint32_t *hold; /* our entry's hold flag, once claimed */
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */

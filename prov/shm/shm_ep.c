@@ -151,7 +151,6 @@ static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
 	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
 	c->src_id = i | (gen << 16);
-	c->q = q;
 	c->hold = &p->hold;
 	c->claimed = true;
 	return 0;
@@ -251,7 +250,7 @@ static inline int conn_alive(struct shm_ep *ep, struct shm_conn *c)
 {
 	uint64_t t;
 
-	if (weft_likely(!shm_owner_died(c->q)))
+	if (weft_likely(!shm_owner_died(c->map.queue)))
 		return 0;
 	t = coarse_ms();
 	if ((c->hint_unreliable || !SHM_OWNER_HINT) &&
@@ -629,7 +628,7 @@ static inline bool conn_held(struct shm_conn *c)
 
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	return shm_queue_claim(c->q, c->map.queue_slots, pos);
+	return shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
