@@ -153,6 +153,8 @@ struct util_av_slot {
 	uint8_t used;
 	uint8_t has_user_id;
 	uint64_t user_id;   /* FI_AV_USER_ID */
+	uint64_t serial;    /* this insert's, unique in the process: caches
+			     * keyed by index tell a reused slot apart */
 };
 
 #define UTIL_AV_CHUNK0_SHIFT 6

@@ -70,8 +70,11 @@ struct util_eq {
 	atomic_int ref; /* objects bound to the EQ */
 	struct util_waitable waitable;
 
-	/* Optional manual progress: see util_eq_set_progress. */
-	struct util_progress *progress;
+	/* Optional manual progress: see util_eq_add_progress. */
+	struct util_progress *progress; /* the one util_eq_set_progress set */
+	pthread_mutex_t progress_lock;	 /* serialises the sources */
+	struct dlist_entry progress_list; /* struct util_progress */
+	atomic_int nprogress;
 	/* Set by the provider, may be NULL: fi_strerror of prov_errno. */
 	util_eq_strerror_fn strerror;
 
@@ -176,6 +179,15 @@ static inline struct util_eq *util_eq_of(struct fid_eq *eq_fid)
  * blocks.
  */
 void util_eq_set_progress(struct util_eq *eq, struct util_progress *progress);
+
+/*
+ * Several sources on one EQ (a passive endpoint and the connected
+ * endpoints bound to the same EQ): each is called, one at a time, under a
+ * lock of their own (not the EQ's).  Add before the source can produce
+ * events, remove before it goes away (not from inside a progress call).
+ */
+void util_eq_add_progress(struct util_eq *eq, struct util_progress *progress);
+void util_eq_del_progress(struct util_eq *eq, struct util_progress *progress);
 
 /* The EQ's wait object (NULL for FI_WAIT_NONE; a wait set's when
  * FI_WAIT_SET): providers add their CM fds to it with util_wait_add_fd. */

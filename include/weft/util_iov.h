@@ -102,4 +102,24 @@ static inline size_t util_iov_copy_from(void *dst, const struct iovec *iov,
 	return done;
 }
 
+/* Drop the first n bytes of iov in place (*count shrinks as entries
+ * empty): what is left of a transfer that moved n bytes. */
+static inline void util_iov_advance(struct iovec *iov, size_t *count,
+				    size_t n)
+{
+	size_t i = 0, j;
+
+	while (i < *count && n >= iov[i].iov_len) {
+		n -= iov[i].iov_len;
+		i++;
+	}
+	if (i < *count && n) {
+		iov[i].iov_base = (char *)iov[i].iov_base + n;
+		iov[i].iov_len -= n;
+	}
+	for (j = 0; i + j < *count; j++)
+		iov[j] = iov[i + j];
+	*count = j;
+}
+
 #endif /* WEFT_UTIL_IOV_H */

@@ -50,6 +50,7 @@
 #include "weft/util_cq.h"
 #include "weft/util_domain.h"
 #include "weft/util_match.h"
+#include "weft/util_peer.h"
 
 #define UTIL_RDM_IOV_MAX 4
 
@@ -79,6 +80,9 @@ struct util_rdm_tx {
 	uint64_t flags; /* op flags in force (FI_COMPLETION, ...) */
 	uint64_t cq_flags; /* FI_SEND | FI_MSG ..., for the completion */
 	fi_addr_t dest;
+	struct util_peer *peer;
+	uint32_t gen; /* bumped at each reuse: the high half of its id */
+	bool live;
 	struct util_rdm_hdr hdr;
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
@@ -94,7 +98,9 @@ struct util_rdm_tx {
 	enum fi_datatype datatype;
 	uint32_t kind; /* UTIL_RDM_TX_* */
 	bool cq_reserved;
-	struct dlist_entry waiting; /* on ep->tx_waiting while a peer holds it */
+	/* On ep->tx_waiting while the transport holds it, or on
+	 * peer->queued while it waits for the transport to take it. */
+	struct dlist_entry waiting;
 	uint8_t inject_buf[]; /* copy of injected data, tx_inject_size bytes */
 };
 
@@ -142,32 +148,43 @@ struct util_rdm_msg {
 struct util_rdm_ep;
 
 /*
- * What a transport provides.  Every op is called with the endpoint lock
- * held, never blocks, and returns 0 or -FI_E*; -FI_EAGAIN means "no room
- * now": the engine fails the application's call with -FI_EAGAIN (the
- * application progresses and retries).
+ * What a transport provides: a const table of ops.  Its limits (eager_max,
+ * ...) belong to each endpoint (util_rdm_ep_attr), since they may depend
+ * on the endpoint's peers and settings.  Every op is called with the
+ * endpoint lock held and never blocks.
+ *
+ * Back-pressure.  A send or RMA op returns -FI_EAGAIN when the transport
+ * cannot take the transmit now (connection being made, socket or queue
+ * full).  The engine then keeps the transmit in the peer's queue (copying
+ * injected data) and hands it over again from progress, in order: later
+ * transmits to that peer queue behind it.  The application sees -FI_EAGAIN
+ * only when the endpoint holds tx_size transmits already, or the CQ has no
+ * room for the completion (fi_endpoint(3), fi_msg(3)).  A transport that
+ * becomes able to send may call util_rdm_peer_ready to drain at once.
+ *
+ * Transmits that complete later.  send_rndv and rma hand over a tx the
+ * transport owns until it calls util_rdm_tx_done (a partial socket write,
+ * a verbs work request, a fetch by the receiver).  Memory descriptors
+ * (desc, from fi_mr_desc) reach the transport with every send, receive
+ * and fetch.
  */
 struct util_rdm_transport {
-	/* Messages up to eager_max bytes go through send_eager. */
-	size_t eager_max;
-	/* Bytes fi_inject may carry (<= eager_max). */
-	size_t inject_max;
-	/* Bytes of one atomic operand vector (and of its results). */
-	size_t atomic_max;
-
 	/*
-	 * Copy a whole message (hdr->len bytes from iov) toward dest now.
-	 * On 0 the application's buffer is free again.  With
-	 * UTIL_RDM_ACK_REQ in hdr->flags the receiver answers with ->ack,
-	 * and the transport then calls util_rdm_tx_acked.
+	 * Copy a whole message (hdr->len <= ep->eager_max bytes from iov)
+	 * toward peer now, or take nothing (-FI_EAGAIN).  On 0 the
+	 * application's buffer is free again.  With UTIL_RDM_ACK_REQ in
+	 * hdr->flags the receiver answers with ->ack, and the transport then
+	 * calls util_rdm_tx_acked.  Any other error fails the call.
 	 */
-	int (*send_eager)(struct util_rdm_ep *ep, fi_addr_t dest,
+	int (*send_eager)(struct util_rdm_ep *ep, struct util_peer *peer,
 			  const struct util_rdm_hdr *hdr,
-			  const struct iovec *iov, size_t iov_count);
+			  const struct iovec *iov, void **desc,
+			  size_t iov_count);
 	/*
-	 * Announce a message whose payload the receiver will fetch from
-	 * tx->iov.  The transport owns tx until it calls util_rdm_tx_done
-	 * (after the receiver fetched or discarded it, or on failure).
+	 * A message larger than eager_max, from tx->iov (tx->desc): the
+	 * transport owns tx until it calls util_rdm_tx_done (after the
+	 * receiver fetched or discarded it, or it was written out, or on
+	 * failure).
 	 */
 	int (*send_rndv)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
 	/*
@@ -178,8 +195,8 @@ struct util_rdm_transport {
 	 * `cookie`, or an error (the receive completes in error).
 	 */
 	int (*fetch)(struct util_rdm_ep *ep, const void *stash,
-		     const struct iovec *iov, size_t iov_count, size_t len,
-		     void *cookie);
+		     const struct iovec *iov, void **desc, size_t iov_count,
+		     size_t len, void *cookie);
 	/* Drop a stashed message (discarded, truncated to 0, or at close). */
 	void (*discard)(struct util_rdm_ep *ep, const void *stash);
 	/* Acknowledge delivery of a message that asked for it. */
@@ -198,6 +215,18 @@ struct util_rdm_transport {
 	 * off when idle.
 	 */
 	int (*progress)(struct util_rdm_ep *ep);
+	/*
+	 * Optional: the fd that becomes readable when progress has work (a
+	 * socket, an epoll fd, a completion channel), or -1.  The engine adds
+	 * it to the wait objects of the CQs and counters bound to the
+	 * endpoint, so fi_cq_sread and fi_cntr_wait sleep in the kernel and
+	 * an FI_WAIT_FD CQ's fd works in the application's epoll.
+	 */
+	int (*wait_fd)(struct util_rdm_ep *ep);
+	/* Per-peer state (util_peer.h): bytes, and optional init / fini. */
+	size_t peer_size;
+	int (*peer_init)(struct util_rdm_ep *ep, struct util_peer *peer);
+	void (*peer_fini)(struct util_rdm_ep *ep, struct util_peer *peer);
 };
 
 /* A posted receive. */
@@ -207,6 +236,7 @@ struct util_rdm_rx {
 	uint64_t cq_flags; /* FI_RECV | FI_MSG / FI_TAGGED */
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
+	void *desc[UTIL_RDM_IOV_MAX];
 };
 
 /* An unexpected message kept until a receive takes it. */
@@ -229,6 +259,14 @@ struct util_rdm_unexp {
 
 struct util_rdm_ep_attr {
 	const struct util_rdm_transport *transport;
+	/* Messages up to eager_max bytes go through send_eager. */
+	size_t eager_max;
+	/* Bytes fi_inject may carry (<= eager_max). */
+	size_t inject_max;
+	/* Bytes of one atomic operand vector (and of its results). */
+	size_t atomic_max;
+	/* Bytes of a peer address in the AV's stored form (0: the AV's). */
+	size_t peer_addr_len;
 	size_t unexp_inline; /* bytes kept inline in an unexpected record */
 	/* Bound on what unexpected messages may hold (records and payload
 	 * copies, in bytes); 0: none.  Past it the engine refuses arrivals
@@ -245,6 +283,7 @@ struct util_rdm_ep {
 	uint64_t caps;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
+	size_t eager_max, inject_max, atomic_max; /* the transport's limits */
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
 	size_t unexp_bytes; /* held by unexpected messages now */
@@ -266,6 +305,9 @@ struct util_rdm_ep {
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
+	struct util_peer_map peers;
+	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */
+	int wait_fd; /* the transport's, added to bound wait objects; -1 */
 
 	/* FI_PROGRESS_AUTO: a thread drives the transport. */
 	pthread_t progress_thread;
@@ -327,13 +369,28 @@ void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx,
  */
 int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err);
 
+/*
+ * The peer is gone or unreachable: every transmit to it that the transport
+ * holds or the engine queued completes with err (positive).  Returns how
+ * many did.
+ */
+int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
+		       int err);
+
+/* The transport can take transmits to peer again: hand over its queue. */
+void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer);
+
 /* Whether any transmit waits on a peer (rendezvous, RMA, acknowledgement). */
 static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep);
 
 /* A delivery acknowledgement for tx_id arrived. */
 void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err);
 
-/* The tx behind an id a transport put on the wire, or NULL. */
+/*
+ * The tx behind an id a transport put on the wire, or NULL when no live
+ * transmit has that id (late, duplicated or forged: the generation in the
+ * id's high half must match).
+ */
 struct util_rdm_tx *util_rdm_tx_of(struct util_rdm_ep *ep, uint64_t tx_id);
 uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
 
@@ -344,6 +401,24 @@ uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
  */
 void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags,
 			   size_t len, uint64_t data);
+
+/*
+ * Target side of software RMA and atomics, for every transport that moves
+ * the data itself (shm, tcp):
+ *  util_rdm_target_iov     checks that a peer may access each remote range
+ *                          (key, bounds, access) and translates the ranges
+ *                          into at most max local pieces;
+ *  util_rdm_target_atomic  applies an atomic to those pieces, operands,
+ *                          compare values and results packed.
+ * Then util_rdm_remote_event reports it.  Return 0 or -FI_E*.
+ */
+struct util_mr_map;
+int util_rdm_target_iov(struct util_mr_map *map, const struct fi_rma_iov *rma,
+			size_t count, uint64_t access, struct iovec *local,
+			size_t max, size_t *nlocal);
+int util_rdm_target_atomic(enum fi_op op, enum fi_datatype dt,
+			   const struct iovec *local, size_t nlocal,
+			   const void *src, const void *cmp, void *res);
 
 static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
 {

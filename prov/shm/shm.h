@@ -59,7 +59,7 @@ struct shm_domain {
  * its peer table (which our slots name as their source).
  */
 struct shm_conn {
-	struct dlist_entry entry; /* shm_ep.conns */
+	struct util_peer peer; /* first: the engine's peer map holds it */
 	char name[SHM_NAME_MAX];
 	struct shm_map map;
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
@@ -111,11 +111,6 @@ struct shm_ep {
 	uint32_t out_next; /* the outbound bounce buffer to look at next */
 	bool cma;
 
-	struct dlist_entry conns; /* struct shm_conn */
-	struct shm_conn **by_addr; /* [AV index] -> connection */
-	fi_addr_t *by_addr_fi; /* the fi_addr each by_addr entry is for */
-	uint64_t *by_addr_serial; /* and the AV insert it was made for */
-	size_t nby_addr;
 	struct shm_rxpeer *rxpeers; /* [own table index] */
 	/* Requests that could not be served yet (held_push). */
 	struct util_bufpool *held_pool; /* struct shm_held */

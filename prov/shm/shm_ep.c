@@ -43,31 +43,43 @@ static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
 /* ---- connections -------------------------------------------------------- */
 
-static struct shm_conn *conn_find(struct shm_ep *ep, const char *name)
+/*
+ * Connections are the engine's peers (util_peer.h), keyed by the address
+ * as the AV stores it: "fi_shm://NAME", NUL-padded to SHM_ADDRLEN.
+ */
+static inline struct shm_conn *conn_of_peer(struct util_peer *peer)
 {
-	struct dlist_entry *e;
-
-	dlist_foreach(&ep->conns, e) {
-		struct shm_conn *c = container_of(e, struct shm_conn, entry);
-
-		if (!strcmp(c->name, name))
-			return c;
-	}
-	return NULL;
+	return container_of(peer, struct shm_conn, peer);
 }
 
+static int shm_peer_init(struct util_rdm_ep *rdm, struct util_peer *peer)
+{
+	struct shm_conn *c = conn_of_peer(peer);
+	int ret;
+
+	(void)rdm;
+	ret = shm_name_from_addr(peer->addr, SHM_ADDRLEN, c->name);
+	return ret;
+}
+
+static void conn_release(struct shm_conn *c);
+
+static void shm_peer_fini(struct util_rdm_ep *rdm, struct util_peer *peer)
+{
+	(void)rdm;
+	conn_release(conn_of_peer(peer));
+}
+
+/* The connection to the endpoint called name, made if new; NULL: no memory. */
 static struct shm_conn *conn_get(struct shm_ep *ep, const char *name)
 {
-	struct shm_conn *c = conn_find(ep, name);
+	char addr[SHM_ADDRLEN] = { 0 };
+	struct util_peer *peer;
 
-	if (c)
-		return c;
-	c = calloc(1, sizeof(*c));
-	if (!c)
+	snprintf(addr, sizeof(addr), SHM_PREFIX "%s", name);
+	if (util_peer_add(&ep->rdm.peers, addr, &peer))
 		return NULL;
-	snprintf(c->name, sizeof(c->name), "%s", name);
-	dlist_insert_tail(&c->entry, &ep->conns);
-	return c;
+	return conn_of_peer(peer);
 }
 
 /* Whether the holder recorded in a peer entry no longer runs. */
@@ -342,62 +354,25 @@ static void conn_release(struct shm_conn *c)
 	shm_region_unmap(&c->map);
 }
 
-/* The connection for an fi_addr of the endpoint's AV. */
-static int conn_of_addr(struct shm_ep *ep, fi_addr_t dest,
-			struct shm_conn **out)
+/* The connection to a peer, ready to take a message (or an error). */
+static int conn_of_peer_ready(struct shm_ep *ep, struct util_peer *peer,
+			      struct shm_conn **out)
 {
-	struct util_av *av = ep->rdm.av;
-	const uint64_t *serial;
-	const char *addr;
-	uint32_t idx;
+	struct shm_conn *c = conn_of_peer(peer);
 	int ret;
 
-	/*
-	 * The entry must be live, and be the insert the cache knows: a
-	 * removed FI_AV_TABLE index keeps its value and may be given to
-	 * another address, so the cache checks the insert serial the AV
-	 * entry carries (shm_av_entry_init).  A few loads, no lock.
-	 */
-	serial = util_av_priv(av, dest);
-	if (weft_unlikely(!serial))
-		return -FI_EINVAL;
-	idx = util_av_index(av, dest);
-	if (weft_likely(idx < ep->nby_addr && ep->by_addr[idx] &&
-			ep->by_addr_serial[idx] == *serial)) {
-		*out = ep->by_addr[idx];
-		ret = conn_ready(ep, *out);
-		return weft_likely(!ret) ? conn_alive(ep, *out) : ret;
+	*out = c;
+	if (weft_unlikely(peer->fresh)) {
+		/* A new insert of this address: if we lost its endpoint,
+		 * look for it again now. */
+		peer->fresh = false;
+		if (c->dead) {
+			ret = conn_setup(ep, c, true);
+			return ret ? ret : conn_alive(ep, c);
+		}
 	}
-	if (idx >= ep->nby_addr) {
-		size_t n = WEFT_MAX((size_t)idx + 1, ep->nby_addr * 2);
-		struct shm_conn **b = realloc(ep->by_addr, n * sizeof(*b));
-		fi_addr_t *f;
-		uint64_t *sr;
-
-		if (!b)
-			return -FI_ENOMEM;
-		ep->by_addr = b;
-		f = realloc(ep->by_addr_fi, n * sizeof(*f));
-		if (!f)
-			return -FI_ENOMEM;
-		ep->by_addr_fi = f;
-		sr = realloc(ep->by_addr_serial, n * sizeof(*sr));
-		if (!sr)
-			return -FI_ENOMEM;
-		ep->by_addr_serial = sr;
-		memset(b + ep->nby_addr, 0, (n - ep->nby_addr) * sizeof(*b));
-		ep->nby_addr = n;
-	}
-	addr = util_av_addr(av, dest);
-	ep->by_addr[idx] = conn_get(ep, addr + strlen(SHM_PREFIX));
-	if (!ep->by_addr[idx])
-		return -FI_ENOMEM;
-	ep->by_addr_fi[idx] = dest;
-	ep->by_addr_serial[idx] = *serial;
-	*out = ep->by_addr[idx];
-	/* A new insert of a peer we lost: look for it again now. */
-	ret = (*out)->dead ? conn_setup(ep, *out, true) : conn_ready(ep, *out);
-	return ret ? ret : conn_alive(ep, *out);
+	ret = conn_ready(ep, c);
+	return weft_likely(!ret) ? conn_alive(ep, c) : ret;
 }
 
 /* ---- peers that die ---------------------------------------------------- */
@@ -417,8 +392,6 @@ static uint64_t coarse_ms(void)
 static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 {
 	struct dlist_entry *e, *tmp;
-	size_t i;
-
 	struct slist keep;
 	struct slist_entry *cur;
 
@@ -462,10 +435,7 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 			util_bufpool_put(ep->pulls, pull);
 		}
 	}
-	for (i = 0; i < ep->nby_addr; i++)
-		if (ep->by_addr[i] == c)
-			util_rdm_fail_dest(&ep->rdm, ep->by_addr_fi[i],
-					   FI_ECONNRESET);
+	util_rdm_fail_peer(&ep->rdm, &c->peer, FI_ECONNRESET);
 }
 
 /* With transfers in flight, look (rarely) for peers that died. */
@@ -477,8 +447,8 @@ static void check_peers(struct shm_ep *ep, bool now)
 	if (!now && t - ep->last_check_ms < SHM_PEER_CHECK_MS)
 		return;
 	ep->last_check_ms = t;
-	dlist_foreach(&ep->conns, e) {
-		struct shm_conn *c = container_of(e, struct shm_conn, entry);
+	dlist_foreach(&ep->rdm.peers.list, e) {
+		struct shm_conn *c = container_of(e, struct shm_conn, peer.entry);
 
 		if (c->map.hdr && !c->dead &&
 		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
@@ -763,30 +733,36 @@ static void buf_put(struct shm_map *m, uint32_t idx)
 				      memory_order_release);
 }
 
-static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
+static int shm_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
 			  const struct util_rdm_hdr *hdr,
-			  const struct iovec *iov, size_t iov_count)
+			  const struct iovec *iov, void **desc,
+			  size_t iov_count)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	struct shm_conn *c;
 	struct shm_slot *s;
 	uint32_t bidx = 0;
 	uint64_t pos;
+	bool inl;
 	int ret;
 
-	ret = conn_of_addr(ep, dest, &c);
+	(void)desc;
+	inl = hdr->len <= SHM_INLINE_MAX -
+			     ((hdr->flags & UTIL_RDM_ACK_REQ) ?
+				      sizeof(hdr->tx_id) : 0);
+	ret = conn_of_peer_ready(ep, peer, &c);
 	if (weft_unlikely(ret))
 		return ret;
 	if (weft_unlikely(conn_held(c)))
 		return -FI_EAGAIN; /* the receiver holds us back */
-	if (hdr->len > SHM_INLINE_MAX) {
+	if (!inl) {
 		ret = buf_get_in(&c->map, &bidx);
 		if (ret)
 			return ret;
 	}
 	s = slot_claim(c, &pos);
 	if (weft_unlikely(!s)) {
-		if (hdr->len > SHM_INLINE_MAX)
+		if (!inl)
 			buf_put(&c->map, bidx);
 		/* A queue that stays full may belong to a dead peer. */
 		check_peers(ep, false);
@@ -798,9 +774,13 @@ static int shm_send_eager(struct util_rdm_ep *rdm, fi_addr_t dest,
 	s->tag = hdr->tag;
 	s->data = hdr->data;
 	s->len = (uint32_t)hdr->len;
-	if (hdr->len <= SHM_INLINE_MAX) {
+	if (inl) {
 		s->op = SHM_OP_INLINE;
-		s->aux = (uint32_t)hdr->tx_id;
+		/* A message that waits for its acknowledgement carries the
+		 * whole id at the end of the slot. */
+		if (hdr->flags & UTIL_RDM_ACK_REQ)
+			memcpy(s->payload + SHM_INLINE_MAX - sizeof(hdr->tx_id),
+			       &hdr->tx_id, sizeof(hdr->tx_id));
 		if (iov_count == 1)
 			memcpy(s->payload, iov[0].iov_base, hdr->len);
 		else
@@ -828,7 +808,7 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	size_t i;
 	int ret;
 
-	ret = conn_of_addr(ep, tx->dest, &c);
+	ret = conn_of_peer_ready(ep, tx->peer, &c);
 	if (ret)
 		return ret;
 	if (conn_held(c))
@@ -905,8 +885,8 @@ static int fetch_by_push(struct shm_ep *ep, const struct shm_rts *rts,
 }
 
 static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
-		     const struct iovec *iov, size_t iov_count, size_t len,
-		     void *cookie)
+		     const struct iovec *iov, void **desc, size_t iov_count,
+		     size_t len, void *cookie)
 {
 	struct shm_ep *ep = shm_ep_of(rdm);
 	const struct shm_rts *rts = stash;
@@ -1150,7 +1130,13 @@ static int handle_msg(struct shm_ep *ep, struct shm_slot *s,
 	switch (op) {
 	case SHM_OP_INLINE:
 		msg.payload = s->payload;
-		msg.tx_id = s->aux;
+		if (msg.flags & UTIL_RDM_ACK_REQ) {
+			memcpy(&msg.tx_id,
+			       s->payload + SHM_INLINE_MAX - sizeof(msg.tx_id),
+			       sizeof(msg.tx_id));
+			if (msg.len > SHM_INLINE_MAX - sizeof(msg.tx_id))
+				goto refuse;
+		}
 		if (msg.len > SHM_INLINE_MAX)
 			goto refuse;
 		break;
@@ -1500,7 +1486,7 @@ static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	struct shm_conn *c;
 	int ret;
 
-	ret = conn_of_addr(ep, tx->dest, &c);
+	ret = conn_of_peer_ready(ep, tx->peer, &c);
 	if (ret)
 		return ret;
 	if (atomic) {
@@ -1547,48 +1533,9 @@ static int rma_local(struct shm_ep *ep, const struct shm_rma_req *req,
 {
 	struct shm_domain *domain =
 		container_of(ep->rdm.domain, struct shm_domain, util);
-	size_t i, n = 0;
-	int ret;
 
-	for (i = 0; i < req->rma_count; i++) {
-		size_t cnt = UTIL_RDM_IOV_MAX * 2 - n;
-
-		ret = util_mr_map_verify_iov(&domain->mr_map, req->rma[i].key,
-					     req->rma[i].addr, req->rma[i].len,
-					     access, local + n, &cnt);
-		if (ret)
-			return ret;
-		n += cnt;
-	}
-	*nlocal = n;
-	return 0;
-}
-
-/* Apply an atomic to local pieces; operands and results are packed. */
-static int rma_apply_atomic(const struct shm_rma_req *req,
-			    const struct iovec *local, size_t nlocal,
-			    const uint8_t *src, const uint8_t *cmp,
-			    uint8_t *res)
-{
-	size_t elem = util_atomic_dt_size(req->datatype), i, off = 0;
-	int ret;
-
-	if (!elem)
-		return -FI_EINVAL;
-	for (i = 0; i < nlocal; i++) {
-		size_t cnt = local[i].iov_len / elem;
-
-		if (local[i].iov_len % elem)
-			return -FI_EINVAL;
-		ret = util_atomic_apply(req->op, req->datatype,
-					local[i].iov_base, src ? src + off : NULL,
-					cmp ? cmp + off : NULL,
-					res ? res + off : NULL, cnt);
-		if (ret)
-			return ret;
-		off += local[i].iov_len;
-	}
-	return 0;
+	return util_rdm_target_iov(&domain->mr_map, req->rma, req->rma_count,
+				   access, local, UTIL_RDM_IOV_MAX * 2, nlocal);
 }
 
 static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
@@ -1614,7 +1561,7 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
 static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
 		      struct shm_rxpeer *rp)
 {
-	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	struct iovec local[UTIL_RDM_IOV_MAX * 2] = { { 0 } };
 	struct shm_bounce *ib = NULL, *tb = NULL;
 	struct shm_rma_req req;
 	uint32_t tidx = 0;
@@ -1679,7 +1626,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
 		}
 		break;
 	default:
-		ret = rma_apply_atomic(&req, local, nlocal,
+		ret = util_rdm_target_atomic(req.op, req.datatype, local, nlocal,
 				       ib && req.op != FI_ATOMIC_READ ?
 					       ib->data :
 					       NULL,
@@ -1777,9 +1724,10 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	util_rdm_tx_done(&ep->rdm, tx, (int)err);
 }
 
-static struct util_rdm_transport shm_transport = {
-	.eager_max = 0, /* set from shm_params at first open */
-	.inject_max = 0,
+static const struct util_rdm_transport shm_transport = {
+	.peer_size = sizeof(struct shm_conn),
+	.peer_init = shm_peer_init,
+	.peer_fini = shm_peer_fini,
 	.send_eager = shm_send_eager,
 	.send_rndv = shm_send_rndv,
 	.fetch = shm_fetch,
@@ -1815,19 +1763,9 @@ static int shm_ep_close(struct fid *fid)
 	util_bufpool_destroy(ep->pulls);
 	while ((p = slist_remove_head(&ep->pending)))
 		free(container_of(p, struct shm_pending, entry));
-	dlist_foreach_safe(&ep->conns, e, tmp) {
-		struct shm_conn *c = container_of(e, struct shm_conn, entry);
-
-		dlist_remove(e);
-		conn_release(c);
-		free(c);
-	}
 	if (ep->own.hdr)
 		owner_unmap(ep);
 	shm_name_release(ep);
-	free(ep->by_addr);
-	free(ep->by_addr_fi);
-	free(ep->by_addr_serial);
 	free(ep->rxpeers);
 	if (ep->held_pool) {
 		while (!dlist_empty(&ep->held_list)) {
@@ -2029,6 +1967,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	struct util_rdm_ep_attr attr = {
 		.transport = &shm_transport,
 		.unexp_inline = SHM_INLINE_MAX,
+		.peer_addr_len = SHM_ADDRLEN,
 	};
 	struct shm_ep *ep;
 	int ret;
@@ -2037,9 +1976,9 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		return -FI_EINVAL;
 	shm_params_init();
 	attr.unexp_max = shm_params.unexp_max;
-	shm_transport.eager_max = shm_params.bounce_size;
-	shm_transport.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
-	shm_transport.atomic_max = shm_params.bounce_size / 2;
+	attr.eager_max = shm_params.bounce_size;
+	attr.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
+	attr.atomic_max = shm_params.bounce_size / 2;
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -2060,7 +1999,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		}
 	}
 	ep->cma = shm_cma_probe();
-	dlist_init(&ep->conns);
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);

@@ -352,26 +352,10 @@ static int shm_av_resolve(const struct util_av *av, const char *node,
 	return ret;
 }
 
-/*
- * Each insert gets a serial number in the entry's provider data, so that
- * endpoints caching a connection per fi_addr notice the index reused for
- * another address.
- */
-static _Atomic uint64_t shm_av_serial;
-
-static int shm_av_entry_init(struct util_av *av, fi_addr_t fi_addr,
-			     const void *addr, void *priv)
-{
-	*(uint64_t *)priv = atomic_fetch_add(&shm_av_serial, 1) + 1;
-	return 0;
-}
-
 static const struct util_av_ops shm_av_ops = {
 	.addr_format = FI_ADDR_STR,
 	.addrlen = SHM_ADDRLEN,
-	.priv_size = sizeof(uint64_t),
 	.str_prefix = SHM_PREFIX,
-	.entry_init = shm_av_entry_init,
 	.normalize = shm_av_normalize,
 	.resolve = shm_av_resolve,
 };

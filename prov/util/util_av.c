@@ -20,6 +20,9 @@
 #define AV_GEN_MAX UINT16_MAX
 #define AV_INSERT_FLAGS (FI_MORE | FI_SYNC_ERR | FI_AV_USER_ID | FI_EVENT)
 
+/* Insert serials (util_av_slot.serial), process-wide. */
+static _Atomic uint64_t av_serial;
+
 static const char av_in_prefix[] = "fi_sockaddr_in://";
 static const char av_in6_prefix[] = "fi_sockaddr_in6://";
 static const char av_raw_prefix[] = "fi_addr_raw://";
@@ -564,6 +567,8 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 	memset(av_slot_priv(av, slot), 0, av->ops.priv_size);
 	slot->has_user_id = user_id != NULL;
 	slot->user_id = user_id ? *user_id : 0;
+	slot->serial = atomic_fetch_add_explicit(&av_serial, 1,
+						 memory_order_relaxed) + 1;
 	if (av->type == FI_AV_MAP)
 		slot->gen = slot->gen == AV_GEN_MAX ? 1 : slot->gen + 1;
 	if (av->ops.entry_init) {

@@ -118,18 +118,58 @@ int util_eq_write_err(struct util_eq *eq, const struct fi_eq_err_entry *err)
 	return 0;
 }
 
+/* Whether any source must be polled; called with progress_lock held. */
+static void eq_update_polled(struct util_eq *eq)
+{
+	struct dlist_entry *e;
+	bool polled = false;
+
+	dlist_foreach(&eq->progress_list, e)
+		polled |= container_of(e, struct util_progress, entry)->polled;
+	atomic_store(&eq->waitable.polled, polled);
+}
+
+void util_eq_add_progress(struct util_eq *eq, struct util_progress *progress)
+{
+	pthread_mutex_lock(&eq->progress_lock);
+	dlist_insert_tail(&progress->entry, &eq->progress_list);
+	eq_update_polled(eq);
+	atomic_store(&eq->nprogress, eq->nprogress + 1);
+	pthread_mutex_unlock(&eq->progress_lock);
+}
+
+void util_eq_del_progress(struct util_eq *eq, struct util_progress *progress)
+{
+	pthread_mutex_lock(&eq->progress_lock);
+	dlist_remove(&progress->entry);
+	eq_update_polled(eq);
+	atomic_store(&eq->nprogress, eq->nprogress - 1);
+	pthread_mutex_unlock(&eq->progress_lock);
+}
+
 void util_eq_set_progress(struct util_eq *eq, struct util_progress *progress)
 {
+	if (eq->progress)
+		util_eq_del_progress(eq, eq->progress);
 	eq->progress = progress;
-	atomic_store(&eq->waitable.polled, progress && progress->polled);
+	if (progress)
+		util_eq_add_progress(eq, progress);
 }
 
 static void eq_progress(struct util_eq *eq)
 {
-	struct util_progress *p = eq->progress;
+	struct dlist_entry *e;
 
-	if (p)
+	if (!atomic_load_explicit(&eq->nprogress, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&eq->progress_lock);
+	dlist_foreach(&eq->progress_list, e) {
+		struct util_progress *p =
+			container_of(e, struct util_progress, entry);
+
 		p->progress(p);
+	}
+	pthread_mutex_unlock(&eq->progress_lock);
 }
 
 /* fi_eq_read without running progress (sread runs it once per round). */
@@ -396,6 +436,8 @@ int util_eq_init(struct util_eq *eq, struct util_fabric *fabric,
 	eq->eq_fid.fid.ops = (struct fi_ops *)&util_eq_fi_ops;
 	eq->eq_fid.ops = (struct fi_ops_eq *)&util_eq_ops;
 
+	dlist_init(&eq->progress_list);
+	pthread_mutex_init(&eq->progress_lock, NULL);
 	ret = pthread_mutex_init(&eq->lock, NULL);
 	if (ret)
 		return weft_errno(ret);
@@ -410,6 +452,7 @@ int util_eq_init(struct util_eq *eq, struct util_fabric *fabric,
 
 err_destroy_lock:
 	pthread_mutex_destroy(&eq->lock);
+	pthread_mutex_destroy(&eq->progress_lock);
 	return ret;
 }
 
@@ -424,6 +467,7 @@ int util_eq_fini(struct util_eq *eq)
 	eq_free_list(&eq->events, true);
 	eq_free_list(&eq->errors, false);
 	pthread_mutex_destroy(&eq->lock);
+	pthread_mutex_destroy(&eq->progress_lock);
 	if (eq->fabric)
 		atomic_fetch_sub(&eq->fabric->ref, 1);
 	return 0;

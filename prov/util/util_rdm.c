@@ -5,6 +5,7 @@
 #include "weft/util_rdm.h"
 
 #include <sched.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
 #include "weft/util_iov.h"
+#include "weft/util_mr.h"
 
 #define RDM_DEFAULT_MIN_MULTI_RECV 64
 
@@ -56,22 +58,36 @@ static inline bool wants_comp(bool selective, uint64_t flags)
 
 /* ---- transmit requests -------------------------------------------------- */
 
+/*
+ * A transmit's id on the wire: its pool index in the low half, its
+ * generation in the high half.  An answer naming a tx that has been
+ * reused since (late, duplicated) or that is not in use (forged) finds
+ * nothing.
+ */
 uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
-	return util_bufpool_index(ep->tx_pool, tx);
+	return util_bufpool_index(ep->tx_pool, tx) | (uint64_t)tx->gen << 32;
 }
 
 struct util_rdm_tx *util_rdm_tx_of(struct util_rdm_ep *ep, uint64_t tx_id)
 {
-	return util_bufpool_at(ep->tx_pool, tx_id);
+	struct util_rdm_tx *tx;
+
+	tx = util_bufpool_at(ep->tx_pool, tx_id & UINT32_MAX);
+	if (!tx || !tx->live || tx->gen != (uint32_t)(tx_id >> 32))
+		return NULL;
+	return tx;
 }
 
 static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep)
 {
 	struct util_rdm_tx *tx = util_bufpool_get(ep->tx_pool);
 
-	if (tx)
+	if (tx) {
 		dlist_init(&tx->waiting);
+		tx->gen++;
+		tx->live = true;
+	}
 	return tx;
 }
 
@@ -83,6 +99,7 @@ static void tx_wait(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 
 static void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
+	tx->live = false;
 	util_bufpool_put(ep->tx_pool, tx);
 }
 
@@ -149,6 +166,7 @@ void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err)
 {
 	struct dlist_entry *e, *tmp;
+	struct util_peer *peer;
 	int n = 0;
 
 	dlist_foreach_safe(&ep->tx_waiting, e, tmp) {
@@ -160,6 +178,32 @@ int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err)
 		util_rdm_tx_done(ep, tx, err);
 		n++;
 	}
+	if (!util_peer_get(&ep->peers, dest, &peer))
+		n += util_rdm_fail_peer(ep, peer, err);
+	return n;
+}
+
+int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
+		       int err)
+{
+	struct dlist_entry *e, *tmp;
+	int n = 0;
+
+	dlist_foreach_safe(&ep->tx_waiting, e, tmp) {
+		struct util_rdm_tx *tx =
+			container_of(e, struct util_rdm_tx, waiting);
+
+		if (tx->peer != peer)
+			continue;
+		util_rdm_tx_done(ep, tx, err);
+		n++;
+	}
+	dlist_foreach_safe(&peer->queued, e, tmp) {
+		util_rdm_tx_done(ep, container_of(e, struct util_rdm_tx,
+						  waiting), err);
+		n++;
+	}
+	dlist_remove(&peer->blocked);
 	return n;
 }
 
@@ -200,6 +244,121 @@ static void tx_unreserve(struct util_rdm_ep *ep, bool comp)
 	util_cq_writer_unlock(ep->tx_cq);
 }
 
+/* ---- handing transmits to the transport ---------------------------------- */
+
+/*
+ * Hand tx to the transport.  Returns 0 when the transport took it (an eager
+ * send without acknowledgement is then finished and reported), -FI_EAGAIN
+ * when it cannot take it now, or another error (tx untouched).
+ */
+static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	const struct util_rdm_transport *tp = ep->tp;
+	int ret;
+
+	if (tx->kind == UTIL_RDM_TX_SEND && tx->hdr.len <= ep->eager_max &&
+	    !(tx->hdr.flags & UTIL_RDM_ACK_REQ)) {
+		ret = tp->send_eager(ep, tx->peer, &tx->hdr, tx->iov, tx->desc,
+				     tx->iov_count);
+		if (!ret) {
+			tx_report(ep, tx, 0);
+			tx_put(ep, tx);
+		}
+		return ret;
+	}
+	/* Waiting before the hand-off: a transport may finish it at once. */
+	tx_wait(ep, tx);
+	if (tx->kind != UTIL_RDM_TX_SEND)
+		ret = tp->rma(ep, tx);
+	else if (tx->hdr.len <= ep->eager_max)
+		ret = tp->send_eager(ep, tx->peer, &tx->hdr, tx->iov, tx->desc,
+				     tx->iov_count);
+	else
+		ret = tp->send_rndv(ep, tx);
+	if (ret)
+		dlist_remove(&tx->waiting);
+	return ret;
+}
+
+/* Queue tx behind the peer's other transmits, for progress to hand over. */
+static void tx_queue(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	struct util_peer *peer = tx->peer;
+
+	if (dlist_empty(&peer->queued))
+		dlist_insert_tail(&peer->blocked, &ep->blocked);
+	dlist_insert_tail(&tx->waiting, &peer->queued);
+}
+
+/*
+ * Start tx now, or queue it when its peer has transmits queued already or
+ * the transport says -FI_EAGAIN.  Returns 0, or the transport's error (tx
+ * untouched).
+ */
+static int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	int ret;
+
+	if (weft_likely(dlist_empty(&tx->peer->queued))) {
+		ret = tx_start(ep, tx);
+		if (ret != -FI_EAGAIN)
+			return ret;
+	}
+	/* Injected data is the caller's again when we return. */
+	if (tx->flags & FI_INJECT && tx->iov_count &&
+	    tx->iov[0].iov_base != tx->inject_buf &&
+	    tx->hdr.len <= ep->inject_max) {
+		util_iov_copy_from(tx->inject_buf, tx->iov, tx->iov_count, 0,
+				   tx->hdr.len);
+		tx->iov[0].iov_base = tx->inject_buf;
+		tx->iov[0].iov_len = tx->hdr.len;
+		tx->iov_count = 1;
+	}
+	tx_queue(ep, tx);
+	return 0;
+}
+
+/* Hand over a peer's queued transmits until the transport says stop. */
+static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
+{
+	struct util_rdm_tx *tx;
+	int ret;
+
+	while (!dlist_empty(&peer->queued)) {
+		tx = container_of(peer->queued.next, struct util_rdm_tx,
+				  waiting);
+		dlist_remove(&tx->waiting);
+		ret = tx_start(ep, tx);
+		if (ret == -FI_EAGAIN) {
+			dlist_insert_head(&tx->waiting, &peer->queued);
+			return;
+		}
+		if (ret) {
+			tx_report(ep, tx, -ret);
+			tx_put(ep, tx);
+		}
+	}
+	dlist_remove(&peer->blocked);
+}
+
+void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer)
+{
+	if (!dlist_empty(&peer->queued))
+		peer_drain(ep, peer);
+}
+
+static int peers_drain(struct util_rdm_ep *ep)
+{
+	struct dlist_entry *e, *tmp;
+	int n = 0;
+
+	dlist_foreach_safe(&ep->blocked, e, tmp) {
+		peer_drain(ep, container_of(e, struct util_peer, blocked));
+		n++;
+	}
+	return n;
+}
+
 /* ---- sending ------------------------------------------------------------ */
 
 static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
@@ -216,6 +375,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		.data = data,
 	};
 	struct util_rdm_tx *tx = NULL;
+	struct util_peer *peer;
 	bool comp;
 	ssize_t ret;
 
@@ -230,31 +390,39 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		goto out;
 	}
 	/* Eager sends copy the buffer during the call: FI_INJECT holds. */
-	if ((flags & FI_INJECT) && hdr.len > tp->inject_max) {
+	if ((flags & FI_INJECT) && hdr.len > ep->inject_max) {
 		ret = -FI_EINVAL;
 		goto out;
 	}
 
-	if (hdr.len <= tp->eager_max && !(comp && (flags & FI_DELIVERY_COMPLETE))) {
+	ret = util_peer_get(&ep->peers, dest, &peer);
+	if (weft_unlikely(ret))
+		goto out;
+	if (weft_likely(hdr.len <= ep->eager_max &&
+			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
+			dlist_empty(&peer->queued))) {
 		ret = tx_reserve(ep, comp);
 		if (ret)
 			goto out;
-		ret = tp->send_eager(ep, dest, &hdr, iov, count);
-		if (ret) {
-			tx_unreserve(ep, comp);
+		ret = tp->send_eager(ep, peer, &hdr, iov, desc, count);
+		if (weft_likely(!ret)) {
+			if (comp) {
+				util_cq_writer_lock(ep->tx_cq);
+				util_cq_write_reserved(ep->tx_cq, context,
+						       cq_flags, 0, NULL, 0, 0,
+						       FI_ADDR_NOTAVAIL);
+				util_cq_writer_unlock(ep->tx_cq);
+			}
+			cntr_inc(ep->send_cntr, 0);
 			goto out;
 		}
-		if (comp) {
-			util_cq_writer_lock(ep->tx_cq);
-			util_cq_write_reserved(ep->tx_cq, context, cq_flags, 0,
-					       NULL, 0, 0, FI_ADDR_NOTAVAIL);
-			util_cq_writer_unlock(ep->tx_cq);
-		}
-		cntr_inc(ep->send_cntr, 0);
-		goto out;
+		tx_unreserve(ep, comp);
+		if (ret != -FI_EAGAIN)
+			goto out;
+		/* The transport cannot take it now: queue it below. */
 	}
 
-	/* Rendezvous, or eager waiting for the receiver's acknowledgement. */
+	/* Rendezvous, acknowledged, or queued behind its peer's others. */
 	tx = tx_get(ep);
 	if (!tx) {
 		ret = -FI_EAGAIN;
@@ -267,26 +435,22 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	tx->flags = flags;
 	tx->cq_flags = cq_flags;
 	tx->dest = dest;
+	tx->peer = peer;
 	tx->kind = UTIL_RDM_TX_SEND;
 	tx->cq_reserved = comp;
 	tx->iov_count = count;
 	util_iov_assign(tx->iov, iov, count);
 	if (desc)
 		memcpy(tx->desc, desc, count * sizeof(*desc));
+	else
+		memset(tx->desc, 0, sizeof(tx->desc));
 	tx->hdr = hdr;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
-	/* Waiting before the hand-off: a transport may finish it at once. */
-	tx_wait(ep, tx);
-	if (hdr.len <= tp->eager_max) {
+	if (hdr.len <= ep->eager_max && comp && (flags & FI_DELIVERY_COMPLETE))
 		tx->hdr.flags |= UTIL_RDM_ACK_REQ;
-		ret = tp->send_eager(ep, dest, &tx->hdr, iov, count);
-	} else {
-		ret = tp->send_rndv(ep, tx);
-	}
-	if (ret) {
-		dlist_remove(&tx->waiting);
+	ret = tx_submit(ep, tx);
+	if (ret)
 		goto err_unreserve;
-	}
 	goto out;
 
 err_unreserve:
@@ -436,6 +600,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 {
 	const struct util_rdm_transport *tp = ep->tp;
 	struct util_rdm_tx *tx;
+	struct util_peer *peer;
 	size_t len, rlen = 0, i;
 	bool comp;
 	ssize_t ret;
@@ -451,7 +616,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	if (len != rlen)
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && (kind != UTIL_RDM_TX_WRITE ||
-				    len > tp->inject_max))
+				    len > ep->inject_max))
 		return -FI_EINVAL;
 	comp = wants_comp(ep->tx_selective, flags);
 
@@ -460,6 +625,9 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
+	ret = util_peer_get(&ep->peers, addr, &peer);
+	if (weft_unlikely(ret))
+		goto out;
 	tx = tx_get(ep);
 	if (!tx) {
 		ret = -FI_EAGAIN;
@@ -469,6 +637,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	if (ret)
 		goto err_put;
 	memset(&tx->hdr, 0, sizeof(tx->hdr));
+	tx->peer = peer;
 	tx->context = context;
 	tx->flags = flags;
 	tx->cq_flags = FI_RMA | (kind == UTIL_RDM_TX_READ ? FI_READ : FI_WRITE);
@@ -498,12 +667,12 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 		util_iov_assign(tx->iov, iov, count);
 		if (desc)
 			memcpy(tx->desc, desc, count * sizeof(*desc));
+		else
+			memset(tx->desc, 0, sizeof(tx->desc));
 	}
-	tx_wait(ep, tx);
-	ret = tp->rma(ep, tx);
+	ret = tx_submit(ep, tx);
 	if (!ret)
 		goto out;
-	dlist_remove(&tx->waiting);
 	tx_unreserve(ep, comp);
 err_put:
 	tx_put(ep, tx);
@@ -682,6 +851,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	size_t elem = util_atomic_dt_size(a->datatype), i, rcount = 0;
 	ssize_t n, ncmp = 0, nres = 0;
 	struct util_rdm_tx *tx;
+	struct util_peer *peer;
 	bool comp;
 	ssize_t ret;
 
@@ -699,6 +869,9 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
+	ret = util_peer_get(&ep->peers, a->addr, &peer);
+	if (weft_unlikely(ret))
+		goto out;
 	tx = tx_get(ep);
 	if (!tx) {
 		ret = -FI_EAGAIN;
@@ -714,7 +887,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	if (n < 0 || ncmp < 0 || nres < 0 || (size_t)n != rcount || !rcount ||
 	    (a->kind == UTIL_RDM_TX_COMPARE_ATOMIC && ncmp != n) ||
 	    (a->kind != UTIL_RDM_TX_ATOMIC && nres != n) ||
-	    rcount * elem > tp->atomic_max) {
+	    rcount * elem > ep->atomic_max) {
 		ret = -FI_EINVAL;
 		goto err_put;
 	}
@@ -728,6 +901,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	tx->cq_flags = FI_ATOMIC |
 		       (a->kind == UTIL_RDM_TX_ATOMIC ? FI_WRITE : FI_READ);
 	tx->dest = a->addr;
+	tx->peer = peer;
 	tx->kind = a->kind;
 	tx->cq_reserved = comp;
 	tx->atomic_op = a->op;
@@ -745,11 +919,10 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		tx->rma_iov[i].len = a->rma[i].count * elem;
 		tx->rma_iov[i].key = a->rma[i].key;
 	}
-	tx_wait(ep, tx);
-	ret = tp->rma(ep, tx);
+	memset(tx->desc, 0, sizeof(tx->desc));
+	ret = tx_submit(ep, tx);
 	if (!ret)
 		goto out;
-	dlist_remove(&tx->waiting);
 	tx_unreserve(ep, comp);
 err_put:
 	tx_put(ep, tx);
@@ -982,7 +1155,7 @@ static int rdm_atomic_valid(struct fid_ep *ep_fid, enum fi_datatype datatype,
 
 	if (!ep->tp->rma || !(ep->caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
-	ret = util_atomic_query(datatype, op, ep->tp->atomic_max, flags,
+	ret = util_atomic_query(datatype, op, ep->atomic_max, flags,
 				&attr);
 	if (!ret && count)
 		*count = attr.count;
@@ -1154,7 +1327,8 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			f->src_raw_len = 0;
 		n = util_iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
 			      slice);
-		ret = ep->tp->fetch(ep, msg->stash, slice, n, res->len, f);
+		ret = ep->tp->fetch(ep, msg->stash, slice, rx->desc, n,
+				    res->len, f);
 		if (ret == -FI_EINPROGRESS)
 			return;
 		util_bufpool_put(ep->fetch_pool, f);
@@ -1367,7 +1541,7 @@ static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 }
 
 static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
-			size_t count, fi_addr_t src, uint64_t tag,
+			void **desc, size_t count, fi_addr_t src, uint64_t tag,
 			uint64_t ignore, void *context, uint64_t flags,
 			uint32_t op)
 {
@@ -1398,6 +1572,10 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 	rx->cq_flags = FI_RECV | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
 	rx->iov_count = count;
 	util_iov_assign(rx->iov, iov, count);
+	if (desc)
+		memcpy(rx->desc, desc, count * sizeof(*desc));
+	else
+		memset(rx->desc, 0, sizeof(rx->desc));
 	util_rx_entry_init(&rx->m, src, tag, ignore,
 			   flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM |
 				    FI_DISCARD),
@@ -1437,7 +1615,7 @@ static ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, 1, src, 0, ~0ULL, context, ep->rx_op_flags,
+	return rdm_recv(ep, &iov, &desc, 1, src, 0, ~0ULL, context, ep->rx_op_flags,
 			UTIL_RDM_MSG);
 }
 
@@ -1447,7 +1625,7 @@ static ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, count, src, 0, ~0ULL, context,
+	return rdm_recv(ep, iov, desc, count, src, 0, ~0ULL, context,
 			ep->rx_op_flags, UTIL_RDM_MSG);
 }
 
@@ -1456,7 +1634,7 @@ static ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, ~0ULL,
+	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, ~0ULL,
 			msg->context,
 			flags,
 			UTIL_RDM_MSG);
@@ -1469,7 +1647,7 @@ static ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, 1, src, tag, ignore, context,
+	return rdm_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
 			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
 }
 
@@ -1479,7 +1657,7 @@ static ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, count, src, tag, ignore, context,
+	return rdm_recv(ep, iov, desc, count, src, tag, ignore, context,
 			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
 }
 
@@ -1489,7 +1667,7 @@ static ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
 			msg->ignore, msg->context,
 			flags,
 			UTIL_RDM_TAGGED);
@@ -1640,11 +1818,21 @@ static struct fi_ops_tagged rdm_tagged_ops = {
 
 /* ---- progress ----------------------------------------------------------- */
 
+/* One pass: the transport's arrivals, then queued transmits. */
+static int rdm_progress_once(struct util_rdm_ep *ep)
+{
+	int n = ep->tp->progress(ep);
+
+	if (weft_unlikely(!dlist_empty(&ep->blocked)))
+		n += peers_drain(ep);
+	return n;
+}
+
 static void rdm_progress(struct util_rdm_ep *ep)
 {
 	ep_lock(ep);
 	if (ep->enabled)
-		ep->tp->progress(ep);
+		rdm_progress_once(ep);
 	ep_unlock(ep);
 }
 
@@ -1665,7 +1853,7 @@ static void *rdm_progress_thread(void *arg)
 
 	while (!atomic_load_explicit(&ep->progress_stop, memory_order_acquire)) {
 		ep_lock(ep);
-		n = ep->tp->progress(ep);
+		n = rdm_progress_once(ep);
 		ep_unlock(ep);
 		if (n) {
 			idle = 0;
@@ -1705,6 +1893,30 @@ static void rdm_cntr_progress(struct util_progress *p)
 
 /* ---- binding, enabling -------------------------------------------------- */
 
+/*
+ * Let the transport's fd wake the wait object w: then waiting on it sleeps
+ * in the kernel instead of polling our progress.  Returns whether it can.
+ */
+static bool wait_add_tp_fd(struct util_rdm_ep *ep, struct util_wait *w)
+{
+	int ret;
+
+	if (!w || !ep->tp->wait_fd)
+		return false;
+	if (ep->wait_fd < 0)
+		ep->wait_fd = ep->tp->wait_fd(ep);
+	if (ep->wait_fd < 0)
+		return false;
+	ret = util_wait_add_fd(w, ep->wait_fd, POLLIN, ep);
+	return !ret || ret == -FI_EALREADY;
+}
+
+static void wait_del_tp_fd(struct util_rdm_ep *ep, struct util_wait *w)
+{
+	if (w && ep->wait_fd >= 0)
+		util_wait_del_fd(w, ep->wait_fd);
+}
+
 static int bind_cq(struct util_rdm_ep *ep, struct util_cq *cq, uint64_t flags)
 {
 	int ret;
@@ -1715,6 +1927,7 @@ static int bind_cq(struct util_rdm_ep *ep, struct util_cq *cq, uint64_t flags)
 	    ((flags & FI_RECV) && ep->rx_cq))
 		return -FI_EALREADY;
 	if (flags & FI_TRANSMIT) {
+		ep->tx_progress.polled = !wait_add_tp_fd(ep, util_cq_wait(cq));
 		ret = util_cq_bind(cq, &ep->tx_progress);
 		if (ret)
 			return ret;
@@ -1722,6 +1935,7 @@ static int bind_cq(struct util_rdm_ep *ep, struct util_cq *cq, uint64_t flags)
 		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
 	}
 	if (flags & FI_RECV) {
+		ep->rx_progress.polled = !wait_add_tp_fd(ep, util_cq_wait(cq));
 		ret = util_cq_bind(cq, cq == ep->tx_cq ? NULL :
 						       &ep->rx_progress);
 		if (ret)
@@ -1766,7 +1980,7 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 
 		hook->ep = ep;
 		hook->p.progress = rdm_cntr_progress;
-		hook->p.polled = true;
+		hook->p.polled = !wait_add_tp_fd(ep, cntr->waitable.wait);
 		ret = util_cntr_add_progress(cntr, &hook->p);
 		if (ret)
 			return ret;
@@ -1813,6 +2027,7 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ep->av = util_av_from_fid(container_of(bfid, struct fid_av,
 						       fid));
 		util_av_get(ep->av);
+		util_peer_map_set_av(&ep->peers, ep->av);
 		ret = 0;
 		break;
 	case FI_CLASS_EQ:
@@ -1888,6 +2103,21 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 
 /* ---- setup and teardown ------------------------------------------------- */
 
+static int rdm_peer_init(void *ctx, struct util_peer *peer)
+{
+	struct util_rdm_ep *ep = ctx;
+
+	return ep->tp->peer_init ? ep->tp->peer_init(ep, peer) : 0;
+}
+
+static void rdm_peer_fini(void *ctx, struct util_peer *peer)
+{
+	struct util_rdm_ep *ep = ctx;
+
+	if (ep->tp->peer_fini)
+		ep->tp->peer_fini(ep, peer);
+}
+
 int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
 		     const struct util_rdm_ep_attr *attr, void *context)
@@ -1898,10 +2128,23 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	struct util_bufpool_attr pattr = { 0 };
 	int ret;
 
+	struct util_peer_map_attr peer_attr = {
+		.peer_size = attr->transport->peer_size,
+		.addr_len = attr->peer_addr_len,
+		.peer_init = rdm_peer_init,
+		.peer_fini = rdm_peer_fini,
+		.ctx = ep,
+	};
+
 	memset(ep, 0, sizeof(*ep));
 	dlist_init(&ep->tx_waiting);
+	dlist_init(&ep->blocked);
+	ep->wait_fd = -1;
 	ep->domain = domain;
 	ep->tp = attr->transport;
+	ep->eager_max = attr->eager_max;
+	ep->inject_max = attr->inject_max;
+	ep->atomic_max = attr->atomic_max;
 	ep->caps = info->caps;
 	ep->unexp_inline = attr->unexp_inline;
 	ep->unexp_max = attr->unexp_max;
@@ -1958,10 +2201,11 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	if (ret)
 		goto err_unexp_pool;
 	pattr.name = "rdm tx";
-	pattr.size = sizeof(struct util_rdm_tx) + attr->transport->inject_max;
+	pattr.size = sizeof(struct util_rdm_tx) + attr->inject_max;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
 		goto err_fetch_pool;
+	util_peer_map_init(&ep->peers, &peer_attr);
 	util_domain_get(domain);
 	return 0;
 
@@ -2008,6 +2252,13 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 		ep->progress_running = false;
 	}
 	if (ep->tx_cq)
+		wait_del_tp_fd(ep, util_cq_wait(ep->tx_cq));
+	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
+		wait_del_tp_fd(ep, util_cq_wait(ep->rx_cq));
+	for (i = 0; i < WEFT_ARRAY_SIZE(ep->cntr_hook); i++)
+		if (ep->cntr_hook[i].cntr)
+			wait_del_tp_fd(ep, ep->cntr_hook[i].cntr->waitable.wait);
+	if (ep->tx_cq)
 		util_cq_unbind(ep->tx_cq, &ep->tx_progress);
 	if (ep->rx_cq)
 		util_cq_unbind(ep->rx_cq, ep->rx_cq == ep->tx_cq ?
@@ -2025,6 +2276,14 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	ep_lock(ep);
 	drain_queue(ep, &ep->msgq);
 	drain_queue(ep, &ep->tagq);
+	/* Transmits never handed over complete as canceled. */
+	while (!dlist_empty(&ep->blocked)) {
+		struct util_peer *p = container_of(ep->blocked.next,
+						   struct util_peer, blocked);
+
+		util_rdm_fail_peer(ep, p, FI_ECANCELED);
+	}
+	util_peer_map_fini(&ep->peers);
 	ep_unlock(ep);
 	util_bufpool_destroy(ep->tx_pool);
 	util_bufpool_destroy(ep->fetch_pool);
@@ -2032,4 +2291,53 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_bufpool_destroy(ep->rx_pool);
 	weft_lock_destroy(&ep->lock);
 	util_domain_put(ep->domain);
+}
+
+/* ---- target side of software RMA and atomics ---------------------------- */
+
+int util_rdm_target_iov(struct util_mr_map *map, const struct fi_rma_iov *rma,
+			size_t count, uint64_t access, struct iovec *local,
+			size_t max, size_t *nlocal)
+{
+	size_t i, n = 0;
+	int ret;
+
+	for (i = 0; i < count; i++) {
+		size_t cnt = max - n;
+
+		ret = util_mr_map_verify_iov(map, rma[i].key, rma[i].addr,
+					     rma[i].len, access, local + n,
+					     &cnt);
+		if (ret)
+			return ret;
+		n += cnt;
+	}
+	*nlocal = n;
+	return 0;
+}
+
+int util_rdm_target_atomic(enum fi_op op, enum fi_datatype dt,
+			   const struct iovec *local, size_t nlocal,
+			   const void *src, const void *cmp, void *res)
+{
+	size_t elem = util_atomic_dt_size(dt), i, off = 0;
+	const uint8_t *s = src, *c = cmp;
+	uint8_t *r = res;
+	int ret;
+
+	if (!elem)
+		return -FI_EINVAL;
+	for (i = 0; i < nlocal; i++) {
+		size_t cnt = local[i].iov_len / elem;
+
+		if (local[i].iov_len % elem)
+			return -FI_EINVAL;
+		ret = util_atomic_apply(op, dt, local[i].iov_base,
+					s ? s + off : NULL, c ? c + off : NULL,
+					r ? r + off : NULL, cnt);
+		if (ret)
+			return ret;
+		off += local[i].iov_len;
+	}
+	return 0;
 }
