@@ -15,6 +15,7 @@
 
 #include "weft/util_atomic.h"
 #include "tcp_proto.h"
+#include "tcp_proto_check.h"
 
 #ifndef FI_EPROTO /* as in tcp_proto.c: commented out in fi_errno.h */
 #define FI_EPROTO EPROTO
@@ -666,91 +667,13 @@ static uint64_t rnd(void)
 	return rng_state * 0x2545f4914f6cdd1dULL;
 }
 
-static bool flags_ok(unsigned int op, uint16_t flags)
-{
-	switch (op) {
-	case TCP_OP_MSG:
-	case TCP_OP_TAGGED:
-		return !(flags & ~TCP_F_ALL);
-	case TCP_OP_WRITE:
-		return !(flags & ~TCP_F_CQ_DATA);
-	default:
-		return !flags;
-	}
-}
-
-static const enum util_atomic_class kind_class[] = {
-	UTIL_ATOMIC_BASE, UTIL_ATOMIC_FETCH, UTIL_ATOMIC_COMPARE
-};
-
-/* What an accepted frame promises, checked independently of the parser. */
 static void check_accepted(const struct tcp_frame *f, ssize_t r,
 			   size_t avail, const struct tcp_proto_limits *l)
 {
-	uint64_t sum = 0, want;
-	uint32_t i;
+	const char *bad = tcp_check_accepted(f, r, avail, l);
 
-	cr_assert_leq((size_t)r, avail);
-	cr_assert_eq((size_t)r, f->hdr_len);
-	cr_assert_leq(f->hdr_len, TCP_HDR_MAX);
-	cr_assert(f->op >= 1 && f->op <= TCP_OP_MAX);
-	cr_assert(l->allowed_ops & TCP_OPBIT(f->op));
-	cr_assert(flags_ok(f->op, f->flags));
-	switch (f->op) {
-	case TCP_OP_HELLO:
-		cr_assert_eq(f->hello.version, TCP_PROTO_VERSION);
-		cr_assert(f->hello.ep_kind == TCP_EPK_RDM ||
-			  f->hello.ep_kind == TCP_EPK_MSG);
-		cr_assert_leq(f->hello.addr_len, TCP_ADDR_MAX);
-		cr_assert_leq(f->hello.cm_len, TCP_CM_DATA_MAX);
-		cr_assert_eq((uint64_t)f->hello.addr_len + f->hello.cm_len,
-			     f->payload_len);
-		break;
-	case TCP_OP_HELLO_ACK:
-		cr_assert_leq(f->hello_ack.status, UINT16_MAX);
-		cr_assert_leq(f->payload_len, TCP_CM_DATA_MAX);
-		break;
-	case TCP_OP_MSG:
-	case TCP_OP_TAGGED:
-		cr_assert_leq(f->payload_len, l->max_payload);
-		break;
-	case TCP_OP_ACK:
-	case TCP_OP_RESP:
-		cr_assert_leq(f->resp.status, UINT16_MAX);
-		cr_assert_leq(f->payload_len, l->max_payload);
-		cr_assert(f->op == TCP_OP_RESP || !f->payload_len);
-		cr_assert(!f->resp.status || !f->payload_len);
-		break;
-	case TCP_OP_WRITE:
-	case TCP_OP_READ_REQ:
-		cr_assert(f->rma.iov_count >= 1 &&
-			  f->rma.iov_count <= TCP_RMA_IOV_MAX);
-		cr_assert_eq(f->hdr_len, BASE + sizeof(struct tcp_rma) +
-						 f->rma.iov_count * 24);
-		for (i = 0; i < f->rma.iov_count; i++) {
-			cr_assert(!__builtin_add_overflow(
-				sum, f->rma.iov[i].len, &sum));
-			cr_assert_geq(f->rma.iov[i].addr + f->rma.iov[i].len,
-				      f->rma.iov[i].addr);
-		}
-		cr_assert_eq(sum, f->rma.len);
-		cr_assert_leq(sum, l->max_payload);
-		cr_assert_eq(f->payload_len,
-			     f->op == TCP_OP_WRITE ? sum : 0);
-		break;
-	case TCP_OP_ATOMIC:
-		cr_assert_leq(f->atomic.kind, TCP_ATOMIC_COMPARE);
-		cr_assert(util_atomic_valid(f->atomic.op, f->atomic.datatype,
-					    kind_class[f->atomic.kind]));
-		cr_assert_eq(f->atomic.dt_size,
-			     util_atomic_dt_size(f->atomic.datatype));
-		cr_assert_geq(f->atomic.count, 1);
-		want = (uint64_t)f->atomic.count * f->atomic.dt_size *
-		       (f->atomic.kind == TCP_ATOMIC_COMPARE ? 2 : 1);
-		cr_assert_eq(f->payload_len, want);
-		cr_assert_leq(want, l->max_payload);
-		break;
-	}
+	cr_assert_null(bad, "accepted %s frame breaks its promise: %s",
+		       tcp_op_str(f->op), bad);
 }
 
 #define SEEDS 14
