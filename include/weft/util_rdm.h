@@ -267,6 +267,9 @@ struct util_rdm_ep_attr {
 	size_t atomic_max;
 	/* Bytes of a peer address in the AV's stored form (0: the AV's). */
 	size_t peer_addr_len;
+	/* A connected (FI_EP_MSG) endpoint: no AV, one peer (peers.fixed),
+	 * addresses in calls ignored. */
+	bool connected;
 	size_t unexp_inline; /* bytes kept inline in an unexpected record */
 	/* Bound on what unexpected messages may hold (records and payload
 	 * copies, in bytes); 0: none.  Past it the engine refuses arrivals
@@ -284,6 +287,7 @@ struct util_rdm_ep {
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	size_t eager_max, inject_max, atomic_max; /* the transport's limits */
+	bool connected; /* FI_EP_MSG: no AV, one peer */
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
 	size_t unexp_bytes; /* held by unexpected messages now */

@@ -2053,7 +2053,7 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		ep_lock(ep);
-		if (!ep->av)
+		if (!ep->av && !ep->connected)
 			ret = -FI_ENOAV;
 		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
 			  !ep->tx_cq && !ep->send_cntr && !ep->write_cntr &&
@@ -2145,6 +2145,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->eager_max = attr->eager_max;
 	ep->inject_max = attr->inject_max;
 	ep->atomic_max = attr->atomic_max;
+	ep->connected = attr->connected;
 	ep->caps = info->caps;
 	ep->unexp_inline = attr->unexp_inline;
 	ep->unexp_max = attr->unexp_max;

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The tcp provider: FI_EP_RDM and FI_EP_MSG over TCP sockets.
+ *
+ * Both endpoint types are prov/util's engine (weft/util_rdm.h) with this
+ * provider as its transport.  An RDM endpoint listens on a socket and
+ * connects to each peer on first use (the engine's peer map holds one
+ * struct tcp_peer per remote endpoint); an MSG endpoint is the same engine
+ * with one fixed peer, its connection made through fi_connect / fi_accept.
+ * The wire protocol is in tcp_proto.h and docs/tcp-protocol.md.
+ *
+ * Progress: one epoll set per endpoint, driven from the engine's progress
+ * (the application's calls, or a thread under FI_PROGRESS_AUTO).  Its fd is
+ * what the engine adds to bound CQs' and counters' wait objects.
+ */
+#ifndef WEFT_TCP_H
+#define WEFT_TCP_H
+
+#include "weft/core.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#include "weft/list.h"
+#include "weft/util_av.h"
+#include "weft/util_domain.h"
+#include "weft/util_eq.h"
+#include "weft/util_mr.h"
+#include "weft/util_rdm.h"
+
+#include "tcp_proto.h"
+
+/* A peer broke the protocol (the errno value; fi_errno.h leaves it out). */
+#ifndef FI_EPROTO
+#define FI_EPROTO EPROTO
+#endif
+
+extern struct fi_provider tcp_prov;
+
+/* Tunables, read once from FI_TCP_* (tcp_params_init). */
+struct tcp_params {
+	char iface[IF_NAMESIZE]; /* FI_TCP_IFACE: "" for any */
+	size_t eager_max;    /* larger messages stream from the user's buffer */
+	size_t rx_stage;     /* payloads up to this are read via staging */
+	size_t staging;      /* bytes of a connection's receive buffer */
+	size_t unexp_max;
+	int conn_timeout_ms; /* a connect (with its handshake) gives up */
+	size_t max_msg;
+	bool nodelay;
+};
+extern struct tcp_params tcp_params;
+void tcp_params_init(void);
+
+struct tcp_fabric {
+	struct util_fabric util;
+};
+
+struct tcp_domain {
+	struct util_domain util;
+	struct util_mr_map mr_map;
+	char ifname[IF_NAMESIZE]; /* domain name: the interface, or "" */
+	uint32_t addr_format; /* FI_SOCKADDR_IN or _IN6 */
+};
+
+struct tcp_ep;
+
+/* Something to write on a connection, in order. */
+struct tcp_out {
+	struct dlist_entry entry;
+	size_t total, sent;
+	size_t iov_count;
+	struct iovec iov[UTIL_RDM_IOV_MAX * 2 + 2];
+	/* When written: complete this tx (a streamed send), or nothing. */
+	struct util_rdm_tx *tx;
+	void *copy; /* owned bytes the iovs point into (freed when written) */
+	uint8_t hdr[TCP_HDR_MAX];
+};
+
+/* What the receive side of a connection is doing. */
+enum tcp_rx_state {
+	TCP_RX_HDR,	/* reading a frame header */
+	TCP_RX_PAYLOAD, /* reading a payload into rx_iov (or dropping it) */
+	TCP_RX_STAGE,	/* reading a whole payload into the staging buffer */
+};
+
+/* A large message's payload as the engine's stash names it. */
+struct tcp_stash {
+	struct tcp_conn *conn; /* NULL once the payload is all read */
+	size_t len;
+	size_t got;
+	void *data;	 /* the payload, when read before a receive took it */
+	void *cookie;	 /* the engine's, once fetched */
+	struct iovec iov[UTIL_RDM_IOV_MAX]; /* where a late fetch wants it */
+	size_t iov_count;
+	size_t want;	 /* bytes the fetch wants (truncation) */
+	bool discarded;
+	bool fetched;
+	int error; /* the connection failed before all of it came */
+	uint64_t tx_id;
+	uint16_t flags;
+	struct tcp_peer *peer;
+};
+
+enum tcp_conn_state {
+	TCP_CONN_CONNECTING, /* non-blocking connect under way */
+	TCP_CONN_HELLO,	     /* our HELLO sent, waiting for HELLO_ACK */
+	TCP_CONN_ACCEPTED,   /* accepted, waiting for the peer's HELLO */
+	TCP_CONN_CMWAIT,     /* MSG: HELLO seen, fi_accept / fi_reject due */
+	TCP_CONN_OPEN,
+	TCP_CONN_CLOSED,
+};
+
+struct tcp_conn {
+	struct fid handle; /* FI_CLASS_CONNREQ: an FI_CONNREQ's info->handle */
+	struct dlist_entry entry; /* tcp_ep.conns, or tcp_pep.pending */
+	struct tcp_ep *ep;
+	int epfd; /* the epoll set watching it */
+	struct tcp_peer *peer; /* RDM: whom it carries; NULL until known */
+	int fd;
+	uint8_t state;	 /* enum tcp_conn_state */
+	uint8_t prev_state; /* before it closed */
+	bool rejected;	 /* MSG: refused by the peer (reported already) */
+	bool reported;	 /* its FI_CONNREQ was written */
+	bool outgoing;
+	bool want_out;	 /* EPOLLOUT armed */
+	bool rx_held;	 /* the engine refused an arrival: read later */
+	int error;	 /* why it closed (positive FI_E*) */
+	uint64_t deadline_ms; /* connecting / handshake gives up then */
+	struct dlist_entry outq; /* struct tcp_out */
+
+	/* receive side */
+	uint8_t rx_state;
+	size_t stage_need; /* payload bytes to stage before handling */
+	char *rbuf;
+	size_t rbuf_size, rstart, rend;
+	struct tcp_frame frame; /* the frame being received */
+	struct iovec rx_iov[UTIL_RDM_IOV_MAX * 2];
+	size_t rx_iov_count, rx_left, rx_drop;
+	struct tcp_stash *rx_stash; /* the message rx_iov belongs to */
+	struct util_rdm_tx *rx_tx;  /* RESP: the request it answers */
+	void (*rx_done)(struct tcp_conn *conn); /* payload all read */
+	uint32_t rx_status;
+
+	/* MSG connection management */
+	uint8_t cm_data[TCP_CM_DATA_MAX];
+	size_t cm_len;
+	struct tcp_pep *pep; /* accepted by this passive endpoint */
+};
+
+/* A remote endpoint of an RDM endpoint (the engine's peer map). */
+struct tcp_peer {
+	struct util_peer peer; /* first */
+	struct tcp_conn *conn; /* the connection we send on, or NULL */
+	uint64_t retry_ms;     /* after a failure, connect again from then */
+};
+
+struct tcp_ep {
+	struct util_rdm_ep rdm; /* first */
+	struct tcp_domain *domain;
+	enum fi_ep_type type;
+	int epfd;
+	int lfd; /* RDM: the listening socket; -1 */
+	struct sockaddr_storage addr; /* RDM: what fi_getname reports */
+	socklen_t addrlen;
+	struct dlist_entry conns; /* struct tcp_conn */
+	struct dlist_entry closed; /* struct tcp_conn, freed at progress */
+	struct tcp_conn *hot; /* the only open connection, or NULL */
+	int nopen;
+	unsigned int calls;
+	bool closing;
+	struct util_progress cm_progress; /* on the bound EQ */
+
+	/* MSG */
+	struct util_eq *eq;
+	struct tcp_conn *conn; /* the one connection */
+	struct tcp_peer *mpeer;
+	bool shutdown_sent;
+	struct sockaddr_storage peer_addr;
+	struct sockaddr_storage src_addr;
+	socklen_t src_addrlen;
+	void *cm_param;
+};
+
+/* A passive endpoint: listens, reports FI_CONNREQ. */
+struct tcp_pep {
+	struct fid_pep pep_fid;
+	struct tcp_fabric *fabric;
+	struct fi_info *info;
+	struct util_eq *eq;
+	int lfd;
+	int epfd; /* the listening socket and connections not claimed */
+	bool listening;
+	struct dlist_entry pending; /* struct tcp_conn accepted, not claimed */
+	struct util_progress cm_progress;
+	pthread_mutex_t lock;
+};
+
+static inline struct tcp_ep *tcp_ep_of(struct util_rdm_ep *rdm)
+{
+	return container_of(rdm, struct tcp_ep, rdm);
+}
+
+/* tcp_prov.c */
+int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		    void *context);
+int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep, void *context);
+size_t tcp_sockaddr_len(const void *addr);
+/* The first address of family on interface name ("": any interface). */
+int tcp_iface_addr(const char *name, int family,
+		   struct sockaddr_storage *out);
+
+/* tcp_conn.c: sockets, the write queue, the receive state machine */
+uint64_t tcp_now_ms(void);
+int tcp_errno_fi(int err); /* errno -> positive FI_E* */
+void tcp_sock_opts(int fd);
+struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state);
+int tcp_conn_move(struct tcp_conn *conn, int epfd);
+void tcp_conn_close(struct tcp_conn *conn, int err);
+void tcp_conn_free(struct tcp_conn *conn);
+int tcp_conn_watch(struct tcp_conn *conn, bool want_out);
+struct tcp_out *tcp_out_new(size_t copy_len);
+void tcp_conn_queue(struct tcp_conn *conn, struct tcp_out *out);
+int tcp_conn_flush(struct tcp_conn *conn);
+int tcp_conn_write_copy(struct tcp_conn *conn, const void *hdr,
+			size_t hdr_len, const struct iovec *iov, size_t count,
+			size_t len);
+int tcp_conn_read(struct tcp_conn *conn);
+void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
+		 size_t keep, size_t len, void (*done)(struct tcp_conn *));
+
+/* tcp_ep.c: what the connection layer calls back */
+void tcp_conn_drained(struct tcp_conn *conn);
+void tcp_conn_lost(struct tcp_conn *conn);
+void tcp_rx_abort(struct tcp_conn *conn, int err);
+void tcp_proto_error(struct tcp_conn *conn, const char *why);
+int tcp_frame_start(struct tcp_conn *conn);
+int tcp_frame_staged(struct tcp_conn *conn);
+int tcp_conn_hello_in(struct tcp_conn *conn, const void *addr, size_t alen,
+		      const void *cm, size_t cm_len);
+void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
+			   const void *cm, size_t cm_len);
+int tcp_send_hello(struct tcp_conn *conn, const void *addr, size_t alen,
+		   const void *cm, size_t cm_len);
+int tcp_send_hello_ack(struct tcp_conn *conn, uint32_t status,
+		       const void *cm, size_t cm_len);
+int tcp_progress_ep(struct tcp_ep *ep);
+
+/* tcp_pep.c: passive endpoints */
+int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		   struct fid_pep **pep, void *context);
+void tcp_pep_connreq(struct tcp_pep *pep, struct tcp_conn *conn);
+/* fi_endpoint with an FI_CONNREQ's handle: the endpoint takes the
+ * connection from its passive endpoint. */
+int tcp_pep_claim(fid_t handle, struct tcp_ep *ep);
+/* FI_OPT_CM_DATA_SIZE, for passive and active endpoints. */
+int tcp_cm_getopt(int level, int optname, void *optval, size_t *optlen);
+
+#endif /* WEFT_TCP_H */

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tcp connections: non-blocking sockets, the ordered queue of what is to
+ * be written, and the receive state machine that cuts the byte stream
+ * into frames (tcp_proto.c checks every header) and places payloads.
+ *
+ * Receiving.  A connection reads into its staging buffer, many frames per
+ * recv when they are small.  A frame header is parsed there; a small
+ * payload is handled in place (TCP_RX_STAGE); a large one is read straight
+ * into its destination (TCP_RX_PAYLOAD: a posted receive's buffer, a
+ * registered region, a request's result buffer), after the bytes the
+ * staging buffer already holds.  When the engine cannot take a message
+ * now, the connection stops reading (rx_held) and offers it again at the
+ * next progress: nothing is dropped, and later frames wait behind it.
+ */
+#include "tcp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "weft/util_iov.h"
+
+/* Frames handled per connection per progress call, so one busy peer
+ * cannot starve the others. */
+#define TCP_FRAMES_PER_READ 64
+
+void tcp_sock_opts(int fd)
+{
+	int one = 1;
+
+	if (tcp_params.nodelay)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int tcp_errno_fi(int err)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return FI_ECONNREFUSED;
+	case ETIMEDOUT:
+		return FI_ETIMEDOUT;
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return FI_EHOSTUNREACH;
+	case EPIPE:
+	case ECONNRESET:
+		return FI_ECONNRESET;
+	default:
+		return err > 0 && err < 256 ? err : FI_EIO;
+	}
+}
+
+struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state)
+{
+	struct tcp_conn *conn = calloc(1, sizeof(*conn));
+	struct epoll_event ev = { 0 };
+
+	if (!conn)
+		return NULL;
+	conn->rbuf_size = tcp_params.staging;
+	conn->rbuf = malloc(conn->rbuf_size);
+	if (!conn->rbuf) {
+		free(conn);
+		return NULL;
+	}
+	conn->fd = fd;
+	conn->epfd = epfd;
+	conn->state = state;
+	conn->rx_state = TCP_RX_HDR;
+	conn->handle.fclass = FI_CLASS_CONNREQ;
+	dlist_init(&conn->outq);
+	dlist_init(&conn->entry);
+	conn->want_out = state == TCP_CONN_CONNECTING;
+	ev.events = EPOLLIN | (conn->want_out ? EPOLLOUT : 0);
+	ev.data.ptr = conn;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		free(conn->rbuf);
+		free(conn);
+		return NULL;
+	}
+	conn->deadline_ms = tcp_now_ms() + (uint64_t)tcp_params.conn_timeout_ms;
+	return conn;
+}
+
+/* Move a connection to another epoll set (a passive endpoint's to an
+ * endpoint's). */
+int tcp_conn_move(struct tcp_conn *conn, int epfd)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN | (conn->want_out ? EPOLLOUT : 0),
+		.data.ptr = conn,
+	};
+
+	if (conn->fd < 0)
+		return -FI_ENOTCONN;
+	epoll_ctl(conn->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, conn->fd, &ev))
+		return -errno;
+	conn->epfd = epfd;
+	return 0;
+}
+
+int tcp_conn_watch(struct tcp_conn *conn, bool want_out)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN | (want_out ? EPOLLOUT : 0),
+		.data.ptr = conn,
+	};
+
+	if (conn->want_out == want_out || conn->fd < 0)
+		return 0;
+	conn->want_out = want_out;
+	return epoll_ctl(conn->epfd, EPOLL_CTL_MOD, conn->fd, &ev) ? -errno : 0;
+}
+
+struct tcp_out *tcp_out_new(size_t copy_len)
+{
+	struct tcp_out *out = malloc(sizeof(*out) + copy_len);
+
+	if (!out)
+		return NULL;
+	out->total = out->sent = 0;
+	out->iov_count = 0;
+	out->tx = NULL;
+	out->copy = copy_len ? (char *)(out + 1) : NULL;
+	return out;
+}
+
+void tcp_conn_queue(struct tcp_conn *conn, struct tcp_out *out)
+{
+	size_t i;
+
+	out->total = 0;
+	for (i = 0; i < out->iov_count; i++)
+		out->total += out->iov[i].iov_len;
+	dlist_insert_tail(&out->entry, &conn->outq);
+}
+
+static void out_done(struct tcp_conn *conn, struct tcp_out *out, int err)
+{
+	dlist_remove(&out->entry);
+	if (out->tx && conn->ep)
+		util_rdm_tx_done(&conn->ep->rdm, out->tx, err);
+	free(out);
+}
+
+int tcp_conn_flush(struct tcp_conn *conn)
+{
+	struct iovec iov[UTIL_RDM_IOV_MAX * 2 + 2];
+	struct msghdr mh = { .msg_iov = iov };
+	struct tcp_out *out;
+	ssize_t n;
+
+	if (conn->state == TCP_CONN_CLOSED || conn->state == TCP_CONN_CONNECTING)
+		return 0;
+	while (!dlist_empty(&conn->outq)) {
+		out = container_of(conn->outq.next, struct tcp_out, entry);
+		mh.msg_iovlen = util_iov_slice(out->iov, out->iov_count,
+					       out->sent,
+					       out->total - out->sent, iov);
+		n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				tcp_conn_watch(conn, true);
+				return 0;
+			}
+			if (errno == EINTR)
+				continue;
+			tcp_conn_close(conn, tcp_errno_fi(errno));
+			return -FI_ECONNRESET;
+		}
+		out->sent += (size_t)n;
+		if (out->sent < out->total) {
+			tcp_conn_watch(conn, true);
+			return 0;
+		}
+		out_done(conn, out, 0);
+	}
+	tcp_conn_watch(conn, false);
+	tcp_conn_drained(conn);
+	return 0;
+}
+
+/*
+ * Write hdr then iov now, as much as the socket takes.  Returns 0 when all
+ * of it went, or was partly written and the rest copied into the queue
+ * (the caller's buffers are free either way), -FI_EAGAIN when nothing
+ * could be written, or an error (the connection closed).
+ */
+int tcp_conn_write_copy(struct tcp_conn *conn, const void *hdr,
+			size_t hdr_len, const struct iovec *iov, size_t count,
+			size_t len)
+{
+	struct iovec v[UTIL_RDM_IOV_MAX * 2 + 1];
+	struct msghdr mh = { .msg_iov = v, .msg_iovlen = count + 1 };
+	size_t total = hdr_len + len, left;
+	struct tcp_out *out;
+	ssize_t n;
+
+	v[0].iov_base = (void *)hdr;
+	v[0].iov_len = hdr_len;
+	memcpy(v + 1, iov, count * sizeof(*iov));
+	do {
+		n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (weft_likely((size_t)n == total))
+		return 0;
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			tcp_conn_watch(conn, true);
+			return -FI_EAGAIN;
+		}
+		n = -tcp_errno_fi(errno);
+		tcp_conn_close(conn, (int)-n);
+		return (int)n;
+	}
+	/* Partly written: the rest waits in a copy of its own. */
+	left = total - (size_t)n;
+	out = tcp_out_new(left);
+	if (!out) {
+		tcp_conn_close(conn, FI_ENOMEM);
+		return -FI_ENOMEM;
+	}
+	util_iov_copy_from(out->copy, v, count + 1, (size_t)n, left);
+	out->iov[0].iov_base = out->copy;
+	out->iov[0].iov_len = left;
+	out->iov_count = 1;
+	tcp_conn_queue(conn, out);
+	tcp_conn_watch(conn, true);
+	return 0;
+}
+
+void tcp_conn_close(struct tcp_conn *conn, int err)
+{
+	struct tcp_out *out;
+
+	if (conn->state == TCP_CONN_CLOSED)
+		return;
+	conn->prev_state = conn->state;
+	conn->state = TCP_CONN_CLOSED;
+	conn->error = err;
+	if (conn->fd >= 0) {
+		epoll_ctl(conn->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
+		close(conn->fd);
+		conn->fd = -1;
+	}
+	while (!dlist_empty(&conn->outq)) {
+		out = container_of(conn->outq.next, struct tcp_out, entry);
+		out_done(conn, out, err ? err : FI_ECONNRESET);
+	}
+	tcp_rx_abort(conn, err ? err : FI_ECONNRESET);
+	tcp_conn_lost(conn);
+}
+
+void tcp_conn_free(struct tcp_conn *conn)
+{
+	tcp_conn_close(conn, FI_ECANCELED);
+	free(conn->rbuf);
+	free(conn);
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static inline size_t staged(const struct tcp_conn *conn)
+{
+	return conn->rend - conn->rstart;
+}
+
+/* Make room for want bytes from rstart on: move the staged bytes to the
+ * front when they do not fit behind it. */
+static void stage_room(struct tcp_conn *conn, size_t want)
+{
+	if (conn->rstart && conn->rbuf_size - conn->rstart < want) {
+		memmove(conn->rbuf, conn->rbuf + conn->rstart, staged(conn));
+		conn->rend -= conn->rstart;
+		conn->rstart = 0;
+	}
+	if (conn->rstart == conn->rend)
+		conn->rstart = conn->rend = 0;
+}
+
+/*
+ * recv into the staging buffer.  Returns bytes read (> 0), 0 when nothing
+ * is there, or -1 when the connection closed (it has been closed here).
+ * *full: the read filled what was offered (more may be waiting).
+ */
+static ssize_t stage_fill(struct tcp_conn *conn, bool *full)
+{
+	size_t room = conn->rbuf_size - conn->rend;
+	ssize_t n;
+
+	do {
+		n = recv(conn->fd, conn->rbuf + conn->rend, room, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		conn->rend += (size_t)n;
+		*full = (size_t)n == room;
+		return n;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	tcp_conn_close(conn, n ? tcp_errno_fi(errno) : 0);
+	return -1;
+}
+
+static uint32_t allowed_ops(const struct tcp_conn *conn)
+{
+	switch (conn->state) {
+	case TCP_CONN_OPEN:
+		return TCP_OPS_DATA;
+	case TCP_CONN_ACCEPTED:
+		return TCP_OPBIT(TCP_OP_HELLO);
+	case TCP_CONN_HELLO:
+		return TCP_OPBIT(TCP_OP_HELLO_ACK);
+	default:
+		return 0;
+	}
+}
+
+/* Copy staged bytes into the payload's destination (or drop them). */
+static void payload_from_stage(struct tcp_conn *conn)
+{
+	size_t take = WEFT_MIN(staged(conn), conn->rx_left);
+
+	if (!take)
+		return;
+	if (conn->rx_drop < conn->rx_left) {
+		size_t use = WEFT_MIN(take, conn->rx_left - conn->rx_drop);
+
+		util_iov_copy_to(conn->rx_iov, conn->rx_iov_count, 0,
+				 conn->rbuf + conn->rstart, use);
+		util_iov_advance(conn->rx_iov, &conn->rx_iov_count, use);
+	}
+	conn->rstart += take;
+	conn->rx_left -= take;
+	if (conn->rx_drop > conn->rx_left)
+		conn->rx_drop = conn->rx_left;
+}
+
+/* Read payload bytes straight into the destination; -1: closed. */
+static ssize_t payload_read(struct tcp_conn *conn)
+{
+	size_t want = conn->rx_left - conn->rx_drop;
+	ssize_t n;
+
+	if (!want) {
+		/* Only dropped bytes are left: read them through staging. */
+		bool full;
+
+		stage_room(conn, conn->rbuf_size);
+		n = stage_fill(conn, &full);
+		if (n > 0)
+			payload_from_stage(conn);
+		return n;
+	}
+	do {
+		n = readv(conn->fd, conn->rx_iov,
+			  (int)WEFT_MIN(conn->rx_iov_count, (size_t)IOV_MAX));
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		size_t got = WEFT_MIN((size_t)n, want);
+
+		util_iov_advance(conn->rx_iov, &conn->rx_iov_count, got);
+		conn->rx_left -= got;
+		return n;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	tcp_conn_close(conn, n ? tcp_errno_fi(errno) : 0);
+	return -1;
+}
+
+/*
+ * Prepare to receive `len` payload bytes into iov (count entries), keeping
+ * only the first `keep` of them (the rest is dropped: truncation, or
+ * nowhere to put them).  done runs when they are all read.
+ */
+void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
+		 size_t keep, size_t len, void (*done)(struct tcp_conn *))
+{
+	size_t n = 0;
+
+	if (keep)
+		n = util_iov_slice(iov, count, 0, keep, conn->rx_iov);
+	conn->rx_iov_count = n;
+	conn->rx_left = len;
+	conn->rx_drop = len - keep;
+	conn->rx_done = done;
+	conn->rx_state = TCP_RX_PAYLOAD;
+}
+
+int tcp_conn_read(struct tcp_conn *conn)
+{
+	struct tcp_proto_limits lim = { .max_payload = tcp_params.max_msg };
+	int events = 0, frames = 0;
+	bool more = true, full = false;
+	const char *why;
+	ssize_t n;
+	int ret;
+
+	while (conn->state != TCP_CONN_CLOSED && frames < TCP_FRAMES_PER_READ) {
+		switch (conn->rx_state) {
+		case TCP_RX_HDR:
+			if (staged(conn)) {
+				lim.allowed_ops = allowed_ops(conn);
+				n = tcp_frame_parse(conn->rbuf + conn->rstart,
+						    staged(conn), &lim,
+						    &conn->frame, &why);
+				if (n < 0) {
+					tcp_proto_error(conn, why);
+					return -1;
+				}
+				if (n > 0) {
+					conn->rstart += (size_t)n;
+					frames++;
+					events++;
+					ret = tcp_frame_start(conn);
+					if (ret < 0)
+						return -1;
+					continue;
+				}
+			}
+			break;
+		case TCP_RX_STAGE:
+			if (staged(conn) >= conn->stage_need) {
+				/* The handler consumes what it used and sets
+				 * the next state. */
+				ret = tcp_frame_staged(conn);
+				if (ret == -FI_EAGAIN) {
+					conn->rx_held = true;
+					return events;
+				}
+				conn->rx_held = false;
+				if (ret < 0)
+					return -1;
+				continue;
+			}
+			stage_room(conn, conn->stage_need);
+			break;
+		case TCP_RX_PAYLOAD:
+			payload_from_stage(conn);
+			if (!conn->rx_left) {
+				conn->rx_state = TCP_RX_HDR;
+				conn->rx_done(conn);
+				continue;
+			}
+			if (!more)
+				return events;
+			n = payload_read(conn);
+			if (n < 0)
+				return -1;
+			if (n == 0)
+				return events;
+			continue;
+		}
+		/* The frame needs bytes not read yet. */
+		if (!more)
+			return events;
+		stage_room(conn, TCP_HDR_MAX);
+		n = stage_fill(conn, &full);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return events;
+		/* A short read emptied the socket: parse what came, then
+		 * stop rather than pay a recv that finds nothing. */
+		more = full;
+	}
+	return events;
+}

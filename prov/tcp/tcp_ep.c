@@ -1,0 +1,1562 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tcp endpoints: the engine's transport over connections (tcp_conn.c).
+ *
+ *  RDM  listens from fi_endpoint on; a peer's connection is made on the
+ *       first transmit to it (the engine queues transmits meanwhile) and
+ *       announces our listening address in HELLO, so the acceptor names
+ *       us by the address in its AV.  A connection serves both ways: the
+ *       side that accepted it sends on it too, so a pair of endpoints
+ *       normally shares one socket.  Two endpoints that connect to each
+ *       other at once keep both sockets, each sending on its own: nothing
+ *       is lost or reordered.  A process may talk to itself (it connects
+ *       to its own listening socket).
+ *  MSG  one connection, made by fi_connect / fi_accept (fi_cm(3)); the
+ *       engine's fixed peer.
+ */
+#include "tcp.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/stubs.h"
+#include "weft/util_atomic.h"
+#include "weft/util_iov.h"
+
+uint64_t tcp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline struct tcp_peer *tcp_peer_of(struct util_peer *peer)
+{
+	return container_of(peer, struct tcp_peer, peer);
+}
+
+static inline struct tcp_domain *ep_domain(struct tcp_ep *ep)
+{
+	return container_of(ep->rdm.domain, struct tcp_domain, util);
+}
+
+/* ---- control frames ----------------------------------------------------- */
+
+/*
+ * Send a frame whose header and payload are copied (control frames:
+ * HELLO, ACK, RESP with results): written now if nothing waits before
+ * it, else queued behind.
+ */
+static int conn_send_copy(struct tcp_conn *conn, const void *hdr,
+			  size_t hdr_len, const struct iovec *iov,
+			  size_t count)
+{
+	size_t len = util_iov_len(iov, count);
+	struct tcp_out *out;
+	int ret;
+
+	if (conn->fd < 0)
+		return -FI_ENOTCONN;
+	if (dlist_empty(&conn->outq) && conn->state != TCP_CONN_CONNECTING) {
+		ret = tcp_conn_write_copy(conn, hdr, hdr_len, iov, count, len);
+		if (ret != -FI_EAGAIN)
+			return ret;
+	}
+	out = tcp_out_new(hdr_len + len);
+	if (!out)
+		return -FI_ENOMEM;
+	memcpy(out->copy, hdr, hdr_len);
+	util_iov_copy_from((char *)out->copy + hdr_len, iov, count, 0, len);
+	out->iov[0].iov_base = out->copy;
+	out->iov[0].iov_len = hdr_len + len;
+	out->iov_count = 1;
+	tcp_conn_queue(conn, out);
+	tcp_conn_watch(conn, true);
+	return 0;
+}
+
+int tcp_send_hello(struct tcp_conn *conn, const void *addr, size_t alen,
+		   const void *cm, size_t cm_len)
+{
+	uint8_t hdr[TCP_HDR_MAX];
+	struct iovec iov[2] = { { (void *)addr, alen }, { (void *)cm, cm_len } };
+	size_t hl = tcp_put_hello(hdr, conn->ep && conn->ep->type == FI_EP_RDM ?
+					       TCP_EPK_RDM :
+					       TCP_EPK_MSG,
+				  (uint16_t)alen, (uint16_t)cm_len);
+
+	return conn_send_copy(conn, hdr, hl, iov, 2);
+}
+
+int tcp_send_hello_ack(struct tcp_conn *conn, uint32_t status, const void *cm,
+		       size_t cm_len)
+{
+	uint8_t hdr[TCP_HDR_MAX];
+	struct iovec iov = { (void *)cm, cm_len };
+	size_t hl = tcp_put_hello_ack(hdr, status, (uint16_t)cm_len);
+
+	return conn_send_copy(conn, hdr, hl, &iov, 1);
+}
+
+static int send_resp(struct tcp_conn *conn, uint8_t op, uint64_t tx_id,
+		     uint32_t status, const void *data, size_t len)
+{
+	uint8_t hdr[TCP_HDR_MAX];
+	struct iovec iov = { (void *)data, len };
+	size_t hl = tcp_put_resp(hdr, op, tx_id, status, len);
+
+	return conn_send_copy(conn, hdr, hl, &iov, 1);
+}
+
+void tcp_proto_error(struct tcp_conn *conn, const char *why)
+{
+	FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
+		"malformed frame from a peer (%s): connection closed\n",
+		why ? why : "?");
+	tcp_conn_close(conn, FI_EPROTO);
+}
+
+/* ---- connection events -------------------------------------------------- */
+
+static void ep_conn_link(struct tcp_ep *ep, struct tcp_conn *conn)
+{
+	conn->ep = ep;
+	dlist_insert_tail(&conn->entry, &ep->conns);
+}
+
+/* The peer a connection serves, as the engine knows it. */
+static inline struct tcp_peer *conn_tpeer(struct tcp_conn *conn)
+{
+	return conn->peer;
+}
+
+void tcp_conn_drained(struct tcp_conn *conn)
+{
+	struct tcp_peer *tp = conn->peer;
+
+	if (conn->ep && tp && tp->conn == conn && conn->state == TCP_CONN_OPEN)
+		util_rdm_peer_ready(&conn->ep->rdm, &tp->peer);
+}
+
+static void eq_write_cm(struct tcp_ep *ep, uint32_t event, const void *cm,
+			size_t cm_len)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[TCP_CM_DATA_MAX];
+	} ev = { .e.fid = &ep->rdm.ep_fid.fid };
+
+	if (!ep->eq)
+		return;
+	if (cm_len)
+		memcpy(ev.data, cm, cm_len);
+	util_eq_write(ep->eq, event, &ev, sizeof(ev.e) + cm_len, 0);
+}
+
+static void eq_write_err(struct tcp_ep *ep, int err, const void *cm,
+			 size_t cm_len)
+{
+	struct fi_eq_err_entry e = {
+		.fid = &ep->rdm.ep_fid.fid,
+		.err = err,
+		.prov_errno = -err,
+		.err_data = cm_len ? (void *)cm : NULL,
+		.err_data_size = cm_len,
+	};
+
+	if (ep->eq)
+		util_eq_write_err(ep->eq, &e);
+}
+
+void tcp_conn_lost(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+	struct tcp_peer *tp = conn->peer;
+	int err = conn->error ? conn->error : FI_ECONNRESET;
+
+	if (!ep) /* a passive endpoint's, not claimed yet */
+		return;
+	if (conn == ep->hot)
+		ep->hot = NULL;
+	if (conn->prev_state == TCP_CONN_OPEN)
+		ep->nopen--;
+	if (tp && tp->conn == conn) {
+		tp->conn = NULL;
+		tp->peer.state = conn->error ? UTIL_PEER_FAILED : UTIL_PEER_IDLE;
+		if (!ep->closing)
+			FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
+				"connection to a peer lost: %s\n",
+				fi_strerror(err));
+		util_rdm_fail_peer(&ep->rdm, &tp->peer, err);
+	}
+	if (ep->type != FI_EP_MSG || ep->closing || conn != ep->conn)
+		return;
+	switch (conn->prev_state) {
+	case TCP_CONN_OPEN:
+		if (!ep->shutdown_sent)
+			eq_write_cm(ep, FI_SHUTDOWN, NULL, 0);
+		break;
+	case TCP_CONN_CONNECTING:
+	case TCP_CONN_HELLO:
+		if (!conn->rejected)
+			eq_write_err(ep, err == FI_ECONNRESET ? FI_ECONNREFUSED :
+								 err,
+				     NULL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The outgoing connection is up (or failed): say hello. */
+static void conn_connected(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		tcp_conn_close(conn, tcp_errno_fi(err ? err : errno));
+		return;
+	}
+	conn->state = TCP_CONN_HELLO;
+	tcp_conn_watch(conn, false);
+	conn->deadline_ms = tcp_now_ms() + (uint64_t)tcp_params.conn_timeout_ms;
+	if (ep->type == FI_EP_RDM)
+		tcp_send_hello(conn, &ep->addr, ep->addrlen, NULL, 0);
+	else
+		tcp_send_hello(conn, NULL, 0, conn->cm_data, conn->cm_len);
+}
+
+static void conn_opened(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+
+	conn->state = TCP_CONN_OPEN;
+	ep->nopen++;
+	ep->hot = ep->nopen == 1 ? conn : NULL;
+}
+
+/* HELLO on a connection we accepted (RDM endpoint or passive endpoint). */
+int tcp_conn_hello_in(struct tcp_conn *conn, const void *addr, size_t alen,
+		      const void *cm, size_t cm_len)
+{
+	struct tcp_ep *ep = conn->ep;
+	struct sockaddr_storage sa = { 0 };
+	struct util_peer *peer;
+	struct tcp_peer *tp;
+	int ret;
+
+	if (conn->pep) {
+		if (conn->frame.hello.ep_kind != TCP_EPK_MSG)
+			goto refuse;
+		memcpy(conn->cm_data, cm, cm_len);
+		conn->cm_len = cm_len;
+		conn->state = TCP_CONN_CMWAIT;
+		tcp_pep_connreq(conn->pep, conn);
+		return 0;
+	}
+	if (conn->frame.hello.ep_kind != TCP_EPK_RDM || alen < sizeof(sa_family_t) ||
+	    alen > sizeof(sa))
+		goto refuse;
+	memcpy(&sa, addr, alen);
+	if (alen < tcp_sockaddr_len(&sa) ||
+	    (sa.ss_family != AF_INET && sa.ss_family != AF_INET6))
+		goto refuse;
+	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
+	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
+		goto refuse; /* not an address of our AV's format */
+	ret = util_peer_add(&ep->rdm.peers, &sa, &peer);
+	if (ret) {
+		tcp_send_hello_ack(conn, FI_ENOMEM, NULL, 0);
+		tcp_conn_close(conn, -ret);
+		return -1;
+	}
+	tp = tcp_peer_of(peer);
+	conn->peer = tp;
+	if (tcp_send_hello_ack(conn, 0, NULL, 0))
+		return -1;
+	conn_opened(conn);
+	if (!tp->conn) {
+		/* It connected first: we answer on its connection. */
+		tp->conn = conn;
+		tp->peer.state = UTIL_PEER_CONNECTED;
+		util_rdm_peer_ready(&ep->rdm, &tp->peer);
+	}
+	return 0;
+
+refuse:
+	tcp_send_hello_ack(conn, FI_EPROTO, NULL, 0);
+	tcp_proto_error(conn, "HELLO for another endpoint type or address");
+	return -1;
+}
+
+void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
+			   const void *cm, size_t cm_len)
+{
+	struct tcp_ep *ep = conn->ep;
+	struct tcp_peer *tp = conn->peer;
+
+	if (status) {
+		if (ep->type == FI_EP_MSG) {
+			conn->rejected = true;
+			eq_write_err(ep, status == FI_ECONNREFUSED ?
+						 FI_ECONNREFUSED :
+						 (int)status,
+				     cm, cm_len);
+		}
+		tcp_conn_close(conn, (int)status);
+		return;
+	}
+	conn_opened(conn);
+	if (ep->type == FI_EP_MSG) {
+		eq_write_cm(ep, FI_CONNECTED, cm, cm_len);
+		return;
+	}
+	if (tp && tp->conn == conn) {
+		tp->peer.state = UTIL_PEER_CONNECTED;
+		tcp_conn_flush(conn);
+		if (conn->state == TCP_CONN_OPEN)
+			util_rdm_peer_ready(&ep->rdm, &tp->peer);
+	}
+}
+
+/* Start a connection to an RDM peer. */
+static int peer_connect(struct tcp_ep *ep, struct tcp_peer *tp)
+{
+	const struct sockaddr *sa = tp->peer.addr;
+	struct tcp_conn *conn;
+	int fd, ret, err;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -tcp_errno_fi(errno);
+	tcp_sock_opts(fd);
+	ret = connect(fd, sa, (socklen_t)tcp_sockaddr_len(sa));
+	if (ret && errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		return -tcp_errno_fi(err);
+	}
+	conn = tcp_conn_new(ep->epfd, fd, TCP_CONN_CONNECTING);
+	if (!conn) {
+		close(fd);
+		return -FI_ENOMEM;
+	}
+	ep_conn_link(ep, conn);
+	conn->peer = tp;
+	conn->outgoing = true;
+	tp->conn = conn;
+	tp->peer.state = UTIL_PEER_CONNECTING;
+	return 0;
+}
+
+/*
+ * The connection a transmit to peer goes on, if it can take one now:
+ * 0 and *out, -FI_EAGAIN while it is being made (started here when there
+ * is none), or the error of starting it.
+ */
+static inline int peer_conn(struct tcp_ep *ep, struct util_peer *peer,
+			    struct tcp_conn **out)
+{
+	struct tcp_peer *tp = tcp_peer_of(peer);
+	struct tcp_conn *conn = tp->conn;
+	int ret;
+
+	if (weft_likely(conn && conn->state == TCP_CONN_OPEN)) {
+		if (weft_likely(dlist_empty(&conn->outq))) {
+			*out = conn;
+			return 0;
+		}
+		tcp_conn_flush(conn);
+		if (dlist_empty(&conn->outq) && conn->state == TCP_CONN_OPEN) {
+			*out = conn;
+			return 0;
+		}
+		return conn->state == TCP_CONN_OPEN ? -FI_EAGAIN :
+						      -FI_ECONNRESET;
+	}
+	if (conn)
+		return -FI_EAGAIN;
+	if (ep->type == FI_EP_MSG)
+		return -FI_EAGAIN; /* until fi_connect / fi_accept */
+	ret = peer_connect(ep, tp);
+	return ret ? ret : -FI_EAGAIN;
+}
+
+/* ---- the transport ------------------------------------------------------ */
+
+static uint16_t frame_flags(uint32_t rdm_flags)
+{
+	return (uint16_t)(((rdm_flags & UTIL_RDM_CQ_DATA) ? TCP_F_CQ_DATA : 0) |
+			  ((rdm_flags & UTIL_RDM_ACK_REQ) ? TCP_F_ACK_REQ : 0));
+}
+
+static int tcp_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
+			  const struct util_rdm_hdr *hdr,
+			  const struct iovec *iov, void **desc,
+			  size_t iov_count)
+{
+	struct tcp_ep *ep = tcp_ep_of(rdm);
+	uint8_t buf[TCP_MSG_HDR_LEN];
+	struct tcp_conn *conn;
+	int ret;
+
+	(void)desc;
+	ret = peer_conn(ep, peer, &conn);
+	if (weft_unlikely(ret))
+		return ret;
+	tcp_put_msg(buf, hdr->op == UTIL_RDM_TAGGED ? TCP_OP_TAGGED : TCP_OP_MSG,
+		    frame_flags(hdr->flags), hdr->tag, hdr->data, hdr->tx_id,
+		    hdr->len);
+	return tcp_conn_write_copy(conn, buf, sizeof(buf), iov, iov_count,
+				   hdr->len);
+}
+
+/* A large message streams from the user's buffer; done when written (or
+ * when the receiver acknowledges it, for FI_DELIVERY_COMPLETE). */
+static int tcp_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+{
+	struct tcp_ep *ep = tcp_ep_of(rdm);
+	struct tcp_conn *conn;
+	struct tcp_out *out;
+	uint32_t fl = tx->hdr.flags;
+	int ret;
+
+	ret = peer_conn(ep, tx->peer, &conn);
+	if (ret)
+		return ret;
+	out = tcp_out_new(0);
+	if (!out)
+		return -FI_ENOMEM;
+	if (tx->flags & FI_DELIVERY_COMPLETE)
+		fl |= UTIL_RDM_ACK_REQ;
+	out->iov[0].iov_base = out->hdr;
+	out->iov[0].iov_len = tcp_put_msg(out->hdr,
+					  tx->hdr.op == UTIL_RDM_TAGGED ?
+						  TCP_OP_TAGGED :
+						  TCP_OP_MSG,
+					  frame_flags(fl), tx->hdr.tag,
+					  tx->hdr.data, tx->hdr.tx_id,
+					  tx->hdr.len);
+	memcpy(out->iov + 1, tx->iov, tx->iov_count * sizeof(*tx->iov));
+	out->iov_count = tx->iov_count + 1;
+	out->tx = (fl & UTIL_RDM_ACK_REQ) ? NULL : tx;
+	tcp_conn_queue(conn, out);
+	tcp_conn_flush(conn);
+	return 0;
+}
+
+static int tcp_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+{
+	struct tcp_ep *ep = tcp_ep_of(rdm);
+	uint16_t fl = (tx->hdr.flags & UTIL_RDM_CQ_DATA) ? TCP_F_CQ_DATA : 0;
+	size_t elem, count, n, pay;
+	struct tcp_conn *conn;
+	struct tcp_out *out;
+	uint8_t kind;
+	int ret;
+
+	if (tx->kind >= UTIL_RDM_TX_ATOMIC && tx->rma_count != 1)
+		return -FI_EOPNOTSUPP;
+	ret = peer_conn(ep, tx->peer, &conn);
+	if (ret)
+		return ret;
+	switch (tx->kind) {
+	case UTIL_RDM_TX_WRITE:
+	case UTIL_RDM_TX_READ:
+		out = tcp_out_new(0);
+		if (!out)
+			return -FI_ENOMEM;
+		pay = tx->kind == UTIL_RDM_TX_WRITE ? tx->hdr.len : 0;
+		out->iov[0].iov_base = out->hdr;
+		out->iov[0].iov_len = tcp_put_rma(
+			out->hdr,
+			tx->kind == UTIL_RDM_TX_WRITE ? TCP_OP_WRITE :
+							TCP_OP_READ_REQ,
+			fl, tx->hdr.tx_id, tx->hdr.data, tx->rma_iov,
+			tx->rma_count, pay);
+		out->iov_count = 1;
+		if (pay) {
+			memcpy(out->iov + 1, tx->iov,
+			       tx->iov_count * sizeof(*tx->iov));
+			out->iov_count += tx->iov_count;
+		}
+		break;
+	default:
+		elem = util_atomic_dt_size(tx->datatype);
+		count = elem ? tx->hdr.len / elem : 0;
+		kind = tx->kind == UTIL_RDM_TX_ATOMIC	    ? TCP_ATOMIC_WRITE :
+		       tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ? TCP_ATOMIC_FETCH :
+							      TCP_ATOMIC_COMPARE;
+		pay = tx->hdr.len * (kind == TCP_ATOMIC_COMPARE ? 2 : 1);
+		/* FI_ATOMIC_READ has no operand: send zeros in its place. */
+		out = tcp_out_new(tx->iov_count ? 0 : tx->hdr.len);
+		if (!out)
+			return -FI_ENOMEM;
+		out->iov[0].iov_base = out->hdr;
+		out->iov[0].iov_len = tcp_put_atomic(
+			out->hdr, fl, tx->hdr.tx_id, tx->rma_iov[0].addr,
+			tx->rma_iov[0].key, kind, (uint8_t)tx->atomic_op,
+			(uint8_t)tx->datatype, (uint32_t)count, pay);
+		n = 1;
+		if (tx->iov_count) {
+			memcpy(out->iov + n, tx->iov,
+			       tx->iov_count * sizeof(*tx->iov));
+			n += tx->iov_count;
+		} else {
+			memset(out->copy, 0, tx->hdr.len);
+			out->iov[n].iov_base = out->copy;
+			out->iov[n++].iov_len = tx->hdr.len;
+		}
+		if (kind == TCP_ATOMIC_COMPARE) {
+			memcpy(out->iov + n, tx->cmp_iov,
+			       tx->cmp_count * sizeof(*tx->cmp_iov));
+			n += tx->cmp_count;
+		}
+		out->iov_count = n;
+		break;
+	}
+	tcp_conn_queue(conn, out);
+	tcp_conn_flush(conn);
+	return 0;
+}
+
+static inline struct tcp_stash *stash_of(const void *stash)
+{
+	struct tcp_stash *st;
+
+	memcpy(&st, stash, sizeof(st));
+	return st;
+}
+
+static void stash_free(struct tcp_stash *st)
+{
+	free(st->data);
+	free(st);
+}
+
+static int tcp_fetch(struct util_rdm_ep *rdm, const void *stash,
+		     const struct iovec *iov, void **desc, size_t iov_count,
+		     size_t len, void *cookie)
+{
+	struct tcp_stash *st = stash_of(stash);
+	int err;
+
+	(void)rdm;
+	(void)desc;
+	if (!st->conn) {
+		/* Read already (it was unexpected), or cut short. */
+		err = st->error;
+		if (!err)
+			util_iov_copy_to(iov, iov_count, 0, st->data, len);
+		stash_free(st);
+		return -err;
+	}
+	/* Still arriving: the rest goes straight to the receive buffer. */
+	st->fetched = true;
+	st->cookie = cookie;
+	st->want = len;
+	st->iov_count = util_iov_slice(iov, iov_count, 0, len, st->iov);
+	return -FI_EINPROGRESS;
+}
+
+static void tcp_discard(struct util_rdm_ep *rdm, const void *stash)
+{
+	struct tcp_stash *st = stash_of(stash);
+
+	(void)rdm;
+	if (!st->conn)
+		stash_free(st);
+	else
+		st->discarded = true;
+}
+
+static int tcp_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
+		   int err)
+{
+	struct tcp_conn *conn = reply;
+
+	(void)rdm;
+	if (conn->state != TCP_CONN_OPEN)
+		return -FI_ENOTCONN;
+	return send_resp(conn, TCP_OP_ACK, tx_id, (uint32_t)err, NULL, 0);
+}
+
+static int tcp_wait_fd(struct util_rdm_ep *rdm)
+{
+	return tcp_ep_of(rdm)->epfd;
+}
+
+/* ---- arrivals ----------------------------------------------------------- */
+
+static void msg_fill(struct tcp_conn *conn, struct util_rdm_msg *msg)
+{
+	struct tcp_ep *ep = conn->ep;
+	const struct tcp_frame *f = &conn->frame;
+	struct tcp_peer *tp = conn_tpeer(conn);
+
+	memset(msg, 0, sizeof(*msg));
+	msg->op = f->op == TCP_OP_TAGGED ? UTIL_RDM_TAGGED : UTIL_RDM_MSG;
+	msg->flags = ((f->flags & TCP_F_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0) |
+		     ((f->flags & TCP_F_ACK_REQ) ? UTIL_RDM_ACK_REQ : 0);
+	msg->tag = f->msg.tag;
+	msg->data = f->msg.data;
+	msg->len = f->payload_len;
+	msg->tx_id = f->msg.tx_id;
+	msg->reply = conn;
+	msg->src = FI_ADDR_NOTAVAIL;
+	if (ep->type == FI_EP_RDM && tp &&
+	    (ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
+		msg->src = util_peer_src(&ep->rdm.peers, &tp->peer);
+		msg->src_raw = tp->peer.addr;
+		msg->src_raw_len = tcp_sockaddr_len(tp->peer.addr);
+	}
+}
+
+/* A large message's payload is all read. */
+static void large_done(struct tcp_conn *conn)
+{
+	struct tcp_stash *st = conn->rx_stash;
+	struct tcp_ep *ep = conn->ep;
+
+	conn->rx_stash = NULL;
+	st->conn = NULL;
+	if (st->discarded) {
+		stash_free(st);
+	} else if (st->fetched) {
+		if (st->data)
+			util_iov_copy_to(st->iov, st->iov_count, 0, st->data,
+					 st->want);
+		if (st->flags & TCP_F_ACK_REQ)
+			tcp_ack(&ep->rdm, conn, st->tx_id, 0);
+		util_rdm_fetch_done(&ep->rdm, st->cookie, 0);
+		stash_free(st);
+	}
+	/* else: unexpected, kept until a receive takes it */
+}
+
+void tcp_rx_abort(struct tcp_conn *conn, int err)
+{
+	struct tcp_stash *st = conn->rx_stash;
+
+	if (!st)
+		return;
+	conn->rx_stash = NULL;
+	st->conn = NULL;
+	st->error = err;
+	if (st->discarded) {
+		stash_free(st);
+	} else if (st->fetched) {
+		util_rdm_fetch_done(&conn->ep->rdm, st->cookie, err);
+		stash_free(st);
+	}
+}
+
+static int msg_large(struct tcp_conn *conn)
+{
+	struct util_rdm_msg msg;
+	struct tcp_stash *st;
+	struct iovec v;
+	int ret;
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -FI_EAGAIN;
+	st->conn = conn;
+	st->len = conn->frame.payload_len;
+	st->tx_id = conn->frame.msg.tx_id;
+	st->flags = conn->frame.flags;
+	msg_fill(conn, &msg);
+	msg.stash = &st;
+	msg.stash_len = sizeof(st);
+	conn->rx_stash = st;
+	ret = util_rdm_msg_arrived(&conn->ep->rdm, &msg);
+	if (ret == -FI_EAGAIN) {
+		conn->rx_stash = NULL;
+		free(st);
+		return ret;
+	}
+	if (st->fetched) {
+		tcp_rx_into(conn, st->iov, st->iov_count, st->want, st->len,
+			    large_done);
+	} else if (st->discarded || ret) {
+		st->discarded = true;
+		tcp_rx_into(conn, NULL, 0, 0, st->len, large_done);
+	} else {
+		/* Unexpected: read it out of the socket now, so the sender's
+		 * later messages are not held up behind it. */
+		st->data = malloc(st->len);
+		if (!st->data) {
+			st->discarded = true;
+			tcp_rx_into(conn, NULL, 0, 0, st->len, large_done);
+			return 0;
+		}
+		v.iov_base = st->data;
+		v.iov_len = st->len;
+		tcp_rx_into(conn, &v, 1, st->len, st->len, large_done);
+	}
+	return 0;
+}
+
+/* RESP to a READ or fetching atomic: its payload is in place. */
+static void resp_done(struct tcp_conn *conn)
+{
+	struct util_rdm_tx *tx = conn->rx_tx;
+
+	conn->rx_tx = NULL;
+	if (tx)
+		util_rdm_tx_done(&conn->ep->rdm, tx, (int)conn->rx_status);
+}
+
+static void drop_done(struct tcp_conn *conn)
+{
+	(void)conn;
+}
+
+/* The request an answer names, if it is ours, live, and went to this
+ * peer: a late, duplicated or forged answer finds nothing. */
+static struct util_rdm_tx *answered_tx(struct tcp_conn *conn, uint64_t id)
+{
+	struct util_rdm_tx *tx = util_rdm_tx_of(&conn->ep->rdm, id);
+	struct tcp_peer *tp = conn_tpeer(conn);
+
+	if (!tx || !tp || tx->peer != &tp->peer) {
+		FI_INFO(&tcp_prov, FI_LOG_EP_DATA,
+			"an answer for no request of ours (id %#llx): "
+			"ignored\n",
+			(unsigned long long)id);
+		return NULL;
+	}
+	return tx;
+}
+
+static struct util_mr_map *ep_mr_map(struct tcp_ep *ep)
+{
+	return &ep_domain(ep)->mr_map;
+}
+
+/* WRITE: the data is in the target's memory (or was dropped). */
+static void write_done(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+	const struct tcp_frame *f = &conn->frame;
+
+	if (!conn->rx_status)
+		util_rdm_remote_event(&ep->rdm,
+				      FI_REMOTE_WRITE |
+					      ((f->flags & TCP_F_CQ_DATA) ?
+						       FI_REMOTE_CQ_DATA :
+						       0),
+				      f->rma.len, f->rma.data);
+	send_resp(conn, TCP_OP_RESP, f->rma.tx_id, conn->rx_status, NULL, 0);
+}
+
+static int rma_target(struct tcp_conn *conn, uint64_t access,
+		      struct iovec *local, size_t *n)
+{
+	const struct tcp_frame *f = &conn->frame;
+
+	if (conn->ep->type == FI_EP_RDM && !(conn->ep->rdm.caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	return util_rdm_target_iov(ep_mr_map(conn->ep), f->rma.iov,
+				   f->rma.iov_count, access, local,
+				   UTIL_RDM_IOV_MAX * 2, n);
+}
+
+static int read_req_in(struct tcp_conn *conn)
+{
+	const struct tcp_frame *f = &conn->frame;
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	struct tcp_out *out;
+	size_t n = 0;
+	int ret;
+
+	ret = rma_target(conn, FI_REMOTE_READ, local, &n);
+	if (ret)
+		return send_resp(conn, TCP_OP_RESP, f->rma.tx_id, (uint32_t)-ret,
+				 NULL, 0);
+	/* The data goes out of the registered memory, no copy. */
+	out = tcp_out_new(0);
+	if (!out)
+		return -FI_ENOMEM;
+	out->iov[0].iov_base = out->hdr;
+	out->iov[0].iov_len =
+		tcp_put_resp(out->hdr, TCP_OP_RESP, f->rma.tx_id, 0, f->rma.len);
+	memcpy(out->iov + 1, local, n * sizeof(*local));
+	out->iov_count = n + 1;
+	tcp_conn_queue(conn, out);
+	tcp_conn_flush(conn);
+	if (conn->state == TCP_CONN_OPEN)
+		util_rdm_remote_event(&conn->ep->rdm, FI_REMOTE_READ, f->rma.len,
+				      0);
+	return 0;
+}
+
+static int atomic_in(struct tcp_conn *conn, const uint8_t *payload)
+{
+	const struct tcp_frame *f = &conn->frame;
+	size_t len = (size_t)f->atomic.count * f->atomic.dt_size;
+	struct fi_rma_iov r = { f->atomic.addr, len, f->atomic.key };
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	uint8_t *res = NULL;
+	uint64_t access = FI_REMOTE_WRITE;
+	size_t n = 0;
+	int ret;
+
+	if (f->atomic.kind != TCP_ATOMIC_WRITE) {
+		access |= FI_REMOTE_READ;
+		res = malloc(len);
+		if (!res)
+			return send_resp(conn, TCP_OP_RESP, f->atomic.tx_id,
+					 FI_ENOMEM, NULL, 0);
+	}
+	ret = util_rdm_target_iov(ep_mr_map(conn->ep), &r, 1, access, local,
+				  UTIL_RDM_IOV_MAX * 2, &n);
+	if (!ret)
+		ret = util_rdm_target_atomic(
+			f->atomic.op, f->atomic.datatype, local, n, payload,
+			f->atomic.kind == TCP_ATOMIC_COMPARE ? payload + len :
+							       NULL,
+			res);
+	if (!ret)
+		util_rdm_remote_event(&conn->ep->rdm,
+				      FI_REMOTE_WRITE |
+					      ((f->flags & TCP_F_CQ_DATA) ?
+						       FI_REMOTE_CQ_DATA :
+						       0),
+				      len, 0);
+	ret = send_resp(conn, TCP_OP_RESP, f->atomic.tx_id, (uint32_t)-ret,
+			res, ret || !res ? 0 : len);
+	free(res);
+	return ret;
+}
+
+static void resp_in(struct tcp_conn *conn)
+{
+	const struct tcp_frame *f = &conn->frame;
+	struct util_rdm_tx *tx = answered_tx(conn, f->resp.tx_id);
+	size_t want = 0;
+
+	conn->rx_tx = NULL;
+	conn->rx_status = f->resp.status;
+	if (!tx || tx->kind == UTIL_RDM_TX_SEND) {
+		tcp_rx_into(conn, NULL, 0, 0, f->payload_len, drop_done);
+		return;
+	}
+	if (!f->resp.status && (tx->kind == UTIL_RDM_TX_READ ||
+				tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
+				tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC))
+		want = tx->hdr.len;
+	if (f->payload_len != want && !f->resp.status) {
+		tcp_proto_error(conn, "answer of the wrong length");
+		return;
+	}
+	conn->rx_tx = tx;
+	if (tx->kind == UTIL_RDM_TX_READ)
+		tcp_rx_into(conn, tx->iov, tx->iov_count, want, f->payload_len,
+			    resp_done);
+	else
+		tcp_rx_into(conn, tx->res_iov, tx->res_count, want,
+			    f->payload_len, resp_done);
+}
+
+/*
+ * A frame header was parsed: set up for its payload.  Returns 0, or -1
+ * when the connection closed.
+ */
+int tcp_frame_start(struct tcp_conn *conn)
+{
+	const struct tcp_frame *f = &conn->frame;
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	struct util_rdm_tx *tx;
+	size_t n = 0;
+	int ret;
+
+	conn->stage_need = 0;
+	switch (f->op) {
+	case TCP_OP_HELLO:
+	case TCP_OP_HELLO_ACK:
+		conn->stage_need = f->payload_len;
+		break;
+	case TCP_OP_MSG:
+	case TCP_OP_TAGGED:
+		if (f->payload_len <= tcp_params.rx_stage)
+			conn->stage_need = f->payload_len;
+		break;
+	case TCP_OP_ATOMIC:
+		if (f->payload_len > tcp_params.rx_stage) {
+			tcp_proto_error(conn, "atomic operands too long");
+			return -1;
+		}
+		conn->stage_need = f->payload_len;
+		break;
+	case TCP_OP_ACK:
+		tx = answered_tx(conn, f->resp.tx_id);
+		if (tx && tx->kind == UTIL_RDM_TX_SEND)
+			util_rdm_tx_done(&conn->ep->rdm, tx, (int)f->resp.status);
+		return conn->state == TCP_CONN_CLOSED ? -1 : 0;
+	case TCP_OP_READ_REQ:
+		ret = read_req_in(conn);
+		return ret || conn->state == TCP_CONN_CLOSED ? -1 : 0;
+	case TCP_OP_WRITE:
+		ret = rma_target(conn, FI_REMOTE_WRITE, local, &n);
+		conn->rx_status = (uint32_t)-ret;
+		tcp_rx_into(conn, local, n, ret ? 0 : f->payload_len,
+			    f->payload_len, write_done);
+		return 0;
+	case TCP_OP_RESP:
+		resp_in(conn);
+		return conn->state == TCP_CONN_CLOSED ? -1 : 0;
+	default:
+		tcp_proto_error(conn, "unexpected frame");
+		return -1;
+	}
+	conn->rx_state = TCP_RX_STAGE;
+	return 0;
+}
+
+/*
+ * The frame's first stage_need payload bytes are staged at rbuf + rstart:
+ * handle it.  Returns 0 (done: the handler consumed what it took and set
+ * the next state), -FI_EAGAIN (the engine cannot take it now: offer it
+ * again later), or -1 (the connection closed).
+ */
+int tcp_frame_staged(struct tcp_conn *conn)
+{
+	const struct tcp_frame *f = &conn->frame;
+	const uint8_t *p = (const uint8_t *)conn->rbuf + conn->rstart;
+	struct util_rdm_msg msg;
+	int ret;
+
+	switch (f->op) {
+	case TCP_OP_HELLO:
+		conn->rstart += f->payload_len;
+		conn->rx_state = TCP_RX_HDR;
+		ret = tcp_conn_hello_in(conn, p, f->hello.addr_len,
+					p + f->hello.addr_len, f->hello.cm_len);
+		return ret ? -1 : 0;
+	case TCP_OP_HELLO_ACK:
+		conn->rstart += f->payload_len;
+		conn->rx_state = TCP_RX_HDR;
+		tcp_conn_hello_ack_in(conn, f->hello_ack.status, p,
+				      f->payload_len);
+		return conn->state == TCP_CONN_CLOSED ? -1 : 0;
+	case TCP_OP_ATOMIC:
+		ret = atomic_in(conn, p);
+		conn->rstart += f->payload_len;
+		conn->rx_state = TCP_RX_HDR;
+		return ret || conn->state == TCP_CONN_CLOSED ? -1 : 0;
+	default: /* MSG, TAGGED */
+		if (conn->stage_need < f->payload_len ||
+		    (f->payload_len == 0 && f->payload_len > tcp_params.rx_stage))
+			return msg_large(conn);
+		msg_fill(conn, &msg);
+		msg.payload = p;
+		ret = util_rdm_msg_arrived(&conn->ep->rdm, &msg);
+		if (ret == -FI_EAGAIN)
+			return ret;
+		conn->rstart += f->payload_len;
+		conn->rx_state = TCP_RX_HDR;
+		return conn->state == TCP_CONN_CLOSED ? -1 : 0;
+	}
+}
+
+/* ---- progress ----------------------------------------------------------- */
+
+static void ep_accept(struct tcp_ep *ep)
+{
+	struct tcp_conn *conn;
+	int fd;
+
+	for (;;) {
+		fd = accept4(ep->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR && errno != ECONNABORTED)
+				FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+					"accept: %s\n", strerror(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		tcp_sock_opts(fd);
+		conn = tcp_conn_new(ep->epfd, fd, TCP_CONN_ACCEPTED);
+		if (!conn) {
+			close(fd);
+			continue;
+		}
+		ep_conn_link(ep, conn);
+	}
+}
+
+static void conn_event(struct tcp_conn *conn, uint32_t events, int *n)
+{
+	int r;
+
+	if (conn->state == TCP_CONN_CLOSED)
+		return;
+	if (conn->state == TCP_CONN_CONNECTING) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_connected(conn);
+		return;
+	}
+	if (events & EPOLLOUT)
+		tcp_conn_flush(conn);
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		r = tcp_conn_read(conn);
+		if (r > 0)
+			*n += r;
+	}
+}
+
+/* Connections that stopped reading with frames left, or held by the
+ * engine, are read again; connection attempts past their time fail. */
+static void ep_sweep(struct tcp_ep *ep, int *n)
+{
+	uint64_t now = 0;
+	struct dlist_entry *e, *tmp;
+
+	dlist_foreach_safe(&ep->conns, e, tmp) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		if (conn->state == TCP_CONN_OPEN && conn->rstart != conn->rend)
+			conn_event(conn, EPOLLIN, n);
+		else if (conn->state != TCP_CONN_OPEN &&
+			 conn->state != TCP_CONN_CLOSED &&
+			 conn->state != TCP_CONN_CMWAIT) {
+			if (!now)
+				now = tcp_now_ms();
+			if (now > conn->deadline_ms)
+				tcp_conn_close(conn, FI_ETIMEDOUT);
+		}
+	}
+}
+
+int tcp_progress_ep(struct tcp_ep *ep)
+{
+	struct epoll_event ev[32];
+	int i, k, n = 0;
+
+	/* One connection and nothing else going on: read it directly, and
+	 * look at the others (accepts, timeouts) every 64th call. */
+	if (weft_likely(ep->hot && (++ep->calls & 63))) {
+		struct tcp_conn *conn = ep->hot;
+
+		if (conn->want_out)
+			tcp_conn_flush(conn);
+		if (conn->state == TCP_CONN_OPEN) {
+			k = tcp_conn_read(conn);
+			return k > 0 ? k : 0;
+		}
+	}
+	k = epoll_wait(ep->epfd, ev, 32, 0);
+	for (i = 0; i < k; i++) {
+		if (ev[i].data.ptr == &ep->lfd) {
+			ep_accept(ep);
+			n++;
+			continue;
+		}
+		conn_event(ev[i].data.ptr, ev[i].events, &n);
+	}
+	if (!(ep->calls & 63) || k == 32)
+		ep_sweep(ep, &n);
+	return n + k;
+}
+
+static int tcp_progress(struct util_rdm_ep *rdm)
+{
+	return tcp_progress_ep(tcp_ep_of(rdm));
+}
+
+static int tcp_peer_init(struct util_rdm_ep *rdm, struct util_peer *peer)
+{
+	(void)rdm;
+	tcp_peer_of(peer)->conn = NULL;
+	return 0;
+}
+
+static const struct util_rdm_transport tcp_transport = {
+	.send_eager = tcp_send_eager,
+	.send_rndv = tcp_send_rndv,
+	.fetch = tcp_fetch,
+	.discard = tcp_discard,
+	.ack = tcp_ack,
+	.rma = tcp_rma,
+	.progress = tcp_progress,
+	.wait_fd = tcp_wait_fd,
+	.peer_size = sizeof(struct tcp_peer),
+	.peer_init = tcp_peer_init,
+};
+
+/* ---- endpoint fid ops --------------------------------------------------- */
+
+static void ep_close_conns(struct tcp_ep *ep)
+{
+	struct dlist_entry *e, *tmp;
+
+	ep->closing = true;
+	dlist_foreach_safe(&ep->conns, e, tmp) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		/* Give what is queued a last chance to leave. */
+		if (conn->state == TCP_CONN_OPEN)
+			tcp_conn_flush(conn);
+		tcp_conn_close(conn, FI_ECANCELED);
+	}
+}
+
+static int tcp_ep_close(struct fid *fid)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct dlist_entry *e, *tmp;
+
+	if (ep->eq) {
+		util_eq_del_progress(ep->eq, &ep->cm_progress);
+		if (util_eq_wait(ep->eq))
+			util_wait_del_fd(util_eq_wait(ep->eq), ep->epfd);
+	}
+	weft_lock(&ep->rdm.lock);
+	ep_close_conns(ep);
+	weft_unlock(&ep->rdm.lock);
+	util_rdm_ep_fini(&ep->rdm);
+	dlist_foreach_safe(&ep->conns, e, tmp) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		dlist_remove(e);
+		tcp_conn_free(conn);
+	}
+	if (ep->lfd >= 0)
+		close(ep->lfd);
+	close(ep->epfd);
+	if (ep->eq)
+		util_eq_put(ep->eq);
+	free(ep);
+	return 0;
+}
+
+static void ep_cm_progress(struct util_progress *p)
+{
+	struct tcp_ep *ep = container_of(p, struct tcp_ep, cm_progress);
+
+	weft_lock(&ep->rdm.lock);
+	tcp_progress_ep(ep);
+	weft_unlock(&ep->rdm.lock);
+}
+
+static int tcp_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+
+	if (bfid && bfid->fclass == FI_CLASS_EQ) {
+		if (ep->eq)
+			return -FI_EALREADY;
+		ep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
+		util_eq_get(ep->eq);
+		ep->cm_progress.progress = ep_cm_progress;
+		ep->cm_progress.polled = true;
+		if (util_eq_wait(ep->eq) &&
+		    !util_wait_add_fd(util_eq_wait(ep->eq), ep->epfd, POLLIN,
+				      ep))
+			ep->cm_progress.polled = false;
+		util_eq_add_progress(ep->eq, &ep->cm_progress);
+		return 0;
+	}
+	return util_rdm_ep_bind(fid, bfid, flags);
+}
+
+static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	size_t need;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (ep->type == FI_EP_RDM) {
+		memcpy(&sa, &ep->addr, sizeof(sa));
+		len = ep->addrlen;
+	} else if (ep->conn && ep->conn->fd >= 0) {
+		if (getsockname(ep->conn->fd, (struct sockaddr *)&sa, &len))
+			return -errno;
+	} else if (ep->src_addrlen) {
+		memcpy(&sa, &ep->src_addr, sizeof(sa));
+		len = ep->src_addrlen;
+	} else {
+		return -FI_EADDRNOTAVAIL;
+	}
+	need = len;
+	if (!addr || *addrlen < need) {
+		*addrlen = need;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, &sa, need);
+	*addrlen = need;
+	return 0;
+}
+
+static int tcp_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
+{
+	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+
+	if (ep->type != FI_EP_MSG)
+		return -FI_ENOSYS;
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (!ep->conn || ep->conn->fd < 0 ||
+	    getpeername(ep->conn->fd, (struct sockaddr *)&sa, &len))
+		return -FI_ENOTCONN;
+	if (!addr || *addrlen < len) {
+		*addrlen = len;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, &sa, len);
+	*addrlen = len;
+	return 0;
+}
+
+static int tcp_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+
+	if (ep->type != FI_EP_MSG || !addr || addrlen > sizeof(ep->src_addr) ||
+	    addrlen < sizeof(struct sockaddr_in))
+		return -FI_EINVAL;
+	if (ep->conn)
+		return -FI_EOPBADSTATE;
+	memset(&ep->src_addr, 0, sizeof(ep->src_addr));
+	memcpy(&ep->src_addr, addr, addrlen);
+	ep->src_addrlen = (socklen_t)addrlen;
+	return 0;
+}
+
+/* MSG endpoints enable when they connect or accept, if not before. */
+static int msg_enable(struct tcp_ep *ep)
+{
+	int ret;
+
+	if (ep->rdm.enabled)
+		return 0;
+	ret = util_rdm_ep_control(&ep->rdm.ep_fid.fid, FI_ENABLE, NULL);
+	return ret;
+}
+
+static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
+		       const void *param, size_t paramlen)
+{
+	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	const struct sockaddr *sa = addr;
+	struct tcp_conn *conn;
+	int fd, ret, err;
+
+	if (ep->type != FI_EP_MSG)
+		return -FI_ENOSYS;
+	if (!addr || paramlen > TCP_CM_DATA_MAX || (paramlen && !param) ||
+	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return -FI_EINVAL;
+	if (!ep->eq)
+		return -FI_ENOEQ;
+	weft_lock(&ep->rdm.lock);
+	if (ep->conn) {
+		ret = -FI_EISCONN;
+		goto out;
+	}
+	weft_unlock(&ep->rdm.lock);
+	ret = msg_enable(ep);
+	weft_lock(&ep->rdm.lock);
+	if (ret)
+		goto out;
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0) {
+		ret = -tcp_errno_fi(errno);
+		goto out;
+	}
+	tcp_sock_opts(fd);
+	if (ep->src_addrlen &&
+	    bind(fd, (struct sockaddr *)&ep->src_addr, ep->src_addrlen)) {
+		err = errno;
+		close(fd);
+		ret = -tcp_errno_fi(err);
+		goto out;
+	}
+	if (connect(fd, sa, (socklen_t)tcp_sockaddr_len(sa)) &&
+	    errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		ret = -tcp_errno_fi(err);
+		goto out;
+	}
+	conn = tcp_conn_new(ep->epfd, fd, TCP_CONN_CONNECTING);
+	if (!conn) {
+		close(fd);
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	ep_conn_link(ep, conn);
+	conn->outgoing = true;
+	conn->peer = ep->mpeer;
+	memcpy(conn->cm_data, param, paramlen);
+	conn->cm_len = paramlen;
+	ep->conn = conn;
+	ep->mpeer->conn = conn;
+	ret = 0;
+out:
+	weft_unlock(&ep->rdm.lock);
+	return ret;
+}
+
+static int tcp_accept(struct fid_ep *ep_fid, const void *param,
+		      size_t paramlen)
+{
+	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	struct tcp_conn *conn;
+	int ret;
+
+	if (ep->type != FI_EP_MSG)
+		return -FI_ENOSYS;
+	if (paramlen > TCP_CM_DATA_MAX || (paramlen && !param))
+		return -FI_EINVAL;
+	if (!ep->eq)
+		return -FI_ENOEQ;
+	ret = msg_enable(ep);
+	if (ret)
+		return ret;
+	weft_lock(&ep->rdm.lock);
+	conn = ep->conn;
+	if (!conn || conn->state != TCP_CONN_CMWAIT) {
+		ret = conn && conn->state == TCP_CONN_CLOSED ? -FI_ECONNRESET :
+							       -FI_EOPBADSTATE;
+		goto out;
+	}
+	ret = tcp_send_hello_ack(conn, 0, param, paramlen);
+	if (ret)
+		goto out;
+	conn_opened(conn);
+	eq_write_cm(ep, FI_CONNECTED, NULL, 0);
+	util_rdm_peer_ready(&ep->rdm, &ep->mpeer->peer);
+out:
+	weft_unlock(&ep->rdm.lock);
+	return ret;
+}
+
+static int tcp_shutdown(struct fid_ep *ep_fid, uint64_t flags)
+{
+	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+
+	if (ep->type != FI_EP_MSG)
+		return -FI_ENOSYS;
+	weft_lock(&ep->rdm.lock);
+	if (ep->conn && ep->conn->state != TCP_CONN_CLOSED) {
+		ep->shutdown_sent = true;
+		if (ep->conn->state == TCP_CONN_OPEN)
+			tcp_conn_flush(ep->conn);
+		tcp_conn_close(ep->conn, FI_ECONNRESET);
+	}
+	weft_unlock(&ep->rdm.lock);
+	return 0;
+}
+
+static int tcp_no_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int tcp_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+			 size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int tcp_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		       struct fid_mc **mc, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm tcp_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = tcp_setname,
+	.getname = tcp_getname,
+	.getpeer = tcp_getpeer,
+	.connect = tcp_connect,
+	.listen = tcp_no_listen,
+	.accept = tcp_accept,
+	.reject = tcp_no_reject,
+	.shutdown = tcp_shutdown,
+	.join = tcp_no_join,
+};
+
+static int tcp_ep_control(struct fid *fid, int command, void *arg)
+{
+	return util_rdm_ep_control(fid, command, arg);
+}
+
+static struct fi_ops tcp_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_ep_close,
+	.bind = tcp_ep_bind,
+	.control = tcp_ep_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+/* RDM: listen on the source address (every address when it has no IP),
+ * and name the endpoint by an address peers can reach. */
+static int rdm_listen(struct tcp_ep *ep, const struct fi_info *info)
+{
+	struct tcp_domain *domain = ep_domain(ep);
+	struct sockaddr_storage sa = { 0 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ep->lfd };
+	socklen_t len = sizeof(sa);
+	int family = domain->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 :
+							      AF_INET;
+	int one = 1;
+
+	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in)) {
+		memcpy(&sa, info->src_addr,
+		       WEFT_MIN(info->src_addrlen, sizeof(sa)));
+		family = sa.ss_family;
+	} else if (tcp_iface_addr(domain->ifname, family, &sa)) {
+		sa.ss_family = (sa_family_t)family;
+	}
+	if (family != AF_INET && family != AF_INET6)
+		return -FI_EINVAL;
+	ep->lfd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ep->lfd < 0)
+		return -tcp_errno_fi(errno);
+	setsockopt(ep->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ep->lfd, (struct sockaddr *)&sa, (socklen_t)tcp_sockaddr_len(&sa)) ||
+	    listen(ep->lfd, 1024) ||
+	    getsockname(ep->lfd, (struct sockaddr *)&ep->addr, &len) ||
+	    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lfd, &ev))
+		return -tcp_errno_fi(errno);
+	ep->addrlen = (socklen_t)tcp_sockaddr_len(&ep->addr);
+	/* Listening on every address: peers reach us at the interface's. */
+	if ((family == AF_INET &&
+	     ((struct sockaddr_in *)&ep->addr)->sin_addr.s_addr == INADDR_ANY) ||
+	    (family == AF_INET6 &&
+	     IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ep->addr)->sin6_addr))) {
+		uint16_t port = ((struct sockaddr_in *)&ep->addr)->sin_port;
+
+		if (!tcp_iface_addr(domain->ifname, family, &sa)) {
+			memcpy(&ep->addr, &sa, sizeof(sa));
+			((struct sockaddr_in *)&ep->addr)->sin_port = port;
+		}
+	}
+	/* The AV's stored form, so HELLO names us as peers' AVs do. */
+	{
+		struct sockaddr_storage n = { 0 };
+
+		n.ss_family = ep->addr.ss_family;
+		if (family == AF_INET) {
+			((struct sockaddr_in *)&n)->sin_port =
+				((struct sockaddr_in *)&ep->addr)->sin_port;
+			((struct sockaddr_in *)&n)->sin_addr =
+				((struct sockaddr_in *)&ep->addr)->sin_addr;
+		} else {
+			((struct sockaddr_in6 *)&n)->sin6_port =
+				((struct sockaddr_in6 *)&ep->addr)->sin6_port;
+			((struct sockaddr_in6 *)&n)->sin6_addr =
+				((struct sockaddr_in6 *)&ep->addr)->sin6_addr;
+			((struct sockaddr_in6 *)&n)->sin6_scope_id =
+				((struct sockaddr_in6 *)&ep->addr)
+					->sin6_scope_id;
+		}
+		ep->addr = n;
+	}
+	return 0;
+}
+
+int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		struct fid_ep **ep_fid, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+	struct util_rdm_ep_attr attr = {
+		.transport = &tcp_transport,
+		.unexp_inline = 256,
+		.peer_addr_len = sizeof(struct sockaddr_in6),
+	};
+	struct tcp_ep *ep;
+	struct util_peer *peer;
+	int ret;
+
+	if (!info || !info->ep_attr ||
+	    (info->ep_attr->type != FI_EP_RDM &&
+	     info->ep_attr->type != FI_EP_MSG))
+		return -FI_EINVAL;
+	tcp_params_init();
+	attr.eager_max = tcp_params.eager_max;
+	attr.inject_max = WEFT_MIN(tcp_params.eager_max, 4096);
+	attr.atomic_max = tcp_params.rx_stage / 2;
+	attr.unexp_max = tcp_params.unexp_max;
+	attr.connected = info->ep_attr->type == FI_EP_MSG;
+	if (container_of(domain, struct tcp_domain, util)->addr_format ==
+	    FI_SOCKADDR_IN)
+		attr.peer_addr_len = sizeof(struct sockaddr_in);
+
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->type = info->ep_attr->type;
+	ep->lfd = -1;
+	dlist_init(&ep->conns);
+	ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ep->epfd < 0) {
+		ret = -tcp_errno_fi(errno);
+		free(ep);
+		return ret;
+	}
+	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
+	if (ret) {
+		close(ep->epfd);
+		free(ep);
+		return ret;
+	}
+	ep->rdm.ep_fid.fid.ops = &tcp_ep_fi_ops;
+	ep->rdm.ep_fid.cm = &tcp_cm_ops;
+
+	if (ep->type == FI_EP_RDM) {
+		ret = rdm_listen(ep, info);
+		if (ret)
+			goto err;
+	} else {
+		struct sockaddr_storage none = { 0 };
+
+		ret = util_peer_add(&ep->rdm.peers, &none, &peer);
+		if (ret)
+			goto err;
+		ep->mpeer = tcp_peer_of(peer);
+		ep->rdm.peers.fixed = peer;
+		if (info->src_addr &&
+		    info->src_addrlen <= sizeof(ep->src_addr) && !info->handle) {
+			memcpy(&ep->src_addr, info->src_addr, info->src_addrlen);
+			((struct sockaddr_in *)&ep->src_addr)->sin_port = 0;
+			ep->src_addrlen = (socklen_t)info->src_addrlen;
+		}
+		if (info->handle) {
+			ret = tcp_pep_claim(info->handle, ep);
+			if (ret)
+				goto err;
+		}
+	}
+	*ep_fid = &ep->rdm.ep_fid;
+	return 0;
+
+err:
+	tcp_ep_close(&ep->rdm.ep_fid.fid);
+	return ret;
+}

@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The tcp provider: registration, fi_getinfo, fabric, domain, AV, MR.
+ *
+ * fi_getinfo offers one RDM and one MSG candidate per usable interface
+ * address (FI_TCP_IFACE narrows it to one interface): the domain name is
+ * the interface ("eth0", "lo"), the fabric name its IP subnet, as 1.17's
+ * tcp provider names them, and src_addr is the interface's address with
+ * port 0 (the kernel picks one at fi_enable / fi_listen).
+ */
+#include "tcp.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_atomic.h>
+
+#include "weft/stubs.h"
+#include "weft/util_atomic.h"
+#include "weft/util_cntr.h"
+#include "weft/util_cq.h"
+#include "weft/util_getinfo.h"
+#include "weft/util_poll.h"
+#include "weft/util_wait.h"
+
+struct tcp_params tcp_params = {
+	/* Measured with fi_rdm_tagged_bw over loopback: up to 16 KiB a copy
+	 * of a message that did not fit the socket costs less than holding
+	 * the request; larger ones stream from the user's buffer. */
+	.eager_max = 16384,
+	.rx_stage = 16384,
+	.staging = 65536 + TCP_HDR_MAX,
+	.unexp_max = 64u << 20,
+	.conn_timeout_ms = 10000,
+	.max_msg = (size_t)1 << 40,
+	.nodelay = true,
+};
+
+static void tcp_params_read(void)
+{
+	char *s = NULL;
+	size_t v;
+	int b;
+
+	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,
+			"Interface to use (default: every interface that is up)");
+	fi_param_define(&tcp_prov, "eager_max", FI_PARAM_SIZE_T,
+			"Largest message copied when the socket cannot take "
+			"it at once; larger ones are written from the user's "
+			"buffer (default %zu)",
+			tcp_params.eager_max);
+	fi_param_define(&tcp_prov, "unexp_max", FI_PARAM_SIZE_T,
+			"Bytes an endpoint may hold for messages that arrived "
+			"before their receive; past it, it stops reading from "
+			"their senders (default %zu)",
+			tcp_params.unexp_max);
+	fi_param_define(&tcp_prov, "conn_timeout", FI_PARAM_INT,
+			"Milliseconds a connection attempt may take "
+			"(default %d)",
+			tcp_params.conn_timeout_ms);
+	fi_param_define(&tcp_prov, "nodelay", FI_PARAM_BOOL,
+			"Set TCP_NODELAY on every socket (default yes)");
+
+	if (!fi_param_get_str(&tcp_prov, "iface", &s) && s)
+		snprintf(tcp_params.iface, sizeof(tcp_params.iface), "%s", s);
+	if (!fi_param_get_size_t(&tcp_prov, "eager_max", &v) && v >= 64 &&
+	    v <= (1u << 20))
+		tcp_params.eager_max = v;
+	if (!fi_param_get_size_t(&tcp_prov, "unexp_max", &v) && v >= 4096)
+		tcp_params.unexp_max = v;
+	if (!fi_param_get_int(&tcp_prov, "conn_timeout", &b) && b > 0)
+		tcp_params.conn_timeout_ms = b;
+	if (!fi_param_get_bool(&tcp_prov, "nodelay", &b))
+		tcp_params.nodelay = b;
+}
+
+void tcp_params_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, tcp_params_read);
+}
+
+size_t tcp_sockaddr_len(const void *addr)
+{
+	return ((const struct sockaddr *)addr)->sa_family == AF_INET6 ?
+		       sizeof(struct sockaddr_in6) :
+		       sizeof(struct sockaddr_in);
+}
+
+/* ---- what the provider offers ------------------------------------------- */
+
+#define TCP_CAPS                                                               \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
+	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
+	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
+	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define TCP_TX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
+	 FI_WRITE)
+#define TCP_RX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
+	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
+	 FI_SOURCE_ERR | FI_RMA_EVENT)
+#define TCP_MSG_CAPS                                                           \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
+	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
+	 FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* One connection carries everything from one sender, handled in order. */
+#define TCP_ORDER                                                              \
+	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |           \
+	 FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |           \
+	 FI_ORDER_WAS)
+#define TCP_TX_OP_FLAGS                                                        \
+	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
+#define TCP_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
+#define TCP_INJECT 4096
+
+static struct fi_tx_attr tcp_tx_attr = {
+	.caps = TCP_TX_CAPS,
+	.op_flags = TCP_TX_OP_FLAGS,
+	.msg_order = TCP_ORDER,
+	.comp_order = FI_ORDER_NONE,
+	.inject_size = TCP_INJECT,
+	.size = 1024,
+	.iov_limit = UTIL_RDM_IOV_MAX,
+	.rma_iov_limit = TCP_RMA_IOV_MAX,
+};
+
+static struct fi_rx_attr tcp_rx_attr = {
+	.caps = TCP_RX_CAPS,
+	.op_flags = TCP_RX_OP_FLAGS,
+	.msg_order = TCP_ORDER,
+	.comp_order = FI_ORDER_NONE,
+	.size = 1024,
+	.iov_limit = UTIL_RDM_IOV_MAX,
+};
+
+static struct fi_ep_attr tcp_rdm_ep_attr = {
+	.type = FI_EP_RDM,
+	.protocol = FI_PROTO_SOCK_TCP,
+	.protocol_version = TCP_PROTO_VERSION,
+	.max_msg_size = (size_t)1 << 40,
+	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+static struct fi_ep_attr tcp_msg_ep_attr = {
+	.type = FI_EP_MSG,
+	.protocol = FI_PROTO_SOCK_TCP,
+	.protocol_version = TCP_PROTO_VERSION,
+	.max_msg_size = (size_t)1 << 40,
+	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+static struct fi_domain_attr tcp_domain_attr = {
+	.threading = FI_THREAD_SAFE,
+	.control_progress = FI_PROGRESS_AUTO,
+	.data_progress = FI_PROGRESS_AUTO,
+	.resource_mgmt = FI_RM_ENABLED,
+	.av_type = FI_AV_UNSPEC,
+	.mr_mode = 0,
+	.mr_key_size = sizeof(uint64_t),
+	.cq_data_size = sizeof(uint64_t),
+	.cq_cnt = 1024,
+	.ep_cnt = 8192,
+	.tx_ctx_cnt = 8192,
+	.rx_ctx_cnt = 8192,
+	.max_ep_tx_ctx = 1,
+	.max_ep_rx_ctx = 1,
+	.cntr_cnt = 1024,
+	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
+	.caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
+	.mr_cnt = 65536,
+	.max_err_data = sizeof(struct sockaddr_in6),
+};
+
+static struct fi_fabric_attr tcp_fabric_attr = {
+	.prov_version = WEFT_PROV_VERSION,
+};
+
+/* The template candidates (no names, no addresses): what fi_domain and
+ * fi_endpoint check an application's info against. */
+static struct fi_info tcp_msg_info = {
+	.caps = TCP_MSG_CAPS,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &tcp_tx_attr,
+	.rx_attr = &tcp_rx_attr,
+	.ep_attr = &tcp_msg_ep_attr,
+	.domain_attr = &tcp_domain_attr,
+	.fabric_attr = &tcp_fabric_attr,
+};
+
+static struct fi_info tcp_rdm_info = {
+	.next = &tcp_msg_info,
+	.caps = TCP_CAPS,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &tcp_tx_attr,
+	.rx_attr = &tcp_rx_attr,
+	.ep_attr = &tcp_rdm_ep_attr,
+	.domain_attr = &tcp_domain_attr,
+	.fabric_attr = &tcp_fabric_attr,
+};
+
+/* ---- interfaces --------------------------------------------------------- */
+
+#define TCP_IFACE_MAX_LOOKUP 16
+
+/* One address of an interface that is up. */
+struct tcp_iface {
+	char name[IF_NAMESIZE];
+	struct sockaddr_storage addr;
+	char subnet[64];
+	bool loopback;
+};
+
+static void subnet_str(const struct ifaddrs *ifa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "";
+	int bits = 0, i;
+
+	if (ifa->ifa_addr->sa_family == AF_INET) {
+		struct in_addr ad = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
+		uint32_t m = ntohl(((struct sockaddr_in *)ifa->ifa_netmask)
+					   ->sin_addr.s_addr);
+
+		ad.s_addr &= htonl(m);
+		bits = __builtin_popcount(m);
+		inet_ntop(AF_INET, &ad, a, sizeof(a));
+	} else {
+		struct in6_addr ad =
+			((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
+		const uint8_t *m = ((struct sockaddr_in6 *)ifa->ifa_netmask)
+					   ->sin6_addr.s6_addr;
+
+		for (i = 0; i < 16; i++) {
+			ad.s6_addr[i] &= m[i];
+			bits += __builtin_popcount(m[i]);
+		}
+		inet_ntop(AF_INET6, &ad, a, sizeof(a));
+	}
+	snprintf(buf, len, "%s/%d", a, bits);
+}
+
+/* Interfaces in the order candidates are offered: others before loopback,
+ * IPv4 before IPv6.  Returns how many (at most max). */
+static size_t ifaces_list(struct tcp_iface *out, size_t max)
+{
+	struct ifaddrs *ifs, *ifa;
+	size_t n = 0;
+	int pass;
+
+	if (getifaddrs(&ifs))
+		return 0;
+	for (pass = 0; pass < 4; pass++) {
+		for (ifa = ifs; ifa && n < max; ifa = ifa->ifa_next) {
+			int fam = pass & 1 ? AF_INET6 : AF_INET;
+			bool lo;
+
+			if (!ifa->ifa_addr || !ifa->ifa_netmask ||
+			    ifa->ifa_addr->sa_family != fam ||
+			    !(ifa->ifa_flags & IFF_UP))
+				continue;
+			lo = ifa->ifa_flags & IFF_LOOPBACK;
+			if (lo != (pass >= 2))
+				continue;
+			if (tcp_params.iface[0] &&
+			    strcmp(tcp_params.iface, ifa->ifa_name))
+				continue;
+			if (fam == AF_INET6 &&
+			    IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)
+							    ifa->ifa_addr)
+							   ->sin6_addr))
+				continue;
+			memset(&out[n], 0, sizeof(out[n]));
+			snprintf(out[n].name, sizeof(out[n].name), "%s",
+				 ifa->ifa_name);
+			memcpy(&out[n].addr, ifa->ifa_addr,
+			       fam == AF_INET ? sizeof(struct sockaddr_in) :
+						sizeof(struct sockaddr_in6));
+			subnet_str(ifa, out[n].subnet, sizeof(out[n].subnet));
+			out[n].loopback = lo;
+			n++;
+		}
+	}
+	freeifaddrs(ifs);
+	return n;
+}
+
+/* Whether addr (port ignored) is one of the interface's. */
+static bool iface_has(const struct tcp_iface *ifc, const struct sockaddr *sa)
+{
+	const struct sockaddr *ia = (const struct sockaddr *)&ifc->addr;
+
+	if (sa->sa_family != ia->sa_family)
+		return false;
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)ia)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+		       &((const struct sockaddr_in6 *)ia)->sin6_addr,
+		       sizeof(struct in6_addr));
+}
+
+static int set_addr(void **slot, size_t *len, const void *sa)
+{
+	size_t n = tcp_sockaddr_len(sa);
+	void *a = malloc(n);
+
+	if (!a)
+		return -FI_ENOMEM;
+	memcpy(a, sa, n);
+	free(*slot);
+	*slot = a;
+	*len = n;
+	return 0;
+}
+
+/* node/service as one address of the given family (AF_UNSPEC: any). */
+static int resolve_one(const char *node, const char *service, int family,
+		       bool passive, struct sockaddr_storage *out)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_family = family };
+	struct addrinfo *ai;
+	int ret;
+
+	if (passive)
+		hints.ai_flags = AI_PASSIVE;
+	ret = getaddrinfo(node, service, &hints, &ai);
+	if (ret)
+		return -FI_ENODATA;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	return 0;
+}
+
+int tcp_iface_addr(const char *name, int family,
+		   struct sockaddr_storage *out)
+{
+	struct tcp_iface ifs[TCP_IFACE_MAX_LOOKUP];
+	size_t n = ifaces_list(ifs, TCP_IFACE_MAX_LOOKUP), i;
+
+	for (i = 0; i < n; i++) {
+		if (ifs[i].addr.ss_family == family &&
+		    (!name || !name[0] || !strcmp(name, ifs[i].name))) {
+			*out = ifs[i].addr;
+			return 0;
+		}
+	}
+	return -FI_ENODATA;
+}
+
+/* ---- fi_getinfo --------------------------------------------------------- */
+
+static int tcp_resolve(const struct util_prov *uprov, uint32_t version,
+		       const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info *out)
+{
+	return 0; /* done by tcp_getinfo per interface */
+}
+
+/* Fill one candidate's addresses for an interface; -FI_ENODATA: the
+ * interface cannot serve this request. */
+static int cand_addrs(struct fi_info *fi, const struct tcp_iface *ifc,
+		      const char *node, const char *service, uint64_t flags)
+{
+	int fam = ifc->addr.ss_family;
+	struct sockaddr_storage sa;
+	int ret;
+
+	if (flags & FI_SOURCE) {
+		if (node || service) {
+			ret = resolve_one(node, service ? service : "0", fam,
+					  !node, &sa);
+			if (ret)
+				return ret;
+			/* A node names the interface; no node: this one. */
+			if (node && !iface_has(ifc, (struct sockaddr *)&sa))
+				return -FI_ENODATA;
+			/* No node: listen on every address (fi_getname then
+			 * reports the interface's). */
+			return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
+		}
+	} else if (node || service) {
+		ret = resolve_one(node, service ? service : "0", fam, false, &sa);
+		if (ret)
+			return ret;
+		ret = set_addr(&fi->dest_addr, &fi->dest_addrlen, &sa);
+		if (ret)
+			return ret;
+	}
+	if (fi->src_addr) {
+		if (((struct sockaddr *)fi->src_addr)->sa_family != fam)
+			return -FI_ENODATA;
+		return 0;
+	}
+	if (fi->dest_addr &&
+	    ((struct sockaddr *)fi->dest_addr)->sa_family != fam)
+		return -FI_ENODATA;
+	memcpy(&sa, &ifc->addr, sizeof(sa));
+	((struct sockaddr_in *)&sa)->sin_port = 0;
+	return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
+}
+
+static const struct util_prov tcp_util_prov = {
+	.prov = &tcp_prov,
+	.info = &tcp_rdm_info,
+	.resolve = tcp_resolve,
+	.auto_on_request = true,
+};
+
+#define TCP_IFACE_MAX 64
+
+static int tcp_getinfo(uint32_t version, const char *node, const char *service,
+		       uint64_t flags, const struct fi_info *hints,
+		       struct fi_info **info)
+{
+	struct tcp_iface *ifs;
+	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next;
+	struct fi_fabric_attr fab[TCP_IFACE_MAX];
+	struct fi_domain_attr dom[TCP_IFACE_MAX];
+	struct fi_info cand[TCP_IFACE_MAX * 2];
+	struct util_prov up = tcp_util_prov;
+	size_t n, i;
+	int ret;
+
+	tcp_params_init();
+	ifs = calloc(TCP_IFACE_MAX, sizeof(*ifs));
+	if (!ifs)
+		return -FI_ENOMEM;
+	n = ifaces_list(ifs, TCP_IFACE_MAX);
+	if (!n) {
+		weft_explain(&tcp_prov, tcp_params.iface[0] ?
+				     "no interface called %s is up" :
+				     "no network interface is up",
+			     tcp_params.iface);
+		free(ifs);
+		return -FI_ENODATA;
+	}
+	/* The candidates: RDM and MSG on each interface address. */
+	for (i = 0; i < n; i++) {
+		fab[i] = tcp_fabric_attr;
+		fab[i].name = ifs[i].subnet;
+		dom[i] = tcp_domain_attr;
+		dom[i].name = ifs[i].name;
+		cand[2 * i] = tcp_rdm_info;
+		cand[2 * i + 1] = tcp_msg_info;
+		cand[2 * i].fabric_attr = cand[2 * i + 1].fabric_attr = &fab[i];
+		cand[2 * i].domain_attr = cand[2 * i + 1].domain_attr = &dom[i];
+		cand[2 * i].addr_format = cand[2 * i + 1].addr_format =
+			ifs[i].addr.ss_family == AF_INET6 ? FI_SOCKADDR_IN6 :
+							    FI_SOCKADDR_IN;
+		cand[2 * i].next = &cand[2 * i + 1];
+		cand[2 * i + 1].next = i + 1 < n ? &cand[2 * i + 2] : NULL;
+	}
+	up.info = cand;
+	ret = util_getinfo(&up, version, NULL, NULL, flags & ~FI_SOURCE, hints,
+			   &got);
+	if (ret) {
+		free(ifs);
+		return ret;
+	}
+	/* Addresses per interface: drop the candidates that cannot serve. */
+	for (fi = got; fi; fi = next) {
+		const struct tcp_iface *ifc = NULL;
+
+		next = fi->next;
+		fi->next = NULL;
+		for (i = 0; i < n; i++)
+			if (fi->domain_attr && fi->domain_attr->name &&
+			    !strcmp(fi->domain_attr->name, ifs[i].name) &&
+			    fi->fabric_attr && fi->fabric_attr->name &&
+			    !strcmp(fi->fabric_attr->name, ifs[i].subnet))
+				ifc = &ifs[i];
+		ret = ifc ? cand_addrs(fi, ifc, node, service, flags) :
+			    -FI_ENODATA;
+		if (ret) {
+			fi_freeinfo(fi);
+			if (ret != -FI_ENODATA) {
+				fi_freeinfo(all);
+				fi_freeinfo(next);
+				free(ifs);
+				return ret;
+			}
+			continue;
+		}
+		*tail = fi;
+		tail = &fi->next;
+	}
+	free(ifs);
+	if (!all) {
+		weft_explain(&tcp_prov, "no interface serves \"%s%s%s\"",
+			     node ? node : "", service ? ":" : "",
+			     service ? service : "");
+		return -FI_ENODATA;
+	}
+	*info = all;
+	return 0;
+}
+
+/* ---- AV ----------------------------------------------------------------- */
+
+static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
+		       struct fid_av **av, void *context)
+{
+	struct tcp_domain *domain =
+		container_of(domain_fid, struct tcp_domain, util.domain_fid);
+
+	return util_av_open(&domain->util, attr,
+			    domain->addr_format == FI_SOCKADDR_IN6 ?
+				    &util_av_sockaddr_in6_ops :
+				    &util_av_sockaddr_in_ops,
+			    av, context);
+}
+
+/* ---- domain ------------------------------------------------------------- */
+
+static int tcp_domain_close(struct fid *fid)
+{
+	struct tcp_domain *domain =
+		container_of(fid, struct tcp_domain, util.domain_fid.fid);
+	int ret;
+
+	ret = util_domain_fini(&domain->util);
+	if (ret)
+		return ret;
+	util_mr_map_fini(&domain->mr_map);
+	free(domain);
+	return 0;
+}
+
+static int tcp_mr_reg(struct fid *fid, const void *buf, size_t len,
+		      uint64_t access, uint64_t offset, uint64_t requested_key,
+		      uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct tcp_domain *domain =
+		container_of(fid, struct tcp_domain, util.domain_fid.fid);
+
+	return util_mr_reg(&domain->util, &domain->mr_map, buf, len, access,
+			   offset, requested_key, flags, mr, context);
+}
+
+static int tcp_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		       uint64_t access, uint64_t offset, uint64_t requested_key,
+		       uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct tcp_domain *domain =
+		container_of(fid, struct tcp_domain, util.domain_fid.fid);
+
+	return util_mr_regv(&domain->util, &domain->mr_map, iov, count, access,
+			    offset, requested_key, flags, mr, context);
+}
+
+static int tcp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			  uint64_t flags, struct fid_mr **mr)
+{
+	struct tcp_domain *domain =
+		container_of(fid, struct tcp_domain, util.domain_fid.fid);
+
+	return util_mr_regattr(&domain->util, &domain->mr_map, attr, flags,
+			       mr);
+}
+
+static struct fi_ops_mr tcp_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = tcp_mr_reg,
+	.regv = tcp_mr_regv,
+	.regattr = tcp_mr_regattr,
+};
+
+static struct fi_ops tcp_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_domain_close,
+	.bind = util_domain_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int tcp_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int tcp_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+			  struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int tcp_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+			  struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int tcp_query_atomic(struct fid_domain *domain,
+			    enum fi_datatype datatype, enum fi_op op,
+			    struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return util_atomic_query(datatype, op, tcp_params.rx_stage, flags,
+				 attr);
+}
+
+static int tcp_no_query_collective(struct fid_domain *domain,
+				   enum fi_collective_op coll,
+				   struct fi_collective_attr *attr,
+				   uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **ep, void *context)
+{
+	int ret;
+
+	if (!info)
+		return -FI_EINVAL;
+	ret = util_prov_check_ep(&tcp_util_prov, info);
+	if (ret)
+		return ret;
+	return tcp_ep_open(domain, info, ep, context);
+}
+
+static int tcp_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			 struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return tcp_endpoint(domain, info, ep, context);
+}
+
+static struct fi_ops_domain tcp_domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = tcp_av_open,
+	.cq_open = util_cq_open_op,
+	.endpoint = tcp_endpoint,
+	.scalable_ep = tcp_no_scalable_ep,
+	.cntr_open = util_cntr_open_op,
+	.poll_open = util_poll_open,
+	.stx_ctx = tcp_no_stx_ctx,
+	.srx_ctx = tcp_no_srx_ctx,
+	.query_atomic = tcp_query_atomic,
+	.query_collective = tcp_no_query_collective,
+	.endpoint2 = tcp_endpoint2,
+};
+
+static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
+			   struct fid_domain **domain_fid, void *context)
+{
+	struct tcp_fabric *fabric =
+		container_of(fabric_fid, struct tcp_fabric, util.fabric_fid);
+	struct tcp_domain *domain;
+	int ret;
+
+	if (!info || !info->domain_attr)
+		return -FI_EINVAL;
+	ret = util_prov_check_domain(&tcp_util_prov, info);
+	if (ret)
+		return ret;
+	domain = calloc(1, sizeof(*domain));
+	if (!domain)
+		return -FI_ENOMEM;
+	ret = util_domain_init(&domain->util, &fabric->util, info, context);
+	if (ret)
+		goto err_free;
+	ret = util_mr_map_init(&domain->mr_map, &tcp_prov,
+			       info->domain_attr->mr_mode, 0,
+			       util_domain_needs_lock(&domain->util));
+	if (ret)
+		goto err_fini;
+	domain->addr_format = info->addr_format;
+	if (info->domain_attr->name)
+		snprintf(domain->ifname, sizeof(domain->ifname), "%s",
+			 info->domain_attr->name);
+	domain->util.domain_fid.fid.ops = &tcp_domain_fi_ops;
+	domain->util.domain_fid.ops = &tcp_domain_ops;
+	domain->util.domain_fid.mr = &tcp_mr_ops;
+	*domain_fid = &domain->util.domain_fid;
+	return 0;
+
+err_fini:
+	util_domain_fini(&domain->util);
+err_free:
+	free(domain);
+	return ret;
+}
+
+/* ---- fabric ------------------------------------------------------------- */
+
+static int tcp_fabric_close(struct fid *fid)
+{
+	struct tcp_fabric *fabric =
+		container_of(fid, struct tcp_fabric, util.fabric_fid.fid);
+	int ret;
+
+	ret = util_fabric_fini(&fabric->util);
+	if (ret)
+		return ret;
+	free(fabric);
+	return 0;
+}
+
+static struct fi_ops tcp_fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_fabric_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int tcp_domain2(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_domain **domain, uint64_t flags,
+		       void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return tcp_domain_open(fabric, info, domain, context);
+}
+
+static struct fi_ops_fabric tcp_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = tcp_domain_open,
+	.passive_ep = tcp_passive_ep,
+	.eq_open = util_eq_open_op,
+	.wait_open = util_wait_open,
+	.trywait = util_trywait,
+	.domain2 = tcp_domain2,
+};
+
+int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,
+		    void *context)
+{
+	struct tcp_fabric *fabric;
+	int ret;
+
+	tcp_params_init();
+	fabric = calloc(1, sizeof(*fabric));
+	if (!fabric)
+		return -FI_ENOMEM;
+	ret = util_fabric_init(&fabric->util, &tcp_prov, attr, context);
+	if (ret) {
+		free(fabric);
+		return ret;
+	}
+	fabric->util.fabric_fid.fid.ops = &tcp_fabric_fi_ops;
+	fabric->util.fabric_fid.ops = &tcp_fabric_ops;
+	*fabric_fid = &fabric->util.fabric_fid;
+	return 0;
+}
+
+static void tcp_cleanup(void)
+{
+}
+
+struct fi_provider tcp_prov = {
+	.version = WEFT_PROV_VERSION,
+	.fi_version = WEFT_API_VERSION,
+	.name = "tcp",
+	.getinfo = tcp_getinfo,
+	.fabric = tcp_fabric_open,
+	.cleanup = tcp_cleanup,
+};
+WEFT_PROVIDER(tcp_prov);
