@@ -37,10 +37,6 @@
 
 #include "tcp_proto.h"
 
-/* A peer broke the protocol (the errno value; fi_errno.h leaves it out). */
-#ifndef FI_EPROTO
-#define FI_EPROTO EPROTO
-#endif
 
 extern struct fi_provider tcp_prov;
 

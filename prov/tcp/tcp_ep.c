@@ -503,8 +503,9 @@ static int tcp_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 		if (!out)
 			return -FI_ENOMEM;
 		out->iov[0].iov_base = out->hdr;
+		/* Atomics carry no remote CQ data (docs/tcp-protocol.md). */
 		out->iov[0].iov_len = tcp_put_atomic(
-			out->hdr, fl, tx->hdr.tx_id, tx->rma_iov[0].addr,
+			out->hdr, 0, tx->hdr.tx_id, tx->rma_iov[0].addr,
 			tx->rma_iov[0].key, kind, (uint8_t)tx->atomic_op,
 			(uint8_t)tx->datatype, (uint32_t)count, pay);
 		n = 1;
@@ -828,12 +829,7 @@ static int atomic_in(struct tcp_conn *conn, const uint8_t *payload)
 							       NULL,
 			res);
 	if (!ret)
-		util_rdm_remote_event(&conn->ep->rdm,
-				      FI_REMOTE_WRITE |
-					      ((f->flags & TCP_F_CQ_DATA) ?
-						       FI_REMOTE_CQ_DATA :
-						       0),
-				      len, 0);
+		util_rdm_remote_event(&conn->ep->rdm, FI_REMOTE_WRITE, len, 0);
 	ret = send_resp(conn, TCP_OP_RESP, f->atomic.tx_id, (uint32_t)-ret,
 			res, ret || !res ? 0 : len);
 	free(res);

@@ -27,9 +27,6 @@
  * libfabric 1.17's fi_errno.h lists FI_EPROTO but leaves it commented out;
  * its value there would be EPROTO, as for the other errno-based codes.
  */
-#ifndef FI_EPROTO
-#define FI_EPROTO EPROTO
-#endif
 
 #define BASE_LEN sizeof(struct tcp_base)
 #define RMA_HDR_LEN (BASE_LEN + sizeof(struct tcp_rma))

@@ -18,12 +18,19 @@
 
 #include <assert.h>
 #include <endian.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
 
 #include <rdma/fi_rma.h>
+
+/* A peer broke the protocol: the errno value (fi_errno.h of 1.17 leaves
+ * FI_EPROTO out). */
+#ifndef FI_EPROTO
+#define FI_EPROTO EPROTO
+#endif
 
 #define TCP_PROTO_MAGIC 0x3150435474666577ULL /* "weftTCP1" */
 #define TCP_PROTO_VERSION 1
@@ -297,6 +304,7 @@ static inline size_t tcp_put_rma(void *buf, uint8_t op, uint16_t flags,
 	char *p = (char *)buf + sizeof(struct tcp_base);
 	size_t i;
 
+	assert(count >= 1 && count <= TCP_RMA_IOV_MAX);
 	memcpy(p, &r, sizeof(r));
 	p += sizeof(r);
 	for (i = 0; i < count; i++) {

@@ -219,6 +219,7 @@ static struct fi_info tcp_rdm_info = {
 struct tcp_iface {
 	char name[IF_NAMESIZE];
 	struct sockaddr_storage addr;
+	struct sockaddr_storage mask;
 	char subnet[64];
 	bool loopback;
 };
@@ -287,6 +288,9 @@ static size_t ifaces_list(struct tcp_iface *out, size_t max)
 			memcpy(&out[n].addr, ifa->ifa_addr,
 			       fam == AF_INET ? sizeof(struct sockaddr_in) :
 						sizeof(struct sockaddr_in6));
+			memcpy(&out[n].mask, ifa->ifa_netmask,
+			       fam == AF_INET ? sizeof(struct sockaddr_in) :
+						sizeof(struct sockaddr_in6));
 			subnet_str(ifa, out[n].subnet, sizeof(out[n].subnet));
 			out[n].loopback = lo;
 			n++;
@@ -296,19 +300,32 @@ static size_t ifaces_list(struct tcp_iface *out, size_t max)
 	return n;
 }
 
-/* Whether addr (port ignored) is one of the interface's. */
+/* Whether addr (port ignored) is on the interface's subnet: a source
+ * address names the interface it belongs to (all of 127.0.0.0/8 is lo). */
 static bool iface_has(const struct tcp_iface *ifc, const struct sockaddr *sa)
 {
 	const struct sockaddr *ia = (const struct sockaddr *)&ifc->addr;
+	const uint8_t *a, *b, *m;
+	size_t i, n;
 
 	if (sa->sa_family != ia->sa_family)
 		return false;
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)ia)->sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
-		       &((const struct sockaddr_in6 *)ia)->sin6_addr,
-		       sizeof(struct in6_addr));
+	if (sa->sa_family == AF_INET) {
+		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+		b = (const uint8_t *)&((const struct sockaddr_in *)ia)->sin_addr;
+		m = (const uint8_t *)&((const struct sockaddr_in *)&ifc->mask)
+			    ->sin_addr;
+		n = 4;
+	} else {
+		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		b = ((const struct sockaddr_in6 *)ia)->sin6_addr.s6_addr;
+		m = ((const struct sockaddr_in6 *)&ifc->mask)->sin6_addr.s6_addr;
+		n = 16;
+	}
+	for (i = 0; i < n; i++)
+		if ((a[i] & m[i]) != (b[i] & m[i]))
+			return false;
+	return true;
 }
 
 static int set_addr(void **slot, size_t *len, const void *sa)

@@ -26,9 +26,6 @@
 #include "tcp_proto.h"
 #include "tcp_proto_check.h"
 
-#ifndef FI_EPROTO /* as in tcp_proto.c: commented out in fi_errno.h */
-#define FI_EPROTO EPROTO
-#endif
 
 #define ALL_OPS                                                               \
 	(TCP_OPS_DATA | TCP_OPBIT(TCP_OP_HELLO) | TCP_OPBIT(TCP_OP_HELLO_ACK))

@@ -17,9 +17,6 @@
 #include "tcp_proto.h"
 #include "tcp_proto_check.h"
 
-#ifndef FI_EPROTO /* as in tcp_proto.c: commented out in fi_errno.h */
-#define FI_EPROTO EPROTO
-#endif
 
 #define BASE sizeof(struct tcp_base)
 #define MAXP (1u << 20)
