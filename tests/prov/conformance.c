@@ -258,7 +258,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints = fi_allocinfo();
 	cf_assert(hints, "fi_allocinfo failed");
 	hints->fabric_attr->prov_name = strdup(prov);
-	hints->ep_attr->type = FI_EP_RDM;
+	hints->ep_attr->type = o->ep_type ? o->ep_type : FI_EP_RDM;
 	hints->caps = o->caps ? o->caps : (FI_MSG | FI_TAGGED);
 	/* Every operation this suite posts carries a struct fi_context2. */
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -663,7 +663,8 @@ void cf_mem_free(struct cf_mem *m)
 }
 
 static const struct cf_case *const cf_groups[] = {
-    cf_cases_msg, cf_cases_rma, cf_cases_atomic, cf_cases_misc, cf_cases_proc,
+    cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
+    cf_cases_misc, cf_cases_proc, cf_cases_cm,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

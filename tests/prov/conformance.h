@@ -82,6 +82,7 @@ struct cf_ep {
 
 /* What a case asks of the provider. Zero fields mean "no requirement". */
 struct cf_opts {
+	enum fi_ep_type ep_type; /* 0 (FI_EP_UNSPEC): FI_EP_RDM */
 	uint64_t caps;
 	uint64_t msg_order;
 	enum fi_cq_format cq_format; /* 0: FI_CQ_FORMAT_TAGGED */
@@ -135,6 +136,7 @@ extern const struct cf_case cf_cases_rma[];
 extern const struct cf_case cf_cases_atomic[];
 extern const struct cf_case cf_cases_misc[];
 extern const struct cf_case cf_cases_proc[];
+extern const struct cf_case cf_cases_cm[];
 
 /* The peer side of two-process cases (conformance -p PROV -R ROLE ...). */
 int cf_peer_main(const char *role, int argc, char **argv);

@@ -1,0 +1,1028 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Conformance cases for connected endpoints (FI_EP_MSG) and connection
+ * management (fi_cm(3), fi_eq(3)): connect and accept with private data,
+ * reject, a peer that shuts down or closes, a connection refused by a
+ * closed port, a peer that never answers, and RMA over a connection.
+ *
+ * Both sides live in this process and talk over loopback: endpoint 0 of
+ * the fixture connects, endpoint 1 is the one accepted from the passive
+ * endpoint.  Each side has its own EQ and CQ.  Events of both EQs are
+ * harvested together, as completions are, so neither side waits for a
+ * step that needs the other side's progress; every wait is bounded.
+ *
+ * A provider without FI_EP_MSG skips every case here.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "conformance.h"
+
+#define CM_CLIENT 0
+#define CM_SERVER 1
+/* One connection step on loopback: connect, accept, reject, refusal. */
+#define CM_EVENT_MS 5000
+/* fi_close or fi_shutdown of an endpoint, whatever state it is in. */
+#define CM_CLOSE_MS 2000
+/* How long a connection attempt nobody answers is left pending. */
+#define CM_NO_ANSWER_MS 2000
+/* Private data this suite sends with a request, an accept, a reject. */
+#define CM_CONN_LEN 40
+#define CM_ACCEPT_LEN 32
+#define CM_REJECT_LEN 24
+#define CM_DATA_MAX 256
+#define CM_QLEN 8
+#define GUARD 64
+#define GUARD_BYTE 0xa5
+
+/* One EQ event, or an error entry (ret -FI_EAVAIL) with its err_data. */
+struct cm_ev {
+	ssize_t ret;
+	uint32_t event;
+	uint64_t raw[(sizeof(struct fi_eq_cm_entry) + CM_DATA_MAX) / 8 + 1];
+	struct fi_eq_err_entry err;
+	uint8_t err_data[CM_DATA_MAX];
+};
+
+struct cm_fix {
+	struct cf_fix f; /* ep[0] connects, ep[1] is accepted */
+	struct fid_eq *eq[2];
+	struct fid_pep *pep;
+	uint8_t pname[CF_MAX_NAME];
+	size_t pnamelen;
+	struct cm_ev q[2][CM_QLEN]; /* events read, not yet claimed */
+	int nq[2];
+};
+
+static struct fi_eq_cm_entry *cm_entry(struct cm_ev *ev)
+{
+	return (struct fi_eq_cm_entry *)ev->raw;
+}
+
+/* Bytes of private data after the entry of an FI_CONNREQ or FI_CONNECTED. */
+static size_t cm_data_len(const struct cm_ev *ev)
+{
+	return ev->ret > (ssize_t)sizeof(struct fi_eq_cm_entry)
+		   ? (size_t)ev->ret - sizeof(struct fi_eq_cm_entry)
+		   : 0;
+}
+
+static const char *cm_event_str(uint32_t event)
+{
+	static char s[64];
+
+	snprintf(s, sizeof(s), "%s", fi_tostr(&event, FI_TYPE_EQ_EVENT));
+	return s;
+}
+
+static void cm_open(struct cm_fix *cm, const char *prov, uint64_t caps)
+{
+	struct cf_opts o = {
+	    .ep_type = FI_EP_MSG,
+	    .caps = caps ? caps : FI_MSG,
+	    .cq_format = FI_CQ_FORMAT_DATA,
+	};
+	struct fi_eq_attr eq_attr = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cq_attr = {.size = 256, .format = FI_CQ_FORMAT_DATA};
+	struct cf_fix *f = &cm->f;
+	int ret, i;
+
+	memset(cm, 0, sizeof(*cm));
+	f->o = o;
+	f->nep = 2;
+	f->info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61 for FI_EP_MSG with caps [%s]",
+			fi_tostr(&o.caps, FI_TYPE_CAPS));
+	cf_assert(!ret, "fi_getinfo: %d (%s)", ret, fi_strerror(-ret));
+	cf_ok(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
+	cf_ok(fi_domain(f->fabric, f->info, &f->domain, NULL));
+	for (i = 0; i < 2; i++) {
+		cf_ok(fi_eq_open(f->fabric, &eq_attr, &cm->eq[i], NULL));
+		/* CQs exist before their endpoints so progress can read both.
+		 */
+		cf_ok(fi_cq_open(f->domain, &cq_attr, &f->ep[i].cq, NULL));
+		f->ep[i].addr = FI_ADDR_UNSPEC;
+	}
+}
+
+/* Close endpoint i now, within CM_CLOSE_MS; returns how long it took. */
+static uint64_t cm_ep_close(struct cm_fix *cm, int i)
+{
+	uint64_t t0 = cf_now_ms(), took;
+	unsigned int prev;
+	int ret;
+
+	if (!cm->f.ep[i].ep)
+		return 0;
+	/* If fi_close hangs, the case's alarm names it. */
+	prev = alarm(CM_CLOSE_MS / 1000 + 3);
+	cf_mark(i == CM_CLIENT ? "fi_close of the connecting endpoint"
+			       : "fi_close of the accepted endpoint");
+	ret = fi_close(&cm->f.ep[i].ep->fid);
+	took = cf_now_ms() - t0;
+	alarm(prev > took / 1000 + 1 ? prev - (unsigned int)(took / 1000)
+				     : (prev ? 1 : 0));
+	cm->f.ep[i].ep = NULL;
+	cf_assert(!ret, "fi_close of endpoint %d: %d (%s)", i, ret,
+		  fi_strerror(-ret));
+	cf_expect(took <= CM_CLOSE_MS, "fi_close of endpoint %d took %llu ms",
+		  i, (unsigned long long)took);
+	return took;
+}
+
+static void cm_close(struct cm_fix *cm)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		cm_ep_close(cm, i);
+	if (cm->pep)
+		cf_ok(fi_close(&cm->pep->fid));
+	for (i = 0; i < 2; i++)
+		if (cm->eq[i])
+			cf_ok(fi_close(&cm->eq[i]->fid));
+	cf_close(&cm->f);
+}
+
+/* Read every event both EQs have into their queues; progress the CQs. */
+static void cm_pump(struct cm_fix *cm)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		for (;;) {
+			struct cm_ev *ev;
+			ssize_t n;
+
+			cf_assert(cm->nq[i] < CM_QLEN,
+				  "EQ %d: %d events unclaimed", i, cm->nq[i]);
+			ev = &cm->q[i][cm->nq[i]];
+			memset(ev, 0, sizeof(*ev));
+			n = fi_eq_read(cm->eq[i], &ev->event, ev->raw,
+				       sizeof(ev->raw), 0);
+			if (n == -FI_EAGAIN)
+				break;
+			if (n == -FI_EAVAIL) {
+				ev->err.err_data = ev->err_data;
+				ev->err.err_data_size = sizeof(ev->err_data);
+				n = fi_eq_readerr(cm->eq[i], &ev->err, 0);
+				cf_assert(n == sizeof(ev->err),
+					  "fi_eq_readerr after -FI_EAVAIL: %zd",
+					  n);
+				/* err_data may point into the provider. */
+				if (ev->err.err_data_size &&
+				    ev->err.err_data != ev->err_data) {
+					size_t m = ev->err.err_data_size;
+
+					if (m > sizeof(ev->err_data))
+						m = sizeof(ev->err_data);
+					memcpy(ev->err_data, ev->err.err_data,
+					       m);
+					ev->err.err_data_size = m;
+				}
+				ev->err.err_data = ev->err_data;
+				ev->ret = -FI_EAVAIL;
+				cm->nq[i]++;
+				continue;
+			}
+			cf_assert(n >= (ssize_t)sizeof(fid_t),
+				  "fi_eq_read on EQ %d: %zd (%s)", i, n,
+				  fi_strerror((int)-n));
+			ev->ret = n;
+			cm->nq[i]++;
+		}
+	}
+	cf_progress(&cm->f);
+}
+
+/* The oldest event of side i within ms; false if none arrived. */
+static bool cm_poll(struct cm_fix *cm, int i, struct cm_ev *ev, int ms)
+{
+	uint64_t end = cf_now_ms() + ms;
+
+	for (;;) {
+		if (cm->nq[i]) {
+			*ev = cm->q[i][0];
+			memmove(&cm->q[i][0], &cm->q[i][1],
+				(size_t)(cm->nq[i] - 1) * sizeof(*ev));
+			cm->nq[i]--;
+			return true;
+		}
+		if (cf_now_ms() > end)
+			return false;
+		cm_pump(cm);
+		if (!cm->nq[i])
+			cf_sleep_ms(1);
+	}
+}
+
+/*
+ * The next event of side i must be `want` for fid within CM_EVENT_MS;
+ * fills ev and returns the length of its private data.
+ */
+static size_t cm_expect_event_at(const char *file, int line, struct cm_fix *cm,
+				 int i, uint32_t want, fid_t fid,
+				 struct cm_ev *ev, const char *what)
+{
+	char buf[256];
+
+	if (!cm_poll(cm, i, ev, CM_EVENT_MS))
+		cf_fail_at(file, line, "%s: no %s on EQ %d within %d ms", what,
+			   cm_event_str(want), i, CM_EVENT_MS);
+	if (ev->ret == -FI_EAVAIL)
+		cf_fail_at(file, line,
+			   "%s: error entry instead of %s: err %d "
+			   "(%s) prov_errno %d (%s)",
+			   what, cm_event_str(want), ev->err.err,
+			   fi_strerror(ev->err.err), ev->err.prov_errno,
+			   fi_eq_strerror(cm->eq[i], ev->err.prov_errno, NULL,
+					  buf, sizeof(buf)));
+	if (ev->event != want)
+		cf_fail_at(file, line, "%s: event %s, want %s", what,
+			   cm_event_str(ev->event), cm_event_str(want));
+	cf_assert(ev->ret >= (ssize_t)sizeof(struct fi_eq_cm_entry),
+		  "%s: %s entry of %zd bytes", what, cm_event_str(want),
+		  ev->ret);
+	if (fid && cm_entry(ev)->fid != fid)
+		cf_fail_at(file, line, "%s: %s names fid %p, want %p", what,
+			   cm_event_str(want), (void *)cm_entry(ev)->fid,
+			   (void *)fid);
+	return cm_data_len(ev);
+}
+
+#define cm_expect_event(cm, i, want, fid, ev, what)                            \
+	(cf_mark("waiting for " #want),                                        \
+	 cm_expect_event_at(__FILE__, __LINE__, cm, i, want, fid, ev, what))
+
+/* FI_OPT_CM_DATA_SIZE of an endpoint or passive endpoint; 0 if unknown. */
+static size_t cm_data_size(fid_t fid, const char *what)
+{
+	size_t v = 0, len = sizeof(v);
+	int ret;
+
+	ret = fi_getopt(fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &v, &len);
+	/* fi_cm(3) points applications to this option; it should answer. */
+	cf_expect(!ret, "fi_getopt(FI_OPT_CM_DATA_SIZE) of %s: %d (%s)", what,
+		  ret, fi_strerror(-ret));
+	return ret ? 0 : v;
+}
+
+static void cm_listen(struct cm_fix *cm)
+{
+	cf_ok(fi_passive_ep(cm->f.fabric, cm->f.info, &cm->pep, NULL));
+	cf_ok(fi_pep_bind(cm->pep, &cm->eq[CM_SERVER]->fid, 0));
+	cf_ok(fi_listen(cm->pep));
+	cm->pnamelen = sizeof(cm->pname);
+	cf_ok(fi_getname(&cm->pep->fid, cm->pname, &cm->pnamelen));
+}
+
+/* Endpoint i from info, bound to its EQ and CQ, enabled. */
+static void cm_ep_open(struct cm_fix *cm, int i, struct fi_info *info)
+{
+	struct cf_ep *e = &cm->f.ep[i];
+
+	cf_ok(fi_endpoint(cm->f.domain, info, &e->ep, NULL));
+	cf_ok(fi_ep_bind(e->ep, &cm->eq[i]->fid, 0));
+	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
+	cf_ok(fi_enable(e->ep));
+}
+
+/*
+ * Connect endpoint 0 to the passive endpoint and accept it as endpoint 1,
+ * without private data; both sides see FI_CONNECTED.
+ */
+static void cm_connect_pair(struct cm_fix *cm)
+{
+	struct cm_ev ev;
+	struct fi_info *req;
+
+	if (!cm->pep)
+		cm_listen(cm);
+	cm_ep_open(cm, CM_CLIENT, cm->f.info);
+	cf_ok(fi_connect(cm->f.ep[CM_CLIENT].ep, cm->pname, NULL, 0));
+	cm_expect_event(cm, CM_SERVER, FI_CONNREQ, &cm->pep->fid, &ev,
+			"connect");
+	req = cm_entry(&ev)->info;
+	cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
+	cm_ep_open(cm, CM_SERVER, req);
+	cf_ok(fi_accept(cm->f.ep[CM_SERVER].ep, NULL, 0));
+	fi_freeinfo(req);
+	cm_expect_event(cm, CM_SERVER, FI_CONNECTED,
+			&cm->f.ep[CM_SERVER].ep->fid, &ev, "accept");
+	cm_expect_event(cm, CM_CLIENT, FI_CONNECTED,
+			&cm->f.ep[CM_CLIENT].ep->fid, &ev, "connect");
+}
+
+/* Fail unless the GUARD bytes after len are still GUARD_BYTE. */
+static void check_guard(const uint8_t *p, size_t len, const char *what)
+{
+	size_t j;
+
+	for (j = len; j < len + GUARD; j++)
+		cf_assert(p[j] == GUARD_BYTE,
+			  "%s: byte %zu past the %zu-byte message was written",
+			  what, j - len, len);
+}
+
+/* One message from side s to side r, receive posted first, all checked. */
+static void cm_msg(struct cm_fix *cm, int s, int r, size_t len,
+		   unsigned int seed)
+{
+	struct cf_fix *f = &cm->f;
+	struct fi_context2 sctx, rctx;
+	struct cf_mem sm, rm;
+	struct cf_comp c;
+	char what[64];
+
+	snprintf(what, sizeof(what), "%zu bytes ep%d->ep%d", len, s, r);
+	cf_mem_reg(f, s, &sm, len, FI_SEND);
+	cf_mem_reg(f, r, &rm, len + GUARD, FI_RECV);
+	cf_fill(sm.p, len, seed);
+	memset(rm.p, GUARD_BYTE, len + GUARD);
+	cf_post(f, fi_recv(f->ep[r].ep, rm.p, len, rm.desc, 0, &rctx));
+	cf_post(f, fi_send(f->ep[s].ep, sm.p, len, sm.desc, 0, &sctx));
+	c = cf_wait_ctx(f, r, &rctx);
+	cf_assert(!c.err, "%s: receive error %d (%s)", what, c.err,
+		  fi_strerror(c.err));
+	cf_assert(c.len == len, "%s: receive completion len %zu", what, c.len);
+	cf_check_flags(&c, FI_RECV | FI_MSG, what);
+	cf_check_fill(rm.p, len, seed, what);
+	check_guard(rm.p, len, what);
+	c = cf_wait_ctx(f, s, &sctx);
+	cf_assert(!c.err, "%s: send error %d (%s)", what, c.err,
+		  fi_strerror(c.err));
+	cf_check_flags(&c, FI_SEND | FI_MSG, what);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+}
+
+/* Two endpoint names are one address (sockaddr: family, port, host). */
+static bool cm_same_addr(const void *a, size_t alen, const void *b, size_t blen)
+{
+	const struct sockaddr *sa = a, *sb = b;
+
+	if (alen >= sizeof(struct sockaddr_in) &&
+	    blen >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET &&
+	    sb->sa_family == AF_INET) {
+		const struct sockaddr_in *x = a, *y = b;
+
+		return x->sin_port == y->sin_port &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (alen >= sizeof(struct sockaddr_in6) &&
+	    blen >= sizeof(struct sockaddr_in6) && sa->sa_family == AF_INET6 &&
+	    sb->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *x = a, *y = b;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr,
+			       sizeof(x->sin6_addr));
+	}
+	return alen == blen && !memcmp(a, b, alen);
+}
+
+static const char *cm_addr_str(struct cm_fix *cm, const void *addr)
+{
+	static char s[2][128];
+	static int k;
+	size_t len = sizeof(s[0]);
+
+	k ^= 1;
+	if (!fi_av_straddr(NULL, addr, s[k], &len))
+		snprintf(s[k], sizeof(s[k]), "?");
+	(void)cm;
+	return s[k];
+}
+
+/*
+ * Connect with private data in fi_connect, read it from FI_CONNREQ, accept
+ * with private data and read that from the client's FI_CONNECTED; then
+ * messages both ways (the first into a receive posted before connecting)
+ * and the names each side reports of itself and of its peer.
+ */
+static int case_cm_connect(const char *prov)
+{
+	static const size_t sizes[] = {1, 4096, 70001, 1 << 20};
+	uint8_t cdata[CM_CONN_LEN], adata[CM_ACCEPT_LEN];
+	uint8_t n0[CF_MAX_NAME], n1[CF_MAX_NAME], p0[CF_MAX_NAME],
+	    p1[CF_MAX_NAME];
+	size_t l0 = sizeof(n0), l1 = sizeof(n1), lp0 = sizeof(p0),
+	       lp1 = sizeof(p1);
+	size_t csz, clen, alen, n, i;
+	struct fi_context2 rctx, sctx;
+	struct cf_mem rm, sm;
+	struct fi_info *req;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	struct cf_comp c;
+
+	cm_open(&cm, prov, 0);
+	cm_listen(&cm);
+	csz = cm_data_size(&cm.pep->fid, "the passive endpoint");
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	n = cm_data_size(&cm.f.ep[CM_CLIENT].ep->fid, "an active endpoint");
+	if (n < csz)
+		csz = n;
+	if (!csz)
+		cf_note("FI_OPT_CM_DATA_SIZE 0: no private data exchanged");
+	else
+		cf_note("FI_OPT_CM_DATA_SIZE %zu", csz);
+	clen = csz < CM_CONN_LEN ? csz : CM_CONN_LEN;
+	alen = csz < CM_ACCEPT_LEN ? csz : CM_ACCEPT_LEN;
+	cf_fill(cdata, sizeof(cdata), 71);
+	cf_fill(adata, sizeof(adata), 72);
+
+	/* fi_cm(3): receives may be posted before the connection is up. */
+	cf_mem_reg(&cm.f, CM_CLIENT, &rm, 13 + GUARD, FI_RECV);
+	memset(rm.p, GUARD_BYTE, 13 + GUARD);
+	cf_post(&cm.f,
+		fi_recv(cm.f.ep[CM_CLIENT].ep, rm.p, 13, rm.desc, 0, &rctx));
+	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, clen ? cdata : NULL,
+			 clen));
+
+	n = cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
+			    "fi_connect");
+	req = cm_entry(&ev)->info;
+	cf_assert(req, "FI_CONNREQ without info");
+	cf_assert(req->handle, "FI_CONNREQ info without a handle");
+	/* fi_eq(3): the data may come with protocol padding after it. */
+	if (n != clen)
+		cf_note("FI_CONNREQ carries %zu bytes for the %zu sent", n,
+			clen);
+	cf_expect(n >= clen,
+		  "FI_CONNREQ carries %zu bytes of private data, "
+		  "fi_connect sent %zu",
+		  n, clen);
+	if (n >= clen)
+		cf_expect(!memcmp(cm_entry(&ev)->data, cdata, clen),
+			  "FI_CONNREQ private data differs from fi_connect's");
+	cm_ep_open(&cm, CM_SERVER, req);
+	fi_freeinfo(req);
+	cf_ok(fi_accept(cm.f.ep[CM_SERVER].ep, alen ? adata : NULL, alen));
+
+	cm_expect_event(&cm, CM_SERVER, FI_CONNECTED,
+			&cm.f.ep[CM_SERVER].ep->fid, &ev, "fi_accept");
+	n = cm_expect_event(&cm, CM_CLIENT, FI_CONNECTED,
+			    &cm.f.ep[CM_CLIENT].ep->fid, &ev, "fi_connect");
+	cf_expect(n >= alen,
+		  "client's FI_CONNECTED carries %zu bytes of "
+		  "private data, fi_accept sent %zu",
+		  n, alen);
+	if (n >= alen)
+		cf_expect(!memcmp(cm_entry(&ev)->data, adata, alen),
+			  "FI_CONNECTED private data differs from "
+			  "fi_accept's");
+
+	/* The receive posted before fi_connect takes the first message. */
+	cf_mem_reg(&cm.f, CM_SERVER, &sm, 13, FI_SEND);
+	cf_fill(sm.p, 13, 73);
+	cf_post(&cm.f,
+		fi_send(cm.f.ep[CM_SERVER].ep, sm.p, 13, sm.desc, 0, &sctx));
+	c = cf_wait_ctx(&cm.f, CM_CLIENT, &rctx);
+	cf_assert(!c.err, "receive posted before fi_connect: error %d (%s)",
+		  c.err, fi_strerror(c.err));
+	cf_assert(c.len == 13, "receive posted before fi_connect: len %zu",
+		  c.len);
+	cf_check_fill(rm.p, 13, 73, "receive posted before fi_connect");
+	check_guard(rm.p, 13, "receive posted before fi_connect");
+	c = cf_wait_ctx(&cm.f, CM_SERVER, &sctx);
+	cf_assert(!c.err, "first send: error %d", c.err);
+	cf_mem_free(&rm);
+	cf_mem_free(&sm);
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		cm_msg(&cm, CM_CLIENT, CM_SERVER, sizes[i], 80 + (unsigned)i);
+		cm_msg(&cm, CM_SERVER, CM_CLIENT, sizes[i], 90 + (unsigned)i);
+	}
+
+	/* Each side's peer is the other side's own name. */
+	cf_ok(fi_getname(&cm.f.ep[CM_CLIENT].ep->fid, n0, &l0));
+	cf_ok(fi_getname(&cm.f.ep[CM_SERVER].ep->fid, n1, &l1));
+	cf_ok(fi_getpeer(cm.f.ep[CM_CLIENT].ep, p0, &lp0));
+	cf_ok(fi_getpeer(cm.f.ep[CM_SERVER].ep, p1, &lp1));
+	cf_expect(cm_same_addr(p0, lp0, n1, l1),
+		  "client's fi_getpeer %s is not the accepted endpoint's "
+		  "fi_getname %s",
+		  cm_addr_str(&cm, p0), cm_addr_str(&cm, n1));
+	cf_expect(cm_same_addr(p1, lp1, n0, l0),
+		  "accepted endpoint's fi_getpeer %s is not the client's "
+		  "fi_getname %s",
+		  cm_addr_str(&cm, p1), cm_addr_str(&cm, n0));
+	if (!cm_same_addr(p0, lp0, cm.pname, cm.pnamelen))
+		cf_note("client's peer %s is not the address it connected to, "
+			"%s",
+			cm_addr_str(&cm, p0), cm_addr_str(&cm, cm.pname));
+
+	cf_expect_none(&cm.f, CM_CLIENT, 20);
+	cf_expect_none(&cm.f, CM_SERVER, 0);
+	cf_assert(!cm_poll(&cm, CM_CLIENT, &ev, 0) &&
+		      !cm_poll(&cm, CM_SERVER, &ev, 0),
+		  "an EQ has an extra event");
+	cm_close(&cm);
+	return 0;
+}
+
+/*
+ * fi_reject with private data: the client's EQ gets an error entry for its
+ * endpoint, FI_ECONNREFUSED, and (fi_cm(3), NOTES) the reject's data as
+ * err_data.  The passive endpoint then still accepts a new connection.
+ */
+static int case_cm_reject(const char *prov)
+{
+	uint8_t cdata[CM_CONN_LEN], rdata[CM_REJECT_LEN];
+	size_t csz, clen, rlen, n;
+	struct fi_info *req;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	char buf[256];
+	fid_t cfid;
+
+	cm_open(&cm, prov, 0);
+	cm_listen(&cm);
+	csz = cm_data_size(&cm.pep->fid, "the passive endpoint");
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	n = cm_data_size(&cm.f.ep[CM_CLIENT].ep->fid, "an active endpoint");
+	if (n < csz)
+		csz = n;
+	clen = csz < CM_CONN_LEN ? csz : CM_CONN_LEN;
+	rlen = csz < CM_REJECT_LEN ? csz : CM_REJECT_LEN;
+	cf_fill(cdata, sizeof(cdata), 61);
+	cf_fill(rdata, sizeof(rdata), 62);
+	cfid = &cm.f.ep[CM_CLIENT].ep->fid;
+	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, clen ? cdata : NULL,
+			 clen));
+	n = cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
+			    "fi_connect");
+	req = cm_entry(&ev)->info;
+	cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
+	cf_expect(n >= clen && !memcmp(cm_entry(&ev)->data, cdata, clen),
+		  "FI_CONNREQ private data missing or different");
+	cf_ok(fi_reject(cm.pep, req->handle, rlen ? rdata : NULL, rlen));
+	fi_freeinfo(req);
+
+	cf_mark("waiting for the rejection");
+	cf_assert(cm_poll(&cm, CM_CLIENT, &ev, CM_EVENT_MS),
+		  "rejected client: no event within %d ms", CM_EVENT_MS);
+	cf_assert(ev.ret == -FI_EAVAIL,
+		  "rejected client: event %s instead of an error entry",
+		  cm_event_str(ev.event));
+	cf_expect(ev.err.fid == cfid, "rejection names fid %p, want %p",
+		  (void *)ev.err.fid, (void *)cfid);
+	cf_expect(ev.err.err == FI_ECONNREFUSED,
+		  "rejection: err %d (%s), want FI_ECONNREFUSED; prov_errno "
+		  "%d (%s)",
+		  ev.err.err, fi_strerror(ev.err.err), ev.err.prov_errno,
+		  fi_eq_strerror(cm.eq[CM_CLIENT], ev.err.prov_errno, NULL, buf,
+				 sizeof(buf)));
+	/* fi_cm(3): a rejection's user data is available as err_data. */
+	cf_expect(ev.err.err_data_size >= rlen,
+		  "rejection: err_data_size %zu, fi_reject sent %zu bytes",
+		  ev.err.err_data_size, rlen);
+	if (ev.err.err_data_size >= rlen)
+		cf_expect(!memcmp(ev.err_data, rdata, rlen),
+			  "rejection: err_data differs from fi_reject's data");
+	/* The server side has nothing more to say about it. */
+	cf_expect(!cm_poll(&cm, CM_SERVER, &ev, 100),
+		  "server EQ: event %s after fi_reject",
+		  ev.ret == -FI_EAVAIL ? "(error)" : cm_event_str(ev.event));
+	cf_expect(!cm_poll(&cm, CM_CLIENT, &ev, 0),
+		  "client EQ: a second event after the rejection");
+	cm_ep_close(&cm, CM_CLIENT);
+
+	/* The listener goes on listening. */
+	cm_connect_pair(&cm);
+	cm_msg(&cm, CM_CLIENT, CM_SERVER, 100, 63);
+	cm_msg(&cm, CM_SERVER, CM_CLIENT, 100, 64);
+	cm_close(&cm);
+	return 0;
+}
+
+/*
+ * After a connected exchange the leaving side shuts down (fi_shutdown) or
+ * closes its endpoint; the other side gets FI_SHUTDOWN for its endpoint on
+ * its EQ, its posted receives do not complete successfully, and it closes
+ * promptly.  With fi_shutdown, the leaver's own canceled receives are in
+ * its CQ when fi_shutdown returns (or they are discarded).
+ */
+static int cm_peer_gone(const char *prov, int leaver, bool close_it)
+{
+	int stay = 1 - leaver, ret, k, ncancel = 0, nnone = 0;
+	struct fi_context2 rctx[2], lctx;
+	struct cf_mem rm, lm;
+	uint64_t t0, took;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	struct cf_comp c;
+	fid_t sfid;
+	size_t j;
+
+	cm_open(&cm, prov, 0);
+	cm_connect_pair(&cm);
+	cm_msg(&cm, CM_CLIENT, CM_SERVER, 4096, 51);
+	cm_msg(&cm, CM_SERVER, CM_CLIENT, 4096, 52);
+
+	cf_mem_reg(&cm.f, stay, &rm, 2 * 4096, FI_RECV);
+	cf_mem_reg(&cm.f, leaver, &lm, 4096, FI_RECV);
+	for (k = 0; k < 2; k++)
+		cf_post(&cm.f, fi_recv(cm.f.ep[stay].ep, rm.p + k * 4096, 4096,
+				       rm.desc, 0, &rctx[k]));
+	cf_post(&cm.f,
+		fi_recv(cm.f.ep[leaver].ep, lm.p, 4096, lm.desc, 0, &lctx));
+	cm_pump(&cm);
+	sfid = &cm.f.ep[stay].ep->fid;
+
+	if (close_it) {
+		cf_mem_close(&lm);
+		cm_ep_close(&cm, leaver);
+	} else {
+		t0 = cf_now_ms();
+		cf_mark("fi_shutdown");
+		ret = fi_shutdown(cm.f.ep[leaver].ep, 0);
+		took = cf_now_ms() - t0;
+		cf_assert(!ret, "fi_shutdown: %d (%s)", ret, fi_strerror(-ret));
+		cf_expect(took <= CM_CLOSE_MS, "fi_shutdown took %llu ms",
+			  (unsigned long long)took);
+		/*
+		 * fi_cm(3): canceled operations are in the CQ before
+		 * fi_shutdown returns; the others are discarded silently.
+		 */
+		cf_progress(&cm.f);
+		for (j = 0; j < cm.f.ep[leaver].q.n; j++) {
+			if (cm.f.ep[leaver].q.v[j].ctx != &lctx)
+				continue;
+			cf_expect(cm.f.ep[leaver].q.v[j].err,
+				  "leaver's receive completed successfully "
+				  "at fi_shutdown");
+			cf_note("the leaver's receive: %s at fi_shutdown",
+				fi_strerror(cm.f.ep[leaver].q.v[j].err));
+			break;
+		}
+		if (j == cm.f.ep[leaver].q.n)
+			cf_note("the leaver's receive was discarded by "
+				"fi_shutdown");
+	}
+
+	cm_expect_event(&cm, stay, FI_SHUTDOWN, sfid, &ev,
+			close_it ? "peer's fi_close" : "peer's fi_shutdown");
+
+	/* The survivor's receives: canceled in error, or never completed. */
+	for (k = 0; k < 2; k++) {
+		uint64_t end = cf_now_ms() + 1000;
+		bool got = false;
+
+		while (!got && cf_now_ms() < end) {
+			cm_pump(&cm);
+			for (j = 0; j < cm.f.ep[stay].q.n; j++)
+				if (cm.f.ep[stay].q.v[j].ctx == &rctx[k])
+					got = true;
+		}
+		if (!got) {
+			nnone++;
+			continue;
+		}
+		c = cf_wait_ctx(&cm.f, stay, &rctx[k]);
+		cf_expect(c.err,
+			  "receive %d after the peer left completed "
+			  "successfully, len %zu",
+			  k, c.len);
+		if (c.err)
+			ncancel++;
+		if (c.err && c.err != FI_ECANCELED)
+			cf_note("receive %d after the peer left: error %d (%s)",
+				k, c.err, fi_strerror(c.err));
+	}
+	cf_note("after FI_SHUTDOWN: %d receive(s) completed in error, %d "
+		"pending after 1 s",
+		ncancel, nnone);
+	cf_expect(!cm_poll(&cm, stay, &ev, 50),
+		  "survivor EQ: a second event after FI_SHUTDOWN");
+	cf_expect_none(&cm.f, stay, 0);
+
+	/* Closing the survivor is prompt; so is the leaver after shutdown. */
+	cf_mem_close(&rm);
+	cm_ep_close(&cm, stay);
+	if (!close_it) {
+		cf_mem_close(&lm);
+		cm_ep_close(&cm, leaver);
+	}
+	/* A late successful completion for the leaver's receive is wrong. */
+	cf_progress(&cm.f);
+	for (j = 0; j < cm.f.ep[leaver].q.n; j++)
+		cf_expect(cm.f.ep[leaver].q.v[j].ctx != &lctx ||
+			      cm.f.ep[leaver].q.v[j].err,
+			  "leaver's receive completed successfully");
+	cf_mem_free(&rm);
+	cf_mem_free(&lm);
+	cm_close(&cm);
+	return 0;
+}
+
+static int case_cm_shutdown(const char *prov)
+{
+	return cm_peer_gone(prov, CM_CLIENT, false);
+}
+
+static int case_cm_peer_close(const char *prov)
+{
+	return cm_peer_gone(prov, CM_SERVER, true);
+}
+
+/*
+ * An address of the endpoint's family on its host (loopback) with a port
+ * that is bound here then closed, or left listening (fd returned) but
+ * never accepted.  Skips if the provider's addresses are not sockets.
+ */
+static int cm_port(struct cm_fix *cm, struct sockaddr_storage *ss,
+		   socklen_t *sl, bool listening)
+{
+	const struct sockaddr *src = cm->f.info->src_addr;
+	int fd;
+
+	if (!src || !cf_is_sockaddr(cm->f.info->addr_format) ||
+	    (src->sa_family != AF_INET && src->sa_family != AF_INET6))
+		cf_skip("addr_format %u: not a socket address",
+			cm->f.info->addr_format);
+	memset(ss, 0, sizeof(*ss));
+	*sl = src->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+					: sizeof(struct sockaddr_in6);
+	memcpy(ss, src, *sl);
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = 0;
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cf_assert(fd >= 0, "socket: %s", strerror(errno));
+	cf_assert(!bind(fd, (struct sockaddr *)ss, *sl), "bind: %s",
+		  strerror(errno));
+	cf_assert(!getsockname(fd, (struct sockaddr *)ss, sl),
+		  "getsockname: %s", strerror(errno));
+	if (listening) {
+		cf_assert(!listen(fd, 4), "listen: %s", strerror(errno));
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/*
+ * fi_connect to a port nobody listens on: either fi_connect fails with
+ * -FI_ECONNREFUSED or an error entry for the endpoint, FI_ECONNREFUSED,
+ * arrives on its EQ within CM_EVENT_MS.
+ */
+static int case_cm_refused(const char *prov)
+{
+	struct sockaddr_storage ss;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	socklen_t sl;
+	uint64_t t0;
+	char buf[256];
+	fid_t cfid;
+	int ret;
+
+	cm_open(&cm, prov, 0);
+	cm_port(&cm, &ss, &sl, false);
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	cfid = &cm.f.ep[CM_CLIENT].ep->fid;
+	t0 = cf_now_ms();
+	ret = fi_connect(cm.f.ep[CM_CLIENT].ep, &ss, NULL, 0);
+	if (ret) {
+		cf_assert(ret == -FI_ECONNREFUSED,
+			  "fi_connect to a closed port: %d (%s)", ret,
+			  fi_strerror(-ret));
+		cf_note("fi_connect itself returned -FI_ECONNREFUSED");
+		goto out;
+	}
+	cf_mark("waiting for the refusal");
+	cf_assert(cm_poll(&cm, CM_CLIENT, &ev, CM_EVENT_MS),
+		  "connect to a closed port: no event within %d ms",
+		  CM_EVENT_MS);
+	cf_assert(ev.ret == -FI_EAVAIL,
+		  "connect to a closed port: event %s, not an error",
+		  cm_event_str(ev.event));
+	cf_expect(ev.err.fid == cfid, "error entry names fid %p, want %p",
+		  (void *)ev.err.fid, (void *)cfid);
+	cf_expect(ev.err.err == FI_ECONNREFUSED,
+		  "connect to a closed port: err %d (%s), want "
+		  "FI_ECONNREFUSED; prov_errno %d (%s)",
+		  ev.err.err, fi_strerror(ev.err.err), ev.err.prov_errno,
+		  fi_eq_strerror(cm.eq[CM_CLIENT], ev.err.prov_errno, NULL, buf,
+				 sizeof(buf)));
+	cf_note("refused after %llu ms",
+		(unsigned long long)(cf_now_ms() - t0));
+	cf_expect(!cm_poll(&cm, CM_CLIENT, &ev, 50),
+		  "a second event after the refusal");
+out:
+	cm_close(&cm);
+	return 0;
+}
+
+/*
+ * A connection nobody answers: (1) a TCP listener that never accepts,
+ * (2) a passive endpoint whose FI_CONNREQ is never accepted nor rejected.
+ * The client sees no FI_CONNECTED for CM_NO_ANSWER_MS (an error entry is
+ * allowed and reported), and fi_close of the pending endpoint returns
+ * within CM_CLOSE_MS.  Then the unanswered request can still be rejected
+ * or dropped without hanging.
+ */
+static int case_cm_no_answer(const char *prov)
+{
+	struct sockaddr_storage ss;
+	struct fi_info *req;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	socklen_t sl;
+	uint64_t took;
+	int fd, ret;
+
+	cm_open(&cm, prov, 0);
+	fd = cm_port(&cm, &ss, &sl, true);
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, &ss, NULL, 0));
+	cf_mark("waiting on a connection nobody answers");
+	if (cm_poll(&cm, CM_CLIENT, &ev, CM_NO_ANSWER_MS)) {
+		cf_assert(ev.ret == -FI_EAVAIL,
+			  "silent TCP listener: event %s on the client",
+			  cm_event_str(ev.event));
+		cf_note("silent TCP listener: error %d (%s) on the client",
+			ev.err.err, fi_strerror(ev.err.err));
+	}
+	took = cm_ep_close(&cm, CM_CLIENT);
+	cf_note("silent TCP listener: pending endpoint closed in %llu ms",
+		(unsigned long long)took);
+	close(fd);
+
+	cm_listen(&cm);
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, NULL, 0));
+	cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
+			"fi_connect");
+	req = cm_entry(&ev)->info;
+	cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
+	cf_mark("waiting on a request nobody answers");
+	if (cm_poll(&cm, CM_CLIENT, &ev, CM_NO_ANSWER_MS)) {
+		cf_assert(ev.ret == -FI_EAVAIL,
+			  "unanswered FI_CONNREQ: event %s on the client",
+			  cm_event_str(ev.event));
+		cf_note("unanswered FI_CONNREQ: error %d (%s) on the client",
+			ev.err.err, fi_strerror(ev.err.err));
+	}
+	took = cm_ep_close(&cm, CM_CLIENT);
+	cf_note("unanswered FI_CONNREQ: pending endpoint closed in %llu ms",
+		(unsigned long long)took);
+	/* The request outlived its client: rejecting it must not hang. */
+	cf_mark("fi_reject of a request whose client is gone");
+	ret = fi_reject(cm.pep, req->handle, NULL, 0);
+	if (ret)
+		cf_note("fi_reject of a request whose client is gone: %d (%s)",
+			ret, fi_strerror(-ret));
+	fi_freeinfo(req);
+	cm_pump(&cm);
+	cm.nq[CM_SERVER] = cm.nq[CM_CLIENT] = 0;
+	cm_close(&cm);
+	return 0;
+}
+
+/*
+ * RMA over a connection: fi_writedata raises FI_REMOTE_WRITE|
+ * FI_REMOTE_CQ_DATA with the data at the target, the bytes in place; then
+ * fi_write and fi_read at 1 B to 1 MiB, data and guard bytes checked.
+ */
+static int case_cm_rma(const char *prov)
+{
+	static const size_t sizes[] = {1, 4097, 1 << 20};
+	const uint64_t lacc = FI_READ | FI_WRITE;
+	const uint64_t racc = FI_REMOTE_READ | FI_REMOTE_WRITE;
+	struct fi_context2 ctx;
+	struct cf_mem lm, tm;
+	struct cf_comp c;
+	struct cm_fix cm;
+	uint64_t mask, end;
+	size_t cqd, i, g, len;
+	char what[64];
+
+	cm_open(&cm, prov, FI_MSG | FI_RMA);
+	cqd = cm.f.info->domain_attr->cq_data_size;
+	if (!cqd)
+		cf_skip("cq_data_size is 0: no remote CQ data");
+	mask = cqd >= 8 ? ~0ULL : (1ULL << (8 * cqd)) - 1;
+	cm_connect_pair(&cm);
+	cf_mem_reg(&cm.f, CM_CLIENT, &lm, (1 << 20) + GUARD, lacc);
+	cf_mem_reg(&cm.f, CM_SERVER, &tm, (1 << 20) + 2 * GUARD, racc);
+
+	memset(tm.p, GUARD_BYTE, (1 << 20) + 2 * GUARD);
+	cf_fill(lm.p, 70000, 41);
+	cf_post(&cm.f, fi_writedata(cm.f.ep[CM_CLIENT].ep, lm.p, 70000, lm.desc,
+				    0xc0ffee1234ULL, 0, tm.raddr + GUARD,
+				    tm.key, &ctx));
+	c = cf_wait_ctx(&cm.f, CM_CLIENT, &ctx);
+	cf_assert(!c.err, "fi_writedata: error %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_check_flags(&c, FI_RMA | FI_WRITE, "fi_writedata initiator");
+	c = cf_wait(&cm.f, CM_SERVER);
+	cf_assert(!c.err, "fi_writedata target: error %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_check_flags(&c, FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+		       "fi_writedata target");
+	/* fi_cq(3): FI_RMA goes with FI_REMOTE_WRITE, as in rma_writedata. */
+	cf_expect(c.flags & FI_RMA, "fi_writedata target: no FI_RMA flag");
+	cf_assert(c.data == (0xc0ffee1234ULL & mask),
+		  "fi_writedata target data 0x%llx",
+		  (unsigned long long)c.data);
+	cf_check_fill(tm.p + GUARD, 70000, 41, "fi_writedata target");
+	check_guard(tm.p + GUARD, 70000, "fi_writedata target");
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		len = sizes[i];
+		snprintf(what, sizeof(what), "fi_write of %zu bytes", len);
+		memset(tm.p, GUARD_BYTE, (1 << 20) + 2 * GUARD);
+		cf_fill(lm.p, len, 42 + (unsigned)i);
+		cf_post(&cm.f,
+			fi_write(cm.f.ep[CM_CLIENT].ep, lm.p, len, lm.desc, 0,
+				 tm.raddr + GUARD, tm.key, &ctx));
+		c = cf_wait_ctx(&cm.f, CM_CLIENT, &ctx);
+		cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
+			  fi_strerror(c.err));
+		cf_check_flags(&c, FI_RMA | FI_WRITE, what);
+		/* Transmit-complete only: poll the target with progress. */
+		end = cf_now_ms() + CF_WAIT_MS;
+		for (;;) {
+			uint8_t *want = malloc(len);
+			bool same;
+
+			cf_assert(want, "out of memory");
+			cf_fill(want, len, 42 + (unsigned)i);
+			same = !memcmp(tm.p + GUARD, want, len);
+			free(want);
+			if (same || cf_now_ms() > end)
+				break;
+			cf_progress(&cm.f);
+		}
+		cf_check_fill(tm.p + GUARD, len, 42 + (unsigned)i, what);
+		check_guard(tm.p + GUARD, len, what);
+		for (g = 0; g < GUARD; g++)
+			cf_assert(tm.p[g] == GUARD_BYTE,
+				  "%s: wrote before the target", what);
+
+		snprintf(what, sizeof(what), "fi_read of %zu bytes", len);
+		cf_fill(tm.p + GUARD, len, 52 + (unsigned)i);
+		memset(lm.p, GUARD_BYTE, len + GUARD);
+		cf_post(&cm.f,
+			fi_read(cm.f.ep[CM_CLIENT].ep, lm.p, len, lm.desc, 0,
+				tm.raddr + GUARD, tm.key, &ctx));
+		c = cf_wait_ctx(&cm.f, CM_CLIENT, &ctx);
+		cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
+			  fi_strerror(c.err));
+		cf_check_flags(&c, FI_RMA | FI_READ, what);
+		cf_check_fill(lm.p, len, 52 + (unsigned)i, what);
+		check_guard(lm.p, len, what);
+	}
+	/* Plain writes and reads complete nothing at the target. */
+	cf_expect_none(&cm.f, CM_SERVER, 50);
+	cf_expect_none(&cm.f, CM_CLIENT, 0);
+	cf_mem_free(&lm);
+	cf_mem_free(&tm);
+	cm_close(&cm);
+	return 0;
+}
+
+const struct cf_case cf_cases_cm[] = {
+    {"cm_connect",
+     "FI_EP_MSG: private data in FI_CONNREQ and FI_CONNECTED, messages "
+     "both ways, fi_getname/fi_getpeer agree",
+     case_cm_connect},
+    {"cm_reject",
+     "FI_EP_MSG: fi_reject gives FI_ECONNREFUSED with its data; the "
+     "listener still accepts",
+     case_cm_reject},
+    {"cm_shutdown",
+     "FI_EP_MSG: fi_shutdown gives the peer FI_SHUTDOWN; no receive "
+     "completes successfully; closes are prompt",
+     case_cm_shutdown},
+    {"cm_peer_close",
+     "FI_EP_MSG: fi_close of a connected endpoint gives the peer "
+     "FI_SHUTDOWN",
+     case_cm_peer_close},
+    {"cm_refused",
+     "FI_EP_MSG: connect to a closed port: FI_ECONNREFUSED on the EQ "
+     "within 5 s",
+     case_cm_refused},
+    {"cm_no_answer",
+     "FI_EP_MSG: connect nobody answers: no FI_CONNECTED, fi_close of "
+     "the pending endpoint within 2 s",
+     case_cm_no_answer},
+    {"cm_rma",
+     "FI_EP_MSG: fi_writedata with remote CQ data, fi_write/fi_read 1 B "
+     "to 1 MiB",
+     case_cm_rma},
+    {NULL},
+};
