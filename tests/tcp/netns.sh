@@ -1,0 +1,223 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# The tcp provider between two hosts: two network namespaces of this run's
+# own, joined by a veth pair (192.0.2.1 and 192.0.2.2, TEST-NET-1), a
+# server in the first and a client in the second, so that every byte
+# crosses a network link rather than loopback:
+#   - fi_rdm_tagged_pingpong -p tcp -v, sizes 1, 4k, 64k, 1m;
+#   - fi_msg_pingpong -p tcp -e msg -v.
+# Data is verified (-v); each program is bounded in time and the server
+# is stopped by its PID.  The namespaces, the link and anything still
+# running in them are removed on every exit.
+#
+# usage: netns.sh [--lib DIR]
+#   --lib DIR  run the same programs over the libfabric.so.1 in DIR (or set
+#              WEFT_NETNS_LIB=DIR) instead of this build's own library,
+#              e.g. to check this script against another libfabric's tcp.
+#
+# Skips (77), saying why, without root, without ip(8), when namespaces or
+# veth devices cannot be made, or when the library has no tcp provider.
+# make check exports top_builddir; run by hand, the build tree is taken
+# to be the one holding this script.
+
+set -u
+
+lib=${WEFT_NETNS_LIB:-}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lib) [ $# -ge 2 ] || { echo "--lib needs a directory" >&2; exit 2; }
+		lib=$2; shift 2 ;;
+	--lib=*) lib=${1#--lib=}; shift ;;
+	-h | --help) sed -n '3,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) echo "unknown argument '$1' (--help for usage)" >&2; exit 2 ;;
+	esac
+done
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+bld=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
+lib=${lib:-$bld/.libs}
+[ -e "$lib/libfabric.so.1" ] || { echo "no libfabric.so.1 in $lib" >&2; exit 99; }
+lib=$(cd "$lib" && pwd)
+
+# The programs themselves, not libtool's wrapper scripts: a wrapper would
+# put the build's own library first whatever LD_LIBRARY_PATH says.
+find_prog() {	# directory name
+	if [ -x "$1/.libs/$2" ]; then
+		echo "$1/.libs/$2"
+	elif [ -x "$1/$2" ] && [ "$(head -c 2 "$1/$2")" != "#!" ]; then
+		echo "$1/$2"
+	else
+		echo "no $2 under $1 (build first)" >&2
+		exit 99
+	fi
+}
+info=$(find_prog "$bld/util" fi_info) || exit 99
+rdm_pp=$(find_prog "$bld/fabtests" fi_rdm_tagged_pingpong) || exit 99
+msg_pp=$(find_prog "$bld/fabtests" fi_msg_pingpong) || exit 99
+
+[ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
+command -v ip >/dev/null 2>&1 || skip "no ip(8) (iproute2) to make network namespaces"
+command -v timeout >/dev/null 2>&1 || skip "no timeout(1) to bound the programs"
+
+unset FI_PROVIDER FI_TCP_IFACE
+echo "library: $lib/libfabric.so.1"
+echo "+ LD_LIBRARY_PATH=$lib $info -l"
+provs=$(LD_LIBRARY_PATH=$lib timeout 30 "$info" -l 2>&1)
+echo "$provs" | sed -n 's/^\([^ ].*\):$/  \1/p'
+echo "$provs" | grep -q '^tcp:$' ||
+	skip "the library in $lib has no tcp provider (fi_info -l lists no tcp:)"
+
+# ---- the two hosts ----
+
+ns_a=weft-$$-a
+ns_b=weft-$$-b
+if_a=weft-a		# the veth end inside each namespace
+if_b=weft-b
+addr_a=192.0.2.1
+addr_b=192.0.2.2
+made=
+tmp=
+server=
+
+# shellcheck disable=SC2317,SC2086 # called by the trap; $pids is a list
+cleanup() {
+	trap - EXIT INT TERM HUP
+	if [ -n "$server" ]; then
+		kill "$server" 2>/dev/null
+		server=
+	fi
+	# Anything still running inside this run's namespaces is this run's.
+	for ns in $made; do
+		pids=$(ip netns pids "$ns" 2>/dev/null)
+		[ -n "$pids" ] && kill $pids 2>/dev/null
+	done
+	for ns in $made; do
+		i=0
+		while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ $i -lt 20 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		pids=$(ip netns pids "$ns" 2>/dev/null)
+		[ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+	done
+	# The veth pair goes with the namespaces that hold its ends.
+	for ns in $made; do
+		echo "+ ip netns del $ns"
+		ip netns del "$ns"
+	done
+	[ -n "$tmp" ] && rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A step of making the hosts; its failure means this machine cannot have
+# them here, which is a skip, not a failure of the provider.
+setup() {
+	echo "+ $*"
+	out=$("$@" 2>&1) || skip "cannot make the two hosts: '$*': $out"
+}
+
+setup ip netns add "$ns_a"
+made=$ns_a
+setup ip netns add "$ns_b"
+made="$ns_a $ns_b"
+setup ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b"
+setup ip -n "$ns_a" addr add "$addr_a/24" dev "$if_a"
+setup ip -n "$ns_b" addr add "$addr_b/24" dev "$if_b"
+for ns in $ns_a $ns_b; do
+	setup ip -n "$ns" link set lo up
+done
+setup ip -n "$ns_a" link set "$if_a" up
+setup ip -n "$ns_b" link set "$if_b" up
+echo "+ ip -n $ns_a -br addr show dev $if_a; ip -n $ns_b -br addr show dev $if_b"
+ip -n "$ns_a" -br addr show dev "$if_a"
+ip -n "$ns_b" -br addr show dev "$if_b"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-netns.XXXXXX")
+
+# ---- one pingpong across the link ----
+
+limit=40	# seconds for one program; the programs' own limit is -T 20
+status=0
+
+# pair NAME PROGRAM ARGS...: the server on host A, the client on host B.
+pair() {
+	name=$1
+	prog=$2
+	shift 2
+	echo
+	echo "=== $name"
+	: >"$tmp/server.err"
+	echo "+ ip netns exec $ns_a env LD_LIBRARY_PATH=$lib FI_TCP_IFACE=$if_a" \
+		"timeout -k 5 $limit $prog $* -s $addr_a -B 0 &"
+	ip netns exec "$ns_a" env LD_LIBRARY_PATH="$lib" FI_TCP_IFACE="$if_a" \
+		timeout -k 5 "$limit" "$prog" "$@" -s "$addr_a" -B 0 \
+		>"$tmp/server.out" 2>"$tmp/server.err" &
+	server=$!
+	port=
+	i=0
+	while [ $i -lt 100 ]; do
+		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
+		[ -n "$port" ] && break
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -z "$port" ]; then
+		echo "the server reported no port:"
+		kill "$server" 2>/dev/null
+		wait "$server"
+		s=$?
+		server=
+		sed 's/^/  server: /' "$tmp/server.out" "$tmp/server.err"
+		echo "=== $name: FAIL (server exit $s)"
+		status=1
+		return
+	fi
+	echo "(server listening on $addr_a port $port)"
+	echo "+ ip netns exec $ns_b env LD_LIBRARY_PATH=$lib FI_TCP_IFACE=$if_b" \
+		"timeout -k 5 $limit $prog $* -P $port $addr_a"
+	# in the background, so that a signal to this script is taken at once
+	ip netns exec "$ns_b" env LD_LIBRARY_PATH="$lib" FI_TCP_IFACE="$if_b" \
+		timeout -k 5 "$limit" "$prog" "$@" -P "$port" "$addr_a" &
+	wait $!
+	c=$?
+	# the server ends right after the client; bound the wait, then stop it
+	i=0
+	while kill -0 "$server" 2>/dev/null && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$server" 2>/dev/null; then
+		echo "+ kill $server (the server did not end with the client)"
+		kill "$server" 2>/dev/null
+	fi
+	wait "$server"
+	s=$?
+	server=
+	grep -v '^listening on port' "$tmp/server.err" | sed 's/^/  server: /'
+	if [ $s = 0 ] && [ $c = 0 ]; then
+		echo "=== $name: pass"
+	else
+		[ $s = 124 ] || [ $c = 124 ] && echo "(124: timed out after $limit s)"
+		echo "=== $name: FAIL (server exit $s, client exit $c)"
+		status=1
+	fi
+}
+
+pair "fi_rdm_tagged_pingpong -p tcp (rdm), $ns_a -> $ns_b" "$rdm_pp" \
+	-p tcp -v -S 1,4k,64k,1m -I 100 -w 2 -T 20
+pair "fi_msg_pingpong -p tcp -e msg, $ns_a -> $ns_b" "$msg_pp" \
+	-p tcp -e msg -v -S 1,4k,64k,1m -I 100 -w 2 -T 20
+
+echo
+[ $status = 0 ] && echo "PASS: tcp across two network namespaces" ||
+	echo "FAIL: tcp across two network namespaces"
+exit $status
