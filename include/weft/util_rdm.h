@@ -83,6 +83,7 @@ struct util_rdm_tx {
 	struct util_peer *peer;
 	uint32_t gen; /* bumped at each reuse: the high half of its id */
 	bool live;
+	bool handing; /* inside the transport call that takes it */
 	struct util_rdm_hdr hdr;
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
@@ -380,6 +381,10 @@ int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err);
  */
 int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
 		       int err);
+
+/* Complete every posted receive with err (a connected endpoint whose
+ * connection ended).  Called with the endpoint lock held. */
+void util_rdm_flush_rx(struct util_rdm_ep *ep, int err);
 
 /* The transport can take transmits to peer again: hand over its queue. */
 void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer);

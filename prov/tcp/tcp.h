@@ -124,6 +124,7 @@ struct tcp_conn {
 	uint8_t prev_state; /* before it closed */
 	bool rejected;	 /* MSG: refused by the peer (reported already) */
 	bool reported;	 /* its FI_CONNREQ was written */
+	bool await_ack;	 /* RDM, outgoing: open, HELLO_ACK not read yet */
 	bool outgoing;
 	bool want_out;	 /* EPOLLOUT armed */
 	bool rx_held;	 /* the engine refused an arrival: read later */

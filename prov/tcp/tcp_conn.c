@@ -312,7 +312,10 @@ static uint32_t allowed_ops(const struct tcp_conn *conn)
 {
 	switch (conn->state) {
 	case TCP_CONN_OPEN:
-		return TCP_OPS_DATA;
+		/* An RDM connection sends from HELLO on, but its first
+		 * frame in must be the answer to it. */
+		return conn->await_ack ? TCP_OPBIT(TCP_OP_HELLO_ACK) :
+					 TCP_OPS_DATA;
 	case TCP_CONN_ACCEPTED:
 		return TCP_OPBIT(TCP_OP_HELLO);
 	case TCP_CONN_HELLO:

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,8 @@ void tcp_conn_lost(struct tcp_conn *conn)
 		return;
 	switch (conn->prev_state) {
 	case TCP_CONN_OPEN:
+		/* Nothing more can arrive: posted receives end. */
+		util_rdm_flush_rx(&ep->rdm, FI_ECANCELED);
 		if (!ep->shutdown_sent)
 			eq_write_cm(ep, FI_SHUTDOWN, NULL, 0);
 		break;
@@ -213,6 +216,15 @@ void tcp_conn_lost(struct tcp_conn *conn)
 	default:
 		break;
 	}
+}
+
+static void conn_opened(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+
+	conn->state = TCP_CONN_OPEN;
+	ep->nopen++;
+	ep->hot = ep->nopen == 1 ? conn : NULL;
 }
 
 /* The outgoing connection is up (or failed): say hello. */
@@ -229,20 +241,22 @@ static void conn_connected(struct tcp_conn *conn)
 	conn->state = TCP_CONN_HELLO;
 	tcp_conn_watch(conn, false);
 	conn->deadline_ms = tcp_now_ms() + (uint64_t)tcp_params.conn_timeout_ms;
-	if (ep->type == FI_EP_RDM)
-		tcp_send_hello(conn, &ep->addr, ep->addrlen, NULL, 0);
-	else
+	if (ep->type != FI_EP_RDM) {
 		tcp_send_hello(conn, NULL, 0, conn->cm_data, conn->cm_len);
+		return;
+	}
+	/* RDM: our frames may follow HELLO at once; the acceptor reads them
+	 * after it, and a refusal fails them.  No round trip is waited. */
+	if (tcp_send_hello(conn, &ep->addr, ep->addrlen, NULL, 0))
+		return;
+	conn->await_ack = true;
+	conn_opened(conn);
+	if (conn->peer && conn->peer->conn == conn) {
+		conn->peer->peer.state = UTIL_PEER_CONNECTED;
+		util_rdm_peer_ready(&ep->rdm, &conn->peer->peer);
+	}
 }
 
-static void conn_opened(struct tcp_conn *conn)
-{
-	struct tcp_ep *ep = conn->ep;
-
-	conn->state = TCP_CONN_OPEN;
-	ep->nopen++;
-	ep->hot = ep->nopen == 1 ? conn : NULL;
-}
 
 /* HELLO on a connection we accepted (RDM endpoint or passive endpoint). */
 int tcp_conn_hello_in(struct tcp_conn *conn, const void *addr, size_t alen,
@@ -304,6 +318,7 @@ void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
 	struct tcp_ep *ep = conn->ep;
 	struct tcp_peer *tp = conn->peer;
 
+	conn->await_ack = false;
 	if (status) {
 		if (ep->type == FI_EP_MSG) {
 			conn->rejected = true;
@@ -315,17 +330,13 @@ void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
 		tcp_conn_close(conn, (int)status);
 		return;
 	}
-	conn_opened(conn);
 	if (ep->type == FI_EP_MSG) {
+		conn_opened(conn);
 		eq_write_cm(ep, FI_CONNECTED, cm, cm_len);
 		return;
 	}
-	if (tp && tp->conn == conn) {
-		tp->peer.state = UTIL_PEER_CONNECTED;
-		tcp_conn_flush(conn);
-		if (conn->state == TCP_CONN_OPEN)
-			util_rdm_peer_ready(&ep->rdm, &tp->peer);
-	}
+	/* RDM: open since HELLO left (conn_connected). */
+	(void)tp;
 }
 
 /* Start a connection to an RDM peer. */
@@ -356,6 +367,17 @@ static int peer_connect(struct tcp_ep *ep, struct tcp_peer *tp)
 	conn->outgoing = true;
 	tp->conn = conn;
 	tp->peer.state = UTIL_PEER_CONNECTING;
+	/* A near peer (this host) is often connected already: then the
+	 * first message leaves now rather than at the next progress. */
+	{
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+		if (!ret || poll(&pfd, 1, 0) == 1)
+			conn_connected(conn);
+	}
+	/* Refused at once (nobody listens there): say so now. */
+	if (conn->state == TCP_CONN_CLOSED)
+		return -(conn->error ? conn->error : FI_ECONNREFUSED);
 	return 0;
 }
 
@@ -1222,13 +1244,25 @@ static int tcp_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 	return 0;
 }
 
+static int rdm_listen_at(struct tcp_ep *ep, const void *addr, size_t len);
+
 static int tcp_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
 
-	if (ep->type != FI_EP_MSG || !addr || addrlen > sizeof(ep->src_addr) ||
+	if (!addr || addrlen > sizeof(ep->src_addr) ||
 	    addrlen < sizeof(struct sockaddr_in))
 		return -FI_EINVAL;
+	if (ep->type == FI_EP_RDM) {
+		int ret;
+
+		if (ep->rdm.enabled)
+			return -FI_EOPBADSTATE;
+		weft_lock(&ep->rdm.lock);
+		ret = rdm_listen_at(ep, addr, addrlen);
+		weft_unlock(&ep->rdm.lock);
+		return ret;
+	}
 	if (ep->conn)
 		return -FI_EOPBADSTATE;
 	memset(&ep->src_addr, 0, sizeof(ep->src_addr));
@@ -1394,6 +1428,28 @@ static struct fi_ops_cm tcp_cm_ops = {
 	.join = tcp_no_join,
 };
 
+static struct fi_ops_ep tcp_ep_ops;
+static pthread_once_t tcp_ep_ops_once = PTHREAD_ONCE_INIT;
+static const struct fi_ops_ep *engine_ep_ops;
+
+static int tcp_ep_getopt(fid_t fid, int level, int optname, void *optval,
+			 size_t *optlen)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+
+	if (ep->type == FI_EP_MSG && level == FI_OPT_ENDPOINT &&
+	    optname == FI_OPT_CM_DATA_SIZE)
+		return tcp_cm_getopt(level, optname, optval, optlen);
+	return engine_ep_ops->getopt(fid, level, optname, optval, optlen);
+}
+
+/* The engine's endpoint ops, with FI_OPT_CM_DATA_SIZE answered. */
+static void tcp_ep_ops_init(void)
+{
+	tcp_ep_ops = *engine_ep_ops;
+	tcp_ep_ops.getopt = tcp_ep_getopt;
+}
+
 static int tcp_ep_control(struct fid *fid, int command, void *arg)
 {
 	return util_rdm_ep_control(fid, command, arg);
@@ -1415,29 +1471,49 @@ static int rdm_listen(struct tcp_ep *ep, const struct fi_info *info)
 {
 	struct tcp_domain *domain = ep_domain(ep);
 	struct sockaddr_storage sa = { 0 };
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ep->lfd };
-	socklen_t len = sizeof(sa);
 	int family = domain->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 :
 							      AF_INET;
-	int one = 1;
 
 	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in)) {
 		memcpy(&sa, info->src_addr,
 		       WEFT_MIN(info->src_addrlen, sizeof(sa)));
-		family = sa.ss_family;
 	} else if (tcp_iface_addr(domain->ifname, family, &sa)) {
 		sa.ss_family = (sa_family_t)family;
 	}
-	if (family != AF_INET && family != AF_INET6)
+	return rdm_listen_at(ep, &sa, sizeof(sa));
+}
+
+static int rdm_listen_at(struct tcp_ep *ep, const void *addr, size_t alen)
+{
+	struct tcp_domain *domain = ep_domain(ep);
+	struct sockaddr_storage sa = { 0 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ep->lfd };
+	socklen_t len = sizeof(sa);
+	int family, one = 1, fd;
+
+	memcpy(&sa, addr, WEFT_MIN(alen, sizeof(sa)));
+	family = sa.ss_family;
+	if ((family != AF_INET && family != AF_INET6) ||
+	    alen < tcp_sockaddr_len(&sa))
 		return -FI_EINVAL;
-	ep->lfd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ep->lfd < 0)
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
 		return -tcp_errno_fi(errno);
-	setsockopt(ep->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ep->lfd, (struct sockaddr *)&sa, (socklen_t)tcp_sockaddr_len(&sa)) ||
-	    listen(ep->lfd, 1024) ||
-	    getsockname(ep->lfd, (struct sockaddr *)&ep->addr, &len) ||
-	    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lfd, &ev))
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, (socklen_t)tcp_sockaddr_len(&sa)) ||
+	    listen(fd, 1024) ||
+	    getsockname(fd, (struct sockaddr *)&ep->addr, &len)) {
+		int err = errno;
+
+		close(fd);
+		return -tcp_errno_fi(err);
+	}
+	if (ep->lfd >= 0) {
+		epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->lfd, NULL);
+		close(ep->lfd);
+	}
+	ep->lfd = fd;
+	if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lfd, &ev))
 		return -tcp_errno_fi(errno);
 	ep->addrlen = (socklen_t)tcp_sockaddr_len(&ep->addr);
 	/* Listening on every address: peers reach us at the interface's. */
@@ -1524,6 +1600,9 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	}
 	ep->rdm.ep_fid.fid.ops = &tcp_ep_fi_ops;
 	ep->rdm.ep_fid.cm = &tcp_cm_ops;
+	engine_ep_ops = ep->rdm.ep_fid.ops;
+	pthread_once(&tcp_ep_ops_once, tcp_ep_ops_init);
+	ep->rdm.ep_fid.ops = &tcp_ep_ops;
 
 	if (ep->type == FI_EP_RDM) {
 		ret = rdm_listen(ep, info);

@@ -87,6 +87,7 @@ static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep)
 		dlist_init(&tx->waiting);
 		tx->gen++;
 		tx->live = true;
+		tx->handing = false;
 	}
 	return tx;
 }
@@ -193,7 +194,7 @@ int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
 		struct util_rdm_tx *tx =
 			container_of(e, struct util_rdm_tx, waiting);
 
-		if (tx->peer != peer)
+		if (tx->peer != peer || tx->handing)
 			continue;
 		util_rdm_tx_done(ep, tx, err);
 		n++;
@@ -266,8 +267,11 @@ static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 		}
 		return ret;
 	}
-	/* Waiting before the hand-off: a transport may finish it at once. */
+	/* Waiting before the hand-off: a transport may finish it at once.
+	 * Until the call returns, failing the peer leaves it alone: an
+	 * error return keeps it the engine's. */
 	tx_wait(ep, tx);
+	tx->handing = true;
 	if (tx->kind != UTIL_RDM_TX_SEND)
 		ret = tp->rma(ep, tx);
 	else if (tx->hdr.len <= ep->eager_max)
@@ -275,6 +279,7 @@ static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 				     tx->iov_count);
 	else
 		ret = tp->send_rndv(ep, tx);
+	tx->handing = false;
 	if (ret)
 		dlist_remove(&tx->waiting);
 	return ret;
@@ -1711,6 +1716,35 @@ static ssize_t rdm_cancel(fid_t fid, void *context)
 	}
 	ep_unlock(ep);
 	return 0;
+}
+
+void util_rdm_flush_rx(struct util_rdm_ep *ep, int err)
+{
+	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_rx_entry *m;
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++) {
+		while ((m = util_match_pop_posted(queues[i]))) {
+			struct util_rdm_rx *rx =
+				container_of(m, struct util_rdm_rx, m);
+			struct fi_cq_err_entry e = {
+				.op_context = m->context,
+				.flags = rx->cq_flags,
+				.tag = m->tag,
+				.err = err,
+				.prov_errno = -err,
+			};
+
+			if (ep->rx_cq) {
+				util_cq_writer_lock(ep->rx_cq);
+				util_cq_write_err(ep->rx_cq, &e);
+				util_cq_writer_unlock(ep->rx_cq);
+			}
+			cntr_inc(ep->recv_cntr, err);
+			util_bufpool_put(ep->rx_pool, rx);
+		}
+	}
 }
 
 static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
