@@ -156,12 +156,15 @@ struct util_rdm_ep;
  *
  * Back-pressure.  A send or RMA op returns -FI_EAGAIN when the transport
  * cannot take the transmit now (connection being made, socket or queue
- * full).  The engine then keeps the transmit in the peer's queue (copying
- * injected data) and hands it over again from progress, in order: later
- * transmits to that peer queue behind it.  The application sees -FI_EAGAIN
- * only when the endpoint holds tx_size transmits already, or the CQ has no
- * room for the completion (fi_endpoint(3), fi_msg(3)).  A transport that
- * becomes able to send may call util_rdm_peer_ready to drain at once.
+ * full).  A transmit that will be reported by a completion then waits in
+ * the peer's queue and progress hands it over, in order: later transmits
+ * to that peer queue behind it.  The rule the application sees: a call
+ * returns -FI_EAGAIN when the endpoint holds tx_size transmits already,
+ * when the CQ has no room for the completion, or when the transmit has no
+ * completion to report it (fi_inject, FI_SELECTIVE_COMPLETION without
+ * FI_COMPLETION) and its peer cannot take it now; the application then
+ * drives progress (fi_cq_read) and calls again (fi_msg(3)).  A transport
+ * that becomes able to send may call util_rdm_peer_ready to drain at once.
  *
  * Transmits that complete later.  send_rndv and rma hand over a tx the
  * transport owns until it calls util_rdm_tx_done (a partial socket write,

@@ -309,6 +309,9 @@ static int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
+	/* Nothing will be reported for it: the caller hears now. */
+	if (!tx->cq_reserved)
+		return -FI_EAGAIN;
 	/* Injected data is the caller's again when we return. */
 	if (tx->flags & FI_INJECT && tx->iov_count &&
 	    tx->iov[0].iov_base != tx->inject_buf &&
@@ -422,9 +425,17 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 			goto out;
 		}
 		tx_unreserve(ep, comp);
-		if (ret != -FI_EAGAIN)
+		if (ret != -FI_EAGAIN || !comp)
 			goto out;
 		/* The transport cannot take it now: queue it below. */
+	} else if (!comp && !dlist_empty(&peer->queued)) {
+		/* No completion to report it by: refuse it now, after a try
+		 * at the queue ahead of it. */
+		peer_drain(ep, peer);
+		if (!dlist_empty(&peer->queued)) {
+			ret = -FI_EAGAIN;
+			goto out;
+		}
 	}
 
 	/* Rendezvous, acknowledged, or queued behind its peer's others. */
