@@ -151,6 +151,7 @@ struct util_cq {
 	struct weft_lock lock;		  /* readers, progress list, last_err */
 	struct weft_lock write_lock;	  /* see util_cq_writer_lock */
 	struct dlist_entry progress_list; /* struct util_progress */
+	unsigned int read_skips;	  /* reads that found entries waiting */
 	size_t npolled;			  /* bound sources with polled set */
 	struct util_cq_err *last_err;	  /* its err_data lent to the app */
 

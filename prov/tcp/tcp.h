@@ -52,6 +52,9 @@ struct tcp_params {
 	bool nodelay;
 };
 extern struct tcp_params tcp_params;
+
+/* A connection's staging buffer until its traffic needs the full one. */
+#define TCP_STAGE_MIN 4096
 void tcp_params_init(void);
 
 struct tcp_fabric {

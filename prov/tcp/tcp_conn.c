@@ -62,7 +62,8 @@ struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state)
 
 	if (!conn)
 		return NULL;
-	conn->rbuf_size = tcp_params.staging;
+	/* Small until traffic needs more: idle peers stay cheap. */
+	conn->rbuf_size = TCP_STAGE_MIN;
 	conn->rbuf = malloc(conn->rbuf_size);
 	if (!conn->rbuf) {
 		free(conn);
@@ -271,10 +272,28 @@ static inline size_t staged(const struct tcp_conn *conn)
 	return conn->rend - conn->rstart;
 }
 
+/* Grow the staging buffer to the full size (a frame needs it, or reads
+ * fill it: the connection is busy).  false: no memory. */
+static bool stage_grow(struct tcp_conn *conn)
+{
+	char *b;
+
+	if (conn->rbuf_size >= tcp_params.staging)
+		return true;
+	b = realloc(conn->rbuf, tcp_params.staging);
+	if (!b)
+		return false;
+	conn->rbuf = b;
+	conn->rbuf_size = tcp_params.staging;
+	return true;
+}
+
 /* Make room for want bytes from rstart on: move the staged bytes to the
  * front when they do not fit behind it. */
 static void stage_room(struct tcp_conn *conn, size_t want)
 {
+	if (want > conn->rbuf_size - TCP_HDR_MAX && !stage_grow(conn))
+		return;
 	if (conn->rstart && conn->rbuf_size - conn->rstart < want) {
 		memmove(conn->rbuf, conn->rbuf + conn->rstart, staged(conn));
 		conn->rend -= conn->rstart;
@@ -294,12 +313,20 @@ static ssize_t stage_fill(struct tcp_conn *conn, bool *full)
 	size_t room = conn->rbuf_size - conn->rend;
 	ssize_t n;
 
+	if (weft_unlikely(!room)) {
+		/* Only when memory to grow the buffer ran out. */
+		*full = false;
+		return 0;
+	}
+
 	do {
 		n = recv(conn->fd, conn->rbuf + conn->rend, room, MSG_DONTWAIT);
 	} while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		conn->rend += (size_t)n;
 		*full = (size_t)n == room;
+		if (*full)
+			stage_grow(conn);
 		return n;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
