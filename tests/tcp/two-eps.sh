@@ -1,0 +1,11 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# tcp RDM endpoints over IPv4 and IPv6 loopback (IPv6 skipped without ::1).
+prog=${top_builddir:-.}/tests/tcp/two_eps
+status=0
+timeout 60 "$prog" || status=$?
+[ $status = 0 ] || [ $status = 77 ] || exit $status
+s6=0
+timeout 60 "$prog" -6 || s6=$?
+[ $s6 = 77 ] && { echo "IPv6: skipped (no tcp over ::1 here)"; s6=0; }
+exit $s6
