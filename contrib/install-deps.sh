@@ -13,5 +13,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config binutils \
 	libfabric-dev libfabric1 libfabric-bin \
 	libhwloc-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers \
-	libcriterion-dev gnuplot-nox man-db git >/dev/null
+	libcriterion-dev gnuplot-nox man-db git iproute2 procps >/dev/null
 echo "weft: build and test dependencies installed"
