@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# Another OFI client over weft's tcp: the fi_pingpong program of the
+# system's libfabric tools (built against upstream's headers and library),
+# run over weft's libfabric.so.1, MSG and RDM, every size up to 6 MiB,
+# data checked (-c).  Skips when fi_pingpong is not installed.
+set -u
+pp=$(command -v fi_pingpong) || { echo "no fi_pingpong installed: skipped"; exit 77; }
+LD_LIBRARY_PATH=${top_builddir:-.}/.libs
+export LD_LIBRARY_PATH
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
+k=0
+for e in msg rdm; do
+	# A control port of this run's own, from its pid.
+	port=$((20000 + ($$ * 2 + k) % 20000))
+	k=$((k + 1))
+	echo "+ fi_pingpong -p tcp -e $e -B $port -I 20 -S all -c (server and client)"
+	timeout -k 5 90 "$pp" -p tcp -e $e -B $port -I 20 -S all -c >/dev/null 2>&1 &
+	srv=$!
+	sleep 1
+	if timeout -k 5 90 "$pp" -p tcp -e $e -P $port -I 20 -S all -c \
+		127.0.0.1 >"$out" 2>&1; then
+		tail -n 2 "$out"
+		echo "fi_pingpong -e $e over weft: pass"
+	else
+		tail -n 5 "$out"
+		echo "fi_pingpong -e $e over weft: FAIL"
+		status=1
+	fi
+	wait $srv || { echo "the $e server failed"; status=1; }
+done
+exit $status
