@@ -2248,6 +2248,9 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		goto err_unexp_pool;
 	pattr.name = "rdm tx";
 	pattr.size = sizeof(struct util_rdm_tx) + attr->inject_max;
+	/* The endpoint holds at most tx_size transmits: past it a call
+	 * returns -FI_EAGAIN (util_rdm.h, back-pressure). */
+	pattr.max_cnt = info->tx_attr ? info->tx_attr->size : 0;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
 		goto err_fetch_pool;
