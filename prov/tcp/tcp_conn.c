@@ -442,6 +442,15 @@ int tcp_conn_read(struct tcp_conn *conn)
 						    staged(conn), &lim,
 						    &conn->frame, &why);
 				if (n < 0) {
+					/* A HELLO we cannot take is answered,
+					 * as best we can, before the close
+					 * (docs/tcp-protocol.md, Versioning). */
+					if (conn->state == TCP_CONN_ACCEPTED &&
+					    (uint8_t)conn->rbuf[conn->rstart] ==
+						    TCP_OP_HELLO)
+						tcp_send_hello_ack(conn,
+								   FI_EPROTO,
+								   NULL, 0);
 					tcp_proto_error(conn, why);
 					return -1;
 				}

@@ -660,8 +660,8 @@ static void large_done(struct tcp_conn *conn)
 			util_iov_copy_to(st->iov, st->iov_count, 0, st->data,
 					 st->want);
 		if (st->flags & TCP_F_ACK_REQ)
-			tcp_ack(&ep->rdm, conn, st->tx_id, 0);
-		util_rdm_fetch_done(&ep->rdm, st->cookie, 0);
+			tcp_ack(&ep->rdm, conn, st->tx_id, st->error);
+		util_rdm_fetch_done(&ep->rdm, st->cookie, st->error);
 		stash_free(st);
 	}
 	/* else: unexpected, kept until a receive takes it */
@@ -719,7 +719,10 @@ static int msg_large(struct tcp_conn *conn)
 		 * later messages are not held up behind it. */
 		st->data = malloc(st->len);
 		if (!st->data) {
-			st->discarded = true;
+			/* Nowhere to keep it: the payload is dropped and the
+			 * receive that takes it fails.  The engine holds the
+			 * stash: it is freed when taken or discarded. */
+			st->error = FI_ENOMEM;
 			tcp_rx_into(conn, NULL, 0, 0, st->len, large_done);
 			return 0;
 		}

@@ -1,0 +1,931 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tcp: a hostile or broken peer against an RDM endpoint.
+ *
+ * The target is a tcp FI_EP_RDM endpoint on 127.0.0.1 (FI_SOURCE, FI_RMA,
+ * one registered region).  For each case a raw TCP socket connects to it
+ * and sends frames built with the encoders of tcp_proto.h, some of them
+ * broken on purpose (docs/tcp-protocol.md says what the target must do
+ * with each).  After every case the target must still serve an honest
+ * peer: a second tcp endpoint of this process sends it a tagged message,
+ * which must arrive intact, and the target's CQ must hold nothing else.
+ * The target must not leak the sockets of connections it dropped.
+ *
+ * Uses the public API, plus raw sockets on loopback.  Progress is manual:
+ * reading the CQs drives both endpoints.  Exit 0 pass, 77 no tcp
+ * provider, 1 fail.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "tcp_proto.h"
+
+#define REGION 4096
+#define MR_KEY 0x5eedULL
+#define HONEST_TAG 0x484f4e0000ULL
+#define CONN_TIMEOUT_MS 1500
+#define WAIT_MS 5000
+#define FLOOD 1000
+
+struct node {
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	char addr[64];
+	size_t addrlen;
+};
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_mr *mr;
+static struct node tgt, hon;
+static fi_addr_t tgt_from_hon;
+static struct sockaddr_in tgt_sa;
+static uint8_t region[REGION];
+static int failures;
+static const char *cur_case = "setup";
+static int honest_seq;
+
+/* Completions seen at the target while driving progress. */
+static struct fi_cq_tagged_entry tgt_seen[16];
+static int tgt_nseen;
+static struct fi_cq_err_entry tgt_err[16];
+static int tgt_nerr;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "FAIL [%s]: ", cur_case);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	failures++;
+}
+
+#define CHECK(x)                                                              \
+	do {                                                                  \
+		int ret_ = (int)(x);                                          \
+		if (ret_) {                                                   \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__,          \
+				__LINE__, #x, fi_strerror(-ret_));            \
+			exit(1);                                              \
+		}                                                             \
+	} while (0)
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the endpoints ------------------------------------------------------ */
+
+static void node_open(struct node *n)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+
+	CHECK(fi_cq_open(domain, &cq_attr, &n->cq, NULL));
+	CHECK(fi_av_open(domain, &av_attr, &n->av, NULL));
+	CHECK(fi_endpoint(domain, info, &n->ep, NULL));
+	CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_ep_bind(n->ep, &n->av->fid, 0));
+	CHECK(fi_enable(n->ep));
+	n->addrlen = sizeof(n->addr);
+	CHECK(fi_getname(&n->ep->fid, n->addr, &n->addrlen));
+}
+
+static int setup(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	int ret;
+
+	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SOURCE;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints,
+			 &info);
+	if (ret) {
+		/* Not every build takes manual progress: then automatic. */
+		hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+		hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
+		ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0",
+				 FI_SOURCE, hints, &info);
+	}
+	fi_freeinfo(hints);
+	if (ret) {
+		fprintf(stderr, "no tcp provider on 127.0.0.1: %s\n",
+			fi_strerror(-ret));
+		return 77;
+	}
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK(fi_domain(fabric, info, &domain, NULL));
+	CHECK(fi_mr_reg(domain, region, REGION,
+			FI_REMOTE_READ | FI_REMOTE_WRITE, 0, MR_KEY, 0, &mr,
+			NULL));
+	node_open(&tgt);
+	node_open(&hon);
+	if (tgt.addrlen != sizeof(tgt_sa)) {
+		fprintf(stderr, "target address: %zu bytes\n", tgt.addrlen);
+		return 1;
+	}
+	memcpy(&tgt_sa, tgt.addr, sizeof(tgt_sa));
+	if (fi_av_insert(hon.av, tgt.addr, 1, &tgt_from_hon, 0, NULL) != 1) {
+		fprintf(stderr, "fi_av_insert failed\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Drive both endpoints; what completes at the target is kept. */
+static void progress(void)
+{
+	struct fi_cq_tagged_entry e;
+	ssize_t n;
+
+	n = fi_cq_read(tgt.cq, &e, 1);
+	if (n == 1) {
+		if (tgt_nseen < 16)
+			tgt_seen[tgt_nseen] = e;
+		tgt_nseen++;
+	} else if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = { 0 };
+
+		if (fi_cq_readerr(tgt.cq, &err, 0) == 1) {
+			if (tgt_nerr < 16)
+				tgt_err[tgt_nerr] = err;
+			tgt_nerr++;
+		}
+	} else if (n != -FI_EAGAIN) {
+		fail("fi_cq_read(target): %s", fi_strerror((int)-n));
+	}
+}
+
+/* Progress for ms milliseconds. */
+static void spin(int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+
+	while (now_ms() < end) {
+		progress();
+		usleep(200);
+	}
+}
+
+/* Nothing completed at the target that this case did not ask for. */
+static void expect_quiet_target(void)
+{
+	int i;
+
+	for (i = 0; i < tgt_nseen && i < 16; i++)
+		fail("spurious completion at the target: flags %#llx len %zu "
+		     "tag %#llx",
+		     (unsigned long long)tgt_seen[i].flags, tgt_seen[i].len,
+		     (unsigned long long)tgt_seen[i].tag);
+	for (i = 0; i < tgt_nerr && i < 16; i++)
+		fail("spurious error completion at the target: %s",
+		     fi_strerror(tgt_err[i].err));
+	tgt_nseen = tgt_nerr = 0;
+}
+
+/* The honest peer sends the target a tagged message: delivered intact,
+ * and the target's CQ holds nothing else afterwards. */
+static void honest_check(void)
+{
+	struct fi_cq_tagged_entry e;
+	uint8_t sbuf[200], rbuf[256];
+	uint64_t tag = HONEST_TAG | (uint64_t)++honest_seq;
+	bool sent = false, got = false;
+	uint64_t end;
+	ssize_t n;
+	size_t i;
+	int ret;
+
+	expect_quiet_target();
+	for (i = 0; i < sizeof(sbuf); i++)
+		sbuf[i] = (uint8_t)(i * 7 + honest_seq);
+	memset(rbuf, 0, sizeof(rbuf));
+	CHECK(fi_trecv(tgt.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, tag,
+		       0, rbuf));
+	end = now_ms() + WAIT_MS;
+	while ((ret = (int)fi_tsend(hon.ep, sbuf, sizeof(sbuf), NULL,
+				    tgt_from_hon, tag, sbuf)) == -FI_EAGAIN &&
+	       now_ms() < end) {
+		fi_cq_read(hon.cq, &e, 1);
+		progress();
+	}
+	if (ret) {
+		fail("honest fi_tsend: %s", fi_strerror(-ret));
+		return;
+	}
+	while ((!sent || !got) && now_ms() < end) {
+		n = fi_cq_read(hon.cq, &e, 1);
+		if (n == 1 && e.op_context == sbuf) {
+			sent = true;
+		} else if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(hon.cq, &err, 0);
+			fail("honest send failed: %s", fi_strerror(err.err));
+			return;
+		}
+		progress();
+		for (i = 0; i < (size_t)tgt_nseen && i < 16; i++) {
+			if (tgt_seen[i].op_context != rbuf)
+				continue;
+			if (tgt_seen[i].tag != tag ||
+			    tgt_seen[i].len != sizeof(sbuf) ||
+			    memcmp(rbuf, sbuf, sizeof(sbuf)))
+				fail("honest message damaged (len %zu)",
+				     tgt_seen[i].len);
+			got = true;
+			memmove(tgt_seen + i, tgt_seen + i + 1,
+				(15 - i) * sizeof(*tgt_seen));
+			tgt_nseen--;
+			break;
+		}
+	}
+	if (!sent || !got) {
+		fail("honest message not %s within %d ms",
+		     sent ? "delivered" : "sent", WAIT_MS);
+		if (!got) {
+			/* Take the receive back so it cannot match later. */
+			fi_cancel(&tgt.ep->fid, rbuf);
+			spin(50);
+			tgt_nerr = 0;
+		}
+	}
+	spin(20);
+	expect_quiet_target();
+	n = fi_cq_read(tgt.cq, &e, 1);
+	if (n != -FI_EAGAIN)
+		fail("target CQ not empty after the case: %zd", n);
+	n = fi_cq_read(hon.cq, &e, 1);
+	if (n != -FI_EAGAIN)
+		fail("honest CQ not empty after the case: %zd", n);
+}
+
+/* ---- the raw peer ------------------------------------------------------- */
+
+static int raw_connect(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+
+	if (fd < 0 ||
+	    connect(fd, (struct sockaddr *)&tgt_sa, sizeof(tgt_sa))) {
+		perror("raw connect");
+		exit(1);
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static void raw_send(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			progress();
+			continue;
+		}
+		if (n < 0) {
+			fail("raw send: %s", strerror(errno));
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Read exactly len bytes, driving progress meanwhile.  Returns 1, 0 when
+ * the target closed the connection first, -1 on timeout. */
+static int raw_recv(int fd, void *buf, size_t len, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = recv(fd, p, len, MSG_DONTWAIT);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return 0;
+		if (now_ms() > end)
+			return -1;
+		progress();
+		usleep(100);
+	}
+	return 1;
+}
+
+/* The target must close the connection (after whatever it still sends). */
+static void expect_closed(int fd, const char *what)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	char junk[256];
+	ssize_t n;
+
+	while (now_ms() < end) {
+		n = recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			close(fd);
+			return;
+		}
+		if (n > 0)
+			continue;
+		progress();
+		usleep(100);
+	}
+	fail("%s: the target left the connection open", what);
+	close(fd);
+}
+
+/* The target must keep the connection and send nothing. */
+static void expect_open(int fd, const char *what)
+{
+	char c;
+	ssize_t n;
+
+	spin(30);
+	n = recv(fd, &c, 1, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN))
+		fail("%s: the target closed the connection", what);
+	else if (n > 0)
+		fail("%s: the target sent something unasked", what);
+}
+
+/* A version-1 HELLO_ACK with status, then the end of the connection
+ * when status is not 0. */
+static void expect_hello_ack(int fd, uint32_t status, const char *what)
+{
+	struct tcp_base b;
+	struct tcp_hello_ack h;
+	uint8_t buf[32];
+	int r = raw_recv(fd, buf, sizeof(buf), WAIT_MS);
+
+	if (r <= 0) {
+		fail("%s: no HELLO_ACK (%s)", what,
+		     r ? "timeout" : "connection closed");
+		if (!r)
+			close(fd);
+		else
+			expect_closed(fd, what);
+		return;
+	}
+	memcpy(&b, buf, sizeof(b));
+	memcpy(&h, buf + sizeof(b), sizeof(h));
+	if (b.op != TCP_OP_HELLO_ACK || le16toh(b.hdr_len) != 32 ||
+	    le64toh(b.payload_len) != 0 ||
+	    le64toh(h.magic) != TCP_PROTO_MAGIC ||
+	    le16toh(h.version) != TCP_PROTO_VERSION)
+		fail("%s: malformed HELLO_ACK", what);
+	else if (le32toh(h.status) != status)
+		fail("%s: HELLO_ACK status %u, want %u", what,
+		     le32toh(h.status), status);
+	if (status)
+		expect_closed(fd, what);
+}
+
+/* The address a raw peer claims: its own, as an RDM endpoint would. */
+static void raw_addr(int fd, struct sockaddr_in *sa)
+{
+	socklen_t len = sizeof(*sa);
+
+	getsockname(fd, (struct sockaddr *)sa, &len);
+}
+
+static size_t hello_frame(uint8_t *buf, int fd, uint16_t kind)
+{
+	struct sockaddr_in sa;
+	size_t hl = tcp_put_hello(buf, kind, sizeof(sa), 0);
+
+	raw_addr(fd, &sa);
+	memcpy(buf + hl, &sa, sizeof(sa));
+	return hl + sizeof(sa);
+}
+
+/* A connection past its handshake. */
+static int raw_open(void)
+{
+	uint8_t buf[TCP_HDR_MAX + 64];
+	int fd = raw_connect();
+
+	raw_send(fd, buf, hello_frame(buf, fd, TCP_EPK_RDM));
+	expect_hello_ack(fd, 0, "valid HELLO");
+	return fd;
+}
+
+/* Read a RESP: 1 and its status and payload (up to cap bytes kept), or 0. */
+static int read_resp(int fd, uint64_t tx_id, uint32_t *status, void *data,
+		     size_t cap, size_t *len, const char *what)
+{
+	uint8_t buf[32], junk[512];
+	struct tcp_base b;
+	struct tcp_resp r;
+	uint64_t plen, got = 0;
+
+	if (raw_recv(fd, buf, sizeof(buf), WAIT_MS) != 1) {
+		fail("%s: no RESP", what);
+		return 0;
+	}
+	memcpy(&b, buf, sizeof(b));
+	memcpy(&r, buf + sizeof(b), sizeof(r));
+	plen = le64toh(b.payload_len);
+	if (b.op != TCP_OP_RESP || le16toh(b.hdr_len) != 32 ||
+	    le64toh(r.tx_id) != tx_id || plen > sizeof(junk)) {
+		fail("%s: not the RESP expected (op %u, id %#llx)", what, b.op,
+		     (unsigned long long)le64toh(r.tx_id));
+		return 0;
+	}
+	if (raw_recv(fd, junk, plen, WAIT_MS) != 1) {
+		fail("%s: RESP payload missing", what);
+		return 0;
+	}
+	got = plen < cap ? plen : cap;
+	if (data)
+		memcpy(data, junk, got);
+	*status = le32toh(r.status);
+	*len = plen;
+	return 1;
+}
+
+/* A READ_REQ of [addr, addr + len) under key: its RESP status, or -1. */
+static long rma_read(int fd, uint64_t tx_id, uint64_t addr, uint64_t len,
+		     uint64_t key, void *data, const char *what)
+{
+	struct fi_rma_iov iov = { addr, len, key };
+	uint8_t buf[TCP_HDR_MAX];
+	uint32_t status;
+	size_t got;
+
+	raw_send(fd, buf, tcp_put_rma(buf, TCP_OP_READ_REQ, 0, tx_id, 0, &iov,
+				      1, 0));
+	if (!read_resp(fd, tx_id, &status, data, len, &got, what))
+		return -1;
+	if (!status && got != len)
+		fail("%s: RESP of %zu bytes, want %llu", what, got,
+		     (unsigned long long)len);
+	if (status && got)
+		fail("%s: a failed RESP carries %zu bytes", what, got);
+	return status;
+}
+
+static long rma_write(int fd, uint64_t tx_id, uint64_t addr,
+		      const void *data, uint64_t len, uint64_t key,
+		      const char *what)
+{
+	struct fi_rma_iov iov = { addr, len, key };
+	uint8_t buf[TCP_HDR_MAX];
+	uint32_t status;
+	size_t got;
+
+	raw_send(fd, buf, tcp_put_rma(buf, TCP_OP_WRITE, 0, tx_id, 0, &iov, 1,
+				      len));
+	raw_send(fd, data, len);
+	if (!read_resp(fd, tx_id, &status, NULL, 0, &got, what))
+		return -1;
+	if (got)
+		fail("%s: RESP to a WRITE carries %zu bytes", what, got);
+	return status;
+}
+
+/* A good READ_REQ on fd works: the connection is still in step. */
+static void expect_usable(int fd, const char *what)
+{
+	uint8_t data[64];
+	char msg[128];
+	int i;
+
+	for (i = 0; i < 64; i++)
+		region[100 + i] = (uint8_t)(i ^ 0x5a);
+	snprintf(msg, sizeof(msg), "%s, then a valid READ_REQ", what);
+	if (rma_read(fd, 0x600d, 100, 64, MR_KEY, data, msg) != 0)
+		fail("%s: failed", msg);
+	else if (memcmp(data, region + 100, 64))
+		fail("%s: wrong data", msg);
+}
+
+/* Sockets this process holds (the target's included). */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static void case_garbage(void)
+{
+	static const char junk[] =
+		"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	uint8_t zeros[64] = { 0 };
+	int fd = raw_connect();
+
+	raw_send(fd, junk, sizeof(junk) - 1);
+	expect_closed(fd, "HTTP request");
+	fd = raw_connect();
+	raw_send(fd, zeros, sizeof(zeros));
+	expect_closed(fd, "zeros");
+}
+
+/* A HELLO made wrong by patch (offset into the frame, bytes). */
+static void bad_hello(const char *what, size_t off, const void *val,
+		      size_t len)
+{
+	uint8_t buf[TCP_HDR_MAX + 64];
+	int fd = raw_connect();
+	size_t n = hello_frame(buf, fd, TCP_EPK_RDM);
+
+	memcpy(buf + off, val, len);
+	raw_send(fd, buf, n);
+	expect_hello_ack(fd, FI_EPROTO, what);
+}
+
+static void case_bad_hello(void)
+{
+	const size_t h = sizeof(struct tcp_base);
+	uint64_t magic = htole64(0x3150435474666578ULL);
+	uint16_t v2 = htole16(2), msg = htole16(TCP_EPK_MSG);
+	uint16_t along = htole16(64);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	uint8_t buf[TCP_HDR_MAX + 64];
+	size_t hl;
+	int fd;
+
+	bad_hello("HELLO with a wrong magic", h, &magic, sizeof(magic));
+	bad_hello("HELLO of version 2", h + 8, &v2, sizeof(v2));
+	bad_hello("HELLO from an MSG endpoint", h + 10, &msg, sizeof(msg));
+	bad_hello("HELLO with addr_len past the payload", h + 12, &along,
+		  sizeof(along));
+	bad_hello("HELLO with an AF_UNIX address", 32, &sun, 16);
+	/* An IPv6 family in 16 bytes: shorter than its sockaddr. */
+	bad_hello("HELLO with a truncated AF_INET6 address", 32, &s6, 16);
+
+	/* A whole IPv6 address, to an endpoint of FI_SOCKADDR_IN. */
+	fd = raw_connect();
+	s6.sin6_port = htons(9);
+	s6.sin6_addr = in6addr_loopback;
+	hl = tcp_put_hello(buf, TCP_EPK_RDM, sizeof(s6), 0);
+	memcpy(buf + hl, &s6, sizeof(s6));
+	raw_send(fd, buf, hl + sizeof(s6));
+	expect_hello_ack(fd, FI_EPROTO, "HELLO with an AF_INET6 address");
+}
+
+/* A valid HELLO, then frame (len bytes): the target closes. */
+static void bad_frame(const char *what, const void *frame, size_t len)
+{
+	int fd = raw_open();
+
+	raw_send(fd, frame, len);
+	expect_closed(fd, what);
+}
+
+static void case_bad_frames(void)
+{
+	uint8_t buf[TCP_HDR_MAX + 64];
+	struct fi_rma_iov iov = { 0, 8, MR_KEY };
+	size_t n;
+
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 1, 0, 0, 0);
+	buf[4] = 48; /* hdr_len */
+	bad_frame("TAGGED with hdr_len 48", buf, n);
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 1, 0, 0, 0);
+	buf[4] = 16;
+	bad_frame("TAGGED with hdr_len 16", buf, n);
+	n = tcp_put_rma(buf, TCP_OP_READ_REQ, 0, 1, 0, &iov, 1, 0);
+	buf[32] = 2; /* iov_count 2 in a header of one iov */
+	bad_frame("READ_REQ whose hdr_len disagrees with iov_count", buf, n);
+
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 1, 0, 0, 0);
+	buf[0] = 0x42;
+	bad_frame("op 0x42", buf, n);
+	buf[0] = 0;
+	bad_frame("op 0", buf, n);
+	n = tcp_put_hello(buf, TCP_EPK_RDM, 16, 0);
+	memset(buf + n, 0, 16);
+	bad_frame("a second HELLO", buf, n + 16);
+
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 1, 0, 0, 0);
+	buf[1] = 1;
+	bad_frame("rsvd0 set", buf, n);
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 1, 0, 0, 0);
+	buf[6] = 0x80;
+	bad_frame("rsvd1 set", buf, n);
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0x100, 1, 0, 0, 0);
+	bad_frame("unknown flag", buf, n);
+	n = tcp_put_resp(buf, TCP_OP_ACK, 1, 0, 0);
+	buf[2] = TCP_F_ACK_REQ;
+	bad_frame("ACK with ACK_REQ", buf, n);
+	n = tcp_put_resp(buf, TCP_OP_RESP, 1, 0, 0);
+	buf[28] = 1; /* tcp_resp.rsvd */
+	bad_frame("RESP with its rsvd set", buf, n);
+}
+
+/* A receive takes a message whose sender went away before all of it
+ * came: it fails (one error completion), it does not pass for a message. */
+static void expect_cut_short(bool tagged, uint64_t tag, const char *what)
+{
+	static uint8_t rbuf[1 << 20];
+	uint64_t end = now_ms() + WAIT_MS;
+
+	if (tagged)
+		CHECK(fi_trecv(tgt.ep, rbuf, sizeof(rbuf), NULL,
+			       FI_ADDR_UNSPEC, tag, 0, rbuf));
+	else
+		CHECK(fi_recv(tgt.ep, rbuf, sizeof(rbuf), NULL,
+			      FI_ADDR_UNSPEC, rbuf));
+	while (!tgt_nseen && !tgt_nerr && now_ms() < end)
+		progress();
+	spin(20);
+	if (tgt_nseen) {
+		fail("%s: completed as a message of %zu bytes", what,
+		     tgt_seen[0].len);
+	} else if (!tgt_nerr) {
+		fail("%s: its receive never completed", what);
+		fi_cancel(&tgt.ep->fid, rbuf);
+		spin(50);
+	} else if (tgt_nerr > 1 || tgt_err[0].op_context != rbuf) {
+		fail("%s: error completions for something else", what);
+	}
+	tgt_nseen = tgt_nerr = 0;
+}
+
+static void case_huge_msg(void)
+{
+	uint8_t buf[TCP_HDR_MAX];
+	int fd = raw_open();
+
+	/* 2^40 bytes announced (the largest message the target takes),
+	 * 100 sent, then the sender goes away. */
+	raw_send(fd, buf, tcp_put_msg(buf, TCP_OP_MSG, 0, 0, 0, 0,
+				      (uint64_t)1 << 40));
+	memset(buf, 0xee, sizeof(buf));
+	raw_send(fd, buf, 100);
+	spin(30);
+	close(fd);
+	spin(50);
+	expect_cut_short(false, 0, "MSG of 2^40 bytes cut short");
+
+	/* One byte more than that: refused as a frame. */
+	fd = raw_open();
+	raw_send(fd, buf, tcp_put_msg(buf, TCP_OP_TAGGED, 0, 7, 0, 0,
+				      ((uint64_t)1 << 40) + 1));
+	expect_closed(fd, "TAGGED of 2^40 + 1 bytes");
+}
+
+static void case_bad_rma(void)
+{
+	uint8_t data[64];
+	long st;
+	int fd = raw_open();
+
+	memset(data, 0xab, sizeof(data));
+	st = rma_write(fd, 11, 0, data, 8, 0xdeadbeef, "WRITE, unknown key");
+	if (st == 0)
+		fail("WRITE with an unknown key succeeded");
+	expect_open(fd, "WRITE, unknown key");
+	st = rma_read(fd, 12, 0, 8, 0xdeadbeef, data, "READ_REQ, unknown key");
+	if (st == 0)
+		fail("READ_REQ with an unknown key succeeded");
+	expect_open(fd, "READ_REQ, unknown key");
+	st = rma_read(fd, 13, REGION - 96, 200, MR_KEY, data,
+		      "READ_REQ past the end of the region");
+	if (st == 0)
+		fail("READ_REQ past the end of the region succeeded");
+	st = rma_read(fd, 14, (uint64_t)1 << 62, 8, MR_KEY, data,
+		      "READ_REQ far past the region");
+	if (st == 0)
+		fail("READ_REQ far past the region succeeded");
+	st = rma_write(fd, 15, REGION - 4, data, 8, MR_KEY,
+		       "WRITE past the end of the region");
+	if (st == 0)
+		fail("WRITE past the end of the region succeeded");
+	if (region[REGION - 4] == 0xab)
+		fail("WRITE past the end of the region wrote");
+	expect_usable(fd, "refused RMA");
+	/* A good WRITE lands. */
+	if (rma_write(fd, 16, 200, data, 64, MR_KEY, "valid WRITE") != 0 ||
+	    memcmp(region + 200, data, 64))
+		fail("valid WRITE after refused ones did not land");
+	close(fd);
+}
+
+static void case_forged_answers(void)
+{
+	uint8_t buf[TCP_HDR_MAX + 100];
+	size_t n;
+	int fd = raw_open();
+
+	/* Answers to requests the target never made: nothing completes.
+	 * (Whether the connection then stays is the target's choice.) */
+	raw_send(fd, buf, tcp_put_resp(buf, TCP_OP_RESP, 0x1234567890ULL, 0,
+				       0));
+	raw_send(fd, buf, tcp_put_resp(buf, TCP_OP_ACK, 0x77, 0, 0));
+	raw_send(fd, buf, tcp_put_resp(buf, TCP_OP_ACK, 0, 0, 0));
+	raw_send(fd, buf, tcp_put_resp(buf, TCP_OP_ACK, ~0ULL, 5, 0));
+	n = tcp_put_resp(buf, TCP_OP_RESP, 0x4242, 0, 100);
+	memset(buf + n, 0x11, 100);
+	raw_send(fd, buf, n + 100);
+	spin(50);
+	expect_quiet_target();
+	{
+		char c;
+		ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+
+		if (r > 0)
+			fail("forged answers: the target sent something");
+		else if (r < 0 && errno == EAGAIN)
+			expect_usable(fd, "forged answers");
+	}
+	close(fd);
+}
+
+static void case_truncated(void)
+{
+	uint8_t buf[TCP_HDR_MAX + 100];
+	size_t n;
+	int fd;
+
+	/* Half a header. */
+	fd = raw_open();
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 0xbad1, 0, 0, 50);
+	raw_send(fd, buf, 20);
+	spin(20);
+	close(fd);
+	/* A whole header, part of a small payload. */
+	fd = raw_open();
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 0xbad2, 0, 0, 100);
+	memset(buf + n, 0x33, 50);
+	raw_send(fd, buf, n + 50);
+	spin(20);
+	close(fd);
+	/* A large message, cut short after its header. */
+	fd = raw_open();
+	n = tcp_put_msg(buf, TCP_OP_TAGGED, 0, 0xbad3, 0, 0, 1 << 20);
+	memset(buf + n, 0x44, 100);
+	raw_send(fd, buf, n + 100);
+	spin(20);
+	close(fd);
+	/* A READ_REQ missing its iov. */
+	fd = raw_open();
+	{
+		struct fi_rma_iov iov = { 0, 8, MR_KEY };
+
+		n = tcp_put_rma(buf, TCP_OP_READ_REQ, 0, 1, 0, &iov, 1, 0);
+	}
+	raw_send(fd, buf, n - 10);
+	spin(20);
+	close(fd);
+	spin(50);
+}
+
+/* The cut-short large message (tag 0xbad3) is taken by a receive. */
+static void case_truncated_taken(void)
+{
+	expect_cut_short(true, 0xbad3, "large TAGGED cut short");
+}
+
+static void case_silent(void)
+{
+	int fd = raw_connect();
+	uint64_t t0 = now_ms();
+
+	/* The endpoint serves others while this one says nothing. */
+	honest_check();
+	if (now_ms() - t0 > CONN_TIMEOUT_MS)
+		fail("the target waited on a silent peer");
+	expect_closed(fd, "a peer that never says HELLO");
+	if (now_ms() - t0 < CONN_TIMEOUT_MS / 2)
+		fail("a silent peer was dropped before its time");
+}
+
+static void case_flood(void)
+{
+	struct linger lg = { 1, 0 };
+	int i, fd, before = count_fds(), after;
+
+	for (i = 0; i < FLOOD; i++) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&tgt_sa,
+				      sizeof(tgt_sa))) {
+			fail("flood: connect %d: %s", i, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			spin(10);
+			continue;
+		}
+		/* Half end with a reset, half with a FIN. */
+		if (i & 1)
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);
+		if (i % 50 == 49)
+			spin(1);
+	}
+	spin(300);
+	after = count_fds();
+	if (after > before + 2)
+		fail("flood: the target holds %d more sockets", after - before);
+}
+
+struct bad_case {
+	const char *name;
+	void (*run)(void);
+};
+
+static const struct bad_case cases[] = {
+	{ "garbage before HELLO", case_garbage },
+	{ "malformed HELLO", case_bad_hello },
+	{ "malformed frames", case_bad_frames },
+	{ "MSG of 2^40 bytes, then close", case_huge_msg },
+	{ "RMA the target refuses", case_bad_rma },
+	{ "answers nobody asked for", case_forged_answers },
+	{ "truncated frames, then close", case_truncated },
+	{ "a truncated message taken by a receive", case_truncated_taken },
+	{ "a peer that never sends", case_silent },
+	{ "1000 connections opened and closed", case_flood },
+};
+
+int main(void)
+{
+	int ret, fds0;
+	size_t i;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	/* A silent peer is dropped after this; the default is longer. */
+	setenv("FI_TCP_CONN_TIMEOUT", "1500", 0);
+	ret = setup();
+	if (ret)
+		return ret;
+	cur_case = "first contact";
+	honest_check();
+	fds0 = count_fds();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int f = failures;
+
+		cur_case = cases[i].name;
+		cases[i].run();
+		honest_check();
+		if (count_fds() > fds0)
+			fail("the target holds %d sockets more than before",
+			     count_fds() - fds0);
+		printf("%s %zu - %s\n", failures == f ? "ok" : "not ok",
+		       i + 1, cases[i].name);
+	}
+	CHECK(fi_close(&tgt.ep->fid));
+	CHECK(fi_close(&hon.ep->fid));
+	CHECK(fi_close(&mr->fid));
+	CHECK(fi_close(&tgt.av->fid));
+	CHECK(fi_close(&hon.av->fid));
+	CHECK(fi_close(&tgt.cq->fid));
+	CHECK(fi_close(&hon.cq->fid));
+	CHECK(fi_close(&domain->fid));
+	CHECK(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
