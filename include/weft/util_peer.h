@@ -48,6 +48,7 @@ struct util_peer {
 	/* Engine: transmits waiting for the transport, in order. */
 	struct dlist_entry queued; /* struct util_rdm_tx.waiting */
 	struct dlist_entry blocked; /* on the engine's list while queued */
+	bool draining; /* the engine is handing the queue over */
 	void *addr; /* map->addr_len bytes, the AV's stored form */
 };
 

@@ -326,12 +326,20 @@ static int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 	return 0;
 }
 
-/* Hand over a peer's queued transmits until the transport says stop. */
+/*
+ * Hand over a peer's queued transmits until the transport says stop.  Not
+ * again from inside a transport call it makes (a transport that makes
+ * room while taking one transmit may say the peer is ready): the head of
+ * the queue is in that call, and what follows it must not pass it.
+ */
 static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 {
 	struct util_rdm_tx *tx;
 	int ret;
 
+	if (peer->draining)
+		return;
+	peer->draining = true;
 	while (!dlist_empty(&peer->queued)) {
 		tx = container_of(peer->queued.next, struct util_rdm_tx,
 				  waiting);
@@ -339,6 +347,7 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 		ret = tx_start(ep, tx);
 		if (ret == -FI_EAGAIN) {
 			dlist_insert_head(&tx->waiting, &peer->queued);
+			peer->draining = false;
 			return;
 		}
 		if (ret) {
@@ -347,6 +356,7 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 		}
 	}
 	dlist_remove(&peer->blocked);
+	peer->draining = false;
 }
 
 void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer)

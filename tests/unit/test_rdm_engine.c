@@ -108,6 +108,7 @@ static struct mock_ep eps[NEP];
 /* Transport behaviour and what it saw. */
 static struct {
 	bool fetch_async;
+	bool ready_in_send; /* a send makes room and says the peer is ready */
 	struct mock_fetch fetches[FETCH_CAP];
 	size_t nfetches;
 	int send_eager_calls, send_rndv_calls, fetch_calls, discard_calls;
@@ -166,6 +167,10 @@ static int mock_send_eager(struct util_rdm_ep *ep, struct util_peer *peer,
 	cr_assert_leq(hdr->len, EAGER_MAX);
 	if (mp->blocked)
 		return -FI_EAGAIN;
+	/* As a socket transport does when writing out its backlog while
+	 * taking this message: it tells the engine the peer can take more. */
+	if (mock.ready_in_send)
+		util_rdm_peer_ready(ep, peer);
 	m = fifo_push(mp->to);
 	if (!m)
 		return -FI_EAGAIN;
@@ -891,6 +896,33 @@ Test(rdm_engine, queued_sends_keep_order)
 	cr_assert_eq(eps[EP_B].nrecs, NSEQ);
 	cr_assert_eq(tx_inuse(EP_A), 0);
 	cr_assert(dlist_empty(&eps[EP_A].rdm.blocked));
+}
+
+/* A transport that reports the peer ready from inside the call taking the
+ * queue's head must not get the ones behind it first. */
+Test(rdm_engine, ready_inside_send_keeps_order)
+{
+	static uint32_t v[8], r[8];
+	int i;
+
+	set_blocked(EP_A, EP_B, true);
+	for (i = 0; i < 8; i++) {
+		v[i] = 100 + i;
+		r[i] = 0;
+		cr_assert_eq(fi_send(fep(EP_A), &v[i], sizeof(v[i]), NULL,
+				     to(EP_A, EP_B), CTX(i)), 0);
+		cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]), NULL,
+				     FI_ADDR_UNSPEC, RCTX(i)), 0);
+	}
+	mock.ready_in_send = true;
+	set_blocked(EP_A, EP_B, false);
+	pump();
+	mock.ready_in_send = false;
+	for (i = 0; i < 8; i++) {
+		cr_assert_eq(r[i], 100u + (uint32_t)i,
+			     "receive %d got %u: out of order", i, r[i]);
+		cr_assert_eq(count_ctx(EP_A, CTX(i), NULL), 1);
+	}
 }
 
 Test(rdm_engine, later_sends_queue_behind)
