@@ -137,6 +137,10 @@ struct util_rdm_msg {
 	const void *payload;
 	const void *stash;
 	size_t stash_len;
+	/* Bytes the transport keeps for a stashed payload while the message
+	 * waits unexpected (a copy out of a socket): counted against
+	 * unexp_max like the engine's own copies.  0: it keeps nothing. */
+	size_t stash_hold;
 	uint64_t tx_id; /* sender's, echoed in the acknowledgement */
 	void *reply; /* the transport's handle of the sender, for acks */
 };
@@ -254,6 +258,7 @@ struct util_rdm_unexp {
 	void *heap; /* payload copy, malloc'ed to its size, when it did not
 		     * fit inline_buf */
 	bool stashed; /* payload is at the transport: stash holds its descriptor */
+	size_t hold; /* msg.stash_hold, counted in unexp_bytes */
 	size_t stash_len;
 	uint8_t stash[UTIL_RDM_STASH_MAX];
 	size_t src_raw_len; /* sender's address, kept for FI_SOURCE_ERR */

@@ -87,6 +87,7 @@ enum tcp_rx_state {
 	TCP_RX_HDR,	/* reading a frame header */
 	TCP_RX_PAYLOAD, /* reading a payload into rx_iov (or dropping it) */
 	TCP_RX_STAGE,	/* reading a whole payload into the staging buffer */
+	TCP_RX_WAIT,	/* a large unexpected message waits for its receive */
 };
 
 /* A large message's payload as the engine's stash names it. */
@@ -102,6 +103,7 @@ struct tcp_stash {
 	bool discarded;
 	bool fetched;
 	int error; /* the connection failed before all of it came */
+	bool waiting; /* still in the socket, until a receive takes it */
 	uint64_t tx_id;
 	uint16_t flags;
 	struct tcp_peer *peer;

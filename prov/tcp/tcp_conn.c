@@ -481,6 +481,8 @@ int tcp_conn_read(struct tcp_conn *conn)
 			}
 			stage_room(conn, conn->stage_need);
 			break;
+		case TCP_RX_WAIT:
+			return events;
 		case TCP_RX_PAYLOAD:
 			payload_from_stage(conn);
 			if (!conn->rx_left) {

@@ -567,6 +567,8 @@ static void stash_free(struct tcp_stash *st)
 	free(st);
 }
 
+static void large_done(struct tcp_conn *conn);
+
 static int tcp_fetch(struct util_rdm_ep *rdm, const void *stash,
 		     const struct iovec *iov, void **desc, size_t iov_count,
 		     size_t len, void *cookie)
@@ -589,6 +591,13 @@ static int tcp_fetch(struct util_rdm_ep *rdm, const void *stash,
 	st->cookie = cookie;
 	st->want = len;
 	st->iov_count = util_iov_slice(iov, iov_count, 0, len, st->iov);
+	if (st->waiting) {
+		/* It waited in the socket: read it now (at the next
+		 * progress), straight into the buffer. */
+		st->waiting = false;
+		tcp_rx_into(st->conn, st->iov, st->iov_count, st->want, st->len,
+			    large_done);
+	}
 	return -FI_EINPROGRESS;
 }
 
@@ -597,10 +606,15 @@ static void tcp_discard(struct util_rdm_ep *rdm, const void *stash)
 	struct tcp_stash *st = stash_of(stash);
 
 	(void)rdm;
-	if (!st->conn)
+	if (!st->conn) {
 		stash_free(st);
-	else
-		st->discarded = true;
+		return;
+	}
+	st->discarded = true;
+	if (st->waiting) {
+		st->waiting = false;
+		tcp_rx_into(st->conn, NULL, 0, 0, st->len, large_done);
+	}
 }
 
 static int tcp_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
@@ -701,6 +715,9 @@ static int msg_large(struct tcp_conn *conn)
 	msg_fill(conn, &msg);
 	msg.stash = &st;
 	msg.stash_len = sizeof(st);
+	/* Kept in memory if it waits unexpected, unless it alone is larger
+	 * than the bound: then it waits in the socket. */
+	msg.stash_hold = st->len <= tcp_params.unexp_max ? st->len : 0;
 	conn->rx_stash = st;
 	ret = util_rdm_msg_arrived(&conn->ep->rdm, &msg);
 	if (ret == -FI_EAGAIN) {
@@ -714,6 +731,12 @@ static int msg_large(struct tcp_conn *conn)
 	} else if (st->discarded || ret) {
 		st->discarded = true;
 		tcp_rx_into(conn, NULL, 0, 0, st->len, large_done);
+	} else if (!msg.stash_hold) {
+		/* Unexpected, and larger than all unexpected messages may
+		 * hold: it stays in the socket (and the sender's later
+		 * messages behind it) until a receive takes it. */
+		st->waiting = true;
+		conn->rx_state = TCP_RX_WAIT;
 	} else {
 		/* Unexpected: read it out of the socket now, so the sender's
 		 * later messages are not held up behind it. */

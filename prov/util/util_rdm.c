@@ -1403,7 +1403,7 @@ static void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
 {
 	if (ue->stashed && discard)
 		ep->tp->discard(ep, ue->stash);
-	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : 0);
+	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : ue->hold);
 	free(ue->heap);
 	util_bufpool_put(ep->unexp_pool, ue);
 }
@@ -1431,6 +1431,9 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 	/* Unexpected: keep it if the bound allows (one always fits, so a
 	 * message bigger than the bound cannot stall forever). */
 	heap_len = msg->payload && msg->len > ep->unexp_inline ? msg->len : 0;
+	/* What the transport keeps for a stashed payload counts too. */
+	if (!msg->payload)
+		heap_len = msg->stash_hold;
 	if (ep->unexp_max && ep->unexp_bytes &&
 	    ep->unexp_bytes + unexp_cost(ep, heap_len) > ep->unexp_max)
 		return -FI_EAGAIN;
@@ -1444,6 +1447,7 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 	ue->tx_id = msg->tx_id;
 	ue->reply = msg->reply;
 	ue->heap = NULL;
+	ue->hold = msg->payload ? 0 : msg->stash_hold;
 	ue->src_raw_len = 0;
 	if (msg->src == FI_ADDR_NOTAVAIL && msg->src_raw &&
 	    (ep->caps & FI_SOURCE_ERR)) {
@@ -1459,7 +1463,7 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 		}
 		memcpy(ue->stash, msg->stash, msg->stash_len);
 		ue->stash_len = msg->stash_len;
-	} else if (heap_len) {
+	} else if (heap_len && msg->payload) {
 		/* Sized to the message: a 300-byte one holds 300 bytes. */
 		ue->heap = malloc(heap_len);
 		if (!ue->heap) {
