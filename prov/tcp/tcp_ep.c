@@ -1069,9 +1069,20 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 	uint64_t now = 0;
 	struct dlist_entry *e, *tmp;
 
+	/* Closed connections keep only their small struct: an unexpected
+	 * message may still name one to answer.  Their staging buffers go
+	 * here, where no read is under way. */
 	dlist_foreach_safe(&ep->conns, e, tmp) {
 		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
 
+		if (conn->state == TCP_CONN_CLOSED) {
+			dlist_remove(e);
+			dlist_insert_tail(e, &ep->closed);
+			free(conn->rbuf);
+			conn->rbuf = NULL;
+			conn->rbuf_size = conn->rstart = conn->rend = 0;
+			continue;
+		}
 		if (conn->state == TCP_CONN_OPEN && conn->rstart != conn->rend)
 			conn_event(conn, EPOLLIN, n);
 		else if (conn->state != TCP_CONN_OPEN &&
@@ -1173,6 +1184,12 @@ static int tcp_ep_close(struct fid *fid)
 	weft_unlock(&ep->rdm.lock);
 	util_rdm_ep_fini(&ep->rdm);
 	dlist_foreach_safe(&ep->conns, e, tmp) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		dlist_remove(e);
+		tcp_conn_free(conn);
+	}
+	dlist_foreach_safe(&ep->closed, e, tmp) {
 		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
 
 		dlist_remove(e);
@@ -1612,6 +1629,7 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->type = info->ep_attr->type;
 	ep->lfd = -1;
 	dlist_init(&ep->conns);
+	dlist_init(&ep->closed);
 	ep->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ep->epfd < 0) {
 		ret = -tcp_errno_fi(errno);
