@@ -8,6 +8,9 @@
 #define WEFT_STUBS_H
 
 #include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
 
 /* struct fi_ops */
 int weft_no_close(struct fid *fid);
@@ -25,5 +28,47 @@ struct fid_av_set;
 struct fid_av;
 int weft_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
 		   struct fid_av_set **av_set, void *context);
+
+/* struct fi_ops_fabric, fi_ops_domain */
+struct fi_info;
+struct fi_tx_attr;
+struct fi_rx_attr;
+struct fi_collective_attr;
+struct fid_pep;
+struct fid_ep;
+struct fid_stx;
+struct fid_mc;
+int weft_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_pep **pep, void *context);
+int weft_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **sep, void *context);
+int weft_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+		    struct fid_stx **stx, void *context);
+int weft_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+		    struct fid_ep **rx_ep, void *context);
+int weft_no_query_collective(struct fid_domain *domain,
+			     enum fi_collective_op coll,
+			     struct fi_collective_attr *attr, uint64_t flags);
+
+/* struct fi_ops_cm */
+int weft_no_setname(fid_t fid, void *addr, size_t addrlen);
+int weft_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int weft_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+		    size_t paramlen);
+int weft_no_listen(struct fid_pep *pep);
+int weft_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int weft_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		   size_t paramlen);
+int weft_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int weft_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		 struct fid_mc **mc, void *context);
+
+/* struct fi_ops_ep */
+ssize_t weft_no_cancel(fid_t fid, void *context);
+int weft_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		   struct fid_ep **tx_ep, void *context);
+int weft_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		   struct fid_ep **rx_ep, void *context);
+ssize_t weft_no_size_left(struct fid_ep *ep);
 
 #endif /* WEFT_STUBS_H */

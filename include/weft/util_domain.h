@@ -54,6 +54,15 @@ int util_fabric_init(struct util_fabric *fabric, const struct fi_provider *prov,
 int util_fabric_fini(struct util_fabric *fabric);
 
 /*
+ * fi_fabric for a provider whose fabric is a util_fabric and nothing more:
+ * allocates it, with `ops` as its fi_ops_fabric and a close that frees it.
+ * Returns 0, -FI_EINVAL (attr names another fabric) or -FI_ENOMEM.
+ */
+int util_fabric_open(const struct fi_provider *prov,
+		     struct fi_fabric_attr *attr, struct fi_ops_fabric *ops,
+		     struct fid_fabric **fabric_fid, void *context);
+
+/*
  * Initialise the base of a domain from the fi_info the application passed to
  * fi_domain (info->domain_attr may be NULL: defaults are then used).  Takes
  * a reference on the fabric.  The caller fills domain_fid.fid.ops,

@@ -170,4 +170,27 @@ static inline struct util_mr *util_mr_from_fid(struct fid_mr *mr_fid)
 	return container_of(mr_fid, struct util_mr, mr_fid);
 }
 
+/*
+ * A domain whose registrations live in a util_mr_map: providers that move
+ * data in software (shm, tcp) embed it first in their domain.  Its MR ops
+ * and fid ops serve as the domain's; util_mr_domain_close undoes
+ * util_mr_domain_init and frees the allocation the domain begins.
+ */
+struct util_mr_domain {
+	struct util_domain util;
+	struct util_mr_map mr_map;
+};
+
+int util_mr_domain_init(struct util_mr_domain *domain,
+			struct util_fabric *fabric, const struct fi_info *info,
+			void *context);
+int util_mr_domain_close(struct fid *fid);
+extern struct fi_ops_mr util_mr_domain_mr_ops;
+extern struct fi_ops util_mr_domain_fi_ops;
+
+static inline struct util_mr_domain *util_mr_domain_of(struct util_domain *d)
+{
+	return container_of(d, struct util_mr_domain, util);
+}
+
 #endif /* WEFT_UTIL_MR_H */

@@ -45,14 +45,6 @@ struct shm_params {
 extern struct shm_params shm_params;
 void shm_params_init(void);
 
-struct shm_fabric {
-	struct util_fabric util;
-};
-
-struct shm_domain {
-	struct util_domain util;
-	struct util_mr_map mr_map;
-};
 
 /*
  * A connection to a peer's region: the mapping, and the entry we hold in

@@ -1531,10 +1531,7 @@ static int chunks_continue(struct shm_ep *ep)
 static int rma_local(struct shm_ep *ep, const struct shm_rma_req *req,
 		     uint64_t access, struct iovec *local, size_t *nlocal)
 {
-	struct shm_domain *domain =
-		container_of(ep->rdm.domain, struct shm_domain, util);
-
-	return util_rdm_target_iov(&domain->mr_map, req->rma, req->rma_count,
+	return util_rdm_target_iov(&util_mr_domain_of(ep->rdm.domain)->mr_map, req->rma, req->rma_count,
 				   access, local, UTIL_RDM_IOV_MAX * 2, nlocal);
 }
 
@@ -1907,56 +1904,17 @@ static int shm_setname(fid_t fid, void *addr, size_t addrlen)
 	return 0;
 }
 
-static int shm_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_connect(struct fid_ep *ep, const void *addr,
-			  const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_listen(struct fid_pep *pep)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_accept(struct fid_ep *ep, const void *param,
-			 size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
-			 size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
-		       struct fid_mc **mc, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_cm shm_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = shm_setname,
 	.getname = shm_getname,
-	.getpeer = shm_no_getpeer,
-	.connect = shm_no_connect,
-	.listen = shm_no_listen,
-	.accept = shm_no_accept,
-	.reject = shm_no_reject,
-	.shutdown = shm_no_shutdown,
-	.join = shm_no_join,
+	.getpeer = weft_no_getpeer,
+	.connect = weft_no_connect,
+	.listen = weft_no_listen,
+	.accept = weft_no_accept,
+	.reject = weft_no_reject,
+	.shutdown = weft_no_shutdown,
+	.join = weft_no_join,
 };
 
 int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,

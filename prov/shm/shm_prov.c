@@ -371,101 +371,12 @@ int shm_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 
 /* ---- domain ------------------------------------------------------------- */
 
-static int shm_domain_close(struct fid *fid)
-{
-	struct shm_domain *domain =
-		container_of(fid, struct shm_domain, util.domain_fid.fid);
-	int ret;
-
-	ret = util_domain_fini(&domain->util);
-	if (ret)
-		return ret;
-	util_mr_map_fini(&domain->mr_map);
-	free(domain);
-	return 0;
-}
-
-static int shm_mr_reg(struct fid *fid, const void *buf, size_t len,
-		      uint64_t access, uint64_t offset, uint64_t requested_key,
-		      uint64_t flags, struct fid_mr **mr, void *context)
-{
-	struct shm_domain *domain =
-		container_of(fid, struct shm_domain, util.domain_fid.fid);
-
-	return util_mr_reg(&domain->util, &domain->mr_map, buf, len, access,
-			   offset, requested_key, flags, mr, context);
-}
-
-static int shm_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-		       uint64_t access, uint64_t offset, uint64_t requested_key,
-		       uint64_t flags, struct fid_mr **mr, void *context)
-{
-	struct shm_domain *domain =
-		container_of(fid, struct shm_domain, util.domain_fid.fid);
-
-	return util_mr_regv(&domain->util, &domain->mr_map, iov, count, access,
-			    offset, requested_key, flags, mr, context);
-}
-
-static int shm_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			  uint64_t flags, struct fid_mr **mr)
-{
-	struct shm_domain *domain =
-		container_of(fid, struct shm_domain, util.domain_fid.fid);
-
-	return util_mr_regattr(&domain->util, &domain->mr_map, attr, flags,
-			       mr);
-}
-
-static struct fi_ops_mr shm_mr_ops = {
-	.size = sizeof(struct fi_ops_mr),
-	.reg = shm_mr_reg,
-	.regv = shm_mr_regv,
-	.regattr = shm_mr_regattr,
-};
-
-static struct fi_ops shm_domain_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = shm_domain_close,
-	.bind = util_domain_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-static int shm_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
-			      struct fid_ep **sep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-			  struct fid_stx **stx, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int shm_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-			  struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int shm_query_atomic(struct fid_domain *domain,
 			    enum fi_datatype datatype, enum fi_op op,
 			    struct fi_atomic_attr *attr, uint64_t flags)
 {
 	return util_atomic_query(datatype, op, shm_params.bounce_size / 2,
 				 flags, attr);
-}
-
-static int shm_no_query_collective(struct fid_domain *domain,
-				   enum fi_collective_op coll,
-				   struct fi_collective_attr *attr,
-				   uint64_t flags)
-{
-	return -FI_ENOSYS;
 }
 
 /* fi_endpoint: an info asking for what shm does not offer is refused. */
@@ -495,22 +406,22 @@ static struct fi_ops_domain shm_domain_ops = {
 	.av_open = shm_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = shm_endpoint,
-	.scalable_ep = shm_no_scalable_ep,
+	.scalable_ep = weft_no_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
-	.stx_ctx = shm_no_stx_ctx,
-	.srx_ctx = shm_no_srx_ctx,
+	.stx_ctx = weft_no_stx_ctx,
+	.srx_ctx = weft_no_srx_ctx,
 	.query_atomic = shm_query_atomic,
-	.query_collective = shm_no_query_collective,
+	.query_collective = weft_no_query_collective,
 	.endpoint2 = shm_endpoint2,
 };
 
 int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		    struct fid_domain **domain_fid, void *context)
 {
-	struct shm_fabric *fabric =
-		container_of(fabric_fid, struct shm_fabric, util.fabric_fid);
-	struct shm_domain *domain;
+	struct util_fabric *fabric =
+		container_of(fabric_fid, struct util_fabric, fabric_fid);
+	struct util_mr_domain *domain;
 	int ret;
 
 	if (!info || !info->domain_attr)
@@ -524,57 +435,17 @@ int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	domain = calloc(1, sizeof(*domain));
 	if (!domain)
 		return -FI_ENOMEM;
-	ret = util_domain_init(&domain->util, &fabric->util, info, context);
-	if (ret)
-		goto err_free;
-	ret = util_mr_map_init(&domain->mr_map, &shm_prov,
-			       info->domain_attr->mr_mode, 0,
-			       util_domain_needs_lock(&domain->util));
-	if (ret)
-		goto err_fini;
-	domain->util.domain_fid.fid.ops = &shm_domain_fi_ops;
+	ret = util_mr_domain_init(domain, fabric, info, context);
+	if (ret) {
+		free(domain);
+		return ret;
+	}
 	domain->util.domain_fid.ops = &shm_domain_ops;
-	domain->util.domain_fid.mr = &shm_mr_ops;
 	*domain_fid = &domain->util.domain_fid;
 	return 0;
-
-err_fini:
-	util_domain_fini(&domain->util);
-err_free:
-	free(domain);
-	return ret;
 }
 
 /* ---- fabric ------------------------------------------------------------- */
-
-static int shm_fabric_close(struct fid *fid)
-{
-	struct shm_fabric *fabric =
-		container_of(fid, struct shm_fabric, util.fabric_fid.fid);
-	int ret;
-
-	ret = util_fabric_fini(&fabric->util);
-	if (ret)
-		return ret;
-	free(fabric);
-	return 0;
-}
-
-static struct fi_ops shm_fabric_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = shm_fabric_close,
-	.bind = weft_no_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-static int shm_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-			     struct fid_pep **pep, void *context)
-{
-	return -FI_ENOSYS;
-}
 
 static int shm_domain2(struct fid_fabric *fabric, struct fi_info *info,
 		       struct fid_domain **domain, uint64_t flags,
@@ -588,7 +459,7 @@ static int shm_domain2(struct fid_fabric *fabric, struct fi_info *info,
 static struct fi_ops_fabric shm_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = shm_domain_open,
-	.passive_ep = shm_no_passive_ep,
+	.passive_ep = weft_no_passive_ep,
 	.eq_open = util_eq_open_op,
 	.wait_open = util_wait_open,
 	.trywait = util_trywait,
@@ -598,24 +469,11 @@ static struct fi_ops_fabric shm_fabric_ops = {
 int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,
 		    void *context)
 {
-	struct shm_fabric *fabric;
-	int ret;
-
 	if (attr->name && strcmp(attr->name, shm_fabric_attr.name))
 		return -FI_EINVAL;
 	shm_params_init();
-	fabric = calloc(1, sizeof(*fabric));
-	if (!fabric)
-		return -FI_ENOMEM;
-	ret = util_fabric_init(&fabric->util, &shm_prov, attr, context);
-	if (ret) {
-		free(fabric);
-		return ret;
-	}
-	fabric->util.fabric_fid.fid.ops = &shm_fabric_fi_ops;
-	fabric->util.fabric_fid.ops = &shm_fabric_ops;
-	*fabric_fid = &fabric->util.fabric_fid;
-	return 0;
+	return util_fabric_open(&shm_prov, attr, &shm_fabric_ops, fabric_fid,
+				context);
 }
 
 static void shm_cleanup(void)

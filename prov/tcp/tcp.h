@@ -57,13 +57,8 @@ extern struct tcp_params tcp_params;
 #define TCP_STAGE_MIN 4096
 void tcp_params_init(void);
 
-struct tcp_fabric {
-	struct util_fabric util;
-};
-
 struct tcp_domain {
-	struct util_domain util;
-	struct util_mr_map mr_map;
+	struct util_mr_domain base; /* first */
 	char ifname[IF_NAMESIZE]; /* domain name: the interface, or "" */
 	uint32_t addr_format; /* FI_SOCKADDR_IN or _IN6 */
 };

@@ -45,7 +45,8 @@ static inline struct tcp_peer *tcp_peer_of(struct util_peer *peer)
 
 static inline struct tcp_domain *ep_domain(struct tcp_ep *ep)
 {
-	return container_of(ep->rdm.domain, struct tcp_domain, util);
+	return container_of(util_mr_domain_of(ep->rdm.domain),
+			    struct tcp_domain, base);
 }
 
 /* ---- control frames ----------------------------------------------------- */
@@ -790,7 +791,7 @@ static struct util_rdm_tx *answered_tx(struct tcp_conn *conn, uint64_t id)
 
 static struct util_mr_map *ep_mr_map(struct tcp_ep *ep)
 {
-	return &ep_domain(ep)->mr_map;
+	return &ep_domain(ep)->base.mr_map;
 }
 
 /* WRITE: the data is in the target's memory (or was dropped). */
@@ -1380,7 +1381,8 @@ static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 	ep_conn_link(ep, conn);
 	conn->outgoing = true;
 	conn->peer = ep->mpeer;
-	memcpy(conn->cm_data, param, paramlen);
+	if (paramlen)
+		memcpy(conn->cm_data, param, paramlen);
 	conn->cm_len = paramlen;
 	ep->conn = conn;
 	ep->mpeer->conn = conn;
@@ -1441,34 +1443,17 @@ static int tcp_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 	return 0;
 }
 
-static int tcp_no_listen(struct fid_pep *pep)
-{
-	return -FI_ENOSYS;
-}
-
-static int tcp_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
-			 size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int tcp_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
-		       struct fid_mc **mc, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_cm tcp_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = tcp_setname,
 	.getname = tcp_getname,
 	.getpeer = tcp_getpeer,
 	.connect = tcp_connect,
-	.listen = tcp_no_listen,
+	.listen = weft_no_listen,
 	.accept = tcp_accept,
-	.reject = tcp_no_reject,
+	.reject = weft_no_reject,
 	.shutdown = tcp_shutdown,
-	.join = tcp_no_join,
+	.join = weft_no_join,
 };
 
 static struct fi_ops_ep tcp_ep_ops;
@@ -1619,7 +1604,8 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	attr.atomic_max = tcp_params.rx_stage / 2;
 	attr.unexp_max = tcp_params.unexp_max;
 	attr.connected = info->ep_attr->type == FI_EP_MSG;
-	if (container_of(domain, struct tcp_domain, util)->addr_format ==
+	if (container_of(util_mr_domain_of(domain), struct tcp_domain, base)
+		    ->addr_format ==
 	    FI_SOCKADDR_IN)
 		attr.peer_addr_len = sizeof(struct sockaddr_in);
 

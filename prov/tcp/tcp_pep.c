@@ -308,44 +308,17 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
 	return 0;
 }
 
-static int pep_no_connect(struct fid_ep *ep, const void *addr,
-			  const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_accept(struct fid_ep *ep, const void *param, size_t len)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
-		       struct fid_mc **mc, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_cm pep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = pep_setname,
 	.getname = pep_getname,
-	.getpeer = pep_no_getpeer,
-	.connect = pep_no_connect,
+	.getpeer = weft_no_getpeer,
+	.connect = weft_no_connect,
 	.listen = pep_listen,
-	.accept = pep_no_accept,
+	.accept = weft_no_accept,
 	.reject = pep_reject,
-	.shutdown = pep_no_shutdown,
-	.join = pep_no_join,
+	.shutdown = weft_no_shutdown,
+	.join = weft_no_join,
 };
 
 int tcp_cm_getopt(int level, int optname, void *optval, size_t *optlen)
@@ -376,39 +349,15 @@ static int pep_setopt(fid_t fid, int level, int optname, const void *optval,
 	return -FI_ENOPROTOOPT;
 }
 
-static ssize_t pep_no_cancel(fid_t fid, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_tx_ctx(struct fid_ep *sep, int index,
-			 struct fi_tx_attr *attr, struct fid_ep **tx_ep,
-			 void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_rx_ctx(struct fid_ep *sep, int index,
-			 struct fi_rx_attr *attr, struct fid_ep **rx_ep,
-			 void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t pep_no_size_left(struct fid_ep *ep)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_ep pep_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
-	.cancel = pep_no_cancel,
+	.cancel = weft_no_cancel,
 	.getopt = pep_getopt,
 	.setopt = pep_setopt,
-	.tx_ctx = pep_no_tx_ctx,
-	.rx_ctx = pep_no_rx_ctx,
-	.rx_size_left = pep_no_size_left,
-	.tx_size_left = pep_no_size_left,
+	.tx_ctx = weft_no_tx_ctx,
+	.rx_ctx = weft_no_rx_ctx,
+	.rx_size_left = weft_no_size_left,
+	.tx_size_left = weft_no_size_left,
 };
 
 int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

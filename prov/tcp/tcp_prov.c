@@ -532,9 +532,9 @@ static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 		       struct fid_av **av, void *context)
 {
 	struct tcp_domain *domain =
-		container_of(domain_fid, struct tcp_domain, util.domain_fid);
+		container_of(domain_fid, struct tcp_domain, base.util.domain_fid);
 
-	return util_av_open(&domain->util, attr,
+	return util_av_open(&domain->base.util, attr,
 			    domain->addr_format == FI_SOCKADDR_IN6 ?
 				    &util_av_sockaddr_in6_ops :
 				    &util_av_sockaddr_in_ops,
@@ -543,101 +543,12 @@ static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 
 /* ---- domain ------------------------------------------------------------- */
 
-static int tcp_domain_close(struct fid *fid)
-{
-	struct tcp_domain *domain =
-		container_of(fid, struct tcp_domain, util.domain_fid.fid);
-	int ret;
-
-	ret = util_domain_fini(&domain->util);
-	if (ret)
-		return ret;
-	util_mr_map_fini(&domain->mr_map);
-	free(domain);
-	return 0;
-}
-
-static int tcp_mr_reg(struct fid *fid, const void *buf, size_t len,
-		      uint64_t access, uint64_t offset, uint64_t requested_key,
-		      uint64_t flags, struct fid_mr **mr, void *context)
-{
-	struct tcp_domain *domain =
-		container_of(fid, struct tcp_domain, util.domain_fid.fid);
-
-	return util_mr_reg(&domain->util, &domain->mr_map, buf, len, access,
-			   offset, requested_key, flags, mr, context);
-}
-
-static int tcp_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-		       uint64_t access, uint64_t offset, uint64_t requested_key,
-		       uint64_t flags, struct fid_mr **mr, void *context)
-{
-	struct tcp_domain *domain =
-		container_of(fid, struct tcp_domain, util.domain_fid.fid);
-
-	return util_mr_regv(&domain->util, &domain->mr_map, iov, count, access,
-			    offset, requested_key, flags, mr, context);
-}
-
-static int tcp_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			  uint64_t flags, struct fid_mr **mr)
-{
-	struct tcp_domain *domain =
-		container_of(fid, struct tcp_domain, util.domain_fid.fid);
-
-	return util_mr_regattr(&domain->util, &domain->mr_map, attr, flags,
-			       mr);
-}
-
-static struct fi_ops_mr tcp_mr_ops = {
-	.size = sizeof(struct fi_ops_mr),
-	.reg = tcp_mr_reg,
-	.regv = tcp_mr_regv,
-	.regattr = tcp_mr_regattr,
-};
-
-static struct fi_ops tcp_domain_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tcp_domain_close,
-	.bind = util_domain_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-static int tcp_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
-			      struct fid_ep **sep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int tcp_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-			  struct fid_stx **stx, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int tcp_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-			  struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int tcp_query_atomic(struct fid_domain *domain,
 			    enum fi_datatype datatype, enum fi_op op,
 			    struct fi_atomic_attr *attr, uint64_t flags)
 {
 	return util_atomic_query(datatype, op, tcp_params.rx_stage, flags,
 				 attr);
-}
-
-static int tcp_no_query_collective(struct fid_domain *domain,
-				   enum fi_collective_op coll,
-				   struct fi_collective_attr *attr,
-				   uint64_t flags)
-{
-	return -FI_ENOSYS;
 }
 
 static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
@@ -666,21 +577,21 @@ static struct fi_ops_domain tcp_domain_ops = {
 	.av_open = tcp_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = tcp_endpoint,
-	.scalable_ep = tcp_no_scalable_ep,
+	.scalable_ep = weft_no_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
-	.stx_ctx = tcp_no_stx_ctx,
-	.srx_ctx = tcp_no_srx_ctx,
+	.stx_ctx = weft_no_stx_ctx,
+	.srx_ctx = weft_no_srx_ctx,
 	.query_atomic = tcp_query_atomic,
-	.query_collective = tcp_no_query_collective,
+	.query_collective = weft_no_query_collective,
 	.endpoint2 = tcp_endpoint2,
 };
 
 static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 			   struct fid_domain **domain_fid, void *context)
 {
-	struct tcp_fabric *fabric =
-		container_of(fabric_fid, struct tcp_fabric, util.fabric_fid);
+	struct util_fabric *fabric =
+		container_of(fabric_fid, struct util_fabric, fabric_fid);
 	struct tcp_domain *domain;
 	int ret;
 
@@ -692,55 +603,21 @@ static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	domain = calloc(1, sizeof(*domain));
 	if (!domain)
 		return -FI_ENOMEM;
-	ret = util_domain_init(&domain->util, &fabric->util, info, context);
-	if (ret)
-		goto err_free;
-	ret = util_mr_map_init(&domain->mr_map, &tcp_prov,
-			       info->domain_attr->mr_mode, 0,
-			       util_domain_needs_lock(&domain->util));
-	if (ret)
-		goto err_fini;
+	ret = util_mr_domain_init(&domain->base, fabric, info, context);
+	if (ret) {
+		free(domain);
+		return ret;
+	}
 	domain->addr_format = info->addr_format;
 	if (info->domain_attr->name)
 		snprintf(domain->ifname, sizeof(domain->ifname), "%s",
 			 info->domain_attr->name);
-	domain->util.domain_fid.fid.ops = &tcp_domain_fi_ops;
-	domain->util.domain_fid.ops = &tcp_domain_ops;
-	domain->util.domain_fid.mr = &tcp_mr_ops;
-	*domain_fid = &domain->util.domain_fid;
+	domain->base.util.domain_fid.ops = &tcp_domain_ops;
+	*domain_fid = &domain->base.util.domain_fid;
 	return 0;
-
-err_fini:
-	util_domain_fini(&domain->util);
-err_free:
-	free(domain);
-	return ret;
 }
 
 /* ---- fabric ------------------------------------------------------------- */
-
-static int tcp_fabric_close(struct fid *fid)
-{
-	struct tcp_fabric *fabric =
-		container_of(fid, struct tcp_fabric, util.fabric_fid.fid);
-	int ret;
-
-	ret = util_fabric_fini(&fabric->util);
-	if (ret)
-		return ret;
-	free(fabric);
-	return 0;
-}
-
-static struct fi_ops tcp_fabric_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tcp_fabric_close,
-	.bind = weft_no_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
 
 static int tcp_domain2(struct fid_fabric *fabric, struct fi_info *info,
 		       struct fid_domain **domain, uint64_t flags,
@@ -764,22 +641,9 @@ static struct fi_ops_fabric tcp_fabric_ops = {
 int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,
 		    void *context)
 {
-	struct tcp_fabric *fabric;
-	int ret;
-
 	tcp_params_init();
-	fabric = calloc(1, sizeof(*fabric));
-	if (!fabric)
-		return -FI_ENOMEM;
-	ret = util_fabric_init(&fabric->util, &tcp_prov, attr, context);
-	if (ret) {
-		free(fabric);
-		return ret;
-	}
-	fabric->util.fabric_fid.fid.ops = &tcp_fabric_fi_ops;
-	fabric->util.fabric_fid.ops = &tcp_fabric_ops;
-	*fabric_fid = &fabric->util.fabric_fid;
-	return 0;
+	return util_fabric_open(&tcp_prov, attr, &tcp_fabric_ops, fabric_fid,
+				context);
 }
 
 static void tcp_cleanup(void)

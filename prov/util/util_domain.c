@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Base fabric and domain objects (weft/util_domain.h). */
 #include "weft/util_domain.h"
+
+#include <stdlib.h>
+
+#include "weft/stubs.h"
 #include "weft/util_eq.h"
 
 #include <stdlib.h>
@@ -112,5 +116,49 @@ int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	domain->eq_flags = flags;
 	/* fi_close of the EQ answers -FI_EBUSY while the domain holds it. */
 	util_eq_get(util_eq_of(domain->eq));
+	return 0;
+}
+
+static int fabric_close(struct fid *fid)
+{
+	struct util_fabric *fabric =
+		container_of(fid, struct util_fabric, fabric_fid.fid);
+	int ret;
+
+	ret = util_fabric_fini(fabric);
+	if (ret)
+		return ret;
+	free(fabric);
+	return 0;
+}
+
+static struct fi_ops util_fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = fabric_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+int util_fabric_open(const struct fi_provider *prov,
+		     struct fi_fabric_attr *attr, struct fi_ops_fabric *ops,
+		     struct fid_fabric **fabric_fid, void *context)
+{
+	struct util_fabric *fabric;
+	int ret;
+
+	fabric = calloc(1, sizeof(*fabric));
+	if (!fabric)
+		return -FI_ENOMEM;
+	ret = util_fabric_init(fabric, prov, attr, context);
+	if (ret) {
+		free(fabric);
+		return ret;
+	}
+	fabric->fabric_fid.fid.ops = &util_fabric_fi_ops;
+	fabric->fabric_fid.ops = ops;
+	*fabric_fid = &fabric->fabric_fid;
 	return 0;
 }

@@ -474,3 +474,90 @@ int util_mr_reg(struct util_domain *domain, struct util_mr_map *map,
 	return util_mr_regv(domain, map, &iov, 1, access, offset,
 			    requested_key, flags, mr_fid, context);
 }
+
+/* ---- domains whose registrations are a util_mr_map ---------------------- */
+
+int util_mr_domain_init(struct util_mr_domain *domain,
+			struct util_fabric *fabric, const struct fi_info *info,
+			void *context)
+{
+	int ret;
+
+	ret = util_domain_init(&domain->util, fabric, info, context);
+	if (ret)
+		return ret;
+	ret = util_mr_map_init(&domain->mr_map, fabric->prov,
+			       info->domain_attr->mr_mode, 0,
+			       util_domain_needs_lock(&domain->util));
+	if (ret) {
+		util_domain_fini(&domain->util);
+		return ret;
+	}
+	domain->util.domain_fid.fid.ops = &util_mr_domain_fi_ops;
+	domain->util.domain_fid.mr = &util_mr_domain_mr_ops;
+	return 0;
+}
+
+int util_mr_domain_close(struct fid *fid)
+{
+	struct util_mr_domain *domain =
+		container_of(fid, struct util_mr_domain, util.domain_fid.fid);
+	int ret;
+
+	ret = util_domain_fini(&domain->util);
+	if (ret)
+		return ret;
+	util_mr_map_fini(&domain->mr_map);
+	free(domain);
+	return 0;
+}
+
+static int mr_domain_reg(struct fid *fid, const void *buf, size_t len,
+			 uint64_t access, uint64_t offset,
+			 uint64_t requested_key, uint64_t flags,
+			 struct fid_mr **mr, void *context)
+{
+	struct util_mr_domain *d =
+		container_of(fid, struct util_mr_domain, util.domain_fid.fid);
+
+	return util_mr_reg(&d->util, &d->mr_map, buf, len, access, offset,
+			   requested_key, flags, mr, context);
+}
+
+static int mr_domain_regv(struct fid *fid, const struct iovec *iov,
+			  size_t count, uint64_t access, uint64_t offset,
+			  uint64_t requested_key, uint64_t flags,
+			  struct fid_mr **mr, void *context)
+{
+	struct util_mr_domain *d =
+		container_of(fid, struct util_mr_domain, util.domain_fid.fid);
+
+	return util_mr_regv(&d->util, &d->mr_map, iov, count, access, offset,
+			    requested_key, flags, mr, context);
+}
+
+static int mr_domain_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			     uint64_t flags, struct fid_mr **mr)
+{
+	struct util_mr_domain *d =
+		container_of(fid, struct util_mr_domain, util.domain_fid.fid);
+
+	return util_mr_regattr(&d->util, &d->mr_map, attr, flags, mr);
+}
+
+struct fi_ops_mr util_mr_domain_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = mr_domain_reg,
+	.regv = mr_domain_regv,
+	.regattr = mr_domain_regattr,
+};
+
+struct fi_ops util_mr_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = util_mr_domain_close,
+	.bind = util_domain_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
