@@ -55,6 +55,8 @@ extern struct tcp_params tcp_params;
 
 /* A connection's staging buffer until its traffic needs the full one. */
 #define TCP_STAGE_MIN 4096
+/* Payload left from which an empty socket is waited for with epoll. */
+#define TCP_DRY_MIN 65536
 void tcp_params_init(void);
 
 struct tcp_domain {
@@ -128,6 +130,7 @@ struct tcp_conn {
 	bool outgoing;
 	bool want_out;	 /* EPOLLOUT armed */
 	bool rx_held;	 /* the engine refused an arrival: read later */
+	bool rx_dry;	 /* a large payload is coming and the socket was empty */
 	int error;	 /* why it closed (positive FI_E*) */
 	uint64_t deadline_ms; /* connecting / handshake gives up then */
 	struct dlist_entry outq; /* struct tcp_out */

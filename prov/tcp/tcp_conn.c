@@ -397,10 +397,14 @@ static ssize_t payload_read(struct tcp_conn *conn)
 
 		util_iov_advance(conn->rx_iov, &conn->rx_iov_count, got);
 		conn->rx_left -= got;
+		conn->rx_dry = false;
 		return n;
 	}
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		/* A large payload still to come: wait for epoll to say. */
+		conn->rx_dry = conn->rx_left >= TCP_DRY_MIN;
 		return 0;
+	}
 	tcp_conn_close(conn, n ? tcp_errno_fi(errno) : 0);
 	return -1;
 }
@@ -487,6 +491,7 @@ int tcp_conn_read(struct tcp_conn *conn)
 			payload_from_stage(conn);
 			if (!conn->rx_left) {
 				conn->rx_state = TCP_RX_HDR;
+				conn->rx_dry = false;
 				conn->rx_done(conn);
 				continue;
 			}

@@ -1102,14 +1102,19 @@ int tcp_progress_ep(struct tcp_ep *ep)
 	struct epoll_event ev[32];
 	int i, k, n = 0;
 
-	/* One connection and nothing else going on: read it directly, and
-	 * look at the others (accepts, timeouts) every 64th call. */
+	/*
+	 * One connection and nothing else going on: read it directly (one
+	 * syscall per poll, as a raw socket loop does), and look at the
+	 * others (accepts, timeouts) every 64th call.  Not while the socket
+	 * is full or a large payload is arriving and the last read found
+	 * nothing: then retrying the socket itself takes its lock against
+	 * the kernel moving the data, and epoll, which does not, says when.
+	 */
 	if (weft_likely(ep->hot && (++ep->calls & 63))) {
 		struct tcp_conn *conn = ep->hot;
 
-		if (conn->want_out)
-			tcp_conn_flush(conn);
-		if (conn->state == TCP_CONN_OPEN) {
+		if (weft_likely(!conn->want_out && !conn->rx_dry &&
+				conn->state == TCP_CONN_OPEN)) {
 			k = tcp_conn_read(conn);
 			return k > 0 ? k : 0;
 		}
