@@ -196,6 +196,18 @@ static inline struct util_wait *util_eq_wait(struct util_eq *eq)
 	return eq->waitable.wait;
 }
 
+/*
+ * Connection-management events of connected endpoints (fi_cm(3)), the same
+ * for every provider: FI_CONNREQ (info passes to the EQ, with its handle),
+ * FI_CONNECTED and FI_SHUTDOWN for fid, with cm_len bytes of private data;
+ * and an error for fid (a refused or failed connection) whose err_data is
+ * the peer's private data, if any.  Return util_eq_write's values.
+ */
+ssize_t util_eq_write_cm(struct util_eq *eq, uint32_t event, fid_t fid,
+			 struct fi_info *info, const void *cm, size_t cm_len);
+int util_eq_write_cm_err(struct util_eq *eq, fid_t fid, int err,
+			 const void *cm, size_t cm_len);
+
 /* The shared ops, for providers that wrap some of them. */
 ssize_t util_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		     size_t len, uint64_t flags);

@@ -150,31 +150,17 @@ void tcp_conn_drained(struct tcp_conn *conn)
 static void eq_write_cm(struct tcp_ep *ep, uint32_t event, const void *cm,
 			size_t cm_len)
 {
-	struct {
-		struct fi_eq_cm_entry e;
-		uint8_t data[TCP_CM_DATA_MAX];
-	} ev = { .e.fid = &ep->rdm.ep_fid.fid };
-
-	if (!ep->eq)
-		return;
-	if (cm_len)
-		memcpy(ev.data, cm, cm_len);
-	util_eq_write(ep->eq, event, &ev, sizeof(ev.e) + cm_len, 0);
+	if (ep->eq)
+		util_eq_write_cm(ep->eq, event, &ep->rdm.ep_fid.fid, NULL, cm,
+				 cm_len);
 }
 
 static void eq_write_err(struct tcp_ep *ep, int err, const void *cm,
 			 size_t cm_len)
 {
-	struct fi_eq_err_entry e = {
-		.fid = &ep->rdm.ep_fid.fid,
-		.err = err,
-		.prov_errno = -err,
-		.err_data = cm_len ? (void *)cm : NULL,
-		.err_data_size = cm_len,
-	};
-
 	if (ep->eq)
-		util_eq_write_err(ep->eq, &e);
+		util_eq_write_cm_err(ep->eq, &ep->rdm.ep_fid.fid, err, cm,
+				     cm_len);
 }
 
 void tcp_conn_lost(struct tcp_conn *conn)

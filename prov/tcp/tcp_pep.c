@@ -52,10 +52,6 @@ static void pep_accept(struct tcp_pep *pep)
 
 void tcp_pep_connreq(struct tcp_pep *pep, struct tcp_conn *conn)
 {
-	struct {
-		struct fi_eq_cm_entry e;
-		uint8_t data[TCP_CM_DATA_MAX];
-	} ev = { .e.fid = &pep->pep_fid.fid };
 	struct sockaddr_storage sa;
 	socklen_t len = sizeof(sa);
 	struct fi_info *info;
@@ -84,10 +80,8 @@ void tcp_pep_connreq(struct tcp_pep *pep, struct tcp_conn *conn)
 		if (info->src_addr)
 			memcpy(info->src_addr, &sa, len);
 	}
-	ev.e.info = info;
-	memcpy(ev.data, conn->cm_data, conn->cm_len);
-	if (util_eq_write(pep->eq, FI_CONNREQ, &ev, sizeof(ev.e) + conn->cm_len,
-			  0) < 0) {
+	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
+			     conn->cm_data, conn->cm_len) < 0) {
 		fi_freeinfo(info);
 		goto refuse;
 	}

@@ -500,3 +500,35 @@ int util_eq_open_op(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	    container_of(fabric, struct util_fabric, fabric_fid), attr, eq,
 	    context);
 }
+
+ssize_t util_eq_write_cm(struct util_eq *eq, uint32_t event, fid_t fid,
+			 struct fi_info *info, const void *cm, size_t cm_len)
+{
+	struct fi_eq_cm_entry *e;
+	ssize_t ret;
+
+	e = malloc(sizeof(*e) + cm_len);
+	if (!e)
+		return -FI_ENOMEM;
+	e->fid = fid;
+	e->info = info;
+	if (cm_len)
+		memcpy(e->data, cm, cm_len);
+	ret = util_eq_write(eq, event, e, sizeof(*e) + cm_len, 0);
+	free(e);
+	return ret;
+}
+
+int util_eq_write_cm_err(struct util_eq *eq, fid_t fid, int err,
+			 const void *cm, size_t cm_len)
+{
+	struct fi_eq_err_entry e = {
+		.fid = fid,
+		.err = err,
+		.prov_errno = -err,
+		.err_data = cm_len ? (void *)cm : NULL,
+		.err_data_size = cm_len,
+	};
+
+	return util_eq_write_err(eq, &e);
+}
