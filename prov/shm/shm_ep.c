@@ -106,6 +106,14 @@ static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool dead_too,
 		    !atomic_compare_exchange_strong(&p->state, &st,
 						    SHM_PEER_CLAIMED))
 			return false;
+		/* The state word has no generation: between the look and the
+		 * exchange a live sender may have taken the entry.  Holding
+		 * it CLAIMED, its holder is stable: look again. */
+		if (!peer_holder_dead(p)) {
+			atomic_store_explicit(&p->state, SHM_PEER_ACTIVE,
+					      memory_order_release);
+			return false;
+		}
 		p->release_pos =
 			atomic_load_explicit(&q->tail, memory_order_acquire);
 		atomic_store_explicit(&p->state, SHM_PEER_CLOSED,
@@ -120,6 +128,19 @@ static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool dead_too,
 		return false;
 	if (!atomic_compare_exchange_strong(&p->state, &st, SHM_PEER_CLAIMED))
 		return false;
+	/*
+	 * Between the look at release_pos and the exchange, another sender
+	 * may have taken the entry, sent, and closed it again (CLOSED once
+	 * more, with messages still queued that name its generation):
+	 * taking it now would make the owner drop them.  Holding it
+	 * CLAIMED, release_pos is stable: look again.
+	 */
+	if (st == SHM_PEER_CLOSED && !shm_queue_consumed(q, p->release_pos)) {
+		atomic_store_explicit(&p->state, SHM_PEER_CLOSED,
+				      memory_order_release);
+		*waiting = true;
+		return false;
+	}
 	/* The owner reads the fields below and then the state and gen again
 	 * (rxpeer_of): make CLAIMED visible before the fields change. */
 	atomic_thread_fence(memory_order_release);

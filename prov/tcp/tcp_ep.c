@@ -1088,6 +1088,9 @@ int tcp_progress_ep(struct tcp_ep *ep)
 	struct epoll_event ev[32];
 	int i, k, n = 0;
 
+	if (weft_unlikely(ep->closing))
+		return 0;
+
 	/*
 	 * One connection and nothing else going on: read it directly (one
 	 * syscall per poll, as a raw socket loop does), and look at the
@@ -1150,7 +1153,15 @@ static void ep_close_conns(struct tcp_ep *ep)
 {
 	struct dlist_entry *e, *tmp;
 
+	/* From here progress does nothing (a thread or another endpoint's
+	 * CQ may still call it until the engine stops them), and nobody
+	 * connects to us any more. */
 	ep->closing = true;
+	if (ep->lfd >= 0) {
+		epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->lfd, NULL);
+		close(ep->lfd);
+		ep->lfd = -1;
+	}
 	dlist_foreach_safe(&ep->conns, e, tmp) {
 		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
 

@@ -290,7 +290,8 @@ static void tx_queue(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
 	struct util_peer *peer = tx->peer;
 
-	if (dlist_empty(&peer->queued))
+	/* (An entry on no list links to itself: dlist_empty says so.) */
+	if (dlist_empty(&peer->blocked))
 		dlist_insert_tail(&peer->blocked, &ep->blocked);
 	dlist_insert_tail(&tx->waiting, &peer->queued);
 }
@@ -347,6 +348,10 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 		ret = tx_start(ep, tx);
 		if (ret == -FI_EAGAIN) {
 			dlist_insert_head(&tx->waiting, &peer->queued);
+			/* The transport may have failed the peer meanwhile
+			 * (and taken it off the list): keep it on. */
+			if (dlist_empty(&peer->blocked))
+				dlist_insert_tail(&peer->blocked, &ep->blocked);
 			peer->draining = false;
 			return;
 		}
@@ -365,13 +370,24 @@ void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer)
 		peer_drain(ep, peer);
 }
 
+/*
+ * Drain every blocked peer once.  The list is taken aside first: draining
+ * one peer may fail another (a transport finding it dead), which takes it
+ * off whatever list it is on, so no iterator into the list survives.
+ */
 static int peers_drain(struct util_rdm_ep *ep)
 {
-	struct dlist_entry *e, *tmp;
+	struct dlist_entry work, *e;
+	struct util_peer *peer;
 	int n = 0;
 
-	dlist_foreach_safe(&ep->blocked, e, tmp) {
-		peer_drain(ep, container_of(e, struct util_peer, blocked));
+	dlist_init(&work);
+	while ((e = dlist_pop_front(&ep->blocked)))
+		dlist_insert_tail(e, &work);
+	while ((e = dlist_pop_front(&work))) {
+		peer = container_of(e, struct util_peer, blocked);
+		dlist_insert_tail(&peer->blocked, &ep->blocked);
+		peer_drain(ep, peer);
 		n++;
 	}
 	return n;

@@ -109,6 +109,7 @@ static struct mock_ep eps[NEP];
 static struct {
 	bool fetch_async;
 	bool ready_in_send; /* a send makes room and says the peer is ready */
+	struct util_peer *fail_in_send; /* a send finds this peer dead */
 	struct mock_fetch fetches[FETCH_CAP];
 	size_t nfetches;
 	int send_eager_calls, send_rndv_calls, fetch_calls, discard_calls;
@@ -171,6 +172,15 @@ static int mock_send_eager(struct util_rdm_ep *ep, struct util_peer *peer,
 	 * taking this message: it tells the engine the peer can take more. */
 	if (mock.ready_in_send)
 		util_rdm_peer_ready(ep, peer);
+	/* As shm does when a full queue makes it look for dead peers: it
+	 * fails another peer, then cannot take this message yet. */
+	if (mock.fail_in_send && mock.fail_in_send != peer) {
+		struct util_peer *dead = mock.fail_in_send;
+
+		mock.fail_in_send = NULL;
+		util_rdm_fail_peer(ep, dead, FI_EHOSTUNREACH);
+		return -FI_EAGAIN;
+	}
 	m = fifo_push(mp->to);
 	if (!m)
 		return -FI_EAGAIN;
@@ -921,6 +931,50 @@ Test(rdm_engine, ready_inside_send_keeps_order)
 	for (i = 0; i < 8; i++) {
 		cr_assert_eq(r[i], 100u + (uint32_t)i,
 			     "receive %d got %u: out of order", i, r[i]);
+		cr_assert_eq(count_ctx(EP_A, CTX(i), NULL), 1);
+	}
+}
+
+/* A send that fails another queued peer and then cannot go: progress
+ * ends, the failed peer's transmits complete once in error, and this
+ * peer's queue is handed over later. */
+Test(rdm_engine, fail_other_peer_inside_drain, .timeout = 20)
+{
+	static uint32_t v[4], r[2];
+	struct sockaddr_in sin = addr_of_idx(EP_C);
+	struct util_peer *other;
+	fi_addr_t fa;
+	int i;
+
+	/* A second peer for A: C's address, which nobody serves (a send
+	 * to it cannot go). */
+	cr_assert_eq(fi_av_insert(eps[EP_A].av, &sin, 1, &fa, 0, NULL), 1);
+	cr_assert_eq(util_peer_get(&eps[EP_A].rdm.peers, fa, &other), 0);
+	set_blocked(EP_A, EP_B, true);
+	for (i = 0; i < 2; i++) {
+		v[i] = 10 + i;
+		cr_assert_eq(fi_send(fep(EP_A), &v[i], sizeof(v[i]), NULL,
+				     to(EP_A, EP_B), CTX(i)), 0);
+		cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]), NULL,
+				     FI_ADDR_UNSPEC, RCTX(i)), 0);
+	}
+	for (i = 2; i < 4; i++)
+		cr_assert_eq(fi_send(fep(EP_A), &v[i], sizeof(v[i]), NULL, fa,
+				     CTX(i)), 0);
+	mock.fail_in_send = other;
+	set_blocked(EP_A, EP_B, false);
+	collect(EP_A); /* B's head fails A's own peer, then says "again" */
+	cr_assert_null(mock.fail_in_send);
+	for (i = 2; i < 4; i++) {
+		int err = 0;
+
+		cr_assert_eq(count_ctx(EP_A, CTX(i), &err), 1);
+		cr_assert_eq(err, FI_EHOSTUNREACH);
+	}
+	pump();
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(r[i], 10u + (uint32_t)i, "receive %d got %u", i,
+			     r[i]);
 		cr_assert_eq(count_ctx(EP_A, CTX(i), NULL), 1);
 	}
 }
