@@ -513,9 +513,16 @@ static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src)
 	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen ||
 	    !shm_peer_name(p, name))
 		return NULL;
-	/* A new holder goes through CLAIMED before it rewrites the name. */
+	/*
+	 * A new holder goes through CLAIMED and a new generation before it
+	 * rewrites the name: read both again.  The holder closing meanwhile
+	 * (ACTIVE to CLOSED) changes neither its name nor its generation,
+	 * and is no reason to drop its message: a sender that closes right
+	 * after its sends complete is the usual case.
+	 */
 	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) != st ||
+	st = atomic_load_explicit(&p->state, memory_order_relaxed);
+	if ((st != SHM_PEER_ACTIVE && st != SHM_PEER_CLOSED) ||
 	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen)
 		return NULL;
 	rp->conn = conn_get(ep, name);
