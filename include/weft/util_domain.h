@@ -73,6 +73,17 @@ int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
 /* -FI_EBUSY while objects remain open on the domain; else releases it. */
 int util_domain_fini(struct util_domain *domain);
 
+/*
+ * fi_domain2 and fi_endpoint2 of a provider with no flags of its own: any
+ * flag is -FI_EBADFLAGS, otherwise the fabric's domain op / the domain's
+ * endpoint op does the work.
+ */
+int util_fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+			struct fid_domain **domain, uint64_t flags,
+			void *context);
+int util_domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			  struct fid_ep **ep, uint64_t flags, void *context);
+
 /* fi_domain_bind of an EQ (the only object a domain binds). */
 int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 

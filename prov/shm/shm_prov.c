@@ -393,14 +393,6 @@ static int shm_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return shm_ep_open(domain, info, ep, context);
 }
 
-static int shm_endpoint2(struct fid_domain *domain, struct fi_info *info,
-			 struct fid_ep **ep, uint64_t flags, void *context)
-{
-	if (flags)
-		return -FI_EBADFLAGS;
-	return shm_endpoint(domain, info, ep, context);
-}
-
 static struct fi_ops_domain shm_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = shm_av_open,
@@ -413,7 +405,7 @@ static struct fi_ops_domain shm_domain_ops = {
 	.srx_ctx = weft_no_srx_ctx,
 	.query_atomic = shm_query_atomic,
 	.query_collective = weft_no_query_collective,
-	.endpoint2 = shm_endpoint2,
+	.endpoint2 = util_domain_endpoint2,
 };
 
 int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
@@ -447,15 +439,6 @@ int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 
 /* ---- fabric ------------------------------------------------------------- */
 
-static int shm_domain2(struct fid_fabric *fabric, struct fi_info *info,
-		       struct fid_domain **domain, uint64_t flags,
-		       void *context)
-{
-	if (flags)
-		return -FI_EBADFLAGS;
-	return shm_domain_open(fabric, info, domain, context);
-}
-
 static struct fi_ops_fabric shm_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = shm_domain_open,
@@ -463,7 +446,7 @@ static struct fi_ops_fabric shm_fabric_ops = {
 	.eq_open = util_eq_open_op,
 	.wait_open = util_wait_open,
 	.trywait = util_trywait,
-	.domain2 = shm_domain2,
+	.domain2 = util_fabric_domain2,
 };
 
 int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,

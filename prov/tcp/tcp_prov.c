@@ -564,14 +564,6 @@ static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return tcp_ep_open(domain, info, ep, context);
 }
 
-static int tcp_endpoint2(struct fid_domain *domain, struct fi_info *info,
-			 struct fid_ep **ep, uint64_t flags, void *context)
-{
-	if (flags)
-		return -FI_EBADFLAGS;
-	return tcp_endpoint(domain, info, ep, context);
-}
-
 static struct fi_ops_domain tcp_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = tcp_av_open,
@@ -584,7 +576,7 @@ static struct fi_ops_domain tcp_domain_ops = {
 	.srx_ctx = weft_no_srx_ctx,
 	.query_atomic = tcp_query_atomic,
 	.query_collective = weft_no_query_collective,
-	.endpoint2 = tcp_endpoint2,
+	.endpoint2 = util_domain_endpoint2,
 };
 
 static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
@@ -619,15 +611,6 @@ static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 
 /* ---- fabric ------------------------------------------------------------- */
 
-static int tcp_domain2(struct fid_fabric *fabric, struct fi_info *info,
-		       struct fid_domain **domain, uint64_t flags,
-		       void *context)
-{
-	if (flags)
-		return -FI_EBADFLAGS;
-	return tcp_domain_open(fabric, info, domain, context);
-}
-
 static struct fi_ops_fabric tcp_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = tcp_domain_open,
@@ -635,7 +618,7 @@ static struct fi_ops_fabric tcp_fabric_ops = {
 	.eq_open = util_eq_open_op,
 	.wait_open = util_wait_open,
 	.trywait = util_trywait,
-	.domain2 = tcp_domain2,
+	.domain2 = util_fabric_domain2,
 };
 
 int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_fid,

@@ -162,3 +162,20 @@ int util_fabric_open(const struct fi_provider *prov,
 	*fabric_fid = &fabric->fabric_fid;
 	return 0;
 }
+
+int util_fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+			struct fid_domain **domain, uint64_t flags,
+			void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return fabric->ops->domain(fabric, info, domain, context);
+}
+
+int util_domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			  struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return domain->ops->endpoint(domain, info, ep, context);
+}

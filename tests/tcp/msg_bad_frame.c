@@ -33,18 +33,7 @@
 
 #include "tcp_proto.h"
 
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fputc('\n', stderr);                                           \
-		exit(1);                                                       \
-	} while (0)
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		int ret_ = (int)(call);                                        \
-		if (ret_)                                                      \
-			FAIL("%s: %d (%s)", #call, ret_, fi_strerror(-ret_));  \
-	} while (0)
+#include "tcp_fix.h"
 
 static struct fi_info *info;
 static struct fid_fabric *fabric;

@@ -21,18 +21,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		fprintf(stderr, __VA_ARGS__);                                  \
-		fputc('\n', stderr);                                           \
-		exit(1);                                                       \
-	} while (0)
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		int ret_ = (int)(call);                                        \
-		if (ret_)                                                      \
-			FAIL("%s: %d (%s)", #call, ret_, fi_strerror(-ret_));  \
-	} while (0)
+#include "tcp_fix.h"
 
 struct side {
 	struct fid_ep *ep;
