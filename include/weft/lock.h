@@ -74,6 +74,15 @@ static inline void weft_lock(struct weft_lock *lock)
 	weft_lock_contended(lock);
 }
 
+/* Take the lock only if it is free now (always, when not needed). */
+static inline bool weft_trylock(struct weft_lock *lock)
+{
+	if (!lock->needed)
+		return true;
+	return !atomic_load_explicit(&lock->held, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&lock->held, 1, memory_order_acquire);
+}
+
 static inline void weft_unlock(struct weft_lock *lock)
 {
 	if (lock->needed)

@@ -121,6 +121,7 @@ struct util_wait_fd {
 	int fd;
 	uint32_t events; /* POLLIN, POLLOUT ... */
 	void *context;
+	unsigned int refs; /* adds of the same fd (one domain fd, many users) */
 };
 
 struct util_wait {
@@ -246,12 +247,14 @@ int util_wait_block(struct util_wait *wait, unsigned int ticket,
  * Add a provider fd (a socket) to an FD, POLLFD or YIELD wait object:
  * its readiness for `events` wakes waiters and shows in FI_GETWAIT's fds.
  * Called at endpoint setup, not on a fast path; never blocks.  Returns 0,
- * -FI_EALREADY, -FI_ENOMEM, -FI_ENOSYS (NONE, MUTEX_COND: such providers
+ * -FI_EALREADY (it was there: counted, each add wants its delete),
+ * -FI_ENOMEM, -FI_ENOSYS (NONE, MUTEX_COND: such providers
  * progress another way) or a translated errno.
  */
 int util_wait_add_fd(struct util_wait *wait, int fd, uint32_t events,
 		     void *context);
-/* Remove an fd added above; -FI_ENOENT if it was not there. */
+/* Undo one add above: the fd goes with the last; -FI_ENOENT if it was
+ * not there. */
 int util_wait_del_fd(struct util_wait *wait, int fd);
 
 /*

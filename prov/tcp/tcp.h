@@ -9,9 +9,13 @@
  * with one fixed peer, its connection made through fi_connect / fi_accept.
  * The wire protocol is in tcp_proto.h and docs/tcp-protocol.md.
  *
- * Progress: one epoll set per endpoint, driven from the engine's progress
- * (the application's calls, or a thread under FI_PROGRESS_AUTO).  Its fd is
- * what the engine adds to bound CQs' and counters' wait objects.
+ * Progress: one epoll set per domain, holding every socket of its
+ * endpoints, driven from the engine's progress (the application's calls,
+ * or a thread under FI_PROGRESS_AUTO).  Whichever endpoint polls it handles
+ * what is ready, for itself and for the domain's other endpoints whose
+ * lock it can take; the rest stays ready (level-triggered) for their own
+ * calls.  Its fd is what the engine adds to bound CQs' and counters' wait
+ * objects, so a CQ shared by many endpoints sleeps on one fd.
  */
 #ifndef WEFT_TCP_H
 #define WEFT_TCP_H
@@ -63,6 +67,10 @@ struct tcp_domain {
 	struct util_mr_domain base; /* first */
 	char ifname[IF_NAMESIZE]; /* domain name: the interface, or "" */
 	uint32_t addr_format; /* FI_SOCKADDR_IN or _IN6 */
+	int epfd; /* every socket of the domain's endpoints */
+	/* Held from epoll_wait until its events are handled, so that an
+	 * endpoint closing frees nothing an event still names. */
+	struct weft_lock prog_lock;
 };
 
 struct tcp_ep;
@@ -165,7 +173,7 @@ struct tcp_ep {
 	struct util_rdm_ep rdm; /* first */
 	struct tcp_domain *domain;
 	enum fi_ep_type type;
-	int epfd;
+	int epfd; /* the domain's */
 	int lfd; /* RDM: the listening socket; -1 */
 	struct sockaddr_storage addr; /* RDM: what fi_getname reports */
 	socklen_t addrlen;

@@ -1083,7 +1083,50 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 	}
 }
 
-int tcp_progress_ep(struct tcp_ep *ep)
+/* A listening socket's epoll tag: its endpoint, low bit set (a
+ * connection's tag is the connection, whose address has it clear). */
+static inline void *lfd_tag(struct tcp_ep *ep)
+{
+	return (void *)((uintptr_t)ep | 1);
+}
+
+/*
+ * Handle one ready event of the domain's set for whichever endpoint owns
+ * it, if its lock can be taken now (own: ours, held already).  Returns
+ * whether it was handled; one that was not stays ready.
+ */
+static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
+{
+	struct tcp_conn *conn = NULL;
+	struct tcp_ep *owner;
+
+	if ((uintptr_t)tag & 1)
+		owner = (struct tcp_ep *)((uintptr_t)tag & ~(uintptr_t)1);
+	else
+		owner = (conn = tag)->ep;
+	if (owner != ep && !weft_trylock(&owner->rdm.lock))
+		return false;
+	/* An endpoint not enabled yet has nowhere to report: its own calls
+	 * pick its events up once it is. */
+	if (!owner->closing && (owner == ep || owner->rdm.enabled)) {
+		if (!conn) {
+			ep_accept(owner);
+			(*n)++;
+		} else {
+			conn_event(conn, events, n);
+		}
+	}
+	if (owner != ep)
+		weft_unlock(&owner->rdm.lock);
+	return true;
+}
+
+/*
+ * own_only: handle only this endpoint's events (progress driven by an EQ,
+ * which may run beside the application's calls on the domain's other
+ * endpoints).
+ */
+static int progress_ep(struct tcp_ep *ep, bool own_only)
 {
 	struct epoll_event ev[32];
 	int i, k, n = 0;
@@ -1094,10 +1137,11 @@ int tcp_progress_ep(struct tcp_ep *ep)
 	/*
 	 * One connection and nothing else going on: read it directly (one
 	 * syscall per poll, as a raw socket loop does), and look at the
-	 * others (accepts, timeouts) every 64th call.  Not while the socket
-	 * is full or a large payload is arriving and the last read found
-	 * nothing: then retrying the socket itself takes its lock against
-	 * the kernel moving the data, and epoll, which does not, says when.
+	 * domain's set (accepts, other endpoints) every 64th call.  Not
+	 * while the socket is full or a large payload is arriving and the
+	 * last read found nothing: then retrying the socket itself takes its
+	 * lock against the kernel moving the data, and epoll, which does
+	 * not, says when.
 	 */
 	if (weft_likely(ep->hot && (++ep->calls & 63))) {
 		struct tcp_conn *conn = ep->hot;
@@ -1108,18 +1152,26 @@ int tcp_progress_ep(struct tcp_ep *ep)
 			return k > 0 ? k : 0;
 		}
 	}
+	weft_lock(&ep->domain->prog_lock);
 	k = epoll_wait(ep->epfd, ev, 32, 0);
 	for (i = 0; i < k; i++) {
-		if (ev[i].data.ptr == &ep->lfd) {
-			ep_accept(ep);
-			n++;
+		void *tag = ev[i].data.ptr;
+
+		if (own_only &&
+		    ((uintptr_t)tag & 1 ? tag != lfd_tag(ep) :
+					  ((struct tcp_conn *)tag)->ep != ep))
 			continue;
-		}
-		conn_event(ev[i].data.ptr, ev[i].events, &n);
+		dom_event(ep, tag, ev[i].events, &n);
 	}
+	weft_unlock(&ep->domain->prog_lock);
 	if (!(ep->calls & 63) || k == 32)
 		ep_sweep(ep, &n);
 	return n + k;
+}
+
+int tcp_progress_ep(struct tcp_ep *ep)
+{
+	return progress_ep(ep, false);
 }
 
 static int tcp_progress(struct util_rdm_ep *rdm)
@@ -1186,6 +1238,10 @@ static int tcp_ep_close(struct fid *fid)
 	ep_close_conns(ep);
 	weft_unlock(&ep->rdm.lock);
 	util_rdm_ep_fini(&ep->rdm);
+	/* The domain's set no longer holds our sockets; another endpoint
+	 * handling events it read before may still name them: wait for it. */
+	weft_lock(&ep->domain->prog_lock);
+	weft_unlock(&ep->domain->prog_lock);
 	dlist_foreach_safe(&ep->conns, e, tmp) {
 		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
 
@@ -1200,7 +1256,6 @@ static int tcp_ep_close(struct fid *fid)
 	}
 	if (ep->lfd >= 0)
 		close(ep->lfd);
-	close(ep->epfd);
 	if (ep->eq)
 		util_eq_put(ep->eq);
 	free(ep);
@@ -1212,7 +1267,7 @@ static void ep_cm_progress(struct util_progress *p)
 	struct tcp_ep *ep = container_of(p, struct tcp_ep, cm_progress);
 
 	weft_lock(&ep->rdm.lock);
-	tcp_progress_ep(ep);
+	progress_ep(ep, true);
 	weft_unlock(&ep->rdm.lock);
 }
 
@@ -1517,7 +1572,7 @@ static int rdm_listen_at(struct tcp_ep *ep, const void *addr, size_t alen)
 {
 	struct tcp_domain *domain = ep_domain(ep);
 	struct sockaddr_storage sa = { 0 };
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ep->lfd };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = lfd_tag(ep) };
 	socklen_t len = sizeof(sa);
 	int family, one = 1, fd;
 
@@ -1618,15 +1673,11 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->lfd = -1;
 	dlist_init(&ep->conns);
 	dlist_init(&ep->closed);
-	ep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (ep->epfd < 0) {
-		ret = -tcp_errno_fi(errno);
-		free(ep);
-		return ret;
-	}
+	ep->domain = container_of(util_mr_domain_of(domain), struct tcp_domain,
+				  base);
+	ep->epfd = ep->domain->epfd;
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
 	if (ret) {
-		close(ep->epfd);
 		free(ep);
 		return ret;
 	}

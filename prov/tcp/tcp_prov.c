@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <rdma/fi_atomic.h>
 
@@ -579,6 +581,27 @@ static struct fi_ops_domain tcp_domain_ops = {
 	.endpoint2 = util_domain_endpoint2,
 };
 
+static int tcp_domain_close(struct fid *fid)
+{
+	struct tcp_domain *domain =
+		container_of(fid, struct tcp_domain, base.util.domain_fid.fid);
+	int epfd = domain->epfd, ret;
+
+	ret = util_mr_domain_close(fid);
+	if (!ret)
+		close(epfd);
+	return ret;
+}
+
+static struct fi_ops tcp_domain_fi_ops;
+static pthread_once_t tcp_domain_fi_ops_once = PTHREAD_ONCE_INIT;
+
+static void tcp_domain_fi_ops_init(void)
+{
+	tcp_domain_fi_ops = util_mr_domain_fi_ops;
+	tcp_domain_fi_ops.close = tcp_domain_close;
+}
+
 static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 			   struct fid_domain **domain_fid, void *context)
 {
@@ -595,11 +618,24 @@ static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	domain = calloc(1, sizeof(*domain));
 	if (!domain)
 		return -FI_ENOMEM;
-	ret = util_mr_domain_init(&domain->base, fabric, info, context);
-	if (ret) {
+	domain->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (domain->epfd < 0) {
+		ret = -tcp_errno_fi(errno);
 		free(domain);
 		return ret;
 	}
+	ret = util_mr_domain_init(&domain->base, fabric, info, context);
+	if (ret) {
+		close(domain->epfd);
+		free(domain);
+		return ret;
+	}
+	weft_lock_init(&domain->prog_lock,
+		       util_domain_needs_lock(&domain->base.util) ||
+			       domain->base.util.data_progress ==
+				       FI_PROGRESS_AUTO);
+	pthread_once(&tcp_domain_fi_ops_once, tcp_domain_fi_ops_init);
+	domain->base.util.domain_fid.fid.ops = &tcp_domain_fi_ops;
 	domain->addr_format = info->addr_format;
 	if (info->domain_attr->name)
 		snprintf(domain->ifname, sizeof(domain->ifname), "%s",

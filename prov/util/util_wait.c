@@ -316,12 +316,20 @@ int util_wait_add_fd(struct util_wait *wait, int fd, uint32_t events,
 	ev.data.ptr = context;
 
 	pthread_mutex_lock(&wait->lock);
+	/* Added again (several endpoints of one domain share its fd): count
+	 * it, so that it stays until the last of them deletes it. */
 	ret = -FI_EALREADY;
 	dlist_foreach(&wait->fds, item)
 	{
-		if (container_of(item, struct util_wait_fd, entry)->fd == fd)
+		struct util_wait_fd *have =
+			container_of(item, struct util_wait_fd, entry);
+
+		if (have->fd == fd) {
+			have->refs++;
 			goto err_unlock;
+		}
 	}
+	wfd->refs = 1;
 	if (epoll_ctl(wait->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
 		ret = weft_errno(errno);
 		goto err_unlock;
@@ -356,6 +364,9 @@ int util_wait_del_fd(struct util_wait *wait, int fd)
 		wfd = container_of(item, struct util_wait_fd, entry);
 		if (wfd->fd != fd)
 			continue;
+		ret = 0;
+		if (--wfd->refs)
+			break;
 		epoll_ctl(wait->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
 		dlist_remove(item);
 		free(wfd);

@@ -311,7 +311,12 @@ static int case_cq_sread_sleeps(const char *prov)
  * intact, soon after the send and well before its timeout.  sread itself
  * has to drive endpoint 1's progress.
  */
-static int case_cq_sread_wakes(const char *prov)
+/*
+ * fi_cq_sread wakes for a message sent 100 ms in.  With `sharer`, another
+ * endpoint of the same domain was bound to the receiving CQ and closed
+ * first: whatever fd the two had in common must still wake the CQ.
+ */
+static int sread_wakes(const char *prov, bool sharer)
 {
 	struct cf_opts o = {.caps = FI_MSG,
 			    .threading = FI_THREAD_SAFE,
@@ -329,6 +334,16 @@ static int case_cq_sread_wakes(const char *prov)
 	cf_mem_reg(&f, 0, &sm, WAIT_MSG_LEN, FI_SEND);
 	cf_mem_reg(&f, 1, &rm, WAIT_MSG_LEN, FI_RECV);
 	cf_fill(sm.p, WAIT_MSG_LEN, 71);
+	if (sharer) {
+		struct fid_ep *x;
+
+		cf_mark("a third endpoint on endpoint 1's CQ, then closed");
+		cf_ok(fi_endpoint(f.domain, f.info, &x, NULL));
+		cf_ok(fi_ep_bind(x, &f.ep[1].cq->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(x, &f.av->fid, 0));
+		cf_ok(fi_enable(x));
+		cf_ok(fi_close(&x->fid));
+	}
 	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, WAIT_MSG_LEN, rm.desc,
 			    FI_ADDR_UNSPEC, &rc));
 	sender_start(&s, &th, &f, &sm, 100);
@@ -359,6 +374,16 @@ static int case_cq_sread_wakes(const char *prov)
 	cf_mem_free(&rm);
 	cf_close(&f);
 	return 0;
+}
+
+static int case_cq_sread_wakes(const char *prov)
+{
+	return sread_wakes(prov, false);
+}
+
+static int case_cq_sread_shared(const char *prov)
+{
+	return sread_wakes(prov, true);
 }
 
 /*
@@ -603,6 +628,10 @@ const struct cf_case cf_cases_wait[] = {
      "fi_cq_sread(5 s) returns a message a second thread sends 100 ms "
      "later",
      case_cq_sread_wakes},
+    {"cq_sread_shared",
+     "fi_cq_sread wakes for an arrival after another endpoint of the "
+     "domain bound to the same CQ was closed",
+     case_cq_sread_shared},
     {"cq_wait_fd_epoll",
      "FI_WAIT_FD CQ: FI_GETWAIT fd in an app epoll set, fi_trywait, "
      "wake-up by an arrival, fi_trywait 0 after draining",

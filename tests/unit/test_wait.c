@@ -235,7 +235,15 @@ Test(wait, pollfd_getwait)
 	cr_assert_eq(poll(fds, pw.nfds, 1000), 1);
 	cr_assert(fds[0].revents & POLLIN);
 
+	/* Added twice: it stays until the second delete. */
 	cr_assert_eq(util_wait_del_fd(o.waitable.wait, pipefd[0]), 0);
+	pw.nfds = 4;
+	cr_assert_eq(fi_control(&o.fid, FI_GETWAIT, &pw), 0);
+	cr_assert_eq(pw.nfds, 2);
+	cr_assert_eq(util_wait_del_fd(o.waitable.wait, pipefd[0]), 0);
+	pw.nfds = 4;
+	cr_assert_eq(fi_control(&o.fid, FI_GETWAIT, &pw), 0);
+	cr_assert_eq(pw.nfds, 1);
 	cr_assert_eq(util_wait_del_fd(o.waitable.wait, pipefd[0]), -FI_ENOENT);
 	util_waitable_fini(&o.waitable);
 	close(pipefd[0]);
