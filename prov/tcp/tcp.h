@@ -178,7 +178,7 @@ struct tcp_ep {
 	struct sockaddr_storage addr; /* RDM: what fi_getname reports */
 	socklen_t addrlen;
 	struct dlist_entry conns; /* struct tcp_conn */
-	struct dlist_entry closed; /* struct tcp_conn closed: kept small */
+	struct dlist_entry closed; /* MSG: its connection, once closed */
 	struct tcp_conn *hot; /* the only open connection, or NULL */
 	int nopen;
 	unsigned int calls;

@@ -604,14 +604,33 @@ static void tcp_discard(struct util_rdm_ep *rdm, const void *stash)
 	}
 }
 
+/*
+ * Acknowledge a message of the peer `reply` names (a struct tcp_peer, so
+ * that a message kept unexpected names no connection, which may close and
+ * be freed before a receive takes it): on the connection we send on, or
+ * else any open one from that peer.
+ */
 static int tcp_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
 		   int err)
 {
-	struct tcp_conn *conn = reply;
+	struct tcp_peer *tp = reply;
+	struct tcp_conn *conn = tp->conn;
+	struct dlist_entry *e;
 
-	(void)rdm;
-	if (conn->state != TCP_CONN_OPEN)
-		return -FI_ENOTCONN;
+	if (!conn || conn->state != TCP_CONN_OPEN) {
+		conn = NULL;
+		dlist_foreach(&tcp_ep_of(rdm)->conns, e) {
+			struct tcp_conn *c =
+				container_of(e, struct tcp_conn, entry);
+
+			if (c->peer == tp && c->state == TCP_CONN_OPEN) {
+				conn = c;
+				break;
+			}
+		}
+		if (!conn)
+			return -FI_ENOTCONN;
+	}
 	return send_resp(conn, TCP_OP_ACK, tx_id, (uint32_t)err, NULL, 0);
 }
 
@@ -636,7 +655,7 @@ static void msg_fill(struct tcp_conn *conn, struct util_rdm_msg *msg)
 	msg->data = f->msg.data;
 	msg->len = f->payload_len;
 	msg->tx_id = f->msg.tx_id;
-	msg->reply = conn;
+	msg->reply = tp;
 	msg->src = FI_ADDR_NOTAVAIL;
 	if (ep->type == FI_EP_RDM && tp &&
 	    (ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
@@ -661,7 +680,8 @@ static void large_done(struct tcp_conn *conn)
 			util_iov_copy_to(st->iov, st->iov_count, 0, st->data,
 					 st->want);
 		if (st->flags & TCP_F_ACK_REQ)
-			tcp_ack(&ep->rdm, conn, st->tx_id, st->error);
+			tcp_ack(&ep->rdm, conn_tpeer(conn), st->tx_id,
+				st->error);
 		util_rdm_fetch_done(&ep->rdm, st->cookie, st->error);
 		stash_free(st);
 	}
@@ -1056,18 +1076,26 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 	uint64_t now = 0;
 	struct dlist_entry *e, *tmp;
 
-	/* Closed connections keep only their small struct: an unexpected
-	 * message may still name one to answer.  Their staging buffers go
-	 * here, where no read is under way. */
+	struct dlist_entry gone;
+
+	/* Closed connections go here, where no read is under way; an MSG
+	 * endpoint's one stays (fi_getpeer, its state) with its staging
+	 * buffer freed.  Nothing else names a closed connection: unexpected
+	 * messages name their peer, and its stash lets go at the close. */
+	dlist_init(&gone);
 	dlist_foreach_safe(&ep->conns, e, tmp) {
 		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
 
 		if (conn->state == TCP_CONN_CLOSED) {
 			dlist_remove(e);
-			dlist_insert_tail(e, &ep->closed);
-			free(conn->rbuf);
-			conn->rbuf = NULL;
-			conn->rbuf_size = conn->rstart = conn->rend = 0;
+			if (conn == ep->conn) {
+				dlist_insert_tail(e, &ep->closed);
+				free(conn->rbuf);
+				conn->rbuf = NULL;
+				conn->rbuf_size = conn->rstart = conn->rend = 0;
+			} else {
+				dlist_insert_tail(e, &gone);
+			}
 			continue;
 		}
 		if (conn->state == TCP_CONN_OPEN && conn->rstart != conn->rend)
@@ -1080,6 +1108,16 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 			if (now > conn->deadline_ms)
 				tcp_conn_close(conn, FI_ETIMEDOUT);
 		}
+	}
+	if (dlist_empty(&gone))
+		return;
+	/* Another endpoint's progress may hold an event it read before the
+	 * socket closed: it finishes under the domain's lock. */
+	weft_lock(&ep->domain->prog_lock);
+	weft_unlock(&ep->domain->prog_lock);
+	dlist_foreach_safe(&gone, e, tmp) {
+		dlist_remove(e);
+		tcp_conn_free(container_of(e, struct tcp_conn, entry));
 	}
 }
 

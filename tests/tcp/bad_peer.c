@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -848,6 +849,7 @@ static void case_flood(void)
 {
 	struct linger lg = { 1, 0 };
 	int i, fd, before = count_fds(), after;
+	size_t heap0 = mallinfo2().uordblks, heap1;
 
 	for (i = 0; i < FLOOD; i++) {
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -870,6 +872,12 @@ static void case_flood(void)
 	after = count_fds();
 	if (after > before + 2)
 		fail("flood: the target holds %d more sockets", after - before);
+	/* Nor memory: a closed connection is freed (the heap's count is 0
+	 * where a sanitizer's allocator replaces it). */
+	heap1 = mallinfo2().uordblks;
+	if (heap0 && heap1 > heap0 + FLOOD * 64)
+		fail("flood: the heap grew by %zu bytes over %d closed "
+		     "connections", heap1 - heap0, FLOOD);
 }
 
 struct bad_case {
