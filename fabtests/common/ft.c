@@ -959,20 +959,27 @@ static int ft_ep_bind(struct ft_ep *e)
 	return ret;
 }
 
+int ft_slots(size_t *slot_size)
+{
+	size_t max_slots;
+	int n = ft.opts.window;
+
+	*slot_size = (ft.max_size + 63) & ~(size_t)63;
+	if (*slot_size < 256)
+		*slot_size = 256;
+	max_slots = FT_MAX_BUF / (2 * *slot_size);
+	if ((size_t)n > max_slots)
+		n = max_slots ? (int)max_slots : 1;
+	return n;
+}
+
 static int ft_ep_buffers(struct ft_ep *e)
 {
 	uint64_t mr_mode = ft.info->domain_attr->mr_mode;
-	size_t max_slots;
 	void *p;
 	int ret;
 
-	e->slot_size = (ft.max_size + 63) & ~(size_t)63;
-	if (e->slot_size < 256)
-		e->slot_size = 256;
-	max_slots = FT_MAX_BUF / (2 * e->slot_size);
-	e->nslots = ft.opts.window;
-	if ((size_t)e->nslots > max_slots)
-		e->nslots = max_slots ? (int)max_slots : 1;
+	e->nslots = ft_slots(&e->slot_size);
 	e->buf_size = 2 * (size_t)e->nslots * e->slot_size;
 	ret = posix_memalign(&p, 4096, e->buf_size);
 	if (ret)

@@ -151,6 +151,13 @@ uint64_t ft_mr_access(uint64_t caps);
 int ft_init(void);
 /* Only the side channel (the raw baselines use it as their data socket). */
 int ft_oob_open(void);
+/*
+ * The buffer slots of an endpoint for ft.max_size and the window: how
+ * many (the window, unless FT_MAX_BUF caps it) and each one's size.  A
+ * raw benchmark cycles through as many, so that it touches the same
+ * memory as the fabric benchmark it is the limit of.
+ */
+int ft_slots(size_t *slot_size);
 /* Further endpoints (fi_mt_bw): index >= 1, set up as the first one. */
 int ft_ep_setup(struct ft_ep *e, int index);
 void ft_ep_close(struct ft_ep *e);
