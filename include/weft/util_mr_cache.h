@@ -71,7 +71,7 @@ struct util_mr_cache {
 	struct dlist_entry live;
 	struct dlist_entry dead; /* invalid, still in use */
 	struct dlist_entry caches; /* in the process-wide list */
-	/* Figures, for tests and FI_LOG. */
+	/* Figures (util_mr_cache_stats reads them). */
 	uint64_t hits, misses, invalidated;
 };
 
@@ -97,6 +97,17 @@ void util_mr_cache_put(struct util_mr_cache *cache,
 /* Deregister everything (entries still in use are the caller's bug:
  * they are deregistered anyway, and counted in the return). */
 size_t util_mr_cache_fini(struct util_mr_cache *cache);
+
+/*
+ * The cache's figures, read under the lock the monitor takes: what it
+ * reads is what a lookup made now would see (entries' valid flags too).
+ */
+struct util_mr_cache_stats {
+	uint64_t hits, misses, invalidated;
+	size_t entries, bytes;
+};
+void util_mr_cache_stats(struct util_mr_cache *cache,
+			 struct util_mr_cache_stats *stats);
 
 /* Whether ranges can be watched here (userfaultfd works). */
 bool util_mr_cache_watching(void);

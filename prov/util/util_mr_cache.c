@@ -398,3 +398,15 @@ size_t util_mr_cache_fini(struct util_mr_cache *cache)
 	cache->entries = cache->bytes = 0;
 	return in_use;
 }
+
+void util_mr_cache_stats(struct util_mr_cache *cache,
+			 struct util_mr_cache_stats *stats)
+{
+	pthread_mutex_lock(&mc_lock);
+	stats->hits = cache->hits;
+	stats->misses = cache->misses;
+	stats->invalidated = cache->invalidated;
+	stats->entries = cache->entries;
+	stats->bytes = cache->bytes;
+	pthread_mutex_unlock(&mc_lock);
+}
