@@ -69,7 +69,12 @@ t1=$(date +%s)
 say "packages ready in $((t1 - t0)) s"
 
 [ -d kernel ] || { dpkg-deb -x linux-image-${KVER}_*.deb kernel.tmp && mv kernel.tmp kernel; }
-[ -d busybox ] || { dpkg-deb -x busybox-static_*.deb busybox.tmp && mv busybox.tmp busybox; }
+if [ ! -x busybox ]; then
+	rm -rf bb.tmp
+	dpkg-deb -x busybox-static_*.deb bb.tmp
+	mv bb.tmp/bin/busybox busybox
+	rm -rf bb.tmp
+fi
 moddir=kernel/lib/modules/$KVER
 
 # ---- siw.ko, out of tree ----
@@ -135,7 +140,7 @@ done
 # ---- initramfs ----
 rm -rf initramfs
 mkdir -p initramfs/bin initramfs/mods initramfs/proc initramfs/sys initramfs/dev
-cp busybox/bin/busybox initramfs/bin/busybox
+cp busybox initramfs/bin/busybox
 cp "$here/init" initramfs/init
 chmod 755 initramfs/init
 : >initramfs/modules.list
@@ -143,7 +148,7 @@ for f in "${order[@]}"; do
 	cp "$f" initramfs/mods/
 	echo "${f##*/}" >>initramfs/modules.list
 done
-(cd initramfs && find . | ../busybox/bin/busybox cpio -o -H newc 2>/dev/null) |
+(cd initramfs && find . | ../busybox cpio -o -H newc 2>/dev/null) |
 	gzip -1 >initramfs.cpio.gz.tmp
 mv initramfs.cpio.gz.tmp initramfs.cpio.gz
 rm -rf initramfs

@@ -16,6 +16,7 @@
 # Env: WEFT_VM_CACHE (where build.sh put the VM; default tests/vm/cache under
 # the current directory), WEFT_VM_TIMEOUT (s, default 900), WEFT_VM_MEM
 # (default 1G), WEFT_VM_SMP (default 2), WEFT_VM_ACCEL (kvm, tcg, or auto),
+# WEFT_VM_QEMU (default qemu-system-x86_64),
 # WEFT_VM_VERBOSE=1 (kernel log and setup details on the console).
 set -u
 cache=${WEFT_VM_CACHE:-$PWD/tests/vm/cache}
@@ -28,7 +29,8 @@ while getopts w: opt; do
 done
 shift $((OPTIND - 1))
 [ $# -ge 1 ] || { echo "usage: $0 [-w DIR]... 'COMMAND'" >&2; exit 125; }
-command -v qemu-system-x86_64 >/dev/null || { echo "vm: no qemu-system-x86_64" >&2; exit 125; }
+qemu=${WEFT_VM_QEMU:-qemu-system-x86_64}
+command -v "$qemu" >/dev/null || { echo "vm: no $qemu" >&2; exit 125; }
 kernel=$cache/vmlinux
 [ -f "$kernel" ] || kernel=$cache/vmlinuz
 [ -f "$kernel" ] && [ -f "$cache/initramfs.cpio.gz" ] ||
@@ -77,7 +79,7 @@ else
 	append="$append quiet loglevel=1"
 fi
 limit=${WEFT_VM_TIMEOUT:-900}
-timeout -k 5 "$limit" qemu-system-x86_64 "${cpu[@]}" -machine q35 \
+timeout -k 5 "$limit" "$qemu" "${cpu[@]}" -machine q35 \
 	-m "${WEFT_VM_MEM:-1G}" -smp "${WEFT_VM_SMP:-2}" \
 	-nodefaults -no-user-config -display none -nic none \
 	-serial stdio -monitor none -no-reboot \
