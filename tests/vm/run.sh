@@ -49,7 +49,7 @@ if [ "$accel" = auto ]; then
 fi
 case $accel in
 kvm) cpu=(-accel kvm -cpu host) ;;
-tcg) cpu=(-accel tcg,thread=multi -cpu max) ;;
+tcg) cpu=(-accel "tcg,thread=multi" -cpu max) ;;
 *) echo "vm: WEFT_VM_ACCEL=$accel: kvm, tcg or auto" >&2; exit 125 ;;
 esac
 
@@ -61,10 +61,10 @@ printf '%s\n' "$*" >"$ctl/cmd"
 		sed 's/^declare -x /export /'
 	echo "export WEFT_VM_PWD=$(printf %q "$PWD")"
 } >"$ctl/env"
-fs=(-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
-	-device virtio-9p-pci,fsdev=root,mount_tag=hostroot
-	-fsdev local,id=ctl,path="$ctl",security_model=none
-	-device virtio-9p-pci,fsdev=ctl,mount_tag=weftctl)
+fs=(-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
+	-device "virtio-9p-pci,fsdev=root,mount_tag=hostroot"
+	-fsdev "local,id=ctl,path=$ctl,security_model=none"
+	-device "virtio-9p-pci,fsdev=ctl,mount_tag=weftctl")
 i=0
 for d in "${rw[@]}"; do
 	echo "$d" >"$ctl/rw$i"
