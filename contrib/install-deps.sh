@@ -4,6 +4,9 @@
 # libfabric-dev brings the OFI headers weft implements; its libfabric1 and
 # libfabric-bin come along and serve only as the reference that tests and
 # benchmarks compare against: weft never links them.
+# tests/vm (make check-vm) boots Debian's kernel in QEMU with soft-RDMA
+# devices: QEMU, the RDMA user tools, and xz and gcc-12 (build-essential)
+# to unpack the kernel and build siw.ko; it downloads the kernel packages.
 set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -13,5 +16,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config binutils \
 	libfabric-dev libfabric1 libfabric-bin \
 	libhwloc-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers \
-	libcriterion-dev gnuplot-nox man-db git iproute2 procps >/dev/null
+	libcriterion-dev gnuplot-nox man-db git iproute2 procps \
+	qemu-system-x86 ibverbs-utils rdmacm-utils perftest xz-utils >/dev/null
 echo "weft: build and test dependencies installed"

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Run weft's whole test suite: builds first if needed (in the tree when it is
 # configured there, else in build/), then `make check`, an install into a
-# scratch directory, and a summary whose last line reads "N passed, N failed".
+# scratch directory, the verbs tests in a QEMU VM (make check-vm: see
+# tests/vm/README.md; WEFT_VM=0 skips them, visibly), and a summary whose
+# last line reads "N passed, N failed, N skipped".
 #
 # --sanitizers: the same under AddressSanitizer, LeakSanitizer and
 # UndefinedBehaviorSanitizer, in build-san/ (./configure --enable-sanitizers).
@@ -74,6 +76,34 @@ else
 	rc=1
 fi
 
+# The verbs tests on soft-RDMA devices in a QEMU VM (tests/vm/check.sh): in
+# the plain run only; WEFT_VM=0 leaves them out, visibly.  Its own last line
+# "vm: N passed, N failed, N skipped", or one skip when it could not run
+# ("vm: SKIPPED (reason)"), counts in the summary below.
+vm_pass=0 vm_fail=0 vm_skip=0 vm_why=
+if [ $san = no ]; then
+	echo "== verbs tests in a VM (make check-vm)"
+	vm_t0=$(date +%s)
+	vm_out=$(mktemp)
+	make -j"$jobs" check-vm 2>&1 | tee "$vm_out"
+	vm_t1=$(date +%s)
+	sum=$(sed -n 's/^vm: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$vm_out" | tail -n 1)
+	if [ -n "$sum" ]; then
+		set -- $sum
+		vm_pass=$1 vm_fail=$2 vm_skip=$3
+	elif grep -q '^vm: SKIPPED' "$vm_out"; then
+		vm_skip=1
+		vm_why=$(grep '^vm: SKIPPED' "$vm_out" | tail -n 1)
+	else
+		vm_fail=1
+	fi
+	rm -f "$vm_out"
+	echo "== the VM part took $((vm_t1 - vm_t0)) s: $vm_pass passed, $vm_fail failed, $vm_skip skipped"
+	[ $vm_fail = 0 ] || rc=1
+else
+	echo "== verbs tests in a VM: not under sanitizers (the plain run has them)"
+fi
+
 # What was skipped, and why: a skip must never pass for a pass unseen.
 for f in $(trs_files); do
 	grep -q '^:test-result: SKIP' "$f" || continue
@@ -84,6 +114,7 @@ for f in $(trs_files); do
 		echo "SKIP: ${f#./}: $(head -n 1 "$log")"
 	fi
 done
+[ -z "$vm_why" ] || echo "SKIP: tests/vm/check.sh: $vm_why"
 
 # One summary line over every test automake ran (each Criterion case counts).
 pass=0 fail=0 skip=0
@@ -94,6 +125,7 @@ for f in $(trs_files); do
 	pass=$((pass + p)) fail=$((fail + x)) skip=$((skip + s))
 done
 [ $inst = pass ] && pass=$((pass + 1)) || fail=$((fail + 1))
+pass=$((pass + vm_pass)) fail=$((fail + vm_fail)) skip=$((skip + vm_skip))
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ] || rc=1
 exit $rc

@@ -8,7 +8,7 @@ top_srcdir=${top_srcdir:-.}
 cd "$top_srcdir" || exit 99
 missing=$(find . \( -name .git -o -name autom4te.cache -o -name build \
 		-o -name 'build-*' -o -name .libs -o -name .deps -o -name config \) -prune -o \
-	\( -path ./config.h \) -prune -o \
+	\( -path ./config.h -o -path ./tests/vm/cache \) -prune -o \
 	-type f \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o -name '*.mk' \
 		-o -name 'Makefile.include' -o -name 'Makefile.am' \
 		-o -name configure.ac -o -name '*.[17]' -o -name '*.pc.in' \

@@ -254,6 +254,7 @@ static bool cf_info_is_loopback(const struct fi_info *fi)
 struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 {
 	struct fi_info *hints, *list = NULL, *fi, *pick = NULL, *out;
+	const char *node;
 
 	hints = fi_allocinfo();
 	cf_assert(hints, "fi_allocinfo failed");
@@ -270,7 +271,15 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->tx_attr->msg_order = o->msg_order;
 	hints->rx_attr->msg_order = o->msg_order;
 
-	*ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &list);
+	/*
+	 * CF_NODE names the local address to run over, e.g. the IP address
+	 * of the one RDMA device to test.
+	 */
+	node = getenv("CF_NODE");
+	if (node && !*node)
+		node = NULL;
+	*ret = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0,
+			  hints, &list);
 	fi_freeinfo(hints);
 	if (*ret)
 		return NULL;

@@ -1,0 +1,195 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# The tests check.sh runs inside weft's test VM, where rxe0 (10.77.0.1) and
+# siw0 (10.78.0.1) are real soft-RDMA devices.  Each runs under `timeout`
+# with its output in $WEFT_VM_LOGS/NAME.log, and prints one line: PASS
+# NAME, FAIL NAME, or SKIP NAME (reason).  The last line reads
+# "vm: N passed, N failed, N skipped"; the exit status is 1 if any failed.
+#
+# Env (check.sh sets them): WEFT_BUILDDIR, WEFT_SRCDIR, WEFT_VM_LOGS,
+# WEFT_REF_LIBDIR (the reference libfabric.so.1's directory, may be empty),
+# WEFT_VM_CASE_TIMEOUT (s, default 300: one test), WEFT_VM_FABTESTS (the
+# fabtests programs for the verbs matrix, comma-separated, or "all").
+set -u
+bld=${WEFT_BUILDDIR:?} src=${WEFT_SRCDIR:?} logs=${WEFT_VM_LOGS:?}
+ref=${WEFT_REF_LIBDIR:-}
+limit=${WEFT_VM_CASE_TIMEOUT:-300}
+fabtests=${WEFT_VM_FABTESTS:-fi_msg_pingpong,fi_rdm_pingpong,fi_rdm_tagged_pingpong,fi_rma_bw}
+devs="rxe0:10.77.0.1 siw0:10.78.0.1"
+# the tests run in a new bash (see run): they see these
+export bld src logs ref fabtests devs
+mkdir -p "$logs"
+cd "$bld" || exit 1
+unset FI_PROVIDER LD_LIBRARY_PATH
+echo "vm: guest up ($(uname -r), $(nproc) cpus)"
+
+pass=0 fail=0 skip=0
+failed=()
+# result PASS|FAIL|SKIP NAME [REASON]
+result() {
+	case $1 in
+	PASS) pass=$((pass + 1)); echo "PASS $2" ;;
+	FAIL) fail=$((fail + 1)); failed+=("$2"); echo "FAIL $2${3:+ ($3)}" ;;
+	SKIP) skip=$((skip + 1)); echo "SKIP $2 (${3:-no reason given})" ;;
+	esac
+}
+logof() { echo "$logs/${1//\//_}.log"; }
+
+# run NAME LIMIT COMMAND...: 0 passes, 77 skips (the reason: the log's
+# last "SKIP"/"skip" line, else its last line), anything else fails.
+run() {
+	local name=$1 lim=$2 log rc why
+	shift 2
+	log=$(logof "$name")
+	echo "\$ $*" >"$log"
+	# a new bash, so that NAME may be one of the functions exported below
+	timeout -k 10 "$lim" bash -c '"$@"' run "$@" >>"$log" 2>&1 </dev/null
+	rc=$?
+	case $rc in
+	0) result PASS "$name" ;;
+	77)
+		why=$(grep -i 'skip' "$log" | tail -n 1)
+		[ -n "$why" ] || why=$(tail -n 1 "$log")
+		result SKIP "$name" "$why" ;;
+	124 | 137) echo "timed out after ${lim}s" >>"$log"; result FAIL "$name" "timed out after ${lim}s" ;;
+	*) result FAIL "$name" "exit $rc" ;;
+	esac
+}
+
+# ---- the VM itself: the devices are there and carry traffic ----
+check_devices() {
+	ibv_devices || return 1
+	ibv_devices | grep -qw rxe0 && ibv_devices | grep -qw siw0
+}
+export -f check_devices
+run devices 30 check_devices
+
+# rping: rdma_cm picks the device by address; iWARP needs rdma_cm.
+rping_pair() {	# ADDR
+	local s rc
+	rping -s -a "$1" -C 10 &
+	s=$!
+	sleep 1
+	rping -c -a "$1" -C 10 -v | tail -n 2
+	rc=${PIPESTATUS[0]}
+	wait $s || rc=1
+	return $rc
+}
+export -f rping_pair
+for d in $devs; do
+	run "rping-${d%%:*}" 60 rping_pair "${d#*:}"
+done
+
+# ---- the reference library sees both devices (informational) ----
+lists_devs() {	# FILE: both devices named as domains
+	grep -q 'rxe0' "$1" && grep -q 'siw0' "$1"
+}
+ref_fi_info() {
+	local out=/tmp/ref-fi_info.out
+	LD_LIBRARY_PATH=$ref /usr/bin/fi_info -p verbs >$out 2>&1
+	grep -E 'provider|domain' $out | sort | uniq -c
+	lists_devs $out || { echo "rxe0 or siw0 missing"; cat $out; return 1; }
+}
+export -f lists_devs ref_fi_info
+if [ ! -x /usr/bin/fi_info ]; then
+	result SKIP ref-fi_info-verbs "no /usr/bin/fi_info: libfabric-bin is not installed"
+elif [ -z "$ref" ]; then
+	result SKIP ref-fi_info-verbs "no reference libfabric.so.1"
+else
+	run ref-fi_info-verbs 60 ref_fi_info
+fi
+
+# ---- weft's own fi_info, and whether weft has a verbs provider ----
+export LD_LIBRARY_PATH=$bld/.libs
+run weft-fi_info 60 "$bld/util/fi_info" -l
+weft_verbs=no
+missing=$(sed -n 's/^#define WEFT_MISSING_VERBS "\(.*\)"$/\1/p' "$bld/config.h" 2>/dev/null)
+weft_fi_info_verbs() {
+	local out=/tmp/weft-fi_info.out
+	"$bld/util/fi_info" -p verbs >$out 2>&1
+	cat $out
+	lists_devs $out || { echo "rxe0 or siw0 missing"; return 1; }
+}
+export -f weft_fi_info_verbs
+out=$(timeout 60 "$bld/util/fi_info" -p verbs 2>&1)
+if [ -n "$missing" ] || echo "$out" | grep -q 'not built'; then
+	why=${missing:-$(echo "$out" | grep 'not built' | head -n 1 | sed 's/^ *//')}
+	result SKIP weft-fi_info-verbs "weft's verbs provider not built: $why"
+	echo "$out" >"$(logof weft-fi_info-verbs)"
+else
+	weft_verbs=yes
+	run weft-fi_info-verbs 60 weft_fi_info_verbs
+fi
+no_verbs="weft's verbs provider not built"
+
+# ---- tests/verbs/*.sh: the verbs provider's own tests ----
+# Contract: run as root in this VM with WEFT_BUILDDIR, WEFT_SRCDIR and
+# WEFT_VERBS_DEVS ("DEV:ADDR DEV:ADDR"), LD_LIBRARY_PATH on weft's library,
+# cwd the build tree; exit 0 pass, 77 skip (last line says why), else fail.
+set -- "$src"/tests/verbs/*.sh
+if [ ! -e "$1" ]; then
+	result SKIP verbs-scripts "no tests/verbs/*.sh in the source tree"
+else
+	for t in "$@"; do
+		n=${t##*/}
+		run "verbs/${n%.sh}" "$limit" env WEFT_BUILDDIR="$bld" \
+			WEFT_SRCDIR="$src" WEFT_VERBS_DEVS="$devs" bash "$t"
+	done
+fi
+
+# ---- the conformance suite over weft's verbs, once per device ----
+conformance() {	# ADDR
+	CF_NODE=$1 CF_CASE_TIMEOUT=${CF_CASE_TIMEOUT:-30} \
+		CONFORMANCE="$bld/tests/prov/conformance" \
+		sh "$src/tests/prov/run-conformance.sh" verbs
+}
+export -f conformance
+for d in $devs; do
+	if [ $weft_verbs = no ]; then
+		result SKIP "conformance-verbs-${d%%:*}" "$no_verbs"
+	elif [ ! -x "$bld/tests/prov/conformance" ]; then
+		result FAIL "conformance-verbs-${d%%:*}" "tests/prov/conformance not built"
+	else
+		run "conformance-verbs-${d%%:*}" "$limit" conformance "${d#*:}"
+	fi
+done
+
+# ---- the fabtests matrix over verbs: weft's, and the reference's ----
+matrix() {	# NAME ADDR: fabtests-run over the library LD_LIBRARY_PATH names
+	local keep=$logs/$1.runs
+	local only=()
+	[ "$fabtests" = all ] || only=(-t "$fabtests")
+	mkdir -p "$keep"
+	TMPDIR=$keep bash "$src/fabtests/scripts/run" -q -p verbs -a "$2" -e msg,rdm \
+		-b "$bld/fabtests" -T 60 "${only[@]}"
+	local rc=$?
+	rmdir "$keep" 2>/dev/null	# the runner keeps only failed runs' logs
+	return $rc
+}
+export -f matrix
+for d in $devs; do
+	if [ $weft_verbs = no ]; then
+		result SKIP "fabtests-verbs-${d%%:*}" "$no_verbs"
+	else
+		run "fabtests-verbs-${d%%:*}" "$limit" matrix "fabtests-verbs-${d%%:*}" "${d#*:}"
+	fi
+done
+# Debian's libfabric over the same programs: a check of this harness.  Its
+# verbs;ofi_rxm sizes CQs from FI_UNIVERSE_SIZE, and rxe allows 32767
+# entries at most: 64 peers keep it below.
+for d in $devs; do
+	if [ -z "$ref" ]; then
+		result SKIP "ref-fabtests-verbs-${d%%:*}" "no reference libfabric.so.1"
+	else
+		LD_LIBRARY_PATH=$ref FI_UNIVERSE_SIZE=64 \
+			run "ref-fabtests-verbs-${d%%:*}" "$limit" matrix "ref-fabtests-verbs-${d%%:*}" "${d#*:}"
+	fi
+done
+
+# ---- summary: the failures' last lines, then the counts ----
+for n in "${failed[@]}"; do
+	echo "--- tail of $(logof "$n")"
+	tail -n 25 "$(logof "$n")"
+done
+echo "vm: $pass passed, $fail failed, $skip skipped"
+[ $fail = 0 ]
