@@ -165,9 +165,6 @@ int verbs_access_flags(uint64_t access);
  */
 int verbs_wc_err(enum ibv_wc_status status);
 
-/* verbs_prov.c: the template candidates, for fi_endpoint's checks */
-extern const struct util_prov verbs_util_prov;
-
 /* verbs_msg.c */
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_pep **pep, void *context);

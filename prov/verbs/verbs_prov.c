@@ -358,7 +358,7 @@ static void templates_init(void)
 	verbs_rdm_domain_tmpl.mr_mode = VERBS_RDM_MR_MODE;
 }
 
-const struct util_prov verbs_util_prov = {
+static const struct util_prov verbs_util_prov = {
 	.prov = &verbs_prov,
 	.info = &verbs_rdm_info,
 	.auto_on_request = true,
@@ -595,6 +595,17 @@ static int sites_get(void)
 	ret = verbs_found.err;
 	pthread_mutex_unlock(&verbs_found.lock);
 	return ret;
+}
+
+/* The discovered candidates, for fi_domain's and fi_endpoint's checks
+ * (after a successful sites_get). */
+static const struct util_prov *sites_prov(void)
+{
+	static struct util_prov up;
+
+	up = verbs_util_prov;
+	up.info = &verbs_found.sites[0].info[0];
+	return &up;
 }
 
 /* ---- fi_getinfo --------------------------------------------------------- */
@@ -863,7 +874,7 @@ static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 
 	if (!info || !info->ep_attr)
 		return -FI_EINVAL;
-	ret = util_prov_check_ep(&verbs_util_prov, info);
+	ret = util_prov_check_ep(sites_prov(), info);
 	if (ret)
 		return ret;
 	if ((info->caps & FI_ATOMIC) && !domain->dev.atomics)
@@ -1004,10 +1015,10 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 
 	if (!info || !info->domain_attr || !info->domain_attr->name)
 		return -FI_EINVAL;
-	ret = util_prov_check_domain(&verbs_util_prov, info);
+	ret = sites_get();
 	if (ret)
 		return ret;
-	ret = sites_get();
+	ret = util_prov_check_domain(sites_prov(), info);
 	if (ret)
 		return ret;
 	domain = calloc(1, sizeof(*domain));
