@@ -65,7 +65,7 @@ extern struct fi_provider verbs_prov;
 struct verbs_cm_hdr {
 	uint8_t version; /* VERBS_CM_VERSION */
 	uint8_t reserved;
-	uint16_t len; /* bytes of application data that follow (host order) */
+	uint16_t len; /* bytes of application data that follow, little-endian */
 };
 _Static_assert(sizeof(struct verbs_cm_hdr) == 4, "verbs_cm_hdr is 4 bytes");
 #define VERBS_CM_DATA_MAX (VERBS_CM_PRIV_MAX - sizeof(struct verbs_cm_hdr))

@@ -717,7 +717,8 @@ static int verbs_mr_close(struct fid *fid)
 	struct verbs_mr *mr = container_of(fid, struct verbs_mr, mr_fid.fid);
 	int ret;
 
-	util_mr_map_remove(&mr->domain->base.mr_map, mr->mr->rkey);
+	if (mr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		util_mr_map_remove(&mr->domain->base.mr_map, mr->mr->rkey);
 	ret = ibv_dereg_mr(mr->mr);
 	if (ret)
 		return weft_errno(ret);
@@ -768,11 +769,16 @@ static int verbs_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		ret = weft_errno(errno);
 		goto err_free;
 	}
-	map_attr = *attr;
-	map_attr.requested_key = mr->mr->rkey;
-	ret = util_mr_map_insert(&domain->base.mr_map, &map_attr, mr, &key);
-	if (ret)
-		goto err_dereg;
+	/* Only what peers may reach has a meaningful rkey (devices give
+	 * local-only registrations rkey 0). */
+	if (attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
+		map_attr = *attr;
+		map_attr.requested_key = mr->mr->rkey;
+		ret = util_mr_map_insert(&domain->base.mr_map, &map_attr, mr,
+					 &key);
+		if (ret)
+			goto err_dereg;
+	}
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;
 	mr->mr_fid.fid.ops = &verbs_mr_fi_ops;
