@@ -84,6 +84,7 @@ static const struct {
 #ifdef WEFT_MISSING_TCP
 	{ "tcp", WEFT_MISSING_TCP },
 #endif
+	{ NULL, NULL } /* the list may otherwise be empty */
 };
 
 /* The reason `asked` (maybe layered, "tcp;ofi_rxm") is not built, or NULL. */
@@ -91,7 +92,7 @@ static const char *missing_reason(const char *asked)
 {
 	size_t i, len = strcspn(asked, ";");
 
-	for (i = 0; i < WEFT_ARRAY_SIZE(missing_provs); i++)
+	for (i = 0; missing_provs[i].name; i++)
 		if (strlen(missing_provs[i].name) == len &&
 		    !strncasecmp(asked, missing_provs[i].name, len))
 			return missing_provs[i].why;

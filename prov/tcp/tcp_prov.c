@@ -27,6 +27,7 @@
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
 #include "weft/util_getinfo.h"
+#include "weft/util_ifaddr.h"
 #include "weft/util_poll.h"
 #include "weft/util_wait.h"
 
@@ -90,9 +91,7 @@ void tcp_params_init(void)
 
 size_t tcp_sockaddr_len(const void *addr)
 {
-	return ((const struct sockaddr *)addr)->sa_family == AF_INET6 ?
-		       sizeof(struct sockaddr_in6) :
-		       sizeof(struct sockaddr_in);
+	return util_sockaddr_len(addr);
 }
 
 /* ---- what the provider offers ------------------------------------------- */
@@ -217,158 +216,12 @@ static struct fi_info tcp_rdm_info = {
 
 #define TCP_IFACE_MAX_LOOKUP 16
 
-/* One address of an interface that is up. */
-struct tcp_iface {
-	char name[IF_NAMESIZE];
-	struct sockaddr_storage addr;
-	struct sockaddr_storage mask;
-	char subnet[64];
-	bool loopback;
-};
-
-static void subnet_str(const struct ifaddrs *ifa, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN] = "";
-	int bits = 0, i;
-
-	if (ifa->ifa_addr->sa_family == AF_INET) {
-		struct in_addr ad = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
-		uint32_t m = ntohl(((struct sockaddr_in *)ifa->ifa_netmask)
-					   ->sin_addr.s_addr);
-
-		ad.s_addr &= htonl(m);
-		bits = __builtin_popcount(m);
-		inet_ntop(AF_INET, &ad, a, sizeof(a));
-	} else {
-		struct in6_addr ad =
-			((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
-		const uint8_t *m = ((struct sockaddr_in6 *)ifa->ifa_netmask)
-					   ->sin6_addr.s6_addr;
-
-		for (i = 0; i < 16; i++) {
-			ad.s6_addr[i] &= m[i];
-			bits += __builtin_popcount(m[i]);
-		}
-		inet_ntop(AF_INET6, &ad, a, sizeof(a));
-	}
-	snprintf(buf, len, "%s/%d", a, bits);
-}
-
-/* Interfaces in the order candidates are offered: others before loopback,
- * IPv4 before IPv6.  Returns how many (at most max). */
-static size_t ifaces_list(struct tcp_iface *out, size_t max)
-{
-	struct ifaddrs *ifs, *ifa;
-	size_t n = 0;
-	int pass;
-
-	if (getifaddrs(&ifs))
-		return 0;
-	for (pass = 0; pass < 4; pass++) {
-		for (ifa = ifs; ifa && n < max; ifa = ifa->ifa_next) {
-			int fam = pass & 1 ? AF_INET6 : AF_INET;
-			bool lo;
-
-			if (!ifa->ifa_addr || !ifa->ifa_netmask ||
-			    ifa->ifa_addr->sa_family != fam ||
-			    !(ifa->ifa_flags & IFF_UP))
-				continue;
-			lo = ifa->ifa_flags & IFF_LOOPBACK;
-			if (lo != (pass >= 2))
-				continue;
-			if (tcp_params.iface[0] &&
-			    strcmp(tcp_params.iface, ifa->ifa_name))
-				continue;
-			if (fam == AF_INET6 &&
-			    IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)
-							    ifa->ifa_addr)
-							   ->sin6_addr))
-				continue;
-			memset(&out[n], 0, sizeof(out[n]));
-			snprintf(out[n].name, sizeof(out[n].name), "%s",
-				 ifa->ifa_name);
-			memcpy(&out[n].addr, ifa->ifa_addr,
-			       fam == AF_INET ? sizeof(struct sockaddr_in) :
-						sizeof(struct sockaddr_in6));
-			memcpy(&out[n].mask, ifa->ifa_netmask,
-			       fam == AF_INET ? sizeof(struct sockaddr_in) :
-						sizeof(struct sockaddr_in6));
-			subnet_str(ifa, out[n].subnet, sizeof(out[n].subnet));
-			out[n].loopback = lo;
-			n++;
-		}
-	}
-	freeifaddrs(ifs);
-	return n;
-}
-
-/* Whether addr (port ignored) is on the interface's subnet: a source
- * address names the interface it belongs to (all of 127.0.0.0/8 is lo). */
-static bool iface_has(const struct tcp_iface *ifc, const struct sockaddr *sa)
-{
-	const struct sockaddr *ia = (const struct sockaddr *)&ifc->addr;
-	const uint8_t *a, *b, *m;
-	size_t i, n;
-
-	if (sa->sa_family != ia->sa_family)
-		return false;
-	if (sa->sa_family == AF_INET) {
-		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
-		b = (const uint8_t *)&((const struct sockaddr_in *)ia)->sin_addr;
-		m = (const uint8_t *)&((const struct sockaddr_in *)&ifc->mask)
-			    ->sin_addr;
-		n = 4;
-	} else {
-		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-		b = ((const struct sockaddr_in6 *)ia)->sin6_addr.s6_addr;
-		m = ((const struct sockaddr_in6 *)&ifc->mask)->sin6_addr.s6_addr;
-		n = 16;
-	}
-	for (i = 0; i < n; i++)
-		if ((a[i] & m[i]) != (b[i] & m[i]))
-			return false;
-	return true;
-}
-
-static int set_addr(void **slot, size_t *len, const void *sa)
-{
-	size_t n = tcp_sockaddr_len(sa);
-	void *a = malloc(n);
-
-	if (!a)
-		return -FI_ENOMEM;
-	memcpy(a, sa, n);
-	free(*slot);
-	*slot = a;
-	*len = n;
-	return 0;
-}
-
-/* node/service as one address of the given family (AF_UNSPEC: any). */
-static int resolve_one(const char *node, const char *service, int family,
-		       bool passive, struct sockaddr_storage *out)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_family = family };
-	struct addrinfo *ai;
-	int ret;
-
-	if (passive)
-		hints.ai_flags = AI_PASSIVE;
-	ret = getaddrinfo(node, service, &hints, &ai);
-	if (ret)
-		return -FI_ENODATA;
-	memset(out, 0, sizeof(*out));
-	memcpy(out, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
-	return 0;
-}
-
 int tcp_iface_addr(const char *name, int family,
 		   struct sockaddr_storage *out)
 {
-	struct tcp_iface ifs[TCP_IFACE_MAX_LOOKUP];
-	size_t n = ifaces_list(ifs, TCP_IFACE_MAX_LOOKUP), i;
+	struct util_iface ifs[TCP_IFACE_MAX_LOOKUP];
+	size_t n = util_iface_list(tcp_params.iface, ifs,
+				   TCP_IFACE_MAX_LOOKUP), i;
 
 	for (i = 0; i < n; i++) {
 		if (ifs[i].addr.ss_family == family &&
@@ -389,49 +242,6 @@ static int tcp_resolve(const struct util_prov *uprov, uint32_t version,
 	return 0; /* done by tcp_getinfo per interface */
 }
 
-/* Fill one candidate's addresses for an interface; -FI_ENODATA: the
- * interface cannot serve this request. */
-static int cand_addrs(struct fi_info *fi, const struct tcp_iface *ifc,
-		      const char *node, const char *service, uint64_t flags)
-{
-	int fam = ifc->addr.ss_family;
-	struct sockaddr_storage sa;
-	int ret;
-
-	if (flags & FI_SOURCE) {
-		if (node || service) {
-			ret = resolve_one(node, service ? service : "0", fam,
-					  !node, &sa);
-			if (ret)
-				return ret;
-			/* A node names the interface; no node: this one. */
-			if (node && !iface_has(ifc, (struct sockaddr *)&sa))
-				return -FI_ENODATA;
-			/* No node: listen on every address (fi_getname then
-			 * reports the interface's). */
-			return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
-		}
-	} else if (node || service) {
-		ret = resolve_one(node, service ? service : "0", fam, false, &sa);
-		if (ret)
-			return ret;
-		ret = set_addr(&fi->dest_addr, &fi->dest_addrlen, &sa);
-		if (ret)
-			return ret;
-	}
-	if (fi->src_addr) {
-		if (((struct sockaddr *)fi->src_addr)->sa_family != fam)
-			return -FI_ENODATA;
-		return 0;
-	}
-	if (fi->dest_addr &&
-	    ((struct sockaddr *)fi->dest_addr)->sa_family != fam)
-		return -FI_ENODATA;
-	memcpy(&sa, &ifc->addr, sizeof(sa));
-	((struct sockaddr_in *)&sa)->sin_port = 0;
-	return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
-}
-
 static const struct util_prov tcp_util_prov = {
 	.prov = &tcp_prov,
 	.info = &tcp_rdm_info,
@@ -445,7 +255,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
 {
-	struct tcp_iface *ifs;
+	struct util_iface *ifs;
 	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next;
 	struct fi_fabric_attr fab[TCP_IFACE_MAX];
 	struct fi_domain_attr dom[TCP_IFACE_MAX];
@@ -458,7 +268,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 	ifs = calloc(TCP_IFACE_MAX, sizeof(*ifs));
 	if (!ifs)
 		return -FI_ENOMEM;
-	n = ifaces_list(ifs, TCP_IFACE_MAX);
+	n = util_iface_list(tcp_params.iface, ifs, TCP_IFACE_MAX);
 	if (!n) {
 		weft_explain(&tcp_prov, tcp_params.iface[0] ?
 				     "no interface called %s is up" :
@@ -492,7 +302,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 	}
 	/* Addresses per interface: drop the candidates that cannot serve. */
 	for (fi = got; fi; fi = next) {
-		const struct tcp_iface *ifc = NULL;
+		const struct util_iface *ifc = NULL;
 
 		next = fi->next;
 		fi->next = NULL;
@@ -502,7 +312,8 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 			    fi->fabric_attr && fi->fabric_attr->name &&
 			    !strcmp(fi->fabric_attr->name, ifs[i].subnet))
 				ifc = &ifs[i];
-		ret = ifc ? cand_addrs(fi, ifc, node, service, flags) :
+		ret = ifc ? util_iface_fill_addrs(fi, ifc, node, service,
+						    flags) :
 			    -FI_ENODATA;
 		if (ret) {
 			fi_freeinfo(fi);

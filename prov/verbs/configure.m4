@@ -16,12 +16,13 @@ AC_DEFUN([WEFT_PROV_VERBS_CONFIGURE], [
 			[AC_CHECK_LIB([ibverbs], [ibv_open_device], [:], [weft_verbs_libs_ok="no (install libibverbs-dev)"])])
 		AS_IF([test "$weft_verbs_libs_ok" = yes],
 			[AC_CHECK_LIB([rdmacm], [rdma_create_id], [:], [weft_verbs_libs_ok="no (install librdmacm-dev)"])])
-		dnl The provider itself is not in this tree yet: say so rather than
-		dnl pretend it was built.
 		AS_IF([test "$weft_verbs_libs_ok" = yes],
-			[weft_verbs_msg="no (libibverbs and librdmacm found; the provider is not written yet)"],
+			[weft_have_verbs=yes
+			 weft_verbs_msg=yes
+			 VERBS_LIBS="-lrdmacm -libverbs"],
 			[weft_verbs_msg="$weft_verbs_libs_ok"
 			 AS_IF([test "$enable_verbs" = yes], [AC_MSG_ERROR([verbs requested but $weft_verbs_libs_ok])])])
 	])
+	AC_SUBST([VERBS_LIBS])
 	AM_CONDITIONAL([HAVE_VERBS], [test "$weft_have_verbs" = yes])
 ])

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * IP interfaces for the providers addressed by IP (weft/util_ifaddr.h).
+ */
+#include "weft/util_ifaddr.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t util_sockaddr_len(const void *addr)
+{
+	return ((const struct sockaddr *)addr)->sa_family == AF_INET6 ?
+		       sizeof(struct sockaddr_in6) :
+		       sizeof(struct sockaddr_in);
+}
+
+static void subnet_str(const struct ifaddrs *ifa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "";
+	int bits = 0, i;
+
+	if (ifa->ifa_addr->sa_family == AF_INET) {
+		struct in_addr ad = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
+		uint32_t m = ntohl(((struct sockaddr_in *)ifa->ifa_netmask)
+					   ->sin_addr.s_addr);
+
+		ad.s_addr &= htonl(m);
+		bits = __builtin_popcount(m);
+		inet_ntop(AF_INET, &ad, a, sizeof(a));
+	} else {
+		struct in6_addr ad =
+			((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
+		const uint8_t *m = ((struct sockaddr_in6 *)ifa->ifa_netmask)
+					   ->sin6_addr.s6_addr;
+
+		for (i = 0; i < 16; i++) {
+			ad.s6_addr[i] &= m[i];
+			bits += __builtin_popcount(m[i]);
+		}
+		inet_ntop(AF_INET6, &ad, a, sizeof(a));
+	}
+	snprintf(buf, len, "%s/%d", a, bits);
+}
+
+size_t util_iface_list(const char *only, struct util_iface *out, size_t max)
+{
+	struct ifaddrs *ifs, *ifa;
+	size_t n = 0;
+	int pass;
+
+	if (getifaddrs(&ifs))
+		return 0;
+	for (pass = 0; pass < 4; pass++) {
+		for (ifa = ifs; ifa && n < max; ifa = ifa->ifa_next) {
+			int fam = pass & 1 ? AF_INET6 : AF_INET;
+			bool lo;
+
+			if (!ifa->ifa_addr || !ifa->ifa_netmask ||
+			    ifa->ifa_addr->sa_family != fam ||
+			    !(ifa->ifa_flags & IFF_UP))
+				continue;
+			lo = ifa->ifa_flags & IFF_LOOPBACK;
+			if (lo != (pass >= 2))
+				continue;
+			if (only && only[0] && strcmp(only, ifa->ifa_name))
+				continue;
+			if (fam == AF_INET6 &&
+			    IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)
+							    ifa->ifa_addr)
+							   ->sin6_addr))
+				continue;
+			memset(&out[n], 0, sizeof(out[n]));
+			snprintf(out[n].name, sizeof(out[n].name), "%s",
+				 ifa->ifa_name);
+			memcpy(&out[n].addr, ifa->ifa_addr,
+			       fam == AF_INET ? sizeof(struct sockaddr_in) :
+						sizeof(struct sockaddr_in6));
+			memcpy(&out[n].mask, ifa->ifa_netmask,
+			       fam == AF_INET ? sizeof(struct sockaddr_in) :
+						sizeof(struct sockaddr_in6));
+			subnet_str(ifa, out[n].subnet, sizeof(out[n].subnet));
+			out[n].loopback = lo;
+			n++;
+		}
+	}
+	freeifaddrs(ifs);
+	return n;
+}
+
+/* A source address names the interface it belongs to (all of 127.0.0.0/8
+ * is lo). */
+bool util_iface_has(const struct util_iface *ifc, const struct sockaddr *sa)
+{
+	const struct sockaddr *ia = (const struct sockaddr *)&ifc->addr;
+	const uint8_t *a, *b, *m;
+	size_t i, n;
+
+	if (sa->sa_family != ia->sa_family)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+		b = (const uint8_t *)&((const struct sockaddr_in *)ia)->sin_addr;
+		m = (const uint8_t *)&((const struct sockaddr_in *)&ifc->mask)
+			    ->sin_addr;
+		n = 4;
+	} else {
+		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		b = ((const struct sockaddr_in6 *)ia)->sin6_addr.s6_addr;
+		m = ((const struct sockaddr_in6 *)&ifc->mask)->sin6_addr.s6_addr;
+		n = 16;
+	}
+	for (i = 0; i < n; i++)
+		if ((a[i] & m[i]) != (b[i] & m[i]))
+			return false;
+	return true;
+}
+
+static int set_addr(void **slot, size_t *len, const void *sa)
+{
+	size_t n = util_sockaddr_len(sa);
+	void *a = malloc(n);
+
+	if (!a)
+		return -FI_ENOMEM;
+	memcpy(a, sa, n);
+	free(*slot);
+	*slot = a;
+	*len = n;
+	return 0;
+}
+
+/* node/service as one address of the given family (AF_UNSPEC: any). */
+static int resolve_one(const char *node, const char *service, int family,
+		       bool passive, struct sockaddr_storage *out)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_family = family };
+	struct addrinfo *ai;
+	int ret;
+
+	if (passive)
+		hints.ai_flags = AI_PASSIVE;
+	ret = getaddrinfo(node, service, &hints, &ai);
+	if (ret)
+		return -FI_ENODATA;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	return 0;
+}
+
+int util_iface_fill_addrs(struct fi_info *fi, const struct util_iface *ifc,
+			  const char *node, const char *service,
+			  uint64_t flags)
+{
+	int fam = ifc->addr.ss_family;
+	struct sockaddr_storage sa;
+	int ret;
+
+	if (flags & FI_SOURCE) {
+		if (node || service) {
+			ret = resolve_one(node, service ? service : "0", fam,
+					  !node, &sa);
+			if (ret)
+				return ret;
+			/* A node names the interface; no node: this one. */
+			if (node && !util_iface_has(ifc, (struct sockaddr *)&sa))
+				return -FI_ENODATA;
+			/* No node: listen on every address (fi_getname then
+			 * reports the interface's). */
+			return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
+		}
+	} else if (node || service) {
+		ret = resolve_one(node, service ? service : "0", fam, false, &sa);
+		if (ret)
+			return ret;
+		ret = set_addr(&fi->dest_addr, &fi->dest_addrlen, &sa);
+		if (ret)
+			return ret;
+	}
+	if (fi->src_addr) {
+		if (((struct sockaddr *)fi->src_addr)->sa_family != fam)
+			return -FI_ENODATA;
+		return 0;
+	}
+	if (fi->dest_addr &&
+	    ((struct sockaddr *)fi->dest_addr)->sa_family != fam)
+		return -FI_ENODATA;
+	memcpy(&sa, &ifc->addr, sizeof(sa));
+	((struct sockaddr_in *)&sa)->sin_port = 0;
+	return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The verbs provider: RDMA devices through libibverbs, connections through
+ * librdmacm.
+ *
+ *  verbs_prov.c  registration, discovery (fi_getinfo), fabric, domain, MR
+ *  verbs_msg.c   FI_EP_MSG: passive endpoints, rdma_cm connection
+ *                management, the data path straight onto one RC QP
+ *  verbs_rdm.c   FI_EP_RDM: the RDM engine (weft/util_rdm.h) over RC QPs
+ *                connected on demand (when present; see verbs_rdm_ep_open)
+ *
+ * What this header shares between them: the device limits found at
+ * discovery (struct verbs_dev), the domain (a protection domain on an open
+ * device, embedding the util MR domain), registrations (struct verbs_mr,
+ * whose fi_mr_desc gives the lkey), and the tunables (FI_VERBS_*).
+ *
+ * Memory registration.  Every fi_mr_reg is one ibv_mr with access flags
+ * from the OFI access bits; the key peers use is its rkey.  The domain's
+ * util_mr_map records each registration under that rkey, with the
+ * verbs_mr as owner: a transport that must check a peer's key in software
+ * (an atomic the device cannot do) finds the registration with
+ * util_mr_map_verify and the same bounds and access rules as tcp and shm.
+ */
+#ifndef WEFT_VERBS_H
+#define WEFT_VERBS_H
+
+#include "weft/core.h"
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#include "weft/list.h"
+#include "weft/util_domain.h"
+#include "weft/util_eq.h"
+#include "weft/util_getinfo.h"
+#include "weft/util_ifaddr.h"
+#include "weft/util_mr.h"
+#include "weft/util_rdm.h"
+
+extern struct fi_provider verbs_prov;
+
+/* Most scatter-gather entries one fi_sendv / fi_recvv turns into. */
+#define VERBS_IOV_MAX 8
+/* Bytes of immediate data a write or send carries (domain cq_data_size). */
+#define VERBS_CQ_DATA_SIZE sizeof(uint32_t)
+/*
+ * Private data of a connection request: rdma_cm carries 56 bytes on an
+ * InfiniBand or RoCE connect (more on accept and reject, and on iWARP) and
+ * pads it, so the provider prefixes a header saying how much is the
+ * application's (struct verbs_cm_hdr).  What remains is what fi_connect,
+ * fi_accept and fi_reject take on every device.
+ */
+#define VERBS_CM_PRIV_MAX 56
+#define VERBS_CM_VERSION 1
+struct verbs_cm_hdr {
+	uint8_t version; /* VERBS_CM_VERSION */
+	uint8_t reserved;
+	uint16_t len; /* bytes of application data that follow, little-endian */
+};
+_Static_assert(sizeof(struct verbs_cm_hdr) == 4, "verbs_cm_hdr is 4 bytes");
+#define VERBS_CM_DATA_MAX (VERBS_CM_PRIV_MAX - sizeof(struct verbs_cm_hdr))
+
+/* Tunables, read once from FI_VERBS_* (verbs_params_init). */
+struct verbs_params {
+	char iface[IF_NAMESIZE]; /* FI_VERBS_IFACE: "" for every interface */
+	char device[64];	 /* FI_VERBS_DEVICE_NAME: "" for every device */
+	size_t tx_size;		 /* FI_VERBS_TX_SIZE, capped by the device */
+	size_t rx_size;		 /* FI_VERBS_RX_SIZE, capped by the device */
+	size_t inline_size;	 /* FI_VERBS_INLINE_SIZE: 0 = the device's */
+	int conn_timeout_ms;	 /* rdma_cm address and route resolution */
+};
+extern struct verbs_params verbs_params;
+void verbs_params_init(void);
+
+/*
+ * What discovery learnt of one port of one device, and what the domain
+ * checks every queue against: no CQ, QP or SGE count above these.
+ */
+struct verbs_dev {
+	char name[IBV_SYSFS_NAME_MAX]; /* "rxe0": the domain name */
+	uint8_t port;		       /* 1-based port number */
+	bool iwarp;		       /* transport IBV_TRANSPORT_IWARP */
+	bool ethernet;		       /* link layer (RoCE, iWARP) */
+	bool atomics;		       /* 64-bit fetch-add and cmp-swap */
+	uint32_t max_cqe;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;    /* send and receive scatter-gather entries */
+	uint32_t max_sge_rd; /* scatter-gather entries of an RDMA read */
+	uint32_t max_inline; /* bytes IBV_SEND_INLINE carries on an RC QP */
+	uint32_t max_qp_rd_atom; /* reads / atomics in flight, initiator */
+	uint32_t max_qp_init_rd_atom;
+	uint32_t max_qp, max_cq, max_mr, max_pd;
+	uint64_t max_mr_size;
+	uint32_t max_msg_sz; /* port */
+	/* For fi_info's nic attributes. */
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	char fw_ver[64];
+	enum ibv_port_state state;
+	int mtu; /* bytes: active_mtu */
+	uint64_t speed; /* bits per second, from active speed and width */
+};
+
+/*
+ * Query a device's and port's limits into dev (dev->name is set from the
+ * context).  Creates and destroys a throwaway RC QP to learn the largest
+ * inline size the device accepts.  Control path; may take milliseconds.
+ * Returns 0 or -FI_E* from the failing ibv_ call.
+ */
+int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
+		    struct verbs_dev *dev);
+
+/*
+ * A domain: one device opened (ibv_context) and one protection domain.
+ * base.util is the util domain (threading, CQ and counter opening); the
+ * key map in base.mr_map holds registrations under their rkeys.
+ */
+struct verbs_domain {
+	struct util_mr_domain base; /* first */
+	struct ibv_context *ctx; /* librdmacm's context of the device */
+	struct ibv_pd *pd;
+	struct verbs_dev dev; /* the limits of ctx and its port */
+	enum fi_ep_type ep_type; /* of the info the domain was opened with */
+	uint32_t addr_format;	 /* FI_SOCKADDR_IN or _IN6 */
+	struct fi_info *info;	 /* a copy, for endpoints' defaults */
+};
+
+static inline struct verbs_domain *verbs_domain_of(struct fid_domain *fid)
+{
+	return container_of(fid, struct verbs_domain, base.util.domain_fid);
+}
+
+/*
+ * A registration.  fi_mr_desc returns the verbs_mr itself: the data path
+ * reads the lkey with verbs_desc_lkey.  fi_mr_key is mr->rkey.
+ */
+struct verbs_mr {
+	struct fid_mr mr_fid;
+	struct verbs_domain *domain;
+	struct ibv_mr *mr;
+	uint64_t access; /* OFI access bits */
+};
+
+/* lkey of a descriptor from fi_mr_desc (NULL desc: not registered). */
+static inline uint32_t verbs_desc_lkey(void *desc)
+{
+	return ((struct verbs_mr *)desc)->mr->lkey;
+}
+
+/* ibv_access_flags for OFI access bits (FI_REMOTE_WRITE ...). */
+int verbs_access_flags(uint64_t access);
+
+/*
+ * Translate a work completion status into a positive FI_E* error for a
+ * fi_cq_err_entry (IBV_WC_WR_FLUSH_ERR is FI_ECANCELED).
+ */
+int verbs_wc_err(enum ibv_wc_status status);
+
+/* verbs_msg.c */
+int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_pep **pep, void *context);
+int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
+		      struct fid_ep **ep, void *context);
+
+/*
+ * verbs_rdm.c: fi_endpoint of an FI_EP_RDM info on a verbs domain.  The
+ * caller (the domain's endpoint op) has checked info against the
+ * provider's candidates.  Returns 0 and *ep, or -FI_E*.  Until the RDM
+ * transport is part of the build a weak definition in verbs_prov.c
+ * answers -FI_ENOSYS.
+ */
+int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
+		      struct fid_ep **ep, void *context);
+
+#endif /* WEFT_VERBS_H */

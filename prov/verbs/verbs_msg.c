@@ -1,0 +1,1900 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * verbs FI_EP_MSG endpoints: passive endpoints, rdma_cm connection
+ * management, and the data path straight onto one RC QP.
+ *
+ * The endpoint is the RDM engine's endpoint object in its connected form
+ * (util_rdm_ep_init with attr.connected): binding CQs and counters,
+ * fi_enable, op flags and automatic progress are the engine's.  The data
+ * calls bypass its matching: fi_send is ibv_post_send, fi_recv is
+ * ibv_post_recv into the application's buffer, fi_read / fi_write are
+ * RDMA READ / WRITE, 64-bit FI_SUM and FI_CSWAP are the device's atomics.
+ *
+ * Completions.  Each endpoint has one ibv_cq for both queues, on a
+ * completion channel.  The engine runs the transport's progress
+ * (verbs_msg_progress) from fi_cq_read and friends, which polls the ibv_cq
+ * and writes the bound util_cq and counters; the channel's fd is the
+ * transport's wait_fd, so fi_cq_sread and FI_WAIT_FD CQs sleep on it.
+ * Every work request is signalled; its wr_id is its slot in a ring of
+ * transmits or receives (an RC QP completes each queue in order), which
+ * holds the application's context.  A completion's CQ slot is reserved
+ * when the operation is posted (util_cq_reserve), so a full CQ makes the
+ * post return -FI_EAGAIN rather than lose a completion.
+ *
+ * Receives posted before the QP exists (before fi_connect has resolved a
+ * route, or before fi_accept) wait in their ring and are handed to the
+ * QP when it is created.
+ *
+ * Connection management.  Each endpoint and passive endpoint has its own
+ * rdma_cm event channel; its fd is added to the bound EQ's wait object
+ * and its progress to the EQ (util_eq_add_progress), so reading the EQ
+ * turns rdma_cm events into FI_CONNREQ / FI_CONNECTED / FI_SHUTDOWN and
+ * errors.  An FI_CONNREQ's handle is the new rdma_cm id; fi_endpoint with
+ * that info migrates it to the endpoint's channel.  Private data travels
+ * behind a struct verbs_cm_hdr (verbs.h, docs/verbs-cm.md).
+ */
+#include "verbs.h"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
+
+#include "weft/stubs.h"
+#include "weft/util_cntr.h"
+#include "weft/util_cq.h"
+
+/* A transmit in flight (slot wr_id of the send ring). */
+struct verbs_tx {
+	void *context;
+	uint64_t cq_flags; /* FI_SEND | FI_MSG, FI_RMA | FI_WRITE ... */
+	size_t len;
+	bool report;  /* a CQ slot was reserved */
+	uint8_t cntr; /* VERBS_CNTR_* */
+};
+
+/* A posted receive (slot wr_id of the receive ring). */
+struct verbs_rx {
+	void *context;
+	void *buf;
+	bool report;
+	bool on_qp; /* handed to the QP */
+	uint32_t nsge;
+	struct ibv_sge sge[VERBS_IOV_MAX];
+};
+
+enum { VERBS_CNTR_SEND, VERBS_CNTR_READ, VERBS_CNTR_WRITE };
+
+enum verbs_cm_state {
+	VERBS_CM_IDLE,
+	VERBS_CM_RESOLVING, /* fi_connect: address, then route */
+	VERBS_CM_CONNECTING, /* rdma_connect / rdma_accept sent */
+	VERBS_CM_CONNECTED,
+	VERBS_CM_SHUTDOWN,
+	VERBS_CM_FAILED,
+};
+
+struct verbs_msg_ep {
+	struct util_rdm_ep rdm; /* first */
+	struct verbs_domain *domain;
+	struct rdma_event_channel *cm_ch;
+	struct rdma_cm_id *id;
+	struct ibv_comp_channel *comp_ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	bool armed; /* the CQ will raise an event on the channel */
+	uint8_t state; /* enum verbs_cm_state */
+	bool local_shutdown;
+	/* FI_RX_CQ_DATA accepted: RMA writes may carry remote CQ data */
+	bool rx_cq_data;
+	struct util_eq *eq;
+	struct util_progress cm_progress;
+
+	size_t tx_size, rx_size;
+	uint32_t max_sge, inline_max;
+	struct verbs_tx *tx; /* ring of tx_size */
+	uint64_t tx_head, tx_tail;
+	struct verbs_rx *rx; /* ring of rx_size */
+	uint64_t rx_head, rx_tail, rx_on_qp;
+	/* fi_atomic without a result: the device writes it here */
+	uint64_t *scratch;
+	struct ibv_mr *scratch_mr;
+
+	/* fi_connect / fi_accept private data, with its header */
+	uint8_t cm_priv[VERBS_CM_PRIV_MAX];
+	uint8_t cm_priv_len;
+	struct sockaddr_storage src_addr;
+};
+
+/* A connection request waiting for fi_endpoint + fi_accept or fi_reject. */
+struct verbs_connreq {
+	struct fid handle; /* FI_CLASS_CONNREQ */
+	struct rdma_cm_id *id;
+};
+
+struct verbs_pep {
+	struct fid_pep pep_fid;
+	struct fi_info *info;
+	struct util_eq *eq;
+	struct rdma_event_channel *cm_ch;
+	struct rdma_cm_id *id;
+	struct util_progress cm_progress;
+	pthread_mutex_t lock;
+	bool listening;
+};
+
+static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct verbs_msg_ep, rdm.ep_fid);
+}
+
+/* ---- private data ------------------------------------------------------- */
+
+static int cm_pack(uint8_t *out, const void *param, size_t len)
+{
+	struct verbs_cm_hdr hdr = { .version = VERBS_CM_VERSION,
+				    .len = htole16((uint16_t)len) };
+
+	if (len > VERBS_CM_DATA_MAX || (len && !param))
+		return -FI_EINVAL;
+	memcpy(out, &hdr, sizeof(hdr));
+	if (len)
+		memcpy(out + sizeof(hdr), param, len);
+	return (int)(sizeof(hdr) + len);
+}
+
+/* The application's part of a peer's private data (NULL, 0 if none). */
+static const void *cm_unpack(const void *priv, size_t priv_len, size_t *len)
+{
+	struct verbs_cm_hdr hdr;
+	size_t n;
+
+	*len = 0;
+	if (!priv || priv_len < sizeof(hdr))
+		return NULL;
+	memcpy(&hdr, priv, sizeof(hdr));
+	n = le16toh(hdr.len);
+	if (hdr.version != VERBS_CM_VERSION || n > priv_len - sizeof(hdr))
+		return NULL;
+	*len = n;
+	return (const uint8_t *)priv + sizeof(hdr);
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return weft_errno(errno);
+	return 0;
+}
+
+/* ---- completions -------------------------------------------------------- */
+
+static struct util_cntr *tx_cntr(struct verbs_msg_ep *ep, uint8_t kind)
+{
+	switch (kind) {
+	case VERBS_CNTR_READ:
+		return ep->rdm.read_cntr;
+	case VERBS_CNTR_WRITE:
+		return ep->rdm.write_cntr;
+	default:
+		return ep->rdm.send_cntr;
+	}
+}
+
+static void report_err(struct util_cq *cq, bool reserved, void *context,
+		       uint64_t flags, void *buf, const struct ibv_wc *wc)
+{
+	struct fi_cq_err_entry err = {
+		.op_context = context,
+		.flags = flags,
+		.buf = buf,
+		.err = verbs_wc_err(wc->status),
+		.prov_errno = (int)wc->status,
+	};
+
+	if (!cq)
+		return;
+	if (reserved)
+		util_cq_unreserve(cq, 1);
+	util_cq_write_err(cq, &err);
+}
+
+static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
+{
+	struct verbs_tx *tx = &ep->tx[wc->wr_id % ep->tx_size];
+	struct util_cntr *cntr = tx_cntr(ep, tx->cntr);
+	struct util_cq *cq = ep->rdm.tx_cq;
+
+	if (cq)
+		util_cq_writer_lock(cq);
+	if (wc->status == IBV_WC_SUCCESS) {
+		if (tx->report)
+			util_cq_write_reserved(cq, tx->context, tx->cq_flags, 0,
+					       NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		if (cntr)
+			util_cntr_inc(cntr);
+	} else {
+		/* A failed transmit is reported whatever its flags asked. */
+		report_err(cq, tx->report, tx->context, tx->cq_flags, NULL, wc);
+		if (cntr)
+			util_cntr_inc_err(cntr);
+	}
+	if (cq)
+		util_cq_writer_unlock(cq);
+	ep->tx_tail++;
+}
+
+static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
+{
+	struct verbs_rx *rx = &ep->rx[wc->wr_id % ep->rx_size];
+	struct util_cq *cq = ep->rdm.rx_cq;
+	struct util_cntr *cntr = ep->rdm.recv_cntr;
+	uint64_t flags = FI_RECV | FI_MSG, data = 0;
+	void *buf = rx->buf;
+
+	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+		flags |= FI_REMOTE_CQ_DATA;
+		data = be32toh(wc->imm_data);
+	}
+	if (wc->status == IBV_WC_SUCCESS &&
+	    wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		/* fi_writedata: the data went to the target's buffer; the
+		 * receive only carries the completion (FI_RX_CQ_DATA). */
+		flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+		buf = NULL;
+		cntr = NULL;
+	}
+	if (cq)
+		util_cq_writer_lock(cq);
+	if (wc->status == IBV_WC_SUCCESS) {
+		if (rx->report)
+			util_cq_write_reserved(cq, rx->context, flags,
+					       wc->byte_len, buf, data, 0,
+					       FI_ADDR_NOTAVAIL);
+		if (cntr)
+			util_cntr_inc(cntr);
+	} else {
+		report_err(cq, rx->report, rx->context, FI_RECV | FI_MSG, buf,
+			   wc);
+		if (ep->rdm.recv_cntr)
+			util_cntr_inc_err(ep->rdm.recv_cntr);
+	}
+	if (cq)
+		util_cq_writer_unlock(cq);
+	ep->rx_tail++;
+}
+
+#define VERBS_POLL_BATCH 16
+
+static int poll_cq(struct verbs_msg_ep *ep)
+{
+	struct ibv_wc wc[VERBS_POLL_BATCH];
+	int n, i, total = 0;
+
+	do {
+		n = ibv_poll_cq(ep->cq, VERBS_POLL_BATCH, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].opcode & IBV_WC_RECV)
+				rx_complete(ep, &wc[i]);
+			else
+				tx_complete(ep, &wc[i]);
+		}
+		total += n > 0 ? n : 0;
+	} while (n == VERBS_POLL_BATCH);
+	return total;
+}
+
+/*
+ * The transport's progress (called by the engine, endpoint lock held):
+ * read the CQ.  When it is empty, take a pending channel event and arm the
+ * CQ again, then look once more (a completion may have come in between),
+ * so that a sleeping fi_cq_sread is woken by the next one.
+ */
+static int verbs_msg_progress(struct util_rdm_ep *rdm)
+{
+	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int n;
+
+	if (!ep->cq)
+		return 0;
+	n = poll_cq(ep);
+	if (n)
+		return n;
+	if (!ibv_get_cq_event(ep->comp_ch, &ev_cq, &ev_ctx)) {
+		ibv_ack_cq_events(ev_cq, 1);
+		ep->armed = false;
+	}
+	if (!ep->armed && !ibv_req_notify_cq(ep->cq, 0)) {
+		ep->armed = true;
+		n = poll_cq(ep);
+	}
+	return n;
+}
+
+static int verbs_msg_wait_fd(struct util_rdm_ep *rdm)
+{
+	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
+
+	return ep->comp_ch ? ep->comp_ch->fd : -1;
+}
+
+static int verbs_msg_no_eager(struct util_rdm_ep *ep, struct util_peer *peer,
+			      const struct util_rdm_hdr *hdr,
+			      const struct iovec *iov, void **desc,
+			      size_t iov_count)
+{
+	return -FI_ENOSYS; /* the MSG data calls never reach the engine's */
+}
+
+static const struct util_rdm_transport verbs_msg_transport = {
+	.send_eager = verbs_msg_no_eager,
+	.progress = verbs_msg_progress,
+	.wait_fd = verbs_msg_wait_fd,
+};
+
+/* ---- QP ----------------------------------------------------------------- */
+
+/* Hand receives posted before the QP existed to it. */
+static int rx_flush_pending(struct verbs_msg_ep *ep)
+{
+	struct ibv_recv_wr wr, *bad;
+
+	while (ep->qp && ep->rx_on_qp < ep->rx_head) {
+		struct verbs_rx *rx = &ep->rx[ep->rx_on_qp % ep->rx_size];
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = ep->rx_on_qp;
+		wr.sg_list = rx->sge;
+		wr.num_sge = (int)rx->nsge;
+		if (ibv_post_recv(ep->qp, &wr, &bad))
+			return -FI_EIO;
+		rx->on_qp = true;
+		ep->rx_on_qp++;
+	}
+	return 0;
+}
+
+static int qp_create(struct verbs_msg_ep *ep)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = ep->cq,
+		.recv_cq = ep->cq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+		.cap = {
+			.max_send_wr = (uint32_t)ep->tx_size,
+			.max_recv_wr = (uint32_t)ep->rx_size,
+			.max_send_sge = ep->max_sge,
+			.max_recv_sge = ep->max_sge,
+			.max_inline_data = ep->inline_max,
+		},
+	};
+
+	if (ep->qp)
+		return 0;
+	if (rdma_create_qp(ep->id, ep->domain->pd, &qa)) {
+		int err = errno;
+
+		FI_WARN(&verbs_prov, FI_LOG_EP_CTRL,
+			"rdma_create_qp (send %zu, recv %zu, sge %u, inline %u): %s\n",
+			ep->tx_size, ep->rx_size, ep->max_sge, ep->inline_max,
+			strerror(err));
+		return weft_errno(err);
+	}
+	ep->qp = ep->id->qp;
+	return rx_flush_pending(ep);
+}
+
+static void conn_param_fill(struct verbs_msg_ep *ep,
+			    struct rdma_conn_param *cp)
+{
+	const struct verbs_dev *d = &ep->domain->dev;
+
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = ep->cm_priv;
+	cp->private_data_len = ep->cm_priv_len;
+	cp->responder_resources = (uint8_t)WEFT_MIN(d->max_qp_rd_atom, 255u);
+	cp->initiator_depth = (uint8_t)WEFT_MIN(d->max_qp_init_rd_atom, 255u);
+	cp->retry_count = 7;
+	cp->rnr_retry_count = 7; /* retry until the peer posts a receive */
+}
+
+/* ---- connection management (endpoint side) ----------------------------- */
+
+static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
+			size_t priv_len)
+{
+	size_t len;
+	const void *data = cm_unpack(priv, priv_len, &len);
+
+	ep->state = VERBS_CM_FAILED;
+	if (ep->eq)
+		util_eq_write_cm_err(ep->eq, &ep->rdm.ep_fid.fid, err, data,
+				     len);
+}
+
+static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
+{
+	struct rdma_conn_param cp;
+	const void *data;
+	size_t len;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(ep->id, verbs_params.conn_timeout_ms))
+			ep_cm_error(ep, FI_EHOSTUNREACH, NULL, 0);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (qp_create(ep)) {
+			ep_cm_error(ep, FI_ENOMEM, NULL, 0);
+			break;
+		}
+		conn_param_fill(ep, &cp);
+		if (rdma_connect(ep->id, &cp)) {
+			ep_cm_error(ep, FI_ECONNREFUSED, NULL, 0);
+			break;
+		}
+		ep->state = VERBS_CM_CONNECTING;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		ep->state = VERBS_CM_CONNECTED;
+		data = cm_unpack(ev->param.conn.private_data,
+				 ev->param.conn.private_data_len, &len);
+		if (ep->eq)
+			util_eq_write_cm(ep->eq, FI_CONNECTED,
+					 &ep->rdm.ep_fid.fid, NULL, data, len);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		ep_cm_error(ep, FI_ECONNREFUSED, ev->param.conn.private_data,
+			    ev->param.conn.private_data_len);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		ep_cm_error(ep, FI_EHOSTUNREACH, NULL, 0);
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		ep_cm_error(ep, FI_ECONNABORTED, NULL, 0);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (ep->state == VERBS_CM_SHUTDOWN)
+			break;
+		/* Moves the QP to the error state: what is still posted
+		 * completes as FI_ECANCELED. */
+		rdma_disconnect(ep->id);
+		ep->state = VERBS_CM_SHUTDOWN;
+		if (ep->eq && !ep->local_shutdown)
+			util_eq_write_cm(ep->eq, FI_SHUTDOWN,
+					 &ep->rdm.ep_fid.fid, NULL, NULL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void ep_cm_progress(struct util_progress *p)
+{
+	struct verbs_msg_ep *ep =
+		container_of(p, struct verbs_msg_ep, cm_progress);
+	struct rdma_cm_event *ev, copy;
+	uint8_t priv[256];
+
+	weft_lock(&ep->rdm.lock);
+	while (!rdma_get_cm_event(ep->cm_ch, &ev)) {
+		/* Ack first (rdma_destroy_id waits for acks); keep what the
+		 * handler reads. */
+		copy = *ev;
+		if (ev->param.conn.private_data &&
+		    ev->param.conn.private_data_len) {
+			size_t n = WEFT_MIN(sizeof(priv),
+					    (size_t)ev->param.conn.private_data_len);
+
+			memcpy(priv, ev->param.conn.private_data, n);
+			copy.param.conn.private_data = priv;
+			copy.param.conn.private_data_len = (uint8_t)n;
+		}
+		rdma_ack_cm_event(ev);
+		ep_cm_event(ep, &copy);
+	}
+	weft_unlock(&ep->rdm.lock);
+}
+
+/* ---- posting ------------------------------------------------------------ */
+
+static inline bool tx_wants_completion(struct verbs_msg_ep *ep,
+				       uint64_t flags)
+{
+	return !ep->rdm.tx_selective || (flags & FI_COMPLETION);
+}
+
+/* Fill sge from iov/desc: 0, or -FI_EINVAL (no descriptor under
+ * FI_MR_LOCAL for a non-empty buffer that is not sent inline). */
+static int sge_fill(struct ibv_sge *sge, const struct iovec *iov, void **desc,
+		    size_t count, bool inline_ok, size_t *total)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < count; i++) {
+		sge[i].addr = (uintptr_t)iov[i].iov_base;
+		sge[i].length = (uint32_t)iov[i].iov_len;
+		if (desc && desc[i])
+			sge[i].lkey = verbs_desc_lkey(desc[i]);
+		else if (!inline_ok && iov[i].iov_len)
+			return -FI_EINVAL;
+		else
+			sge[i].lkey = 0;
+		len += iov[i].iov_len;
+	}
+	*total = len;
+	return 0;
+}
+
+struct verbs_post {
+	enum ibv_wr_opcode opcode;
+	const struct iovec *iov;
+	void **desc;
+	size_t count;
+	uint64_t flags;	   /* op flags in force */
+	uint64_t cq_flags; /* for the completion */
+	void *context;
+	uint64_t data;	   /* FI_REMOTE_CQ_DATA */
+	uint64_t raddr;
+	uint64_t rkey;
+	uint64_t compare_add, swap; /* atomics */
+	uint8_t cntr;
+	bool silent; /* no completion whatever the flags (an atomic inject) */
+};
+
+static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
+{
+	struct ibv_sge sge[VERBS_IOV_MAX];
+	struct ibv_send_wr wr, *bad;
+	struct verbs_tx *tx;
+	struct util_cq *cq = ep->rdm.tx_cq;
+	bool report, inject = p->flags & FI_INJECT;
+	size_t len = 0;
+	ssize_t ret;
+
+	if (p->count > ep->max_sge ||
+	    (p->opcode == IBV_WR_RDMA_READ &&
+	     p->count > ep->domain->dev.max_sge_rd))
+		return -FI_EINVAL;
+	memset(&wr, 0, sizeof(wr));
+	ret = sge_fill(sge, p->iov, p->desc, p->count,
+		       p->opcode != IBV_WR_RDMA_READ &&
+			       p->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD &&
+			       p->opcode != IBV_WR_ATOMIC_CMP_AND_SWP,
+		       &len);
+	if (ret)
+		return ret;
+	if (p->opcode != IBV_WR_RDMA_READ && len <= ep->inline_max &&
+	    p->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD &&
+	    p->opcode != IBV_WR_ATOMIC_CMP_AND_SWP)
+		wr.send_flags |= IBV_SEND_INLINE;
+	else if (inject)
+		return -FI_EINVAL; /* larger than inject_size */
+	else {
+		size_t i;
+
+		for (i = 0; i < p->count; i++)
+			if (p->iov[i].iov_len && !(p->desc && p->desc[i]))
+				return -FI_EINVAL;
+	}
+	report = !inject && !p->silent && tx_wants_completion(ep, p->flags);
+
+	weft_lock(&ep->rdm.lock);
+	if (weft_unlikely(ep->state != VERBS_CM_CONNECTED || !ep->qp)) {
+		ret = ep->state == VERBS_CM_SHUTDOWN ? -FI_ECONNRESET :
+						       -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (ep->tx_head - ep->tx_tail >= ep->tx_size) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	if (report) {
+		util_cq_writer_lock(cq);
+		ret = util_cq_reserve(cq, 1);
+		util_cq_writer_unlock(cq);
+		if (ret)
+			goto out;
+	}
+	tx = &ep->tx[ep->tx_head % ep->tx_size];
+	tx->context = p->context;
+	tx->cq_flags = p->cq_flags;
+	tx->len = len;
+	tx->report = report;
+	tx->cntr = p->cntr;
+
+	wr.wr_id = ep->tx_head;
+	wr.opcode = p->opcode;
+	wr.sg_list = sge;
+	wr.num_sge = (int)p->count;
+	if (p->flags & FI_REMOTE_CQ_DATA)
+		wr.imm_data = htobe32((uint32_t)p->data);
+	if (p->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	    p->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = p->raddr;
+		wr.wr.atomic.rkey = (uint32_t)p->rkey;
+		wr.wr.atomic.compare_add = p->compare_add;
+		wr.wr.atomic.swap = p->swap;
+	} else {
+		wr.wr.rdma.remote_addr = p->raddr;
+		wr.wr.rdma.rkey = (uint32_t)p->rkey;
+	}
+	if (p->flags & FI_FENCE)
+		wr.send_flags |= IBV_SEND_FENCE;
+	ret = ibv_post_send(ep->qp, &wr, &bad);
+	if (ret) {
+		if (report) {
+			util_cq_writer_lock(cq);
+			util_cq_unreserve(cq, 1);
+			util_cq_writer_unlock(cq);
+		}
+		ret = ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
+		goto out;
+	}
+	ep->tx_head++;
+out:
+	weft_unlock(&ep->rdm.lock);
+	return ret;
+}
+
+static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, void *context,
+			 uint64_t flags)
+{
+	struct util_cq *cq = ep->rdm.rx_cq;
+	struct ibv_recv_wr wr, *bad;
+	struct verbs_rx *rx;
+	bool report;
+	size_t len;
+	ssize_t ret;
+
+	if (count > ep->max_sge)
+		return -FI_EINVAL;
+	report = !ep->rdm.rx_selective || (flags & FI_COMPLETION);
+	weft_lock(&ep->rdm.lock);
+	if (ep->rx_head - ep->rx_tail >= ep->rx_size) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	rx = &ep->rx[ep->rx_head % ep->rx_size];
+	ret = sge_fill(rx->sge, iov, desc, count, false, &len);
+	if (ret)
+		goto out;
+	if (report && cq) {
+		util_cq_writer_lock(cq);
+		ret = util_cq_reserve(cq, 1);
+		util_cq_writer_unlock(cq);
+		if (ret)
+			goto out;
+	}
+	rx->context = context;
+	rx->buf = count ? iov[0].iov_base : NULL;
+	rx->report = report && cq;
+	rx->nsge = (uint32_t)count;
+	rx->on_qp = false;
+	ep->rx_head++;
+	if (ep->qp && ep->rx_on_qp == ep->rx_head - 1) {
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = ep->rx_head - 1;
+		wr.sg_list = rx->sge;
+		wr.num_sge = (int)count;
+		ret = ibv_post_recv(ep->qp, &wr, &bad);
+		if (ret) {
+			ep->rx_head--;
+			if (rx->report) {
+				util_cq_writer_lock(cq);
+				util_cq_unreserve(cq, 1);
+				util_cq_writer_unlock(cq);
+			}
+			ret = ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
+			goto out;
+		}
+		rx->on_qp = true;
+		ep->rx_on_qp++;
+	}
+out:
+	weft_unlock(&ep->rdm.lock);
+	return ret;
+}
+
+/* ---- fi_ops_msg --------------------------------------------------------- */
+
+static ssize_t msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return post_recv(msg_ep_of(ep_fid), msg->msg_iov, msg->desc,
+			 msg->iov_count, msg->context, flags);
+}
+
+static ssize_t msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	return post_recv(ep, iov, desc, count, context, ep->rdm.rx_op_flags);
+}
+
+static ssize_t msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return msg_recvv(ep_fid, &iov, &desc, 1, src, context);
+}
+
+static ssize_t msg_send_common(struct verbs_msg_ep *ep,
+			       const struct iovec *iov, void **desc,
+			       size_t count, uint64_t data, void *context,
+			       uint64_t flags)
+{
+	struct verbs_post p = {
+		.opcode = (flags & FI_REMOTE_CQ_DATA) ? IBV_WR_SEND_WITH_IMM :
+							IBV_WR_SEND,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.flags = flags,
+		.cq_flags = FI_SEND | FI_MSG,
+		.context = context,
+		.data = data,
+		.cntr = VERBS_CNTR_SEND,
+	};
+
+	return post_send(ep, &p);
+}
+
+static ssize_t msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return msg_send_common(msg_ep_of(ep_fid), msg->msg_iov, msg->desc,
+			       msg->iov_count, msg->data, msg->context, flags);
+}
+
+static ssize_t msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t dest,
+			 void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	return msg_send_common(ep, iov, desc, count, 0, context,
+			       ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
+			void *desc, fi_addr_t dest, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return msg_sendv(ep_fid, &iov, &desc, 1, dest, context);
+}
+
+static ssize_t msg_senddata(struct fid_ep *ep_fid, const void *buf,
+			    size_t len, void *desc, uint64_t data,
+			    fi_addr_t dest, void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return msg_send_common(ep, &iov, &desc, 1, data, context,
+			       ep->rdm.tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			  fi_addr_t dest)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return msg_send_common(ep, &iov, NULL, 1, 0, NULL,
+			       (ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA) |
+				       FI_INJECT);
+}
+
+static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, uint64_t data, fi_addr_t dest)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return msg_send_common(ep, &iov, NULL, 1, data, NULL,
+			       ep->rdm.tx_op_flags | FI_INJECT |
+				       FI_REMOTE_CQ_DATA);
+}
+
+static struct fi_ops_msg verbs_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = msg_recv,
+	.recvv = msg_recvv,
+	.recvmsg = msg_recvmsg,
+	.send = msg_send,
+	.sendv = msg_sendv,
+	.sendmsg = msg_sendmsg,
+	.inject = msg_inject,
+	.senddata = msg_senddata,
+	.injectdata = msg_injectdata,
+};
+
+/* ---- fi_ops_rma --------------------------------------------------------- */
+
+static ssize_t rma_common(struct verbs_msg_ep *ep, bool read,
+			  const struct iovec *iov, void **desc, size_t count,
+			  uint64_t addr, uint64_t key, uint64_t data,
+			  void *context, uint64_t flags)
+{
+	if ((flags & FI_REMOTE_CQ_DATA) && !read && !ep->rx_cq_data)
+		return -FI_EOPNOTSUPP;
+
+	struct verbs_post p = {
+		.opcode = read ? IBV_WR_RDMA_READ :
+			  (flags & FI_REMOTE_CQ_DATA) ?
+				 IBV_WR_RDMA_WRITE_WITH_IMM :
+				 IBV_WR_RDMA_WRITE,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.flags = flags,
+		.cq_flags = FI_RMA | (read ? FI_READ : FI_WRITE),
+		.context = context,
+		.data = data,
+		.raddr = addr,
+		.rkey = key,
+		.cntr = read ? VERBS_CNTR_READ : VERBS_CNTR_WRITE,
+	};
+
+	return post_send(ep, &p);
+}
+
+static ssize_t rma_msg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
+		       uint64_t flags, bool read)
+{
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	return rma_common(msg_ep_of(ep_fid), read, msg->msg_iov, msg->desc,
+			  msg->iov_count, msg->rma_iov[0].addr,
+			  msg->rma_iov[0].key, msg->data, msg->context, flags);
+}
+
+static ssize_t rma_readmsg(struct fid_ep *ep_fid,
+			   const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_msg(ep_fid, msg, flags & ~FI_REMOTE_CQ_DATA, true);
+}
+
+static ssize_t rma_writemsg(struct fid_ep *ep_fid,
+			    const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_msg(ep_fid, msg, flags, false);
+}
+
+static ssize_t rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 uint64_t addr, uint64_t key, void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	return rma_common(ep, true, iov, desc, count, addr, key, 0, context,
+			  ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t rma_read(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, uint64_t addr, uint64_t key,
+			void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return rma_readv(ep_fid, &iov, &desc, 1, src, addr, key, context);
+}
+
+static ssize_t rma_writev(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	return rma_common(ep, false, iov, desc, count, addr, key, 0, context,
+			  ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t rma_write(struct fid_ep *ep_fid, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return rma_writev(ep_fid, &iov, &desc, 1, dest, addr, key, context);
+}
+
+static ssize_t rma_writedata(struct fid_ep *ep_fid, const void *buf,
+			     size_t len, void *desc, uint64_t data,
+			     fi_addr_t dest, uint64_t addr, uint64_t key,
+			     void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return rma_common(ep, false, &iov, &desc, 1, addr, key, data, context,
+			  ep->rdm.tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			  fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return rma_common(ep, false, &iov, NULL, 1, addr, key, 0, NULL,
+			  (ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA) |
+				  FI_INJECT);
+}
+
+static ssize_t rma_injectdata(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, uint64_t data, fi_addr_t dest,
+			      uint64_t addr, uint64_t key)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return rma_common(ep, false, &iov, NULL, 1, addr, key, data, NULL,
+			  ep->rdm.tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+static struct fi_ops_rma verbs_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = rma_read,
+	.readv = rma_readv,
+	.readmsg = rma_readmsg,
+	.write = rma_write,
+	.writev = rma_writev,
+	.writemsg = rma_writemsg,
+	.inject = rma_inject,
+	.writedata = rma_writedata,
+	.injectdata = rma_injectdata,
+};
+
+/* ---- fi_ops_atomic: 64-bit FI_SUM and FI_CSWAP on the device ------------ */
+
+static bool atomic_ok(enum fi_datatype dt, enum fi_op op, bool compare)
+{
+	if (dt != FI_UINT64 && dt != FI_INT64)
+		return false;
+	return compare ? op == FI_CSWAP : op == FI_SUM;
+}
+
+static ssize_t atomic_post(struct verbs_msg_ep *ep, enum fi_op op,
+			   enum fi_datatype dt, const struct fi_ioc *src,
+			   const struct fi_ioc *cmp, const struct fi_ioc *res,
+			   void *res_desc, const struct fi_rma_ioc *rma,
+			   void *context, uint64_t flags, bool fetch)
+{
+	struct iovec iov;
+	void *desc;
+	struct verbs_post p = {
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.flags = flags & ~FI_INJECT,
+		.cq_flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE),
+		.context = context,
+		.raddr = rma->addr,
+		.rkey = rma->key,
+		.cntr = fetch ? VERBS_CNTR_READ : VERBS_CNTR_WRITE,
+	};
+
+	if (!ep->domain->dev.atomics || !atomic_ok(dt, op, cmp != NULL) ||
+	    !src || src->count != 1 || rma->count != 1 ||
+	    (cmp && cmp->count != 1) || (res && res->count != 1))
+		return -FI_EOPNOTSUPP;
+	p.opcode = cmp ? IBV_WR_ATOMIC_CMP_AND_SWP :
+			 IBV_WR_ATOMIC_FETCH_AND_ADD;
+	if (cmp) {
+		p.compare_add = *(const uint64_t *)cmp->addr;
+		p.swap = *(const uint64_t *)src->addr;
+	} else {
+		p.compare_add = *(const uint64_t *)src->addr;
+	}
+	iov.iov_len = sizeof(uint64_t);
+	if (res) {
+		iov.iov_base = res->addr;
+		desc = res_desc;
+		return post_send(ep, &p);
+	} else {
+		/* The old value lands in a scratch word of the endpoint's. */
+		struct verbs_mr scratch = { .mr = ep->scratch_mr };
+
+		iov.iov_base = &ep->scratch[ep->tx_head % ep->tx_size];
+		desc = &scratch;
+		p.silent = flags & FI_INJECT;
+		return post_send(ep, &p);
+	}
+}
+
+static ssize_t atomic_writemsg(struct fid_ep *ep_fid,
+			       const struct fi_msg_atomic *msg, uint64_t flags)
+{
+	if (!msg || msg->iov_count != 1 || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return atomic_post(msg_ep_of(ep_fid), msg->op, msg->datatype,
+			   msg->msg_iov, NULL, NULL, NULL, msg->rma_iov,
+			   msg->context, flags, false);
+}
+
+static ssize_t atomic_writev(struct fid_ep *ep_fid, const struct fi_ioc *iov,
+			     void **desc, size_t count, fi_addr_t dest,
+			     uint64_t addr, uint64_t key,
+			     enum fi_datatype datatype, enum fi_op op,
+			     void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct fi_rma_ioc rma = { .addr = addr, .count = 1, .key = key };
+
+	if (count != 1)
+		return -FI_EINVAL;
+	return atomic_post(ep, op, datatype, iov, NULL, NULL, NULL, &rma,
+			   context, ep->rdm.tx_op_flags, false);
+}
+
+static ssize_t atomic_write(struct fid_ep *ep_fid, const void *buf,
+			    size_t count, void *desc, fi_addr_t dest,
+			    uint64_t addr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op,
+			    void *context)
+{
+	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
+
+	return atomic_writev(ep_fid, &ioc, &desc, 1, dest, addr, key, datatype,
+			     op, context);
+}
+
+static ssize_t atomic_inject(struct fid_ep *ep_fid, const void *buf,
+			     size_t count, fi_addr_t dest, uint64_t addr,
+			     uint64_t key, enum fi_datatype datatype,
+			     enum fi_op op)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
+	struct fi_rma_ioc rma = { .addr = addr, .count = 1, .key = key };
+
+	/* The operand travels in the work request: the buffer is free at
+	 * once, and no completion is reported. */
+	return atomic_post(ep, op, datatype, &ioc, NULL, NULL, NULL, &rma,
+			   NULL, (ep->rdm.tx_op_flags | FI_INJECT) &
+					 ~FI_COMPLETION,
+			   false);
+}
+
+static ssize_t atomic_readwritemsg(struct fid_ep *ep_fid,
+				   const struct fi_msg_atomic *msg,
+				   struct fi_ioc *resultv, void **result_desc,
+				   size_t result_count, uint64_t flags)
+{
+	if (!msg || msg->iov_count != 1 || result_count != 1 ||
+	    msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return atomic_post(msg_ep_of(ep_fid), msg->op, msg->datatype,
+			   msg->msg_iov, NULL, resultv,
+			   result_desc ? result_desc[0] : NULL, msg->rma_iov,
+			   msg->context, flags, true);
+}
+
+static ssize_t atomic_readwritev(struct fid_ep *ep_fid,
+				 const struct fi_ioc *iov, void **desc,
+				 size_t count, struct fi_ioc *resultv,
+				 void **result_desc, size_t result_count,
+				 fi_addr_t dest, uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct fi_rma_ioc rma = { .addr = addr, .count = 1, .key = key };
+
+	if (count != 1 || result_count != 1)
+		return -FI_EINVAL;
+	return atomic_post(ep, op, datatype, iov, NULL, resultv,
+			   result_desc ? result_desc[0] : NULL, &rma, context,
+			   ep->rdm.tx_op_flags, true);
+}
+
+static ssize_t atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
+				size_t count, void *desc, void *result,
+				void *result_desc, fi_addr_t dest,
+				uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context)
+{
+	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
+	struct fi_ioc res = { .addr = result, .count = count };
+
+	return atomic_readwritev(ep_fid, &ioc, &desc, 1, &res, &result_desc, 1,
+				 dest, addr, key, datatype, op, context);
+}
+
+static ssize_t atomic_compwritemsg(struct fid_ep *ep_fid,
+				   const struct fi_msg_atomic *msg,
+				   const struct fi_ioc *comparev,
+				   void **compare_desc, size_t compare_count,
+				   struct fi_ioc *resultv, void **result_desc,
+				   size_t result_count, uint64_t flags)
+{
+	if (!msg || msg->iov_count != 1 || compare_count != 1 ||
+	    result_count != 1 || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return atomic_post(msg_ep_of(ep_fid), msg->op, msg->datatype,
+			   msg->msg_iov, comparev, resultv,
+			   result_desc ? result_desc[0] : NULL, msg->rma_iov,
+			   msg->context, flags, true);
+}
+
+static ssize_t atomic_compwritev(struct fid_ep *ep_fid,
+				 const struct fi_ioc *iov, void **desc,
+				 size_t count, const struct fi_ioc *comparev,
+				 void **compare_desc, size_t compare_count,
+				 struct fi_ioc *resultv, void **result_desc,
+				 size_t result_count, fi_addr_t dest,
+				 uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct fi_rma_ioc rma = { .addr = addr, .count = 1, .key = key };
+
+	if (count != 1 || compare_count != 1 || result_count != 1)
+		return -FI_EINVAL;
+	return atomic_post(ep, op, datatype, iov, comparev, resultv,
+			   result_desc ? result_desc[0] : NULL, &rma, context,
+			   ep->rdm.tx_op_flags, true);
+}
+
+static ssize_t atomic_compwrite(struct fid_ep *ep_fid, const void *buf,
+				size_t count, void *desc, const void *compare,
+				void *compare_desc, void *result,
+				void *result_desc, fi_addr_t dest,
+				uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context)
+{
+	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
+	struct fi_ioc cmp = { .addr = (void *)compare, .count = count };
+	struct fi_ioc res = { .addr = result, .count = count };
+
+	return atomic_compwritev(ep_fid, &ioc, &desc, 1, &cmp, &compare_desc,
+				 1, &res, &result_desc, 1, dest, addr, key,
+				 datatype, op, context);
+}
+
+static int atomic_valid(struct verbs_msg_ep *ep, enum fi_datatype dt,
+			enum fi_op op, size_t *count, bool compare)
+{
+	if (!count)
+		return -FI_EINVAL;
+	if (!ep->domain->dev.atomics || !atomic_ok(dt, op, compare))
+		return -FI_EOPNOTSUPP;
+	*count = 1;
+	return 0;
+}
+
+static int atomic_writevalid(struct fid_ep *ep_fid, enum fi_datatype dt,
+			     enum fi_op op, size_t *count)
+{
+	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, false);
+}
+
+static int atomic_readwritevalid(struct fid_ep *ep_fid, enum fi_datatype dt,
+				 enum fi_op op, size_t *count)
+{
+	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, false);
+}
+
+static int atomic_compwritevalid(struct fid_ep *ep_fid, enum fi_datatype dt,
+				 enum fi_op op, size_t *count)
+{
+	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, true);
+}
+
+static struct fi_ops_atomic verbs_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = atomic_write,
+	.writev = atomic_writev,
+	.writemsg = atomic_writemsg,
+	.inject = atomic_inject,
+	.readwrite = atomic_readwrite,
+	.readwritev = atomic_readwritev,
+	.readwritemsg = atomic_readwritemsg,
+	.compwrite = atomic_compwrite,
+	.compwritev = atomic_compwritev,
+	.compwritemsg = atomic_compwritemsg,
+	.writevalid = atomic_writevalid,
+	.readwritevalid = atomic_readwritevalid,
+	.compwritevalid = atomic_compwritevalid,
+};
+
+/* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
+
+static int sockaddr_out(const struct sockaddr *sa, void *addr,
+			size_t *addrlen)
+{
+	size_t len;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return -FI_EADDRNOTAVAIL;
+	len = util_sockaddr_len(sa);
+	if (!addr || *addrlen < len) {
+		*addrlen = len;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, sa, len);
+	*addrlen = len;
+	return 0;
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct verbs_msg_ep *ep =
+		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+	struct sockaddr *sa = rdma_get_local_addr(ep->id);
+
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		sa = (struct sockaddr *)&ep->src_addr;
+	return sockaddr_out(sa, addr, addrlen);
+}
+
+static int ep_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	if (ep->state != VERBS_CM_CONNECTED &&
+	    ep->state != VERBS_CM_CONNECTING)
+		return -FI_ENOTCONN;
+	return sockaddr_out(rdma_get_peer_addr(ep->id), addr, addrlen);
+}
+
+static int ep_connect(struct fid_ep *ep_fid, const void *addr,
+		      const void *param, size_t paramlen)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct sockaddr *src = NULL;
+	int ret;
+
+	if (!addr)
+		return -FI_EINVAL;
+	if (!ep->eq)
+		return -FI_ENOEQ;
+	ret = cm_pack(ep->cm_priv, param, paramlen);
+	if (ret < 0)
+		return ret;
+	ep->cm_priv_len = (uint8_t)ret;
+	weft_lock(&ep->rdm.lock);
+	if (ep->state != VERBS_CM_IDLE) {
+		weft_unlock(&ep->rdm.lock);
+		return -FI_EISCONN;
+	}
+	if (ep->src_addr.ss_family)
+		src = (struct sockaddr *)&ep->src_addr;
+	if (rdma_resolve_addr(ep->id, src, (struct sockaddr *)addr,
+			      verbs_params.conn_timeout_ms)) {
+		ret = weft_errno(errno);
+		weft_unlock(&ep->rdm.lock);
+		return ret;
+	}
+	ep->state = VERBS_CM_RESOLVING;
+	weft_unlock(&ep->rdm.lock);
+	return 0;
+}
+
+static int ep_accept(struct fid_ep *ep_fid, const void *param,
+		     size_t paramlen)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+	struct rdma_conn_param cp;
+	int ret;
+
+	ret = cm_pack(ep->cm_priv, param, paramlen);
+	if (ret < 0)
+		return ret;
+	ep->cm_priv_len = (uint8_t)ret;
+	weft_lock(&ep->rdm.lock);
+	if (ep->state != VERBS_CM_IDLE || !ep->id->verbs) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!ep->rdm.enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	ret = qp_create(ep);
+	if (ret)
+		goto out;
+	conn_param_fill(ep, &cp);
+	if (rdma_accept(ep->id, &cp)) {
+		ret = weft_errno(errno);
+		goto out;
+	}
+	ep->state = VERBS_CM_CONNECTING;
+out:
+	weft_unlock(&ep->rdm.lock);
+	return ret;
+}
+
+static int ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	weft_lock(&ep->rdm.lock);
+	ep->local_shutdown = true;
+	if (ep->state == VERBS_CM_CONNECTED ||
+	    ep->state == VERBS_CM_CONNECTING)
+		rdma_disconnect(ep->id);
+	weft_unlock(&ep->rdm.lock);
+	return 0;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct verbs_msg_ep *ep =
+		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+
+	if (!addr || addrlen > sizeof(ep->src_addr) ||
+	    addrlen < sizeof(struct sockaddr_in))
+		return -FI_EINVAL;
+	if (ep->state != VERBS_CM_IDLE)
+		return -FI_EOPBADSTATE;
+	memcpy(&ep->src_addr, addr, addrlen);
+	return 0;
+}
+
+static struct fi_ops_cm verbs_ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ep_setname,
+	.getname = ep_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = weft_no_listen,
+	.accept = ep_accept,
+	.reject = weft_no_reject,
+	.shutdown = ep_shutdown,
+	.join = weft_no_join,
+};
+
+/* ---- fi_ops_ep, fi_ops -------------------------------------------------- */
+
+static int cm_getopt(int level, int optname, void *optval, size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t)) {
+		if (optlen)
+			*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*(size_t *)optval = VERBS_CM_DATA_MAX;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval,
+		     size_t *optlen)
+{
+	return cm_getopt(level, optname, optval, optlen);
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		     size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	return (ssize_t)(ep->rx_size - (ep->rx_head - ep->rx_tail));
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
+{
+	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
+
+	return (ssize_t)(ep->tx_size - (ep->tx_head - ep->tx_tail));
+}
+
+static struct fi_ops_ep verbs_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = weft_no_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = weft_no_tx_ctx,
+	.rx_ctx = weft_no_rx_ctx,
+	.rx_size_left = ep_rx_size_left,
+	.tx_size_left = ep_tx_size_left,
+};
+
+static int ep_close(struct fid *fid)
+{
+	struct verbs_msg_ep *ep =
+		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+
+	if (ep->eq) {
+		util_eq_del_progress(ep->eq, &ep->cm_progress);
+		if (util_eq_wait(ep->eq))
+			util_wait_del_fd(util_eq_wait(ep->eq), ep->cm_ch->fd);
+	}
+	if (ep->state == VERBS_CM_CONNECTED ||
+	    ep->state == VERBS_CM_CONNECTING)
+		rdma_disconnect(ep->id);
+	util_rdm_ep_fini(&ep->rdm);
+	if (ep->qp)
+		rdma_destroy_qp(ep->id);
+	if (ep->id)
+		rdma_destroy_id(ep->id);
+	if (ep->cq) {
+		if (ep->armed) {
+			struct ibv_cq *c;
+			void *x;
+
+			if (!ibv_get_cq_event(ep->comp_ch, &c, &x))
+				ibv_ack_cq_events(c, 1);
+		}
+		ibv_destroy_cq(ep->cq);
+	}
+	if (ep->scratch_mr)
+		ibv_dereg_mr(ep->scratch_mr);
+	if (ep->comp_ch)
+		ibv_destroy_comp_channel(ep->comp_ch);
+	if (ep->cm_ch)
+		rdma_destroy_event_channel(ep->cm_ch);
+	if (ep->eq)
+		util_eq_put(ep->eq);
+	free(ep->scratch);
+	free(ep->tx);
+	free(ep->rx);
+	free(ep);
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct verbs_msg_ep *ep =
+		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+
+	if (bfid && bfid->fclass == FI_CLASS_EQ) {
+		if (ep->eq)
+			return -FI_EALREADY;
+		ep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
+		util_eq_get(ep->eq);
+		ep->cm_progress.progress = ep_cm_progress;
+		ep->cm_progress.polled = true;
+		if (util_eq_wait(ep->eq) &&
+		    !util_wait_add_fd(util_eq_wait(ep->eq), ep->cm_ch->fd,
+				      POLLIN, ep))
+			ep->cm_progress.polled = false;
+		util_eq_add_progress(ep->eq, &ep->cm_progress);
+		return 0;
+	}
+	return util_rdm_ep_bind(fid, bfid, flags);
+}
+
+static int ep_enable(struct verbs_msg_ep *ep)
+{
+	int ret;
+
+	if (ep->cq)
+		return 0;
+	ep->cq = ibv_create_cq(ep->domain->ctx,
+			       (int)(ep->tx_size + ep->rx_size), ep,
+			       ep->comp_ch, 0);
+	if (!ep->cq)
+		return weft_errno(errno);
+	if (ibv_req_notify_cq(ep->cq, 0))
+		return -FI_EIO;
+	ep->armed = true;
+	if (ep->domain->dev.atomics) {
+		ep->scratch_mr = ibv_reg_mr(ep->domain->pd, ep->scratch,
+					    ep->tx_size * sizeof(uint64_t),
+					    IBV_ACCESS_LOCAL_WRITE);
+		if (!ep->scratch_mr)
+			return weft_errno(errno);
+	}
+	/* A connection request's id knows its device already: the QP can
+	 * take receives before fi_accept. */
+	if (ep->id->verbs) {
+		ret = qp_create(ep);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct verbs_msg_ep *ep =
+		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+	int ret;
+
+	if (command == FI_ENABLE) {
+		if (!ep->eq)
+			return -FI_ENOEQ;
+		weft_lock(&ep->rdm.lock);
+		ret = ep_enable(ep);
+		weft_unlock(&ep->rdm.lock);
+		if (ret)
+			return ret;
+	}
+	return util_rdm_ep_control(fid, command, arg);
+}
+
+static struct fi_ops verbs_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
+		      struct fid_ep **ep_fid, void *context)
+{
+	struct util_rdm_ep_attr attr = {
+		.transport = &verbs_msg_transport,
+		.connected = true,
+	};
+	const struct verbs_dev *d = &domain->dev;
+	uint32_t depth = WEFT_MIN(d->max_qp_wr, d->max_cqe / 2);
+	struct verbs_msg_ep *ep;
+	int ret;
+
+	if (info->tx_attr && info->tx_attr->size > depth)
+		return -FI_EINVAL;
+	if (info->rx_attr && info->rx_attr->size > depth)
+		return -FI_EINVAL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->domain = domain;
+	ep->rx_cq_data = info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA);
+	ep->tx_size = info->tx_attr && info->tx_attr->size ?
+			      info->tx_attr->size :
+			      WEFT_MIN(verbs_params.tx_size, depth);
+	ep->rx_size = info->rx_attr && info->rx_attr->size ?
+			      info->rx_attr->size :
+			      WEFT_MIN(verbs_params.rx_size, depth);
+	ep->max_sge = WEFT_MIN(d->max_sge, (uint32_t)VERBS_IOV_MAX);
+	ep->inline_max = d->max_inline;
+	if (info->tx_attr && info->tx_attr->inject_size &&
+	    info->tx_attr->inject_size < ep->inline_max)
+		ep->inline_max = (uint32_t)info->tx_attr->inject_size;
+	ep->tx = calloc(ep->tx_size, sizeof(*ep->tx));
+	ep->rx = calloc(ep->rx_size, sizeof(*ep->rx));
+	ep->scratch = calloc(ep->tx_size, sizeof(uint64_t));
+	if (!ep->tx || !ep->rx || !ep->scratch) {
+		free(ep->tx);
+		free(ep->rx);
+		free(ep->scratch);
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	attr.inject_max = ep->inline_max;
+	attr.eager_max = ep->inline_max;
+	ret = util_rdm_ep_init(&ep->rdm, &domain->base.util, info, &attr,
+			       context);
+	if (ret) {
+		free(ep->tx);
+		free(ep->rx);
+		free(ep->scratch);
+		free(ep);
+		return ret;
+	}
+	ep->rdm.ep_fid.fid.ops = &verbs_ep_fi_ops;
+	ep->rdm.ep_fid.ops = &verbs_ep_ops;
+	ep->rdm.ep_fid.cm = &verbs_ep_cm_ops;
+	ep->rdm.ep_fid.msg = &verbs_msg_ops;
+	ep->rdm.ep_fid.rma = &verbs_rma_ops;
+	ep->rdm.ep_fid.atomic = &verbs_atomic_ops;
+	ep->rdm.ep_fid.tagged = NULL;
+
+	ep->comp_ch = ibv_create_comp_channel(domain->ctx);
+	ep->cm_ch = rdma_create_event_channel();
+	if (!ep->comp_ch || !ep->cm_ch) {
+		ret = weft_errno(errno);
+		goto err;
+	}
+	ret = set_nonblock(ep->comp_ch->fd);
+	if (!ret)
+		ret = set_nonblock(ep->cm_ch->fd);
+	if (ret)
+		goto err;
+	if (info->handle) {
+		struct verbs_connreq *cr;
+
+		if (info->handle->fclass != FI_CLASS_CONNREQ) {
+			ret = -FI_EINVAL;
+			goto err;
+		}
+		cr = container_of(info->handle, struct verbs_connreq, handle);
+		if (rdma_migrate_id(cr->id, ep->cm_ch)) {
+			ret = weft_errno(errno);
+			goto err;
+		}
+		ep->id = cr->id;
+		ep->id->context = ep;
+		free(cr);
+		info->handle = NULL;
+	} else {
+		if (rdma_create_id(ep->cm_ch, &ep->id, ep, RDMA_PS_TCP)) {
+			ret = weft_errno(errno);
+			goto err;
+		}
+		if (info->src_addr &&
+		    info->src_addrlen <= sizeof(ep->src_addr)) {
+			memcpy(&ep->src_addr, info->src_addr,
+			       info->src_addrlen);
+			((struct sockaddr_in *)&ep->src_addr)->sin_port = 0;
+		}
+	}
+	*ep_fid = &ep->rdm.ep_fid;
+	return 0;
+err:
+	ep_close(&ep->rdm.ep_fid.fid);
+	return ret;
+}
+
+/* ---- passive endpoints -------------------------------------------------- */
+
+static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
+{
+	struct verbs_connreq *cr;
+	struct fi_info *info;
+	const void *data;
+	struct sockaddr *sa;
+	size_t len;
+
+	cr = calloc(1, sizeof(*cr));
+	info = fi_dupinfo(pep->info);
+	if (!cr || !info || !pep->eq)
+		goto refuse;
+	cr->handle.fclass = FI_CLASS_CONNREQ;
+	cr->id = ev->id;
+	info->handle = &cr->handle;
+	free(info->dest_addr);
+	info->dest_addr = NULL;
+	info->dest_addrlen = 0;
+	sa = rdma_get_peer_addr(ev->id);
+	len = util_sockaddr_len(sa);
+	info->dest_addr = malloc(len);
+	if (info->dest_addr) {
+		memcpy(info->dest_addr, sa, len);
+		info->dest_addrlen = len;
+	}
+	data = cm_unpack(ev->param.conn.private_data,
+			 ev->param.conn.private_data_len, &len);
+	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
+			     data, len) < 0)
+		goto refuse;
+	return;
+refuse:
+	fi_freeinfo(info);
+	free(cr);
+	rdma_reject(ev->id, NULL, 0);
+	rdma_destroy_id(ev->id);
+}
+
+static void pep_progress(struct util_progress *p)
+{
+	struct verbs_pep *pep = container_of(p, struct verbs_pep, cm_progress);
+	struct rdma_cm_event *ev;
+
+	pthread_mutex_lock(&pep->lock);
+	while (!rdma_get_cm_event(pep->cm_ch, &ev)) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_cm_event copy = *ev;
+			uint8_t priv[256];
+			size_t n = WEFT_MIN(sizeof(priv),
+					    (size_t)ev->param.conn.private_data_len);
+
+			if (n)
+				memcpy(priv, ev->param.conn.private_data, n);
+			copy.param.conn.private_data = priv;
+			copy.param.conn.private_data_len = (uint8_t)n;
+			rdma_ack_cm_event(ev);
+			pep_connreq(pep, &copy);
+			continue;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	pthread_mutex_unlock(&pep->lock);
+}
+
+static int pep_close(struct fid *fid)
+{
+	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+
+	if (pep->eq) {
+		util_eq_del_progress(pep->eq, &pep->cm_progress);
+		if (util_eq_wait(pep->eq))
+			util_wait_del_fd(util_eq_wait(pep->eq), pep->cm_ch->fd);
+		util_eq_put(pep->eq);
+	}
+	if (pep->id)
+		rdma_destroy_id(pep->id);
+	if (pep->cm_ch)
+		rdma_destroy_event_channel(pep->cm_ch);
+	fi_freeinfo(pep->info);
+	pthread_mutex_destroy(&pep->lock);
+	free(pep);
+	return 0;
+}
+
+static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+
+	if (!bfid || bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	if (pep->eq)
+		return -FI_EALREADY;
+	pep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
+	util_eq_get(pep->eq);
+	pep->cm_progress.progress = pep_progress;
+	pep->cm_progress.polled = true;
+	if (util_eq_wait(pep->eq) &&
+	    !util_wait_add_fd(util_eq_wait(pep->eq), pep->cm_ch->fd, POLLIN,
+			      pep))
+		pep->cm_progress.polled = false;
+	util_eq_add_progress(pep->eq, &pep->cm_progress);
+	return 0;
+}
+
+static struct fi_ops pep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pep_close,
+	.bind = pep_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+
+	return sockaddr_out(rdma_get_local_addr(pep->id), addr, addrlen);
+}
+
+static int pep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct sockaddr_storage sa = { 0 };
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    addrlen > sizeof(sa))
+		return -FI_EINVAL;
+	if (pep->listening)
+		return -FI_EOPBADSTATE;
+	memcpy(&sa, addr, addrlen);
+	if (rdma_bind_addr(pep->id, (struct sockaddr *)&sa))
+		return weft_errno(errno);
+	return 0;
+}
+
+static int pep_listen(struct fid_pep *pep_fid)
+{
+	struct verbs_pep *pep = container_of(pep_fid, struct verbs_pep, pep_fid);
+
+	if (!pep->eq)
+		return -FI_ENOEQ;
+	if (pep->listening)
+		return 0;
+	if (rdma_listen(pep->id, 1024))
+		return weft_errno(errno);
+	pep->listening = true;
+	return 0;
+}
+
+static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
+		      size_t paramlen)
+{
+	struct verbs_connreq *cr;
+	uint8_t priv[VERBS_CM_PRIV_MAX];
+	int len;
+
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	len = cm_pack(priv, param, paramlen);
+	if (len < 0)
+		return len;
+	cr = container_of(handle, struct verbs_connreq, handle);
+	rdma_reject(cr->id, priv, (uint8_t)len);
+	rdma_destroy_id(cr->id);
+	free(cr);
+	return 0;
+}
+
+static struct fi_ops_cm pep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = pep_setname,
+	.getname = pep_getname,
+	.getpeer = weft_no_getpeer,
+	.connect = weft_no_connect,
+	.listen = pep_listen,
+	.accept = weft_no_accept,
+	.reject = pep_reject,
+	.shutdown = weft_no_shutdown,
+	.join = weft_no_join,
+};
+
+static struct fi_ops_ep pep_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = weft_no_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = weft_no_tx_ctx,
+	.rx_ctx = weft_no_rx_ctx,
+	.rx_size_left = weft_no_size_left,
+	.tx_size_left = weft_no_size_left,
+};
+
+int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_pep **pep_fid, void *context)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	struct verbs_pep *pep;
+	int ret;
+
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
+		return -FI_EINVAL;
+	pep = calloc(1, sizeof(*pep));
+	if (!pep)
+		return -FI_ENOMEM;
+	pthread_mutex_init(&pep->lock, NULL);
+	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
+	pep->pep_fid.fid.context = context;
+	pep->pep_fid.fid.ops = &pep_fi_ops;
+	pep->pep_fid.cm = &pep_cm_ops;
+	pep->pep_fid.ops = &pep_ep_ops;
+	pep->info = fi_dupinfo(info);
+	pep->cm_ch = rdma_create_event_channel();
+	if (!pep->info || !pep->cm_ch) {
+		ret = pep->info ? weft_errno(errno) : -FI_ENOMEM;
+		goto err;
+	}
+	ret = set_nonblock(pep->cm_ch->fd);
+	if (ret)
+		goto err;
+	if (rdma_create_id(pep->cm_ch, &pep->id, pep, RDMA_PS_TCP)) {
+		ret = weft_errno(errno);
+		goto err;
+	}
+	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
+		ret = pep_setname(&pep->pep_fid.fid, info->src_addr,
+				  info->src_addrlen);
+	else
+		ret = pep_setname(&pep->pep_fid.fid, &any, sizeof(any));
+	if (ret)
+		goto err;
+	*pep_fid = &pep->pep_fid;
+	return 0;
+err:
+	pep_close(&pep->pep_fid.fid);
+	return ret;
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# fi_msg_pingpong and fi_msg_bw over each device between two processes,
+# every byte verified (-v).  Prints the 8-byte latency per device.
+. "$(dirname "$0")/lib.sh"
+ft=$bld/fabtests
+[ -x "$ft/fi_msg_pingpong" ] || { echo "no $ft/fi_msg_pingpong: build first"; exit 99; }
+fail=0
+run() { # run PROG DEV IP SIZES
+	prog=$1 dev=$2 ip=$3 sizes=$4
+	start_server "$tmp/srv" timeout 120 "$ft/$prog" -p verbs -e msg -d "$dev" \
+		-s "$ip" -B 0 -S "$sizes" -v -T 30 || return 1
+	timeout 120 "$ft/$prog" -p verbs -e msg -d "$dev" -P "$port" \
+		-S "$sizes" -v -T 30 "$ip" >"$tmp/cli" 2>&1
+	c=$?
+	wait_server; s=$?
+	if [ $c -ne 0 ] || [ $s -ne 0 ]; then
+		echo "FAIL: $prog on $dev: client $c, server $s"
+		cat "$tmp/cli" "$tmp/srv"
+		return 1
+	fi
+	echo "PASS: $prog on $dev"
+	cat "$tmp/cli"
+}
+for d in $devs; do
+	dev=${d%%:*} ip=${d#*:}
+	run fi_msg_pingpong "$dev" "$ip" 8,4k,64k,1m || fail=1
+	run fi_msg_bw "$dev" "$ip" 8,64k,1m || fail=1
+done
+exit $fail

@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# A program built against upstream libfabric: Debian's fi_pingpong
+# (libfabric-bin), server and client both running over this build's
+# libfabric.so.1, -e msg over each device, with its data checks (-c).
+. "$(dirname "$0")/lib.sh"
+pp=${WEFT_FI_PINGPONG:-/usr/bin/fi_pingpong}
+[ -x "$pp" ] || skip "$pp (libfabric-bin) is not installed"
+fail=0
+pport=47600
+for d in $devs; do
+	dev=${d%%:*} ip=${d#*:}
+	pport=$((pport + 1))
+	timeout 150 "$pp" -p verbs -e msg -d "$dev" -B "$pport" -I 10 -S all -c \
+		>"$tmp/srv" 2>&1 &
+	server_pid=$!
+	sleep 1
+	timeout 150 "$pp" -p verbs -e msg -d "$dev" -P "$pport" -I 10 -S all -c \
+		"$ip" >"$tmp/cli" 2>&1
+	c=$?
+	wait_server; s=$?
+	if [ $c -ne 0 ] || [ $s -ne 0 ]; then
+		echo "FAIL: fi_pingpong on $dev: client $c, server $s"
+		cat "$tmp/cli" "$tmp/srv"
+		fail=1
+		continue
+	fi
+	echo "PASS: fi_pingpong -c on $dev"
+	tail -n 3 "$tmp/cli"
+done
+exit $fail
