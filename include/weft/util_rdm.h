@@ -231,6 +231,15 @@ struct util_rdm_transport {
 	 * an FI_WAIT_FD CQ's fd works in the application's epoll.
 	 */
 	int (*wait_fd)(struct util_rdm_ep *ep);
+	/*
+	 * Optional, with wait_fd: a thread is about to sleep on it, so make
+	 * it signal the next event (arm a verbs CQ's completion channel),
+	 * then look once more.  Returns how many events it found and handled
+	 * (not 0: the caller looks before sleeping).  Only on the way to
+	 * sleep, never while polling, so progress needs no system call to
+	 * keep the fd right.
+	 */
+	int (*arm)(struct util_rdm_ep *ep);
 	/* Per-peer state (util_peer.h): bytes, and optional init / fini. */
 	size_t peer_size;
 	int (*peer_init)(struct util_rdm_ep *ep, struct util_peer *peer);

@@ -156,6 +156,10 @@ struct util_wait {
  * Called without any wait lock held except the set's member lock, so it
  * must not attach or detach waitables. */
 typedef bool (*util_waitable_has_data_fn)(struct util_waitable *waitable);
+/* "About to sleep": have every progress source make its fd signal its next
+ * event (util_progress.arm).  Returns true when events came meanwhile
+ * (then there may be data: do not sleep).  Optional. */
+typedef bool (*util_waitable_arm_fn)(struct util_waitable *waitable);
 
 struct util_waitable {
 	struct util_wait *wait;	   /* in use; NULL for FI_WAIT_NONE */
@@ -163,6 +167,7 @@ struct util_waitable {
 	enum fi_wait_obj wait_obj; /* as resolved (SET if on a wait set) */
 	struct fid *owner;	   /* the CQ/EQ/counter fid */
 	util_waitable_has_data_fn has_data;
+	util_waitable_arm_fn arm; /* NULL: nothing to arm */
 	struct dlist_entry member_entry; /* on wait->members for a set */
 	atomic_int poll_ref; /* poll sets holding the object: its fi_close
 			      * returns -FI_EBUSY while this is not 0 */
@@ -187,6 +192,15 @@ struct util_waitable {
 struct util_progress {
 	struct dlist_entry entry;
 	void (*progress)(struct util_progress *progress);
+	/*
+	 * Optional, for sources whose fd only signals once armed (a verbs
+	 * completion channel): called when a thread is about to sleep on the
+	 * object (fi_cq_sread, fi_cntr_wait, fi_trywait, fi_wait), never on
+	 * the polling path, so progress itself can stay free of system
+	 * calls.  Arms the fd and looks once more; returns true when events
+	 * came meanwhile (progressed: the caller looks before sleeping).
+	 */
+	bool (*arm)(struct util_progress *progress);
 	bool polled;
 };
 

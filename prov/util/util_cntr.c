@@ -8,6 +8,32 @@
 
 #include "weft/stubs.h"
 
+/* About to sleep: arm the progress sources; true if events came. */
+static bool util_cntr_arm_sources(struct util_cntr *cntr)
+{
+	struct dlist_entry *e;
+	bool came = false;
+
+	if (!atomic_load_explicit(&cntr->nprogress, memory_order_acquire))
+		return false;
+	weft_lock(&cntr->progress_lock);
+	dlist_foreach(&cntr->progress_list, e) {
+		struct util_progress *p =
+			container_of(e, struct util_progress, entry);
+
+		if (p->arm && p->arm(p))
+			came = true;
+	}
+	weft_unlock(&cntr->progress_lock);
+	return came;
+}
+
+static bool cntr_arm(struct util_waitable *waitable)
+{
+	return util_cntr_arm_sources(
+		container_of(waitable, struct util_cntr, waitable));
+}
+
 void util_cntr_progress(struct util_cntr *cntr)
 {
 	struct dlist_entry *e;
@@ -161,7 +187,8 @@ static int util_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			continue;
 		}
 		util_wait_arm(wait, &ticket);
-		if (cntr_wait_check(cntr, threshold, err0) != -FI_EAGAIN) {
+		if (cntr_wait_check(cntr, threshold, err0) != -FI_EAGAIN ||
+		    util_cntr_arm_sources(cntr)) {
 			util_wait_disarm(wait);
 			continue;
 		}
@@ -289,6 +316,7 @@ int util_cntr_init(struct util_cntr *cntr, struct util_domain *domain,
 	    attr->wait_obj, attr->wait_set, &cntr->cntr_fid.fid, cntr_has_data);
 	if (ret)
 		goto err_destroy_lock;
+	cntr->waitable.arm = cntr_arm;
 	util_domain_get(domain);
 	return 0;
 

@@ -170,6 +170,23 @@ size_t util_cq_pending(struct util_cq *cq)
 	       (atomic_load(&cq->overrun_pending) ? 1 : 0);
 }
 
+/* About to sleep: arm the progress sources; true if events came. */
+static bool util_cq_arm_sources(struct util_cq *cq)
+{
+	struct dlist_entry *item;
+	bool came = false;
+
+	dlist_foreach(&cq->progress_list, item)
+	{
+		struct util_progress *p =
+		    container_of(item, struct util_progress, entry);
+
+		if (p->arm && p->arm(p))
+			came = true;
+	}
+	return came;
+}
+
 void util_cq_progress(struct util_cq *cq)
 {
 	struct dlist_entry *item;
@@ -462,6 +479,7 @@ static ssize_t util_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	bool expired = false;
 	unsigned int ticket;
 	ssize_t ret;
+	bool came;
 	int rem;
 
 	if (!wait || cq->waitable.wait_obj == FI_WAIT_SET)
@@ -485,6 +503,13 @@ static ssize_t util_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		util_wait_arm(wait, &ticket);
 		if (util_cq_pending(cq) >= threshold ||
 		    atomic_load(&cq->signalled)) {
+			util_wait_disarm(wait);
+			continue;
+		}
+		weft_lock(&cq->lock);
+		came = util_cq_arm_sources(cq);
+		weft_unlock(&cq->lock);
+		if (came) {
 			util_wait_disarm(wait);
 			continue;
 		}
@@ -551,6 +576,17 @@ static bool util_cq_has_data(struct util_waitable *waitable)
 	util_cq_progress(cq);
 	weft_unlock(&cq->lock);
 	return util_cq_pending(cq) > 0;
+}
+
+static bool util_cq_arm(struct util_waitable *waitable)
+{
+	struct util_cq *cq = container_of(waitable, struct util_cq, waitable);
+	bool came;
+
+	weft_lock(&cq->lock);
+	came = util_cq_arm_sources(cq);
+	weft_unlock(&cq->lock);
+	return came;
 }
 
 static int util_cq_close(struct fid *fid)
@@ -684,6 +720,7 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 				 util_cq_has_data);
 	if (ret)
 		goto err_destroy_overflow_lock;
+	cq->waitable.arm = util_cq_arm;
 	util_domain_get(domain);
 	return 0;
 

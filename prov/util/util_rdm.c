@@ -1948,6 +1948,38 @@ static void *rdm_progress_thread(void *arg)
 	return NULL;
 }
 
+/* About to sleep on a wait object the transport's fd is in. */
+static bool rdm_arm(struct util_rdm_ep *ep)
+{
+	int n = 0;
+
+	if (!ep->tp->arm)
+		return false;
+	ep_lock(ep);
+	if (ep->enabled) {
+		n = ep->tp->arm(ep);
+		if (n > 0)
+			rdm_progress_once(ep);
+	}
+	ep_unlock(ep);
+	return n > 0;
+}
+
+static bool rdm_tx_cq_arm(struct util_progress *p)
+{
+	return rdm_arm(container_of(p, struct util_rdm_ep, tx_progress));
+}
+
+static bool rdm_rx_cq_arm(struct util_progress *p)
+{
+	return rdm_arm(container_of(p, struct util_rdm_ep, rx_progress));
+}
+
+static bool rdm_cntr_arm(struct util_progress *p)
+{
+	return rdm_arm(container_of(p, struct util_rdm_cntr_hook, p)->ep);
+}
+
 static void rdm_tx_cq_progress(struct util_progress *p)
 {
 	rdm_progress(container_of(p, struct util_rdm_ep, tx_progress));
@@ -2055,6 +2087,7 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 
 		hook->ep = ep;
 		hook->p.progress = rdm_cntr_progress;
+		hook->p.arm = rdm_cntr_arm;
 		hook->p.polled = !wait_add_tp_fd(ep, cntr->waitable.wait);
 		ret = util_cntr_add_progress(cntr, &hook->p);
 		if (ret)
@@ -2235,6 +2268,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->ep_fid.atomic = &rdm_atomic_ops;
 	ep->tx_progress.progress = rdm_tx_cq_progress;
 	ep->rx_progress.progress = rdm_rx_cq_progress;
+	ep->tx_progress.arm = rdm_tx_cq_arm;
+	ep->rx_progress.arm = rdm_rx_cq_arm;
 	ep->tx_progress.polled = true;
 	ep->rx_progress.polled = true;
 

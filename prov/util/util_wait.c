@@ -456,6 +456,15 @@ static bool util_wait_set_has_data(struct util_wait *set, bool *polled)
 		if (atomic_load_explicit(&w->polled, memory_order_relaxed))
 			*polled = true;
 	}
+	/* Nothing: about to sleep, so arm what must be armed. */
+	dlist_foreach(&set->members, item)
+	{
+		struct util_waitable *w =
+		    container_of(item, struct util_waitable, member_entry);
+
+		if (w->arm && w->arm(w))
+			return true;
+	}
 	return false;
 }
 
@@ -670,6 +679,8 @@ int util_waitable_trywait(struct util_waitable *waitable)
 	util_wait_drain(wait);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (waitable->has_data(waitable))
+		return -FI_EAGAIN;
+	if (waitable->arm && waitable->arm(waitable))
 		return -FI_EAGAIN;
 	/* Events only polling finds would never make the fd readable. */
 	return atomic_load(&waitable->polled) ? -FI_EAGAIN : 0;

@@ -293,31 +293,39 @@ static int poll_cq(struct verbs_msg_ep *ep)
 
 /*
  * The transport's progress (called by the engine, endpoint lock held):
- * read the CQ.  When it is empty, take a pending channel event and arm the
- * CQ again, then look once more (a completion may have come in between),
- * so that a sleeping fi_cq_sread is woken by the next one.
+ * read the CQ, nothing more, so that polling costs no system call.
  */
 static int verbs_msg_progress(struct util_rdm_ep *rdm)
 {
 	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
+
+	return ep->cq ? poll_cq(ep) : 0;
+}
+
+/*
+ * A thread is about to sleep on the completion channel's fd: take the
+ * channel's pending events (they keep the fd readable), arm the CQ for the
+ * next completion, and look once more, since one may have come before
+ * the arming.
+ */
+static int verbs_msg_arm(struct util_rdm_ep *rdm)
+{
+	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
-	int n;
 
 	if (!ep->cq)
 		return 0;
-	n = poll_cq(ep);
-	if (n)
-		return n;
-	if (!ibv_get_cq_event(ep->comp_ch, &ev_cq, &ev_ctx)) {
+	while (!ibv_get_cq_event(ep->comp_ch, &ev_cq, &ev_ctx)) {
 		ibv_ack_cq_events(ev_cq, 1);
 		ep->armed = false;
 	}
-	if (!ep->armed && !ibv_req_notify_cq(ep->cq, 0)) {
+	if (!ep->armed) {
+		if (ibv_req_notify_cq(ep->cq, 0))
+			return 0;
 		ep->armed = true;
-		n = poll_cq(ep);
 	}
-	return n;
+	return poll_cq(ep);
 }
 
 static int verbs_msg_wait_fd(struct util_rdm_ep *rdm)
@@ -338,6 +346,7 @@ static int verbs_msg_no_eager(struct util_rdm_ep *ep, struct util_peer *peer,
 static const struct util_rdm_transport verbs_msg_transport = {
 	.send_eager = verbs_msg_no_eager,
 	.progress = verbs_msg_progress,
+	.arm = verbs_msg_arm,
 	.wait_fd = verbs_msg_wait_fd,
 };
 

@@ -6,12 +6,13 @@
 ft=$bld/fabtests
 [ -x "$ft/fi_msg_pingpong" ] || { echo "no $ft/fi_msg_pingpong: build first"; exit 99; }
 fail=0
-run() { # run PROG DEV IP SIZES
+run() { # run PROG DEV IP SIZES [EXTRA ARGS]
 	prog=$1 dev=$2 ip=$3 sizes=$4
+	shift 4
 	start_server "$tmp/srv" timeout 120 "$ft/$prog" -p verbs -e msg -d "$dev" \
-		-s "$ip" -B 0 -S "$sizes" -v -T 30 || return 1
+		-s "$ip" -B 0 -S "$sizes" -v -T 30 "$@" || return 1
 	timeout 120 "$ft/$prog" -p verbs -e msg -d "$dev" -P "$port" \
-		-S "$sizes" -v -T 30 "$ip" >"$tmp/cli" 2>&1
+		-S "$sizes" -v -T 30 "$@" "$ip" >"$tmp/cli" 2>&1
 	c=$?
 	wait_server; s=$?
 	if [ $c -ne 0 ] || [ $s -ne 0 ]; then
@@ -19,12 +20,15 @@ run() { # run PROG DEV IP SIZES
 		cat "$tmp/cli" "$tmp/srv"
 		return 1
 	fi
-	echo "PASS: $prog on $dev"
+	echo "PASS: $prog $* on $dev"
 	cat "$tmp/cli"
 }
 for d in $devs; do
 	dev=${d%%:*} ip=${d#*:}
 	run fi_msg_pingpong "$dev" "$ip" 8,4k,64k,1m || fail=1
 	run fi_msg_bw "$dev" "$ip" 8,64k,1m || fail=1
+	# Completions waited for with fi_cq_sread on the completion
+	# channel's fd (the CQ armed only on the way to sleep).
+	run fi_msg_pingpong "$dev" "$ip" 8,64k -t fd || fail=1
 done
 exit $fail
