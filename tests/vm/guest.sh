@@ -132,6 +132,7 @@ if [ ! -e "$1" ]; then
 else
 	for t in "$@"; do
 		n=${t##*/}
+		[ "$n" = lib.sh ] && continue # sourced by the others
 		run "verbs/${n%.sh}" "$limit" env WEFT_BUILDDIR="$bld" \
 			WEFT_SRCDIR="$src" WEFT_VERBS_DEVS="$devs" bash "$t"
 	done
