@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# prov/util: the registration cache that notices freed memory.
-libweft_la_SOURCES += prov/util/util_mr_cache.c
+# prov/util: what RDMA providers share: the registration cache that
+# notices freed memory, and NIC locality from hwloc.
+libweft_la_SOURCES += prov/util/util_mr_cache.c prov/util/util_nic.c
 
 if HAVE_CRITERION
-CRITERION_TESTS += tests/unit/test_mr_cache
+CRITERION_TESTS += tests/unit/test_mr_cache tests/unit/test_nic
+tests_unit_test_nic_SOURCES = tests/unit/test_nic.c
+tests_unit_test_nic_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_nic_LDADD = $(UNIT_LDADD)
 tests_unit_test_mr_cache_SOURCES = tests/unit/test_mr_cache.c
 tests_unit_test_mr_cache_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_mr_cache_LDADD = $(UNIT_LDADD)

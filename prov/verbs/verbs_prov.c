@@ -25,6 +25,7 @@
 #include "weft/util_av.h"
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
+#include "weft/util_nic.h"
 #include "weft/util_poll.h"
 #include "weft/util_wait.h"
 
@@ -481,8 +482,10 @@ static void site_fill(struct verbs_site *s)
 			    d->state == IBV_PORT_DOWN	? FI_LINK_DOWN :
 							  FI_LINK_UNKNOWN;
 	s->nic_link.network_type = d->ethernet ? "Ethernet" : "InfiniBand";
-	/* Soft-RoCE and Soft-iWARP sit on a netdev, not a bus of their own. */
-	s->nic_bus.bus_type = FI_BUS_UNKNOWN;
+	/* The PCI function of the device (or of its network interface);
+	 * Soft-RoCE and Soft-iWARP sit on a netdev with no bus of its own. */
+	if (util_nic_bus(s->dev.name, s->ifc.name, &s->nic_bus))
+		s->nic_bus.bus_type = FI_BUS_UNKNOWN;
 	s->nic.fid.fclass = FI_CLASS_NIC;
 	s->nic.device_attr = &s->nic_dev;
 	s->nic.link_attr = &s->nic_link;
