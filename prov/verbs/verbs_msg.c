@@ -17,9 +17,24 @@
  * transport's wait_fd, so fi_cq_sread and FI_WAIT_FD CQs sleep on it.
  * Every work request is signalled; its wr_id is its slot in a ring of
  * transmits or receives (an RC QP completes each queue in order), which
- * holds the application's context.  A completion's CQ slot is reserved
- * when the operation is posted (util_cq_reserve), so a full CQ makes the
- * post return -FI_EAGAIN rather than lose a completion.
+ * holds the application's context, with VERBS_WR_RX set for receives: a
+ * completion in error has only wr_id and status valid (ibv_poll_cq(3);
+ * rxe leaves the opcode of a flushed receive 0, IBV_WC_SEND), so the
+ * queue it belongs to is read from wr_id, never from the opcode.  A
+ * completion's CQ slot is reserved when the operation is posted
+ * (util_cq_reserve), so a full CQ makes the post return -FI_EAGAIN rather
+ * than lose a completion.
+ *
+ * Errors.  A work request that fails is reported in error whatever its
+ * flags asked (fi_cq(3): error completions are generated for all
+ * operations), except a flush (IBV_WC_WR_FLUSH_ERR: the QP went to the
+ * error state on a disconnect or an earlier failure): fi_cm(3) lets a
+ * provider cancel or discard what is outstanding at a shutdown, and an
+ * operation that asked for no completion (fi_inject, FI_SELECTIVE_COMPLETION
+ * without FI_COMPLETION) is discarded, since its entry would carry no
+ * context the application could recognise.  One that asked for a
+ * completion is canceled: FI_ECANCELED with its context and flags
+ * (FI_RECV | FI_MSG for a receive).  Counters count both as errors.
  *
  * Receives posted before the QP exists (before fi_connect has resolved a
  * route, or before fi_accept) wait in their ring and are handed to the
@@ -69,6 +84,9 @@ struct verbs_rx {
 };
 
 enum { VERBS_CNTR_SEND, VERBS_CNTR_READ, VERBS_CNTR_WRITE };
+
+/* wr_id of a receive: its ring index with this bit; a transmit's lacks it. */
+#define VERBS_WR_RX (1ULL << 63)
 
 enum verbs_cm_state {
 	VERBS_CM_IDLE,
@@ -188,6 +206,11 @@ static struct util_cntr *tx_cntr(struct verbs_msg_ep *ep, uint8_t kind)
 	}
 }
 
+/*
+ * A work request completed in error.  reserved: the operation asked for a
+ * completion and holds a CQ slot.  A flushed one that asked for none is
+ * discarded (see Errors above); anything else becomes an error entry.
+ */
 static void report_err(struct util_cq *cq, bool reserved, void *context,
 		       uint64_t flags, void *buf, const struct ibv_wc *wc)
 {
@@ -203,6 +226,8 @@ static void report_err(struct util_cq *cq, bool reserved, void *context,
 		return;
 	if (reserved)
 		util_cq_unreserve(cq, 1);
+	else if (wc->status == IBV_WC_WR_FLUSH_ERR)
+		return;
 	util_cq_write_err(cq, &err);
 }
 
@@ -221,7 +246,7 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 		if (cntr)
 			util_cntr_inc(cntr);
 	} else {
-		/* A failed transmit is reported whatever its flags asked. */
+		/* Reported whatever its flags asked, unless flushed. */
 		report_err(cq, tx->report, tx->context, tx->cq_flags, NULL, wc);
 		if (cntr)
 			util_cntr_inc_err(cntr);
@@ -233,13 +258,13 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 
 static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
-	struct verbs_rx *rx = &ep->rx[wc->wr_id % ep->rx_size];
+	struct verbs_rx *rx = &ep->rx[(wc->wr_id & ~VERBS_WR_RX) % ep->rx_size];
 	struct util_cq *cq = ep->rdm.rx_cq;
 	struct util_cntr *cntr = ep->rdm.recv_cntr;
 	uint64_t flags = FI_RECV | FI_MSG, data = 0;
 	void *buf = rx->buf;
 
-	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM)) {
 		flags |= FI_REMOTE_CQ_DATA;
 		data = be32toh(wc->imm_data);
 	}
@@ -281,7 +306,8 @@ static int poll_cq(struct verbs_msg_ep *ep)
 	do {
 		n = ibv_poll_cq(ep->cq, VERBS_POLL_BATCH, wc);
 		for (i = 0; i < n; i++) {
-			if (wc[i].opcode & IBV_WC_RECV)
+			/* Not the opcode: undefined in an error. */
+			if (wc[i].wr_id & VERBS_WR_RX)
 				rx_complete(ep, &wc[i]);
 			else
 				tx_complete(ep, &wc[i]);
@@ -361,7 +387,7 @@ static int rx_flush_pending(struct verbs_msg_ep *ep)
 		struct verbs_rx *rx = &ep->rx[ep->rx_on_qp % ep->rx_size];
 
 		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = ep->rx_on_qp;
+		wr.wr_id = VERBS_WR_RX | ep->rx_on_qp;
 		wr.sg_list = rx->sge;
 		wr.num_sge = (int)rx->nsge;
 		if (ibv_post_recv(ep->qp, &wr, &bad))
@@ -697,7 +723,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 	ep->rx_head++;
 	if (ep->qp && ep->rx_on_qp == ep->rx_head - 1) {
 		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = ep->rx_head - 1;
+		wr.wr_id = VERBS_WR_RX | (ep->rx_head - 1);
 		wr.sg_list = rx->sge;
 		wr.num_sge = (int)count;
 		ret = ibv_post_recv(ep->qp, &wr, &bad);
