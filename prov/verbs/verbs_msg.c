@@ -110,6 +110,8 @@ struct verbs_msg_ep {
 	bool local_shutdown;
 	/* FI_RX_CQ_DATA accepted: RMA writes may carry remote CQ data */
 	bool rx_cq_data;
+	/* the device carries immediate data (not iWARP): remote CQ data */
+	bool imm;
 	struct util_eq *eq;
 	struct util_progress cm_progress;
 
@@ -600,6 +602,8 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	size_t len = 0;
 	ssize_t ret;
 
+	if ((p->flags & FI_REMOTE_CQ_DATA) && !ep->imm)
+		return -FI_EOPNOTSUPP; /* cq_data_size 0 */
 	if (p->count > ep->max_sge ||
 	    (p->opcode == IBV_WR_RDMA_READ &&
 	     p->count > ep->domain->dev.max_sge_rd))
@@ -1607,6 +1611,7 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->domain = domain;
 	ep->rx_cq_data = info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA);
+	ep->imm = !d->iwarp;
 	ep->tx_size = info->tx_attr && info->tx_attr->size ?
 			      info->tx_attr->size :
 			      WEFT_MIN(verbs_params.tx_size, depth);

@@ -463,6 +463,16 @@ static void site_fill(struct verbs_site *s)
 		s->info[i].nic = &s->nic;
 	}
 	s->rx[2].mode &= ~FI_RX_CQ_DATA;
+	if (d->iwarp) {
+		/* iWARP carries no immediate data: MSG endpoints have no
+		 * remote CQ data at all (verbs_msg.c refuses it), and so no
+		 * receive is consumed for it either. */
+		for (i = 1; i < 3; i++) {
+			s->dom[i].cq_data_size = 0;
+			s->rx[i].mode &= ~FI_RX_CQ_DATA;
+			s->tx[i].op_flags &= ~FI_REMOTE_CQ_DATA;
+		}
+	}
 
 	snprintf(s->nic_vendor, sizeof(s->nic_vendor), "0x%04x", d->vendor_id);
 	snprintf(s->nic_part, sizeof(s->nic_part), "0x%04x",
