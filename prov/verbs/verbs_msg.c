@@ -1466,43 +1466,125 @@ static struct fi_ops_ep verbs_ep_ops = {
 	.tx_size_left = ep_tx_size_left,
 };
 
+/*
+ * What of a closed endpoint the device and rdma_cm still use: its id and
+ * QP, its CQ and channels, the scratch registration.
+ */
+struct verbs_teardown {
+	struct verbs_domain *domain;
+	struct rdma_cm_id *id;
+	bool qp, armed;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *comp_ch;
+	struct rdma_event_channel *cm_ch;
+	struct ibv_mr *scratch_mr;
+	uint64_t *scratch;
+};
+
+/* Destroy in the order the libraries ask: QP, id, CQ, channels. */
+static void teardown_run(struct verbs_teardown *t)
+{
+	if (t->qp)
+		rdma_destroy_qp(t->id);
+	if (t->id)
+		rdma_destroy_id(t->id);
+	if (t->cq) {
+		if (t->armed) {
+			struct ibv_cq *c;
+			void *x;
+
+			if (!ibv_get_cq_event(t->comp_ch, &c, &x))
+				ibv_ack_cq_events(c, 1);
+		}
+		ibv_destroy_cq(t->cq);
+	}
+	if (t->scratch_mr)
+		ibv_dereg_mr(t->scratch_mr);
+	if (t->comp_ch)
+		ibv_destroy_comp_channel(t->comp_ch);
+	if (t->cm_ch)
+		rdma_destroy_event_channel(t->cm_ch);
+	free(t->scratch);
+}
+
+static void *teardown_thread(void *arg)
+{
+	struct verbs_teardown *t = arg;
+
+	teardown_run(t);
+	verbs_domain_release(t->domain);
+	free(t);
+	return NULL;
+}
+
+/*
+ * Hand a teardown that would block to a thread of its own; false if it
+ * could not be (the caller then runs it).
+ */
+static bool teardown_defer(const struct verbs_teardown *t)
+{
+	struct verbs_teardown *copy = malloc(sizeof(*copy));
+	pthread_attr_t attr;
+	pthread_t thr;
+	int ret;
+
+	if (!copy)
+		return false;
+	*copy = *t;
+	verbs_domain_hold(t->domain);
+	ret = pthread_attr_init(&attr);
+	if (!ret) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = pthread_create(&thr, &attr, teardown_thread, copy);
+		pthread_attr_destroy(&attr);
+	}
+	if (ret) {
+		verbs_domain_release(t->domain);
+		free(copy);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * fi_close.  A connected endpoint disconnects first (the peer sees
+ * FI_SHUTDOWN).  One still connecting does not: on iWARP the kernel's
+ * iw_cm makes rdma_disconnect, rdma_destroy_id and the QP's destruction
+ * wait until the connection attempt has an answer (siw: the MPA reply, or
+ * its timeout, seconds away when the peer never answers), so that
+ * endpoint's teardown goes to a thread and fi_close returns at once.  An
+ * InfiniBand or RoCE id in that state is destroyed at once (the CM
+ * rejects the attempt), as is one still resolving.
+ */
 static int ep_close(struct fid *fid)
 {
 	struct verbs_msg_ep *ep =
 		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+	struct verbs_teardown t = {
+		.domain = ep->domain,
+		.id = ep->id,
+		.qp = ep->qp != NULL,
+		.armed = ep->armed,
+		.cq = ep->cq,
+		.comp_ch = ep->comp_ch,
+		.cm_ch = ep->cm_ch,
+		.scratch_mr = ep->scratch_mr,
+		.scratch = ep->scratch,
+	};
 
 	if (ep->eq) {
 		util_eq_del_progress(ep->eq, &ep->cm_progress);
 		if (util_eq_wait(ep->eq))
 			util_wait_del_fd(util_eq_wait(ep->eq), ep->cm_ch->fd);
 	}
-	if (ep->state == VERBS_CM_CONNECTED ||
-	    ep->state == VERBS_CM_CONNECTING)
+	if (ep->state == VERBS_CM_CONNECTED)
 		rdma_disconnect(ep->id);
 	util_rdm_ep_fini(&ep->rdm);
-	if (ep->qp)
-		rdma_destroy_qp(ep->id);
-	if (ep->id)
-		rdma_destroy_id(ep->id);
-	if (ep->cq) {
-		if (ep->armed) {
-			struct ibv_cq *c;
-			void *x;
-
-			if (!ibv_get_cq_event(ep->comp_ch, &c, &x))
-				ibv_ack_cq_events(c, 1);
-		}
-		ibv_destroy_cq(ep->cq);
-	}
-	if (ep->scratch_mr)
-		ibv_dereg_mr(ep->scratch_mr);
-	if (ep->comp_ch)
-		ibv_destroy_comp_channel(ep->comp_ch);
-	if (ep->cm_ch)
-		rdma_destroy_event_channel(ep->cm_ch);
+	if (!(ep->state == VERBS_CM_CONNECTING && ep->domain->dev.iwarp &&
+	      teardown_defer(&t)))
+		teardown_run(&t);
 	if (ep->eq)
 		util_eq_put(ep->eq);
-	free(ep->scratch);
 	free(ep->tx);
 	free(ep->rx);
 	free(ep);
