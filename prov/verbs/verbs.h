@@ -132,6 +132,10 @@ struct verbs_domain {
 	enum fi_ep_type ep_type; /* of the info the domain was opened with */
 	uint32_t addr_format;	 /* FI_SOCKADDR_IN or _IN6 */
 	struct fi_info *info;	 /* a copy, for endpoints' defaults */
+	/* Teardowns of closed endpoints still using pd (verbs_domain_hold);
+	 * closed: fi_close has returned, the last release frees the rest. */
+	unsigned int teardowns;
+	bool closed;
 };
 
 static inline struct verbs_domain *verbs_domain_of(struct fid_domain *fid)
@@ -155,6 +159,19 @@ static inline uint32_t verbs_desc_lkey(void *desc)
 {
 	return ((struct verbs_mr *)desc)->mr->lkey;
 }
+
+/*
+ * An endpoint whose teardown must finish in the background (an iWARP
+ * connection attempt the kernel will not abandon before its timeout: see
+ * verbs_msg.c) keeps its domain's protection domain alive: hold before
+ * handing the work over, release when its QP, CQ and registrations are
+ * gone.  A domain closed meanwhile is freed by the last release.  Any
+ * thread; never blocks for long.  verbs_teardowns_wait blocks until no
+ * teardown is left (the provider's cleanup).
+ */
+void verbs_domain_hold(struct verbs_domain *domain);
+void verbs_domain_release(struct verbs_domain *domain);
+void verbs_teardowns_wait(void);
 
 /* ibv_access_flags for OFI access bits (FI_REMOTE_WRITE ...). */
 int verbs_access_flags(uint64_t access);

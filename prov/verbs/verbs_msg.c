@@ -17,9 +17,24 @@
  * transport's wait_fd, so fi_cq_sread and FI_WAIT_FD CQs sleep on it.
  * Every work request is signalled; its wr_id is its slot in a ring of
  * transmits or receives (an RC QP completes each queue in order), which
- * holds the application's context.  A completion's CQ slot is reserved
- * when the operation is posted (util_cq_reserve), so a full CQ makes the
- * post return -FI_EAGAIN rather than lose a completion.
+ * holds the application's context, with VERBS_WR_RX set for receives: a
+ * completion in error has only wr_id and status valid (ibv_poll_cq(3);
+ * rxe leaves the opcode of a flushed receive 0, IBV_WC_SEND), so the
+ * queue it belongs to is read from wr_id, never from the opcode.  A
+ * completion's CQ slot is reserved when the operation is posted
+ * (util_cq_reserve), so a full CQ makes the post return -FI_EAGAIN rather
+ * than lose a completion.
+ *
+ * Errors.  A work request that fails is reported in error whatever its
+ * flags asked (fi_cq(3): error completions are generated for all
+ * operations), except a flush (IBV_WC_WR_FLUSH_ERR: the QP went to the
+ * error state on a disconnect or an earlier failure): fi_cm(3) lets a
+ * provider cancel or discard what is outstanding at a shutdown, and an
+ * operation that asked for no completion (fi_inject, FI_SELECTIVE_COMPLETION
+ * without FI_COMPLETION) is discarded, since its entry would carry no
+ * context the application could recognise.  One that asked for a
+ * completion is canceled: FI_ECANCELED with its context and flags
+ * (FI_RECV | FI_MSG for a receive).  Counters count both as errors.
  *
  * Receives posted before the QP exists (before fi_connect has resolved a
  * route, or before fi_accept) wait in their ring and are handed to the
@@ -70,6 +85,9 @@ struct verbs_rx {
 
 enum { VERBS_CNTR_SEND, VERBS_CNTR_READ, VERBS_CNTR_WRITE };
 
+/* wr_id of a receive: its ring index with this bit; a transmit's lacks it. */
+#define VERBS_WR_RX (1ULL << 63)
+
 enum verbs_cm_state {
 	VERBS_CM_IDLE,
 	VERBS_CM_RESOLVING, /* fi_connect: address, then route */
@@ -92,6 +110,8 @@ struct verbs_msg_ep {
 	bool local_shutdown;
 	/* FI_RX_CQ_DATA accepted: RMA writes may carry remote CQ data */
 	bool rx_cq_data;
+	/* the device carries immediate data (not iWARP): remote CQ data */
+	bool imm;
 	struct util_eq *eq;
 	struct util_progress cm_progress;
 
@@ -188,6 +208,11 @@ static struct util_cntr *tx_cntr(struct verbs_msg_ep *ep, uint8_t kind)
 	}
 }
 
+/*
+ * A work request completed in error.  reserved: the operation asked for a
+ * completion and holds a CQ slot.  A flushed one that asked for none is
+ * discarded (see Errors above); anything else becomes an error entry.
+ */
 static void report_err(struct util_cq *cq, bool reserved, void *context,
 		       uint64_t flags, void *buf, const struct ibv_wc *wc)
 {
@@ -203,6 +228,8 @@ static void report_err(struct util_cq *cq, bool reserved, void *context,
 		return;
 	if (reserved)
 		util_cq_unreserve(cq, 1);
+	else if (wc->status == IBV_WC_WR_FLUSH_ERR)
+		return;
 	util_cq_write_err(cq, &err);
 }
 
@@ -221,7 +248,7 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 		if (cntr)
 			util_cntr_inc(cntr);
 	} else {
-		/* A failed transmit is reported whatever its flags asked. */
+		/* Reported whatever its flags asked, unless flushed. */
 		report_err(cq, tx->report, tx->context, tx->cq_flags, NULL, wc);
 		if (cntr)
 			util_cntr_inc_err(cntr);
@@ -233,13 +260,13 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 
 static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
-	struct verbs_rx *rx = &ep->rx[wc->wr_id % ep->rx_size];
+	struct verbs_rx *rx = &ep->rx[(wc->wr_id & ~VERBS_WR_RX) % ep->rx_size];
 	struct util_cq *cq = ep->rdm.rx_cq;
 	struct util_cntr *cntr = ep->rdm.recv_cntr;
 	uint64_t flags = FI_RECV | FI_MSG, data = 0;
 	void *buf = rx->buf;
 
-	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM)) {
 		flags |= FI_REMOTE_CQ_DATA;
 		data = be32toh(wc->imm_data);
 	}
@@ -281,7 +308,8 @@ static int poll_cq(struct verbs_msg_ep *ep)
 	do {
 		n = ibv_poll_cq(ep->cq, VERBS_POLL_BATCH, wc);
 		for (i = 0; i < n; i++) {
-			if (wc[i].opcode & IBV_WC_RECV)
+			/* Not the opcode: undefined in an error. */
+			if (wc[i].wr_id & VERBS_WR_RX)
 				rx_complete(ep, &wc[i]);
 			else
 				tx_complete(ep, &wc[i]);
@@ -361,7 +389,7 @@ static int rx_flush_pending(struct verbs_msg_ep *ep)
 		struct verbs_rx *rx = &ep->rx[ep->rx_on_qp % ep->rx_size];
 
 		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = ep->rx_on_qp;
+		wr.wr_id = VERBS_WR_RX | ep->rx_on_qp;
 		wr.sg_list = rx->sge;
 		wr.num_sge = (int)rx->nsge;
 		if (ibv_post_recv(ep->qp, &wr, &bad))
@@ -574,6 +602,8 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	size_t len = 0;
 	ssize_t ret;
 
+	if ((p->flags & FI_REMOTE_CQ_DATA) && !ep->imm)
+		return -FI_EOPNOTSUPP; /* cq_data_size 0 */
 	if (p->count > ep->max_sge ||
 	    (p->opcode == IBV_WR_RDMA_READ &&
 	     p->count > ep->domain->dev.max_sge_rd))
@@ -697,7 +727,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 	ep->rx_head++;
 	if (ep->qp && ep->rx_on_qp == ep->rx_head - 1) {
 		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = ep->rx_head - 1;
+		wr.wr_id = VERBS_WR_RX | (ep->rx_head - 1);
 		wr.sg_list = rx->sge;
 		wr.num_sge = (int)count;
 		ret = ibv_post_recv(ep->qp, &wr, &bad);
@@ -1436,43 +1466,125 @@ static struct fi_ops_ep verbs_ep_ops = {
 	.tx_size_left = ep_tx_size_left,
 };
 
+/*
+ * What of a closed endpoint the device and rdma_cm still use: its id and
+ * QP, its CQ and channels, the scratch registration.
+ */
+struct verbs_teardown {
+	struct verbs_domain *domain;
+	struct rdma_cm_id *id;
+	bool qp, armed;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *comp_ch;
+	struct rdma_event_channel *cm_ch;
+	struct ibv_mr *scratch_mr;
+	uint64_t *scratch;
+};
+
+/* Destroy in the order the libraries ask: QP, id, CQ, channels. */
+static void teardown_run(struct verbs_teardown *t)
+{
+	if (t->qp)
+		rdma_destroy_qp(t->id);
+	if (t->id)
+		rdma_destroy_id(t->id);
+	if (t->cq) {
+		if (t->armed) {
+			struct ibv_cq *c;
+			void *x;
+
+			if (!ibv_get_cq_event(t->comp_ch, &c, &x))
+				ibv_ack_cq_events(c, 1);
+		}
+		ibv_destroy_cq(t->cq);
+	}
+	if (t->scratch_mr)
+		ibv_dereg_mr(t->scratch_mr);
+	if (t->comp_ch)
+		ibv_destroy_comp_channel(t->comp_ch);
+	if (t->cm_ch)
+		rdma_destroy_event_channel(t->cm_ch);
+	free(t->scratch);
+}
+
+static void *teardown_thread(void *arg)
+{
+	struct verbs_teardown *t = arg;
+
+	teardown_run(t);
+	verbs_domain_release(t->domain);
+	free(t);
+	return NULL;
+}
+
+/*
+ * Hand a teardown that would block to a thread of its own; false if it
+ * could not be (the caller then runs it).
+ */
+static bool teardown_defer(const struct verbs_teardown *t)
+{
+	struct verbs_teardown *copy = malloc(sizeof(*copy));
+	pthread_attr_t attr;
+	pthread_t thr;
+	int ret;
+
+	if (!copy)
+		return false;
+	*copy = *t;
+	verbs_domain_hold(t->domain);
+	ret = pthread_attr_init(&attr);
+	if (!ret) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = pthread_create(&thr, &attr, teardown_thread, copy);
+		pthread_attr_destroy(&attr);
+	}
+	if (ret) {
+		verbs_domain_release(t->domain);
+		free(copy);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * fi_close.  A connected endpoint disconnects first (the peer sees
+ * FI_SHUTDOWN).  One still connecting does not: on iWARP the kernel's
+ * iw_cm makes rdma_disconnect, rdma_destroy_id and the QP's destruction
+ * wait until the connection attempt has an answer (siw: the MPA reply, or
+ * its timeout, seconds away when the peer never answers), so that
+ * endpoint's teardown goes to a thread and fi_close returns at once.  An
+ * InfiniBand or RoCE id in that state is destroyed at once (the CM
+ * rejects the attempt), as is one still resolving.
+ */
 static int ep_close(struct fid *fid)
 {
 	struct verbs_msg_ep *ep =
 		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+	struct verbs_teardown t = {
+		.domain = ep->domain,
+		.id = ep->id,
+		.qp = ep->qp != NULL,
+		.armed = ep->armed,
+		.cq = ep->cq,
+		.comp_ch = ep->comp_ch,
+		.cm_ch = ep->cm_ch,
+		.scratch_mr = ep->scratch_mr,
+		.scratch = ep->scratch,
+	};
 
 	if (ep->eq) {
 		util_eq_del_progress(ep->eq, &ep->cm_progress);
 		if (util_eq_wait(ep->eq))
 			util_wait_del_fd(util_eq_wait(ep->eq), ep->cm_ch->fd);
 	}
-	if (ep->state == VERBS_CM_CONNECTED ||
-	    ep->state == VERBS_CM_CONNECTING)
+	if (ep->state == VERBS_CM_CONNECTED)
 		rdma_disconnect(ep->id);
 	util_rdm_ep_fini(&ep->rdm);
-	if (ep->qp)
-		rdma_destroy_qp(ep->id);
-	if (ep->id)
-		rdma_destroy_id(ep->id);
-	if (ep->cq) {
-		if (ep->armed) {
-			struct ibv_cq *c;
-			void *x;
-
-			if (!ibv_get_cq_event(ep->comp_ch, &c, &x))
-				ibv_ack_cq_events(c, 1);
-		}
-		ibv_destroy_cq(ep->cq);
-	}
-	if (ep->scratch_mr)
-		ibv_dereg_mr(ep->scratch_mr);
-	if (ep->comp_ch)
-		ibv_destroy_comp_channel(ep->comp_ch);
-	if (ep->cm_ch)
-		rdma_destroy_event_channel(ep->cm_ch);
+	if (!(ep->state == VERBS_CM_CONNECTING && ep->domain->dev.iwarp &&
+	      teardown_defer(&t)))
+		teardown_run(&t);
 	if (ep->eq)
 		util_eq_put(ep->eq);
-	free(ep->scratch);
 	free(ep->tx);
 	free(ep->rx);
 	free(ep);
@@ -1581,6 +1693,7 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->domain = domain;
 	ep->rx_cq_data = info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA);
+	ep->imm = !d->iwarp;
 	ep->tx_size = info->tx_attr && info->tx_attr->size ?
 			      info->tx_attr->size :
 			      WEFT_MIN(verbs_params.tx_size, depth);

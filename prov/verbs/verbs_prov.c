@@ -464,6 +464,16 @@ static void site_fill(struct verbs_site *s)
 		s->info[i].nic = &s->nic;
 	}
 	s->rx[2].mode &= ~FI_RX_CQ_DATA;
+	if (d->iwarp) {
+		/* iWARP carries no immediate data: MSG endpoints have no
+		 * remote CQ data at all (verbs_msg.c refuses it), and so no
+		 * receive is consumed for it either. */
+		for (i = 1; i < 3; i++) {
+			s->dom[i].cq_data_size = 0;
+			s->rx[i].mode &= ~FI_RX_CQ_DATA;
+			s->tx[i].op_flags &= ~FI_REMOTE_CQ_DATA;
+		}
+	}
 
 	snprintf(s->nic_vendor, sizeof(s->nic_vendor), "0x%04x", d->vendor_id);
 	snprintf(s->nic_part, sizeof(s->nic_part), "0x%04x",
@@ -936,19 +946,69 @@ static int verbs_query_atomic(struct fid_domain *domain_fid,
 	return 0;
 }
 
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	unsigned int count; /* teardowns in progress, all domains */
+} verbs_teardown = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+void verbs_domain_hold(struct verbs_domain *domain)
+{
+	pthread_mutex_lock(&verbs_teardown.lock);
+	domain->teardowns++;
+	verbs_teardown.count++;
+	pthread_mutex_unlock(&verbs_teardown.lock);
+}
+
+static void domain_free(struct verbs_domain *domain)
+{
+	ibv_dealloc_pd(domain->pd);
+	free(domain);
+}
+
+void verbs_domain_release(struct verbs_domain *domain)
+{
+	bool last;
+
+	pthread_mutex_lock(&verbs_teardown.lock);
+	last = !--domain->teardowns && domain->closed;
+	pthread_mutex_unlock(&verbs_teardown.lock);
+	if (last)
+		domain_free(domain);
+	pthread_mutex_lock(&verbs_teardown.lock);
+	if (!--verbs_teardown.count)
+		pthread_cond_broadcast(&verbs_teardown.done);
+	pthread_mutex_unlock(&verbs_teardown.lock);
+}
+
+void verbs_teardowns_wait(void)
+{
+	pthread_mutex_lock(&verbs_teardown.lock);
+	while (verbs_teardown.count)
+		pthread_cond_wait(&verbs_teardown.done, &verbs_teardown.lock);
+	pthread_mutex_unlock(&verbs_teardown.lock);
+}
+
 static int verbs_domain_close(struct fid *fid)
 {
 	struct verbs_domain *domain =
 		container_of(fid, struct verbs_domain, base.util.domain_fid.fid);
+	bool busy;
 	int ret;
 
 	ret = util_domain_fini(&domain->base.util);
 	if (ret)
 		return ret;
 	util_mr_map_fini(&domain->base.mr_map);
-	ibv_dealloc_pd(domain->pd);
 	fi_freeinfo(domain->info);
-	free(domain);
+	domain->info = NULL;
+	/* An endpoint's teardown still uses the PD: its end frees it. */
+	pthread_mutex_lock(&verbs_teardown.lock);
+	busy = domain->teardowns != 0;
+	domain->closed = true;
+	pthread_mutex_unlock(&verbs_teardown.lock);
+	if (!busy)
+		domain_free(domain);
 	return 0;
 }
 
@@ -1103,6 +1163,8 @@ static int verbs_fabric_open(struct fi_fabric_attr *attr,
 
 static void verbs_cleanup(void)
 {
+	/* Their threads run this library's code. */
+	verbs_teardowns_wait();
 	free(verbs_found.sites);
 	verbs_found.sites = NULL;
 	verbs_found.count = 0;

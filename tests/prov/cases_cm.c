@@ -83,11 +83,13 @@ static const char *cm_event_str(uint32_t event)
 	return s;
 }
 
-static void cm_open(struct cm_fix *cm, const char *prov, uint64_t caps)
+static void cm_open(struct cm_fix *cm, const char *prov, uint64_t caps,
+		    uint64_t mode)
 {
 	struct cf_opts o = {
 	    .ep_type = FI_EP_MSG,
 	    .caps = caps ? caps : FI_MSG,
+	    .mode = mode,
 	    .cq_format = FI_CQ_FORMAT_DATA,
 	};
 	struct fi_eq_attr eq_attr = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
@@ -425,7 +427,7 @@ static int case_cm_connect(const char *prov)
 	struct cm_ev ev;
 	struct cf_comp c;
 
-	cm_open(&cm, prov, 0);
+	cm_open(&cm, prov, 0, 0);
 	cm_listen(&cm);
 	csz = cm_data_size(&cm.pep->fid, "the passive endpoint");
 	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
@@ -546,7 +548,7 @@ static int case_cm_reject(const char *prov)
 	char buf[256];
 	fid_t cfid;
 
-	cm_open(&cm, prov, 0);
+	cm_open(&cm, prov, 0, 0);
 	cm_listen(&cm);
 	csz = cm_data_size(&cm.pep->fid, "the passive endpoint");
 	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
@@ -625,7 +627,7 @@ static int cm_peer_gone(const char *prov, int leaver, bool close_it)
 	fid_t sfid;
 	size_t j;
 
-	cm_open(&cm, prov, 0);
+	cm_open(&cm, prov, 0, 0);
 	cm_connect_pair(&cm);
 	cm_msg(&cm, CM_CLIENT, CM_SERVER, 4096, 51);
 	cm_msg(&cm, CM_SERVER, CM_CLIENT, 4096, 52);
@@ -789,7 +791,7 @@ static int case_cm_refused(const char *prov)
 	fid_t cfid;
 	int ret;
 
-	cm_open(&cm, prov, 0);
+	cm_open(&cm, prov, 0, 0);
 	cm_port(&cm, &ss, &sl, false);
 	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
 	cfid = &cm.f.ep[CM_CLIENT].ep->fid;
@@ -844,7 +846,7 @@ static int case_cm_no_answer(const char *prov)
 	uint64_t took;
 	int fd, ret;
 
-	cm_open(&cm, prov, 0);
+	cm_open(&cm, prov, 0, 0);
 	fd = cm_port(&cm, &ss, &sl, true);
 	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
 	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, &ss, NULL, 0));
@@ -894,33 +896,52 @@ static int case_cm_no_answer(const char *prov)
 
 /*
  * RMA over a connection: fi_writedata raises FI_REMOTE_WRITE|
- * FI_REMOTE_CQ_DATA with the data at the target, the bytes in place; then
- * fi_write and fi_read at 1 B to 1 MiB, data and guard bytes checked.
+ * FI_REMOTE_CQ_DATA with the data at the target, the bytes in place (when
+ * the domain has remote CQ data); then fi_write and fi_read at 1 B to
+ * 1 MiB, data and guard bytes checked.
  */
 static int case_cm_rma(const char *prov)
 {
 	static const size_t sizes[] = {1, 4097, 1 << 20};
 	const uint64_t lacc = FI_READ | FI_WRITE;
 	const uint64_t racc = FI_REMOTE_READ | FI_REMOTE_WRITE;
-	struct fi_context2 ctx;
-	struct cf_mem lm, tm;
+	struct fi_context2 ctx, rctx;
+	struct cf_mem lm, tm, rm;
 	struct cf_comp c;
 	struct cm_fix cm;
 	uint64_t mask, end;
+	bool rx_cq_data;
 	size_t cqd, i, g, len;
 	char what[64];
 
-	cm_open(&cm, prov, FI_MSG | FI_RMA);
+	/*
+	 * fi_getinfo(3): FI_RX_CQ_DATA is a mode an application may support;
+	 * a provider that needs it (remote CQ data consumes a posted receive,
+	 * as on verbs) says so in the info it returns.
+	 */
+	cm_open(&cm, prov, FI_MSG | FI_RMA, FI_RX_CQ_DATA);
+	rx_cq_data = ((cm.f.info->mode | cm.f.info->rx_attr->mode) &
+		      FI_RX_CQ_DATA) != 0;
 	cqd = cm.f.info->domain_attr->cq_data_size;
-	if (!cqd)
-		cf_skip("cq_data_size is 0: no remote CQ data");
 	mask = cqd >= 8 ? ~0ULL : (1ULL << (8 * cqd)) - 1;
 	cm_connect_pair(&cm);
 	cf_mem_reg(&cm.f, CM_CLIENT, &lm, (1 << 20) + GUARD, lacc);
 	cf_mem_reg(&cm.f, CM_SERVER, &tm, (1 << 20) + 2 * GUARD, racc);
+	if (!cqd) {
+		/* fi_domain(3): no remote CQ data (iWARP verbs). */
+		cf_note("cq_data_size is 0: fi_writedata not tried");
+		rx_cq_data = false;
+		goto plain;
+	}
 
 	memset(tm.p, GUARD_BYTE, (1 << 20) + 2 * GUARD);
 	cf_fill(lm.p, 70000, 41);
+	if (rx_cq_data) {
+		/* The receive the immediate data is delivered through. */
+		cf_mem_reg(&cm.f, CM_SERVER, &rm, 64, FI_RECV);
+		cf_post(&cm.f, fi_recv(cm.f.ep[CM_SERVER].ep, rm.p, 64,
+				       rm.desc, 0, &rctx));
+	}
 	cf_post(&cm.f, fi_writedata(cm.f.ep[CM_CLIENT].ep, lm.p, 70000, lm.desc,
 				    0xc0ffee1234ULL, 0, tm.raddr + GUARD,
 				    tm.key, &ctx));
@@ -933,6 +954,13 @@ static int case_cm_rma(const char *prov)
 		  fi_strerror(c.err));
 	cf_check_flags(&c, FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		       "fi_writedata target");
+	if (rx_cq_data) {
+		cf_expect(c.ctx == &rctx,
+			  "fi_writedata target: context %p, not the consumed "
+			  "receive's %p",
+			  c.ctx, (void *)&rctx);
+		cf_note("FI_RX_CQ_DATA: the data came through a receive");
+	}
 	/* fi_cq(3): FI_RMA goes with FI_REMOTE_WRITE, as in rma_writedata. */
 	cf_expect(c.flags & FI_RMA, "fi_writedata target: no FI_RMA flag");
 	cf_assert(c.data == (0xc0ffee1234ULL & mask),
@@ -940,6 +968,8 @@ static int case_cm_rma(const char *prov)
 		  (unsigned long long)c.data);
 	cf_check_fill(tm.p + GUARD, 70000, 41, "fi_writedata target");
 	check_guard(tm.p + GUARD, 70000, "fi_writedata target");
+
+plain:
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		len = sizes[i];
@@ -991,6 +1021,8 @@ static int case_cm_rma(const char *prov)
 	cf_expect_none(&cm.f, CM_CLIENT, 0);
 	cf_mem_free(&lm);
 	cf_mem_free(&tm);
+	if (rx_cq_data)
+		cf_mem_free(&rm);
 	cm_close(&cm);
 	return 0;
 }

@@ -262,7 +262,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->ep_attr->type = o->ep_type ? o->ep_type : FI_EP_RDM;
 	hints->caps = o->caps ? o->caps : (FI_MSG | FI_TAGGED);
 	/* Every operation this suite posts carries a struct fi_context2. */
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2 | o->mode;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				      FI_MR_ENDPOINT;

@@ -84,6 +84,7 @@ struct cf_ep {
 struct cf_opts {
 	enum fi_ep_type ep_type; /* 0 (FI_EP_UNSPEC): FI_EP_RDM */
 	uint64_t caps;
+	uint64_t mode; /* modes supported beyond FI_CONTEXT | FI_CONTEXT2 */
 	uint64_t msg_order;
 	enum fi_cq_format cq_format; /* 0: FI_CQ_FORMAT_TAGGED */
 	enum fi_av_type av_type;
