@@ -66,12 +66,20 @@ run devices 30 check_devices
 
 # rping: rdma_cm picks the device by address; iWARP needs rdma_cm.
 rping_pair() {	# ADDR
-	local s rc
+	local s rc i
 	rping -s -a "$1" -C 10 &
 	s=$!
-	sleep 1
-	rping -c -a "$1" -C 10 -v | tail -n 2
-	rc=${PIPESTATUS[0]}
+	# The server may take a while to listen on a loaded, emulated VM: a
+	# client refused before then tries again.
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 1
+		rping -c -a "$1" -C 10 -v >/tmp/rping.out 2>&1
+		rc=$?
+		grep -q REJECTED /tmp/rping.out || break
+		echo "(the server was not listening yet: try $i)"
+	done
+	tail -n 2 /tmp/rping.out
+	[ $rc = 0 ] || kill $s 2>/dev/null
 	wait $s || rc=1
 	return $rc
 }
