@@ -27,8 +27,15 @@ perf() { # perf PROG DEV IP ARGS...
 	shift 3
 	taskset -c 0 timeout 120 "$prog" -d "$dev" -R "$@" >"$tmp/psrv" 2>&1 &
 	s=$!
-	sleep 1
-	taskset -c 1 timeout 120 "$prog" -d "$dev" -R "$@" "$ip" 2>&1
+	# A client that comes before the server listens is refused: again.
+	for _ in 1 2 3 4 5; do
+		sleep 1
+		taskset -c 1 timeout 120 "$prog" -d "$dev" -R "$@" "$ip" \
+			>"$tmp/pcli" 2>&1 && break
+		kill -0 $s 2>/dev/null || break
+	done
+	cat "$tmp/pcli"
+	kill $s 2>/dev/null
 	wait $s
 }
 
