@@ -126,7 +126,7 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
  */
 struct verbs_domain {
 	struct util_mr_domain base; /* first */
-	struct ibv_context *ctx;
+	struct ibv_context *ctx; /* librdmacm's context of the device */
 	struct ibv_pd *pd;
 	struct verbs_dev dev; /* the limits of ctx and its port */
 	enum fi_ep_type ep_type; /* of the info the domain was opened with */

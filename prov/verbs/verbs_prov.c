@@ -148,8 +148,9 @@ static uint32_t probe_inline(struct ibv_context *ctx, uint32_t max_sge)
 		qa.qp_type = IBV_QPT_RC;
 		qa.cap.max_send_wr = 1;
 		qa.cap.max_recv_wr = 1;
-		qa.cap.max_send_sge = 1;
-		qa.cap.max_recv_sge = 1;
+		/* As endpoints will ask: the inline size may depend on it. */
+		qa.cap.max_send_sge = WEFT_MIN(max_sge, (uint32_t)VERBS_IOV_MAX);
+		qa.cap.max_recv_sge = qa.cap.max_send_sge;
 		qa.cap.max_inline_data = sizes[i];
 		qp = ibv_create_qp(pd, &qa);
 		if (qp) {
@@ -163,7 +164,6 @@ static uint32_t probe_inline(struct ibv_context *ctx, uint32_t max_sge)
 	ibv_destroy_cq(cq);
 out_pd:
 	ibv_dealloc_pd(pd);
-	(void)max_sge;
 	return got;
 }
 
@@ -372,12 +372,18 @@ struct verbs_site {
 	struct util_iface ifc;
 	char ipstr[INET6_ADDRSTRLEN];
 	/* the candidates' parts */
-	struct fi_tx_attr tx[2];
-	struct fi_rx_attr rx[2];
-	struct fi_ep_attr ep[2];
-	struct fi_domain_attr dom[2];
+	struct fi_tx_attr tx[3];
+	struct fi_rx_attr rx[3];
+	struct fi_ep_attr ep[3];
+	struct fi_domain_attr dom[3];
 	struct fi_fabric_attr fab;
-	struct fi_info info[2]; /* RDM, MSG */
+	/*
+	 * RDM; MSG; MSG for callers that do not accept the FI_RX_CQ_DATA
+	 * mode, whose endpoints refuse remote CQ data on RMA writes (on
+	 * verbs it consumes a receive).  getinfo offers the third only
+	 * when the second did not match.
+	 */
+	struct fi_info info[3];
 	struct fid_nic nic;
 	struct fi_device_attr nic_dev;
 	struct fi_link_attr nic_link;
@@ -413,8 +419,8 @@ static void site_fill(struct verbs_site *s)
 
 	s->fab = verbs_fabric_attr;
 	s->fab.name = s->ifc.subnet;
-	for (i = 0; i < 2; i++) {
-		bool msg = i == 1;
+	for (i = 0; i < 3; i++) {
+		bool msg = i >= 1;
 
 		s->info[i] = msg ? verbs_msg_info : verbs_rdm_info;
 		s->tx[i] = msg ? verbs_msg_tx_attr : verbs_rdm_tx_attr;
@@ -456,6 +462,7 @@ static void site_fill(struct verbs_site *s)
 		s->info[i].fabric_attr = &s->fab;
 		s->info[i].nic = &s->nic;
 	}
+	s->rx[2].mode &= ~FI_RX_CQ_DATA;
 
 	snprintf(s->nic_vendor, sizeof(s->nic_vendor), "0x%04x", d->vendor_id);
 	snprintf(s->nic_part, sizeof(s->nic_part), "0x%04x",
@@ -567,7 +574,8 @@ static int discover(void)
 	/* Chain the candidates: RDM, MSG of each site in turn. */
 	for (i = 0; i < count; i++) {
 		verbs_found.sites[i].info[0].next = &verbs_found.sites[i].info[1];
-		verbs_found.sites[i].info[1].next =
+		verbs_found.sites[i].info[1].next = &verbs_found.sites[i].info[2];
+		verbs_found.sites[i].info[2].next =
 			i + 1 < count ? &verbs_found.sites[i + 1].info[0] : NULL;
 	}
 	verbs_found.count = count;
@@ -591,12 +599,28 @@ static int sites_get(void)
 
 /* ---- fi_getinfo --------------------------------------------------------- */
 
+static bool is_msg_nomode(const struct fi_info *fi)
+{
+	return fi->ep_attr && fi->ep_attr->type == FI_EP_MSG && fi->rx_attr &&
+	       !(fi->rx_attr->mode & FI_RX_CQ_DATA);
+}
+
+static bool same_site(const struct fi_info *a, const struct fi_info *b)
+{
+	return a->domain_attr && b->domain_attr && a->fabric_attr &&
+	       b->fabric_attr && a->domain_attr->name && b->domain_attr->name &&
+	       a->fabric_attr->name && b->fabric_attr->name &&
+	       !strcmp(a->domain_attr->name, b->domain_attr->name) &&
+	       !strcmp(a->fabric_attr->name, b->fabric_attr->name);
+}
+
 static int verbs_getinfo(uint32_t version, const char *node,
 			 const char *service, uint64_t flags,
 			 const struct fi_info *hints, struct fi_info **info)
 {
 	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next;
 	struct util_prov up = verbs_util_prov;
+	struct fi_info *last_msg = NULL;
 	size_t i;
 	int ret;
 
@@ -618,6 +642,12 @@ static int verbs_getinfo(uint32_t version, const char *node,
 
 		next = fi->next;
 		fi->next = NULL;
+		/* The MSG variant without FI_RX_CQ_DATA is for callers the
+		 * other one did not suit. */
+		if (is_msg_nomode(fi) && last_msg && same_site(fi, last_msg)) {
+			fi_freeinfo(fi);
+			continue;
+		}
 		for (i = 0; i < verbs_found.count && !ifc; i++) {
 			const struct verbs_site *s = &verbs_found.sites[i];
 
@@ -641,6 +671,8 @@ static int verbs_getinfo(uint32_t version, const char *node,
 		}
 		*tail = fi;
 		tail = &fi->next;
+		if (fi->ep_attr && fi->ep_attr->type == FI_EP_MSG)
+			last_msg = fi;
 	}
 	if (!all) {
 		weft_explain(&verbs_prov, "no RDMA device serves \"%s%s%s\"",
@@ -895,7 +927,6 @@ static int verbs_domain_close(struct fid *fid)
 		return ret;
 	util_mr_map_fini(&domain->base.mr_map);
 	ibv_dealloc_pd(domain->pd);
-	ibv_close_device(domain->ctx);
 	fi_freeinfo(domain->info);
 	free(domain);
 	return 0;
@@ -926,24 +957,28 @@ static struct fi_ops_domain verbs_domain_ops = {
 	.endpoint2 = util_domain_endpoint2,
 };
 
-/* Open the device named name, and find the port serving the info's
- * fabric (its subnet): 0 and *ctx, *port, or -FI_ENODEV. */
+/*
+ * The context of the device named name.  rdma_cm ids live on librdmacm's
+ * own contexts, and a QP for an id needs a PD and CQs of the same
+ * context: the domain takes librdmacm's (which it never closes) rather
+ * than opening the device again.  0 and *ctx, or -FI_ENODEV.
+ */
 static int device_open(const char *name, struct ibv_context **ctx)
 {
-	struct ibv_device **devs;
+	struct ibv_context **list;
 	int n = 0, i, ret = -FI_ENODEV;
 
-	devs = ibv_get_device_list(&n);
-	if (!devs)
+	list = rdma_get_devices(&n);
+	if (!list)
 		return -FI_ENODEV;
 	for (i = 0; i < n; i++) {
-		if (strcmp(ibv_get_device_name(devs[i]), name))
-			continue;
-		*ctx = ibv_open_device(devs[i]);
-		ret = *ctx ? 0 : weft_errno(errno);
-		break;
+		if (!strcmp(ibv_get_device_name(list[i]->device), name)) {
+			*ctx = list[i];
+			ret = 0;
+			break;
+		}
 	}
-	ibv_free_device_list(devs);
+	rdma_free_devices(list);
 	return ret;
 }
 
@@ -995,11 +1030,11 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 						NULL),
 			      &domain->dev);
 	if (ret)
-		goto err_close;
+		goto err_info;
 	domain->pd = ibv_alloc_pd(domain->ctx);
 	if (!domain->pd) {
 		ret = weft_errno(errno);
-		goto err_close;
+		goto err_info;
 	}
 	ret = util_domain_init(&domain->base.util, fabric, info, context);
 	if (ret)
@@ -1019,8 +1054,6 @@ err_domain:
 	util_domain_fini(&domain->base.util);
 err_pd:
 	ibv_dealloc_pd(domain->pd);
-err_close:
-	ibv_close_device(domain->ctx);
 err_info:
 	fi_freeinfo(domain->info);
 err_free:
