@@ -246,10 +246,13 @@ static size_t sa_len(const void *sa)
 }
 
 /* The AV's stored form of a socket address: family, port, address. */
-static void sa_stored(const void *in, struct sockaddr_storage *out)
+static void sa_stored(const void *addr, struct sockaddr_storage *out)
 {
+	struct sockaddr_storage copy;
+	const void *in = &copy;
 	const struct sockaddr *sa = in;
 
+	memcpy(&copy, addr, sa_len(addr));
 	memset(out, 0, sizeof(*out));
 	out->ss_family = sa->sa_family;
 	if (sa->sa_family == AF_INET6) {
@@ -496,11 +499,14 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	struct util_peer *peer;
 	struct vconn *conn;
 
+	const char *why = "bad private data";
+
 	if (ep->closing || !pd ||
 	    ev->param.conn.private_data_len < sizeof(*pd) ||
 	    pd->version != VRDM_VERSION || pd->addr_len > sizeof(pd->addr) ||
 	    pd->addr_len < sizeof(struct sockaddr_in))
 		goto reject;
+	why = "not an address of our AV's format";
 	memset(&sa, 0, sizeof(sa));
 	memcpy(&sa, pd->addr, pd->addr_len);
 	if ((sa.ss_family != AF_INET && sa.ss_family != AF_INET6) ||
@@ -510,6 +516,7 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
 	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
 		goto reject;
+	why = "out of memory";
 	if (util_peer_add(&ep->rdm.peers, &sa, &peer))
 		goto reject;
 	conn = conn_new(ep, ev->id, vpeer_of(peer), false);
@@ -534,7 +541,7 @@ lost:
 	return false;
 reject:
 	FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
-		"connection request refused (not an RDM peer of ours)\n");
+		"connection request refused: %s (family %d, %u bytes)\n", why, pd ? pd->addr[0] | pd->addr[1] << 8 : -1, pd ? pd->addr_len : 0);
 	rdma_reject(ev->id, NULL, 0);
 	ev->id->context = NULL;
 	return true;
