@@ -51,6 +51,7 @@ enum vrdm_op {
 	VRDM_OP_FIN = 3,   /* the receiver has read (or dropped) an RTS */
 	VRDM_OP_ACK = 4,   /* delivery of an eager message (ACK_REQ) */
 	VRDM_OP_HELLO = 5, /* first message of a connecting side */
+	VRDM_OP_WDATA = 6, /* remote CQ data of the RDMA write before it */
 };
 
 #define VRDM_F_TAGGED (1u << 0)
@@ -269,6 +270,12 @@ static void sa_stored(const void *addr, struct sockaddr_storage *out)
 		o4->sin_port = s4->sin_port;
 		o4->sin_addr = s4->sin_addr;
 	}
+}
+
+/* ibv_post_* return an errno, positive or (some providers) negative. */
+static inline int post_errno(int ret)
+{
+	return weft_errno(ret < 0 ? -ret : ret);
 }
 
 /* ---- connections ---------------------------------------------------------- */
@@ -720,7 +727,7 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 	if (weft_unlikely(ret)) {
 		if (b)
 			txbuf_put(ep, b);
-		return ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
+		return ret == ENOMEM ? -FI_EAGAIN : post_errno(ret);
 	}
 	sq_take(ep, conn, 1);
 	return 0;
@@ -774,7 +781,7 @@ static int op_post(struct verbs_rdm_ep *ep, struct vop *op, bool data)
 
 		sq_take(ep, op->conn, (uint32_t)posted);
 		op->pending = (uint32_t)posted;
-		return ret == ENOMEM && !posted ? -FI_EAGAIN : weft_errno(ret);
+		return ret == ENOMEM && !posted ? -FI_EAGAIN : post_errno(ret);
 	}
 	sq_take(ep, op->conn, (uint32_t)op->nwr);
 	op->pending = (uint32_t)op->nwr;
@@ -1047,7 +1054,7 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 			while (off < len) {
 				size_t chunk = WEFT_MIN(len - off, wr_max(ep));
 
-				if (n == VRDM_OP_WR_MAX) {
+				if (n >= VRDM_OP_WR_MAX - 1) {
 					ret = -FI_EINVAL;
 					goto err;
 				}
@@ -1085,8 +1092,33 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 					(uint32_t)tx->rma_iov[0].key;
 				n = 1;
 			}
-			op->wr[n - 1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-			op->wr[n - 1].imm_data = (uint32_t)tx->hdr.data;
+			if (ep->domain->dev.iwarp) {
+				/* iWARP has no immediate data: a message
+				 * behind the write, which it cannot pass. */
+				struct vrdm_hdr wd = {
+					.version = VRDM_VERSION,
+					.op = VRDM_OP_WDATA,
+					.data = tx->hdr.data,
+					.len = tx->hdr.len,
+				};
+
+				op->bounce = txbuf_get(ep);
+				if (!op->bounce) {
+					ret = -FI_EAGAIN;
+					goto err;
+				}
+				memcpy(op->bounce->data, &wd, sizeof(wd));
+				op->sge[n].addr = (uintptr_t)op->bounce->data;
+				op->sge[n].length = sizeof(wd);
+				op->sge[n].lkey = ep->tx_mr->lkey;
+				op->wr[n].sg_list = &op->sge[n];
+				op->wr[n].num_sge = 1;
+				op->wr[n].opcode = IBV_WR_SEND;
+				n++;
+			} else {
+				op->wr[n - 1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+				op->wr[n - 1].imm_data = (uint32_t)tx->hdr.data;
+			}
 		}
 		if (!n) { /* a zero-byte read or write: nothing to move */
 			op_release(ep, op);
@@ -1378,6 +1410,11 @@ static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 		return 0;
 	}
 	case VRDM_OP_HELLO:
+		return 0;
+	case VRDM_OP_WDATA:
+		util_rdm_remote_event(&ep->rdm,
+				      FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+				      h->len, h->data);
 		return 0;
 	default:
 		FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
