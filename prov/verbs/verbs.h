@@ -65,7 +65,7 @@ extern struct fi_provider verbs_prov;
 struct verbs_cm_hdr {
 	uint8_t version; /* VERBS_CM_VERSION */
 	uint8_t reserved;
-	uint16_t len; /* bytes of application data that follow (host order) */
+	uint16_t len; /* bytes of application data that follow, little-endian */
 };
 _Static_assert(sizeof(struct verbs_cm_hdr) == 4, "verbs_cm_hdr is 4 bytes");
 #define VERBS_CM_DATA_MAX (VERBS_CM_PRIV_MAX - sizeof(struct verbs_cm_hdr))
@@ -164,9 +164,6 @@ int verbs_access_flags(uint64_t access);
  * fi_cq_err_entry (IBV_WC_WR_FLUSH_ERR is FI_ECANCELED).
  */
 int verbs_wc_err(enum ibv_wc_status status);
-
-/* verbs_prov.c: the template candidates, for fi_endpoint's checks */
-extern const struct util_prov verbs_util_prov;
 
 /* verbs_msg.c */
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

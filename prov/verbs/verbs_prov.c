@@ -358,7 +358,7 @@ static void templates_init(void)
 	verbs_rdm_domain_tmpl.mr_mode = VERBS_RDM_MR_MODE;
 }
 
-const struct util_prov verbs_util_prov = {
+static const struct util_prov verbs_util_prov = {
 	.prov = &verbs_prov,
 	.info = &verbs_rdm_info,
 	.auto_on_request = true,
@@ -597,6 +597,17 @@ static int sites_get(void)
 	return ret;
 }
 
+/* The discovered candidates, for fi_domain's and fi_endpoint's checks
+ * (after a successful sites_get). */
+static const struct util_prov *sites_prov(void)
+{
+	static struct util_prov up;
+
+	up = verbs_util_prov;
+	up.info = &verbs_found.sites[0].info[0];
+	return &up;
+}
+
 /* ---- fi_getinfo --------------------------------------------------------- */
 
 static bool is_msg_nomode(const struct fi_info *fi)
@@ -706,7 +717,8 @@ static int verbs_mr_close(struct fid *fid)
 	struct verbs_mr *mr = container_of(fid, struct verbs_mr, mr_fid.fid);
 	int ret;
 
-	util_mr_map_remove(&mr->domain->base.mr_map, mr->mr->rkey);
+	if (mr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		util_mr_map_remove(&mr->domain->base.mr_map, mr->mr->rkey);
 	ret = ibv_dereg_mr(mr->mr);
 	if (ret)
 		return weft_errno(ret);
@@ -757,11 +769,16 @@ static int verbs_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		ret = weft_errno(errno);
 		goto err_free;
 	}
-	map_attr = *attr;
-	map_attr.requested_key = mr->mr->rkey;
-	ret = util_mr_map_insert(&domain->base.mr_map, &map_attr, mr, &key);
-	if (ret)
-		goto err_dereg;
+	/* Only what peers may reach has a meaningful rkey (devices give
+	 * local-only registrations rkey 0). */
+	if (attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
+		map_attr = *attr;
+		map_attr.requested_key = mr->mr->rkey;
+		ret = util_mr_map_insert(&domain->base.mr_map, &map_attr, mr,
+					 &key);
+		if (ret)
+			goto err_dereg;
+	}
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;
 	mr->mr_fid.fid.ops = &verbs_mr_fi_ops;
@@ -863,7 +880,7 @@ static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 
 	if (!info || !info->ep_attr)
 		return -FI_EINVAL;
-	ret = util_prov_check_ep(&verbs_util_prov, info);
+	ret = util_prov_check_ep(sites_prov(), info);
 	if (ret)
 		return ret;
 	if ((info->caps & FI_ATOMIC) && !domain->dev.atomics)
@@ -1001,10 +1018,10 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 
 	if (!info || !info->domain_attr || !info->domain_attr->name)
 		return -FI_EINVAL;
-	ret = util_prov_check_domain(&verbs_util_prov, info);
+	ret = sites_get();
 	if (ret)
 		return ret;
-	ret = sites_get();
+	ret = util_prov_check_domain(sites_prov(), info);
 	if (ret)
 		return ret;
 	domain = calloc(1, sizeof(*domain));
