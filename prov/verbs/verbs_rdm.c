@@ -52,6 +52,7 @@ enum vrdm_op {
 	VRDM_OP_ACK = 4,   /* delivery of an eager message (ACK_REQ) */
 	VRDM_OP_HELLO = 5, /* first message of a connecting side */
 	VRDM_OP_WDATA = 6, /* remote CQ data of the RDMA write before it */
+	VRDM_OP_CREDIT = 7, /* only the credits field */
 };
 
 #define VRDM_F_TAGGED (1u << 0)
@@ -63,12 +64,15 @@ struct vrdm_hdr {
 	uint8_t op;	 /* enum vrdm_op */
 	uint16_t flags;	 /* VRDM_F_* */
 	uint32_t status; /* FIN, ACK: 0 or a positive FI_E* */
+	uint16_t credits; /* receive buffers the sender reposted for us */
+	uint16_t reserved;
+	uint32_t reserved2;
 	uint64_t tag;
 	uint64_t data;	/* remote CQ data; FIN: the sender's cookie */
 	uint64_t tx_id; /* the sender's transmit id */
 	uint64_t len;	/* message length */
 };
-_Static_assert(sizeof(struct vrdm_hdr) == 40, "vrdm_hdr is 40 bytes");
+_Static_assert(sizeof(struct vrdm_hdr) == 48, "vrdm_hdr is 48 bytes");
 
 struct vrdm_seg {
 	uint64_t addr;
@@ -101,7 +105,18 @@ _Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
 
 #define VRDM_EAGER_MAX 8192
 #define VRDM_BUF_SIZE 8256 /* header + eager payload, 64-byte multiple */
-#define VRDM_RX_BUFS 256
+/*
+ * Flow control by credits (iWARP has no RNR retry: a SEND finding no
+ * receive breaks the connection).  Each QP brings VRDM_CREDITS receive
+ * buffers to the SRQ and each side may have that many SENDs (and writes
+ * with immediate data) unanswered; reposted buffers go back in every
+ * header's credits, or in a CREDIT message once half are owed.  The last
+ * credits are kept for answers (FIN, ACK) and the very last for CREDIT,
+ * so that flow can always resume.
+ */
+#define VRDM_CREDITS 64
+#define VRDM_CREDIT_DATA 8 /* left for answers when data stops */
+#define VRDM_SRQ_MAX 8192
 #define VRDM_TX_BUFS 256
 #define VRDM_SQ_DEPTH 256
 #define VRDM_SQ_CTRL 32 /* send queue slots only FIN / ACK / reads use */
@@ -148,8 +163,12 @@ struct vconn {
 	bool outgoing;
 	enum vconn_state state;
 	uint32_t sq_used;
+	uint32_t credits;	/* SENDs the peer has receives for */
+	uint32_t credit_return; /* receives of its we reposted, not told */
+	bool credit_queued;	/* a CREDIT waits on deferred */
 	struct dlist_entry deferred; /* struct vop.dentry: waiting for room */
 };
+
 
 struct vpeer {
 	struct util_peer peer; /* first */
@@ -160,8 +179,17 @@ struct vbuf {
 	struct dlist_entry entry; /* free list, or ep->held */
 	struct vconn *conn;	  /* sends: the QP it went on */
 	uint8_t *data;
+	uint32_t lkey;
 	uint32_t byte_len; /* held receive */
 	uint32_t qpn;
+};
+
+/* Receive buffers a QP brought to the SRQ. */
+struct vchunk {
+	struct dlist_entry entry; /* ep->chunks */
+	struct ibv_mr *mr;
+	uint8_t *mem;
+	struct vbuf bufs[VRDM_CREDITS];
 };
 
 enum vop_kind {
@@ -210,14 +238,16 @@ struct verbs_rdm_ep {
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
 	int epfd;
-	uint32_t cq_size, sq_total, sq_total_max;
+	uint32_t cq_size, sq_total;
 	uint32_t max_inline, max_sge;
 	bool cq_armed, cq_fired;
 	bool closing;
 	unsigned int calls, cm_busy;
-	uint8_t *rx_mem, *tx_mem;
-	struct ibv_mr *rx_mr, *tx_mr;
-	struct vbuf *rx_bufs, *tx_bufs;
+	uint8_t *tx_mem;
+	struct ibv_mr *tx_mr;
+	struct vbuf *tx_bufs;
+	struct dlist_entry chunks; /* struct vchunk */
+	uint32_t rx_posted; /* receive buffers the SRQ holds, all told */
 	struct dlist_entry tx_free; /* struct vbuf */
 	struct dlist_entry held;    /* receives the engine refused, in order */
 	struct dlist_entry conns;
@@ -321,10 +351,55 @@ static struct vconn *conn_new(struct verbs_rdm_ep *ep, struct rdma_cm_id *id,
 	return conn;
 }
 
+static void rx_repost(struct verbs_rdm_ep *ep, struct vbuf *b);
+
+/* VRDM_CREDITS more receive buffers in the SRQ, for a new QP's sends. */
+static int chunk_add(struct verbs_rdm_ep *ep)
+{
+	size_t bytes = (size_t)VRDM_CREDITS * VRDM_BUF_SIZE;
+	struct vchunk *c;
+	int i, ret;
+
+	if (ep->rx_posted + VRDM_CREDITS > VRDM_SRQ_MAX ||
+	    ep->rx_posted + VRDM_CREDITS + ep->sq_total +
+			    WEFT_MIN(VRDM_SQ_DEPTH, ep->domain->dev.max_qp_wr) >
+		    ep->cq_size)
+		return -FI_ENOSPC; /* the CQ could overrun */
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -FI_ENOMEM;
+	c->mem = aligned_alloc(4096, bytes);
+	if (!c->mem) {
+		ret = -FI_ENOMEM;
+		goto err_free;
+	}
+	c->mr = ibv_reg_mr(ep->domain->pd, c->mem, bytes,
+			   IBV_ACCESS_LOCAL_WRITE);
+	if (!c->mr) {
+		ret = weft_errno(errno);
+		goto err_mem;
+	}
+	dlist_insert_tail(&c->entry, &ep->chunks);
+	for (i = 0; i < VRDM_CREDITS; i++) {
+		c->bufs[i].data = c->mem + (size_t)i * VRDM_BUF_SIZE;
+		c->bufs[i].lkey = c->mr->lkey;
+		dlist_init(&c->bufs[i].entry);
+		rx_repost(ep, &c->bufs[i]);
+	}
+	ep->rx_posted += VRDM_CREDITS;
+	return 0;
+err_mem:
+	free(c->mem);
+err_free:
+	free(c);
+	return ret;
+}
+
 static int conn_make_qp(struct vconn *conn)
 {
 	struct verbs_rdm_ep *ep = conn->ep;
 	struct ibv_qp_init_attr qa;
+	int ret;
 
 	memset(&qa, 0, sizeof(qa));
 	qa.send_cq = ep->cq;
@@ -335,10 +410,14 @@ static int conn_make_qp(struct vconn *conn)
 	qa.cap.max_send_sge = ep->max_sge;
 	qa.cap.max_inline_data = ep->max_inline;
 	qa.sq_sig_all = 1;
+	ret = chunk_add(ep);
+	if (ret)
+		return ret;
 	if (rdma_create_qp(conn->id, ep->domain->pd, &qa))
 		return weft_errno(errno);
 	conn->qp = conn->id->qp;
 	conn->qpn = conn->qp->qp_num;
+	conn->credits = VRDM_CREDITS;
 	conn_hash(conn);
 	return 0;
 }
@@ -647,7 +726,8 @@ static inline bool sq_room(struct verbs_rdm_ep *ep, struct vconn *conn,
 
 	if (data)
 		lim -= VRDM_SQ_CTRL;
-	return conn->sq_used + n <= lim && ep->sq_total + n <= ep->sq_total_max;
+	return conn->sq_used + n <= lim &&
+	       ep->sq_total + n + ep->rx_posted <= ep->cq_size;
 }
 
 static inline void sq_take(struct verbs_rdm_ep *ep, struct vconn *conn,
@@ -675,23 +755,42 @@ static inline void txbuf_put(struct verbs_rdm_ep *ep, struct vbuf *b)
 	dlist_insert_head(&b->entry, &ep->tx_free);
 }
 
+/* What a SEND may use of the peer's receives (credits kept back). */
+enum vrdm_class {
+	VRDM_DATA,   /* messages, RTS, writes with remote CQ data */
+	VRDM_ANSWER, /* FIN, ACK, HELLO */
+	VRDM_RETURN, /* CREDIT */
+};
+
+static const uint32_t vrdm_keep[] = {
+	[VRDM_DATA] = VRDM_CREDIT_DATA,
+	[VRDM_ANSWER] = 1,
+	[VRDM_RETURN] = 0,
+};
+
 /*
- * Send hdr (hdr_len bytes) and len bytes of iov as one SEND on conn:
- * inline when it fits, else through a send buffer.  0, or -FI_EAGAIN (no
- * room or buffer), or an error from the device.
+ * Send hdr (hdr_len bytes, its credits filled in here) and len bytes of
+ * iov as one SEND on conn: inline when it fits, else through a send
+ * buffer.  0, or -FI_EAGAIN (no room, credit or buffer), or an error from
+ * the device.
  */
 static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
-		    const void *hdr, size_t hdr_len, const struct iovec *iov,
-		    size_t count, size_t len, bool data)
+		    struct vrdm_hdr *hdr, size_t hdr_len,
+		    const struct iovec *iov, size_t count, size_t len,
+		    enum vrdm_class cls)
 {
 	struct ibv_sge sge[UTIL_RDM_IOV_MAX + 1];
 	struct ibv_send_wr wr, *bad;
+	uint32_t give;
 	struct vbuf *b;
 	size_t i, n;
 	int ret;
 
-	if (weft_unlikely(!sq_room(ep, conn, 1, data)))
+	if (weft_unlikely(conn->credits <= vrdm_keep[cls] ||
+			  !sq_room(ep, conn, 1, cls == VRDM_DATA)))
 		return -FI_EAGAIN;
+	give = WEFT_MIN(conn->credit_return, (uint32_t)UINT16_MAX);
+	hdr->credits = (uint16_t)give;
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_SEND;
 	wr.sg_list = sge;
@@ -730,6 +829,8 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		return ret == ENOMEM ? -FI_EAGAIN : post_errno(ret);
 	}
 	sq_take(ep, conn, 1);
+	conn->credits--;
+	conn->credit_return -= give;
 	return 0;
 }
 
@@ -812,7 +913,9 @@ static int ctrl_send(struct vconn *conn, uint8_t opc, uint64_t tx_id,
 	if (conn->state != VC_OPEN)
 		return -FI_ENOTCONN;
 	if (dlist_empty(&conn->deferred)) {
-		ret = post_msg(ep, conn, &h, sizeof(h), NULL, 0, 0, false);
+		ret = post_msg(ep, conn, &h, sizeof(h), NULL, 0, 0,
+			       opc == VRDM_OP_CREDIT ? VRDM_RETURN :
+						       VRDM_ANSWER);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
@@ -820,8 +923,18 @@ static int ctrl_send(struct vconn *conn, uint8_t opc, uint64_t tx_id,
 	if (!op)
 		return -FI_ENOMEM;
 	op->ctrl = h;
+	if (opc == VRDM_OP_CREDIT)
+		conn->credit_queued = true;
 	op_defer(ep, op);
 	return 0;
+}
+
+/* Half the peer's credits are owed: tell it, unless a message will. */
+static inline void credit_maybe(struct vconn *conn)
+{
+	if (weft_unlikely(conn->credit_return >= VRDM_CREDITS / 2) &&
+	    !conn->credit_queued && conn->state == VC_OPEN)
+		ctrl_send(conn, VRDM_OP_CREDIT, 0, 0, 0);
 }
 
 static int fetch_start(struct verbs_rdm_ep *ep, struct vop *op);
@@ -839,10 +952,20 @@ static void deferred_run(struct verbs_rdm_ep *ep)
 						      struct vop, dentry);
 			int ret;
 
-			if (op->kind == VOP_CTRL) {
+			if (op->kind == VOP_CTRL &&
+			    op->ctrl.op == VRDM_OP_CREDIT) {
+				conn->credit_queued = false;
+				ret = conn->credit_return ?
+					      post_msg(ep, conn, &op->ctrl,
+						       sizeof(op->ctrl), NULL,
+						       0, 0, VRDM_RETURN) :
+					      0;
+				if (ret == -FI_EAGAIN)
+					conn->credit_queued = true;
+			} else if (op->kind == VOP_CTRL) {
 				ret = post_msg(ep, conn, &op->ctrl,
 					       sizeof(op->ctrl), NULL, 0, 0,
-					       false);
+					       VRDM_ANSWER);
 			} else {
 				ret = op_post(ep, op, false);
 			}
@@ -890,12 +1013,14 @@ static int verbs_rdm_send_eager(struct util_rdm_ep *rdm,
 	h.op = VRDM_OP_MSG;
 	h.flags = wire_flags(hdr->op, hdr->flags);
 	h.status = 0;
+	h.reserved = 0;
+	h.reserved2 = 0;
 	h.tag = hdr->tag;
-	h.data = hdr->data;
+	h.data = (uint32_t)hdr->data; /* cq_data_size */
 	h.tx_id = hdr->tx_id;
 	h.len = hdr->len;
 	return post_msg(ep, conn, &h, sizeof(h), iov, iov_count, hdr->len,
-			true);
+			VRDM_DATA);
 }
 
 /* A registration covering [addr, addr+len) with access, or a new one. */
@@ -968,11 +1093,12 @@ static int verbs_rdm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	m.h.op = VRDM_OP_RTS;
 	m.h.flags = wire_flags(tx->hdr.op, tx->hdr.flags);
 	m.h.tag = tx->hdr.tag;
-	m.h.data = tx->hdr.data;
+	m.h.data = (uint32_t)tx->hdr.data;
 	m.h.tx_id = tx->hdr.tx_id;
 	m.h.len = tx->hdr.len;
-	ret = post_msg(ep, conn, &m, sizeof(m.h) + 8 + n * sizeof(m.rts.seg[0]),
-		       NULL, 0, 0, true);
+	ret = post_msg(ep, conn, &m.h,
+		       sizeof(m.h) + 8 + n * sizeof(m.rts.seg[0]), NULL, 0, 0,
+		       VRDM_DATA);
 	if (ret)
 		goto err;
 	return 0;
@@ -996,6 +1122,7 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	uint64_t raddr;
 	uint32_t lkey;
 	size_t i, n = 0;
+	bool imm;
 	int ret;
 
 	if (tx->rma_count != 1)
@@ -1010,6 +1137,11 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	ret = peer_conn(ep, tx->peer, &conn);
 	if (ret)
 		return ret;
+	/* Remote CQ data takes one of the target's receives. */
+	imm = tx->kind == UTIL_RDM_TX_WRITE &&
+	      (tx->hdr.flags & UTIL_RDM_CQ_DATA);
+	if (imm && conn->credits <= VRDM_CREDIT_DATA)
+		return -FI_EAGAIN;
 	op = op_get(ep, VOP_RMA, conn);
 	if (!op)
 		return -FI_EAGAIN;
@@ -1098,7 +1230,7 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 				struct vrdm_hdr wd = {
 					.version = VRDM_VERSION,
 					.op = VRDM_OP_WDATA,
-					.data = tx->hdr.data,
+					.data = (uint32_t)tx->hdr.data,
 					.len = tx->hdr.len,
 				};
 
@@ -1130,6 +1262,8 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	ret = op_post(ep, op, true);
 	if (ret && !op->pending)
 		goto err;
+	if (imm)
+		conn->credits--;
 	if (ret)
 		op->err = -ret; /* the posted ones complete, then it fails */
 	return 0;
@@ -1283,7 +1417,7 @@ static void rx_repost(struct verbs_rdm_ep *ep, struct vbuf *b)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)b->data,
 		.length = VRDM_BUF_SIZE,
-		.lkey = ep->rx_mr->lkey,
+		.lkey = b->lkey,
 	};
 	struct ibv_recv_wr wr = {
 		.wr_id = wr_id(b, VWR_RECV),
@@ -1410,6 +1544,7 @@ static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 		return 0;
 	}
 	case VRDM_OP_HELLO:
+	case VRDM_OP_CREDIT:
 		return 0;
 	case VRDM_OP_WDATA:
 		util_rdm_remote_event(&ep->rdm,
@@ -1420,6 +1555,18 @@ static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 		FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
 			"unknown message %u from a peer: dropped\n", h->op);
 		return 0;
+	}
+}
+
+/* A receive buffer is free again: back to the SRQ, and the credit it
+ * stands for to the QP whose message used it. */
+static void rx_done(struct verbs_rdm_ep *ep, struct vbuf *b,
+		    struct vconn *conn)
+{
+	rx_repost(ep, b);
+	if (weft_likely(conn != NULL)) {
+		conn->credit_return++;
+		credit_maybe(conn);
 	}
 }
 
@@ -1435,7 +1582,7 @@ static int held_run(struct verbs_rdm_ep *ep)
 		if (rx_one(ep, b) == -FI_EAGAIN)
 			break;
 		dlist_remove(&b->entry);
-		rx_repost(ep, b);
+		rx_done(ep, b, conn_by_qpn(ep, b->qpn));
 		n++;
 	}
 	return n;
@@ -1444,6 +1591,9 @@ static int held_run(struct verbs_rdm_ep *ep)
 static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 		    struct vbuf *b)
 {
+	const struct vrdm_hdr *h = (const void *)b->data;
+	struct vconn *conn;
+
 	if (weft_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
@@ -1453,24 +1603,24 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 			rx_repost(ep, b);
 		return;
 	}
+	conn = conn_by_qpn(ep, wc->qp_num);
+	if (weft_unlikely(conn && conn->state != VC_OPEN))
+		conn_open(conn); /* something arrived: the peer is there */
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		struct vconn *conn = conn_by_qpn(ep, wc->qp_num);
-
-		if (conn && conn->state != VC_OPEN)
-			conn_open(conn);
 		util_rdm_remote_event(&ep->rdm,
 				      FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 				      wc->byte_len, wc->imm_data);
-		rx_repost(ep, b);
+		rx_done(ep, b, conn);
 		return;
 	}
 	b->byte_len = wc->byte_len;
 	b->qpn = wc->qp_num;
+	if (weft_likely(conn && wc->byte_len >= sizeof(*h) &&
+			h->version == VRDM_VERSION))
+		conn->credits += h->credits;
 	/* Behind a held one, or refused now: keep it, in order. */
 	if (weft_unlikely(!dlist_empty(&ep->held)) ||
 	    weft_unlikely(rx_one(ep, b) == -FI_EAGAIN)) {
-		const struct vrdm_hdr *h = (const void *)b->data;
-
 		if (dlist_empty(&ep->held) || h->op == VRDM_OP_MSG ||
 		    h->op == VRDM_OP_RTS) {
 			dlist_insert_tail(&b->entry, &ep->held);
@@ -1479,7 +1629,7 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 		/* Answers pass held messages: they are not the engine's. */
 		rx_one(ep, b);
 	}
-	rx_repost(ep, b);
+	rx_done(ep, b, conn);
 }
 
 static void wc_op(struct verbs_rdm_ep *ep, struct ibv_wc *wc, struct vop *op)
@@ -1642,13 +1792,17 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	}
 	if (ep->comp_ch)
 		ibv_destroy_comp_channel(ep->comp_ch);
-	if (ep->rx_mr)
-		ibv_dereg_mr(ep->rx_mr);
+	dlist_foreach_safe(&ep->chunks, e, tmp) {
+		struct vchunk *c = container_of(e, struct vchunk, entry);
+
+		dlist_remove(e);
+		ibv_dereg_mr(c->mr);
+		free(c->mem);
+		free(c);
+	}
 	if (ep->tx_mr)
 		ibv_dereg_mr(ep->tx_mr);
-	free(ep->rx_mem);
 	free(ep->tx_mem);
-	free(ep->rx_bufs);
 	free(ep->tx_bufs);
 	if (ep->op_pool)
 		util_bufpool_destroy(ep->op_pool);
@@ -1797,23 +1951,17 @@ static int ep_listen(struct verbs_rdm_ep *ep, const struct fi_info *info)
 	return 0;
 }
 
+/* Send buffers, and the SRQ (QPs bring their receive buffers). */
 static int ep_buffers(struct verbs_rdm_ep *ep)
 {
 	struct verbs_domain *d = ep->domain;
 	struct ibv_srq_init_attr sa;
 	size_t i;
 
-	ep->rx_mem = aligned_alloc(4096, (size_t)VRDM_RX_BUFS * VRDM_BUF_SIZE);
 	ep->tx_mem = aligned_alloc(4096, (size_t)VRDM_TX_BUFS * VRDM_BUF_SIZE);
-	ep->rx_bufs = calloc(VRDM_RX_BUFS, sizeof(*ep->rx_bufs));
 	ep->tx_bufs = calloc(VRDM_TX_BUFS, sizeof(*ep->tx_bufs));
-	if (!ep->rx_mem || !ep->tx_mem || !ep->rx_bufs || !ep->tx_bufs)
+	if (!ep->tx_mem || !ep->tx_bufs)
 		return -FI_ENOMEM;
-	ep->rx_mr = ibv_reg_mr(d->pd, ep->rx_mem,
-			       (size_t)VRDM_RX_BUFS * VRDM_BUF_SIZE,
-			       IBV_ACCESS_LOCAL_WRITE);
-	if (!ep->rx_mr)
-		return weft_errno(errno);
 	ep->tx_mr = ibv_reg_mr(d->pd, ep->tx_mem,
 			       (size_t)VRDM_TX_BUFS * VRDM_BUF_SIZE,
 			       IBV_ACCESS_LOCAL_WRITE);
@@ -1821,19 +1969,15 @@ static int ep_buffers(struct verbs_rdm_ep *ep)
 		return weft_errno(errno);
 	for (i = 0; i < VRDM_TX_BUFS; i++) {
 		ep->tx_bufs[i].data = ep->tx_mem + i * VRDM_BUF_SIZE;
+		ep->tx_bufs[i].lkey = ep->tx_mr->lkey;
 		dlist_insert_tail(&ep->tx_bufs[i].entry, &ep->tx_free);
 	}
 	memset(&sa, 0, sizeof(sa));
-	sa.attr.max_wr = VRDM_RX_BUFS;
+	sa.attr.max_wr = VRDM_SRQ_MAX;
 	sa.attr.max_sge = 1;
 	ep->srq = ibv_create_srq(d->pd, &sa);
 	if (!ep->srq)
 		return weft_errno(errno);
-	for (i = 0; i < VRDM_RX_BUFS; i++) {
-		ep->rx_bufs[i].data = ep->rx_mem + i * VRDM_BUF_SIZE;
-		dlist_init(&ep->rx_bufs[i].entry);
-		rx_repost(ep, &ep->rx_bufs[i]);
-	}
 	return 0;
 }
 
@@ -1872,9 +2016,8 @@ static int ep_queues(struct verbs_rdm_ep *ep)
 	ev.data.fd = ep->comp_ch->fd;
 	if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->comp_ch->fd, &ev))
 		return weft_errno(errno);
-	ep->cq_size = WEFT_MIN(d->dev.max_cqe,
-			       (uint32_t)VRDM_RX_BUFS + 64u * VRDM_SQ_DEPTH);
-	ep->sq_total_max = ep->cq_size - VRDM_RX_BUFS;
+	/* Every posted receive and send may complete at once. */
+	ep->cq_size = WEFT_MIN(d->dev.max_cqe, 32767u);
 	ep->cq = ibv_create_cq(d->ctx, (int)ep->cq_size, ep, ep->comp_ch, 0);
 	if (!ep->cq)
 		return weft_errno(errno);
@@ -1912,6 +2055,7 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	dlist_init(&ep->held);
 	dlist_init(&ep->conns);
 	dlist_init(&ep->ops);
+	dlist_init(&ep->chunks);
 	ret = ep_queues(ep);
 	if (ret)
 		goto err;
