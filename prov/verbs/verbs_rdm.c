@@ -212,6 +212,7 @@ struct vop {
 	size_t nmr;
 	struct ibv_mr *mr[VRDM_OP_WR_MAX];
 	struct vbuf *bounce; /* atomics: the result lands here */
+	struct vbuf *copy;   /* an injected write's data */
 	size_t nwr;	     /* prepared, for a deferred post */
 	struct ibv_send_wr wr[VRDM_OP_WR_MAX];
 	struct ibv_sge sge[VRDM_OP_WR_MAX];
@@ -857,6 +858,8 @@ static void op_release(struct verbs_rdm_ep *ep, struct vop *op)
 		ibv_dereg_mr(op->mr[i]);
 	if (op->bounce)
 		txbuf_put(ep, op->bounce);
+	if (op->copy)
+		txbuf_put(ep, op->copy);
 	dlist_remove(&op->entry);
 	util_bufpool_put(ep->op_pool, op);
 }
@@ -1180,7 +1183,28 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 		bool wr = tx->kind == UTIL_RDM_TX_WRITE;
 		bool inl = wr && tx->hdr.len <= ep->max_inline;
 
-		for (i = 0; i < tx->iov_count; i++) {
+		/* Injected data is the caller's again when we return, and
+		 * the device reads it later: write it from a copy. */
+		if (wr && !inl && (tx->flags & FI_INJECT) && tx->hdr.len &&
+		    tx->hdr.len <= VRDM_BUF_SIZE) {
+			op->copy = txbuf_get(ep);
+			if (!op->copy) {
+				ret = -FI_EAGAIN;
+				goto err;
+			}
+			util_iov_copy_from(op->copy->data, tx->iov,
+					   tx->iov_count, 0, tx->hdr.len);
+			op->sge[0].addr = (uintptr_t)op->copy->data;
+			op->sge[0].length = (uint32_t)tx->hdr.len;
+			op->sge[0].lkey = ep->tx_mr->lkey;
+			op->wr[0].sg_list = op->sge;
+			op->wr[0].num_sge = 1;
+			op->wr[0].opcode = IBV_WR_RDMA_WRITE;
+			op->wr[0].wr.rdma.remote_addr = raddr;
+			op->wr[0].wr.rdma.rkey = (uint32_t)tx->rma_iov[0].key;
+			n = 1;
+		}
+		for (i = 0; i < tx->iov_count && !op->copy; i++) {
 			size_t off = 0, len = tx->iov[i].iov_len;
 
 			while (off < len) {
@@ -1871,9 +1895,11 @@ static int verbs_rdm_getname(fid_t fid, void *addr, size_t *addrlen)
 	return 0;
 }
 
+static int verbs_rdm_setname(fid_t fid, void *addr, size_t addrlen);
+
 static struct fi_ops_cm verbs_rdm_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
-	.setname = weft_no_setname,
+	.setname = verbs_rdm_setname,
 	.getname = verbs_rdm_getname,
 	.getpeer = weft_no_getpeer,
 	.connect = weft_no_connect,
@@ -1921,6 +1947,54 @@ static int verbs_rdm_compwritevalid(struct fid_ep *ep, enum fi_datatype dt,
 	return atomic_ok(ep, dt, op, true, count);
 }
 
+/* Listen at sa (its port 0: one the kernel picks); the endpoint is named
+ * by where it listens.  Replaces a listener it had. */
+static int listen_at(struct verbs_rdm_ep *ep, const struct sockaddr_storage *sa)
+{
+	struct sockaddr_storage got;
+	struct rdma_cm_id *id;
+	int ret;
+
+	if (sa->ss_family != AF_INET && sa->ss_family != AF_INET6)
+		return -FI_EINVAL;
+	if (rdma_create_id(ep->cm_ch, &id, ep, RDMA_PS_TCP))
+		return weft_errno(errno);
+	if (rdma_bind_addr(id, (struct sockaddr *)sa) || rdma_listen(id, 1024)) {
+		ret = weft_errno(errno);
+		rdma_destroy_id(id);
+		return ret;
+	}
+	if (ep->lid)
+		rdma_destroy_id(ep->lid);
+	ep->lid = id;
+	memcpy(&got, rdma_get_local_addr(id), sa_len(rdma_get_local_addr(id)));
+	sa_stored(&got, &ep->addr);
+	ep->addrlen = sa_len(&ep->addr);
+	return 0;
+}
+
+static int verbs_rdm_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct verbs_rdm_ep *ep =
+		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
+	struct sockaddr_storage sa;
+	int ret;
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    addrlen > sizeof(sa))
+		return -FI_EINVAL;
+	if (ep->rdm.enabled)
+		return -FI_EOPBADSTATE;
+	memset(&sa, 0, sizeof(sa));
+	memcpy(&sa, addr, addrlen);
+	if (addrlen < sa_len(&sa))
+		return -FI_EINVAL;
+	weft_lock(&ep->rdm.lock);
+	ret = listen_at(ep, &sa);
+	weft_unlock(&ep->rdm.lock);
+	return ret;
+}
+
 /* Listen on the device's address; the endpoint is named by it. */
 static int ep_listen(struct verbs_rdm_ep *ep, const struct fi_info *info)
 {
@@ -1937,18 +2011,7 @@ static int ep_listen(struct verbs_rdm_ep *ep, const struct fi_info *info)
 		((struct sockaddr_in *)&sa)->sin_port = 0;
 	} else
 		return -FI_EADDRNOTAVAIL;
-	if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6)
-		return -FI_EINVAL;
-	if (rdma_create_id(ep->cm_ch, &ep->lid, ep, RDMA_PS_TCP))
-		return weft_errno(errno);
-	if (rdma_bind_addr(ep->lid, (struct sockaddr *)&sa) ||
-	    rdma_listen(ep->lid, 1024))
-		return weft_errno(errno);
-	memcpy(&sa, rdma_get_local_addr(ep->lid),
-	       sa_len(rdma_get_local_addr(ep->lid)));
-	sa_stored(&sa, &ep->addr);
-	ep->addrlen = sa_len(&ep->addr);
-	return 0;
+	return listen_at(ep, &sa);
 }
 
 /* Send buffers, and the SRQ (QPs bring their receive buffers). */
