@@ -1745,14 +1745,21 @@ static int verbs_rdm_progress(struct util_rdm_ep *rdm)
 		n += held_run(ep);
 	if (weft_unlikely(ep->ndeferred))
 		deferred_run(ep);
-	/* Connection events: at once while connections are being made,
-	 * else now and then (a connect request waits a few polls). */
+	/*
+	 * Connection events: at once while connections are being made, else
+	 * now and then (a connect request waits some polls; one syscall
+	 * each, so not on every poll of a busy loop).  With a wait object
+	 * its fd may have woken a waiter: look sooner.
+	 */
 	ep->calls++;
-	if (ep->cm_busy || (k <= 0 && !(ep->calls & 15)) ||
-	    !(ep->calls & 255))
+	if (ep->cm_busy ||
+	    (k <= 0 && !(ep->calls & (ep->rdm.wait_fd >= 0 ? 15 : 255))) ||
+	    !(ep->calls & 1023))
 		n += cm_progress(ep);
-	/* Nothing here: a waiter may sleep, so the channel must fire. */
-	if (k <= 0 && (!ep->cq_armed || ep->cq_fired)) {
+	/* Nothing here and someone may sleep on the wait fd: the channel
+	 * must fire.  Busy-polled endpoints (no wait object) never arm. */
+	if (k <= 0 && ep->rdm.wait_fd >= 0 &&
+	    (!ep->cq_armed || ep->cq_fired)) {
 		cq_rearm(ep);
 		k = ibv_poll_cq(ep->cq, VRDM_POLL, wc);
 		for (i = 0; i < k; i++)
