@@ -1753,8 +1753,8 @@ static int verbs_rdm_progress(struct util_rdm_ep *rdm)
 	 */
 	ep->calls++;
 	if (ep->cm_busy ||
-	    (k <= 0 && !(ep->calls & (ep->rdm.wait_fd >= 0 ? 15 : 255))) ||
-	    !(ep->calls & 1023))
+	    (k <= 0 && !(ep->calls & (ep->rdm.wait_fd >= 0 ? 15 : 4095))) ||
+	    !(ep->calls & 16383))
 		n += cm_progress(ep);
 	/* Nothing here and someone may sleep on the wait fd: the channel
 	 * must fire.  Busy-polled endpoints (no wait object) never arm. */
