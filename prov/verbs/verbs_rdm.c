@@ -374,6 +374,8 @@ static int chunk_add(struct verbs_rdm_ep *ep)
 		ret = -FI_ENOMEM;
 		goto err_free;
 	}
+	/* The device writes here unseen by memory checkers: start defined. */
+	memset(c->mem, 0, bytes);
 	c->mr = ibv_reg_mr(ep->domain->pd, c->mem, bytes,
 			   IBV_ACCESS_LOCAL_WRITE);
 	if (!c->mr) {
@@ -2032,6 +2034,7 @@ static int ep_buffers(struct verbs_rdm_ep *ep)
 	ep->tx_bufs = calloc(VRDM_TX_BUFS, sizeof(*ep->tx_bufs));
 	if (!ep->tx_mem || !ep->tx_bufs)
 		return -FI_ENOMEM;
+	memset(ep->tx_mem, 0, (size_t)VRDM_TX_BUFS * VRDM_BUF_SIZE);
 	ep->tx_mr = ibv_reg_mr(d->pd, ep->tx_mem,
 			       (size_t)VRDM_TX_BUFS * VRDM_BUF_SIZE,
 			       IBV_ACCESS_LOCAL_WRITE);
