@@ -162,7 +162,12 @@ struct vconn {
 	bool hashed;
 	bool outgoing;
 	enum vconn_state state;
-	uint32_t sq_used;
+	uint32_t sq_used;   /* send queue slots taken */
+	uint32_t unsig;	    /* unsignaled sends since the last signaled one */
+	/* Slots each signaled work request frees when it completes (the
+	 * unsignaled ones before it too), in posting order. */
+	uint32_t batch_head, batch_tail;
+	uint16_t batch[VRDM_SQ_DEPTH];
 	uint32_t credits;	/* SENDs the peer has receives for */
 	uint32_t credit_return; /* receives of its we reposted, not told */
 	bool credit_queued;	/* a CREDIT waits on deferred */
@@ -412,7 +417,7 @@ static int conn_make_qp(struct vconn *conn)
 	qa.cap.max_send_wr = WEFT_MIN(VRDM_SQ_DEPTH, ep->domain->dev.max_qp_wr);
 	qa.cap.max_send_sge = ep->max_sge;
 	qa.cap.max_inline_data = ep->max_inline;
-	qa.sq_sig_all = 1;
+	qa.sq_sig_all = 0; /* inline sends are signaled now and then */
 	ret = chunk_add(ep);
 	if (ret)
 		return ret;
@@ -733,16 +738,28 @@ static inline bool sq_room(struct verbs_rdm_ep *ep, struct vconn *conn,
 	       ep->sq_total + n + ep->rx_posted <= ep->cq_size;
 }
 
+/* n signaled work requests were posted on conn. */
 static inline void sq_take(struct verbs_rdm_ep *ep, struct vconn *conn,
 			   uint32_t n)
 {
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		conn->batch[conn->batch_tail++ % VRDM_SQ_DEPTH] =
+			(uint16_t)(1 + (i ? 0 : conn->unsig));
+	}
+	if (n)
+		conn->unsig = 0;
 	conn->sq_used += n;
 	ep->sq_total += n;
 }
 
+/* A signaled work request of conn completed (in posting order). */
 static inline void sq_give(struct verbs_rdm_ep *ep, struct vconn *conn)
 {
-	conn->sq_used--;
+	if (weft_unlikely(conn->batch_head == conn->batch_tail))
+		return; /* a flushed unsignaled one */
+	conn->sq_used -= conn->batch[conn->batch_head++ % VRDM_SQ_DEPTH];
 	ep->sq_total--;
 }
 
@@ -810,6 +827,10 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		}
 		wr.num_sge = (int)n;
 		wr.send_flags = IBV_SEND_INLINE;
+		/* Nothing to free at its completion: ask for one every 16th
+		 * send only (or when the queue fills), for slot accounting. */
+		if (conn->unsig >= 15 || !sq_room(ep, conn, 8, true))
+			wr.send_flags |= IBV_SEND_SIGNALED;
 		wr.wr_id = wr_id(conn, VWR_INLINE);
 		b = NULL;
 	} else {
@@ -823,6 +844,7 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		sge[0].length = (uint32_t)(hdr_len + len);
 		sge[0].lkey = ep->tx_mr->lkey;
 		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr_id = wr_id(b, VWR_SEND);
 	}
 	ret = ibv_post_send(conn->qp, &wr, &bad);
@@ -831,7 +853,12 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 			txbuf_put(ep, b);
 		return ret == ENOMEM ? -FI_EAGAIN : post_errno(ret);
 	}
-	sq_take(ep, conn, 1);
+	if (wr.send_flags & IBV_SEND_SIGNALED) {
+		sq_take(ep, conn, 1);
+	} else {
+		conn->unsig++;
+		conn->sq_used++;
+	}
 	conn->credits--;
 	conn->credit_return -= give;
 	return 0;

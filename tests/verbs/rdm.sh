@@ -115,10 +115,18 @@ run_pp() {
 	timeout -k 5 "$T" "$pp" -p verbs -e rdm -d "$dev" -B "$port" -I 20 \
 		-S all -c >"$tmp/srv.out" 2>&1 &
 	srv=$!
-	sleep 1
-	timeout -k 5 "$T" "$pp" -p verbs -e rdm -d "$dev" -P "$port" -I 20 \
-		-S all -c "$ip" >"$tmp/cli.out" 2>&1
-	crc=$?
+	# Its control socket says nothing when it listens: a client that
+	# came too early (connection refused, 111) tries again.
+	tries=0
+	while :; do
+		sleep 1
+		timeout -k 5 "$T" "$pp" -p verbs -e rdm -d "$dev" -P "$port" \
+			-I 20 -S all -c "$ip" >"$tmp/cli.out" 2>&1
+		crc=$?
+		tries=$((tries + 1))
+		[ $crc -eq 111 ] && [ $tries -lt 5 ] &&
+			kill -0 "$srv" 2>/dev/null || break
+	done
 	wait "$srv"
 	src=$?
 	srv=
