@@ -934,11 +934,8 @@ static int verbs_query_atomic(struct fid_domain *domain_fid,
 		return -FI_EOPNOTSUPP;
 	if (datatype != FI_UINT64 && datatype != FI_INT64)
 		return -FI_EOPNOTSUPP;
-	/* The MSG endpoint maps these onto the device's own atomics (a
-	 * non-fetching sum is a fetch-add whose result is dropped); an RDM
-	 * endpoint answers for itself. */
-	if (domain->ep_type != FI_EP_MSG)
-		return -FI_EOPNOTSUPP;
+	/* MSG and RDM endpoints map these onto the device's own atomics (a
+	 * non-fetching sum is a fetch-add whose result is dropped). */
 	if ((flags & FI_COMPARE_ATOMIC) ? op != FI_CSWAP : op != FI_SUM)
 		return -FI_EOPNOTSUPP;
 	attr->size = sizeof(uint64_t);
