@@ -45,6 +45,7 @@
 #include "weft/util_getinfo.h"
 #include "weft/util_ifaddr.h"
 #include "weft/util_mr.h"
+#include "weft/util_mr_cache.h"
 #include "weft/util_rdm.h"
 
 extern struct fi_provider verbs_prov;
@@ -78,6 +79,7 @@ struct verbs_params {
 	size_t rx_size;		 /* FI_VERBS_RX_SIZE, capped by the device */
 	size_t inline_size;	 /* FI_VERBS_INLINE_SIZE: 0 = the device's */
 	int conn_timeout_ms;	 /* rdma_cm address and route resolution */
+	size_t mr_cache_entries; /* FI_VERBS_MR_CACHE_ENTRIES: 0 keeps none */
 };
 extern struct verbs_params verbs_params;
 void verbs_params_init(void);
@@ -132,6 +134,11 @@ struct verbs_domain {
 	enum fi_ep_type ep_type; /* of the info the domain was opened with */
 	uint32_t addr_format;	 /* FI_SOCKADDR_IN or _IN6 */
 	struct fi_info *info;	 /* a copy, for endpoints' defaults */
+	/* Registrations the provider makes itself, for buffers that came
+	 * without a fitting descriptor (a rendezvous send from memory the
+	 * application registered for FI_SEND only, or not at all): kept,
+	 * and dropped when the application unmaps the memory. */
+	struct util_mr_cache mr_cache;
 	/* Teardowns of closed endpoints still using pd (verbs_domain_hold);
 	 * closed: fi_close has returned, the last release frees the rest. */
 	unsigned int teardowns;

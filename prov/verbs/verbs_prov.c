@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <rdma/fi_atomic.h>
 
@@ -33,6 +34,7 @@ struct verbs_params verbs_params = {
 	.tx_size = 1024,
 	.rx_size = 1024,
 	.conn_timeout_ms = 5000,
+	.mr_cache_entries = 1024,
 };
 
 static void verbs_params_read(void)
@@ -59,6 +61,11 @@ static void verbs_params_read(void)
 			"Milliseconds rdma_cm may take to resolve an address "
 			"or route (default %d)", verbs_params.conn_timeout_ms);
 
+	fi_param_define(&verbs_prov, "mr_cache_entries", FI_PARAM_SIZE_T,
+			"Registrations the provider keeps for buffers that "
+			"came without a descriptor; 0 keeps none (default %zu)",
+			verbs_params.mr_cache_entries);
+
 	s = NULL;
 	if (!fi_param_get_str(&verbs_prov, "iface", &s) && s)
 		snprintf(verbs_params.iface, sizeof(verbs_params.iface), "%s",
@@ -75,6 +82,8 @@ static void verbs_params_read(void)
 		verbs_params.inline_size = v;
 	if (!fi_param_get_int(&verbs_prov, "conn_timeout", &i) && i > 0)
 		verbs_params.conn_timeout_ms = i;
+	if (!fi_param_get_size_t(&verbs_prov, "mr_cache_entries", &v))
+		verbs_params.mr_cache_entries = v;
 }
 
 void verbs_params_init(void)
@@ -959,8 +968,46 @@ void verbs_domain_hold(struct verbs_domain *domain)
 
 static void domain_free(struct verbs_domain *domain)
 {
+	util_mr_cache_fini(&domain->mr_cache);
 	ibv_dealloc_pd(domain->pd);
 	free(domain);
+}
+
+/* The registration cache's owner calls: access is ibv_access_flags. */
+static int cache_reg(void *owner, void *addr, size_t len, uint64_t access,
+		     void **handle)
+{
+	struct verbs_domain *domain = owner;
+	struct ibv_mr *mr = ibv_reg_mr(domain->pd, addr, len, (int)access);
+
+	if (!mr)
+		return weft_errno(errno);
+	*handle = mr;
+	return 0;
+}
+
+static void cache_dereg(void *owner, void *handle)
+{
+	(void)owner;
+	ibv_dereg_mr(handle);
+}
+
+static const struct util_mr_cache_ops verbs_cache_ops = {
+	.reg = cache_reg,
+	.dereg = cache_dereg,
+};
+
+/* What the cache may keep pinned: at most a quarter of RLIMIT_MEMLOCK,
+ * and 256 MiB. */
+static size_t cache_max_bytes(void)
+{
+	struct rlimit rl;
+	size_t max = (size_t)256 << 20;
+
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < max)
+		max = rl.rlim_cur / 4;
+	return max;
 }
 
 void verbs_domain_release(struct verbs_domain *domain)
@@ -1113,6 +1160,8 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 		ret = weft_errno(errno);
 		goto err_info;
 	}
+	util_mr_cache_init(&domain->mr_cache, &verbs_cache_ops, domain,
+			   verbs_params.mr_cache_entries, cache_max_bytes());
 	ret = util_domain_init(&domain->base.util, fabric, info, context);
 	if (ret)
 		goto err_pd;

@@ -214,8 +214,8 @@ struct vop {
 	void *fetch_cookie;
 	uint32_t pending; /* work requests not completed */
 	int err;
-	size_t nmr;
-	struct ibv_mr *mr[VRDM_OP_WR_MAX];
+	size_t nmr; /* registrations of the domain's cache it holds */
+	struct util_mr_cache_entry *mr[VRDM_OP_WR_MAX];
 	struct vbuf *bounce; /* atomics: the result lands here */
 	struct vbuf *copy;   /* an injected write's data */
 	size_t nwr;	     /* prepared, for a deferred post */
@@ -246,7 +246,7 @@ struct verbs_rdm_ep {
 	int epfd;
 	uint32_t cq_size, sq_total;
 	uint32_t max_inline, max_sge;
-	bool cq_armed, cq_fired;
+	bool cq_armed; /* the CQ raises its next event on comp_ch */
 	bool closing;
 	unsigned int calls, cm_busy;
 	uint8_t *tx_mem;
@@ -884,7 +884,7 @@ static void op_release(struct verbs_rdm_ep *ep, struct vop *op)
 	size_t i;
 
 	for (i = 0; i < op->nmr; i++)
-		ibv_dereg_mr(op->mr[i]);
+		util_mr_cache_put(&ep->domain->mr_cache, op->mr[i]);
 	if (op->bounce)
 		txbuf_put(ep, op->bounce);
 	if (op->copy)
@@ -1061,7 +1061,9 @@ static int mr_for(struct verbs_rdm_ep *ep, struct vop *op, void *desc,
 		  uint32_t *rkey)
 {
 	struct verbs_mr *vm = desc;
+	struct util_mr_cache_entry *e;
 	struct ibv_mr *mr;
+	int ret;
 
 	if (vm && (!need || (vm->access & need) == need)) {
 		*lkey = vm->mr->lkey;
@@ -1071,14 +1073,18 @@ static int mr_for(struct verbs_rdm_ep *ep, struct vop *op, void *desc,
 	}
 	if (op->nmr == VRDM_OP_WR_MAX)
 		return -FI_EINVAL;
-	mr = ibv_reg_mr(ep->domain->pd, addr, len ? len : 1,
-			IBV_ACCESS_LOCAL_WRITE |
-				((need & FI_REMOTE_READ) ?
-					 IBV_ACCESS_REMOTE_READ :
-					 0));
-	if (!mr)
-		return weft_errno(errno);
-	op->mr[op->nmr++] = mr;
+	/* Kept by the domain's cache: the next message from the same
+	 * buffer needs no registration, and freed memory drops it. */
+	ret = util_mr_cache_get(&ep->domain->mr_cache, addr, len,
+				IBV_ACCESS_LOCAL_WRITE |
+					((need & FI_REMOTE_READ) ?
+						 IBV_ACCESS_REMOTE_READ :
+						 0),
+				&e);
+	if (ret)
+		return ret;
+	op->mr[op->nmr++] = e;
+	mr = e->handle;
 	*lkey = mr->lkey;
 	if (rkey)
 		*rkey = mr->rkey;
@@ -1740,65 +1746,64 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 	}
 }
 
-/* Take the completion channel's events and ask for the next one. */
-static void cq_rearm(struct verbs_rdm_ep *ep)
+static int poll_cq(struct verbs_rdm_ep *ep)
 {
-	struct ibv_cq *cq;
-	void *ctx;
-
-	if (ep->cq_fired) {
-		while (!ibv_get_cq_event(ep->comp_ch, &cq, &ctx))
-			ibv_ack_cq_events(cq, 1);
-		ep->cq_fired = false;
-		ep->cq_armed = false;
-	}
-	if (!ep->cq_armed && !ibv_req_notify_cq(ep->cq, 0))
-		ep->cq_armed = true;
-}
-
-static int verbs_rdm_progress(struct util_rdm_ep *rdm)
-{
-	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct ibv_wc wc[VRDM_POLL];
-	int i, k, n = 0;
+	int i, k;
 
-	if (weft_unlikely(ep->closing))
-		return 0;
 	k = ibv_poll_cq(ep->cq, VRDM_POLL, wc);
 	for (i = 0; i < k; i++)
 		wc_one(ep, &wc[i]);
-	n += k > 0 ? k : 0;
-	if (k > 0 && ep->cq_armed)
-		ep->cq_fired = true;
+	return k > 0 ? k : 0;
+}
+
+/* Progress: the CQ, and what waits on credits or buffers; connection
+ * events only now and then once connections are made, since each look at
+ * the rdma_cm channel is a system call.  The completion channel is left
+ * alone here: verbs_rdm_arm arms it when a thread is about to sleep. */
+static int verbs_rdm_progress(struct util_rdm_ep *rdm)
+{
+	struct verbs_rdm_ep *ep = vep_of(rdm);
+	int k, n;
+
+	if (weft_unlikely(ep->closing))
+		return 0;
+	n = k = poll_cq(ep);
 	if (weft_unlikely(!dlist_empty(&ep->held)))
 		n += held_run(ep);
 	if (weft_unlikely(ep->ndeferred))
 		deferred_run(ep);
-	/*
-	 * Connection events: at once while connections are being made, else
-	 * now and then (a connect request waits some polls; one syscall
-	 * each, so not on every poll of a busy loop).  With a wait object
-	 * its fd may have woken a waiter: look sooner.
-	 */
 	ep->calls++;
-	if (ep->cm_busy ||
-	    (k <= 0 && !(ep->calls & (ep->rdm.wait_fd >= 0 ? 15 : 4095))) ||
+	if (ep->cm_busy || (!k && !(ep->calls & 4095)) ||
 	    !(ep->calls & 16383))
 		n += cm_progress(ep);
-	/* Nothing here and someone may sleep on the wait fd: the channel
-	 * must fire.  Busy-polled endpoints (no wait object) never arm. */
-	if (k <= 0 && ep->rdm.wait_fd >= 0 &&
-	    (!ep->cq_armed || ep->cq_fired)) {
-		cq_rearm(ep);
-		k = ibv_poll_cq(ep->cq, VRDM_POLL, wc);
-		for (i = 0; i < k; i++)
-			wc_one(ep, &wc[i]);
-		if (k > 0) {
-			n += k;
-			ep->cq_fired = true; /* its event may be pending */
-		}
-	}
 	return n;
+}
+
+/*
+ * A thread is about to sleep on the wait fd (the completion channel and
+ * the rdma_cm channel): take the connection events (the channel stays
+ * readable while any are pending), take the completion channel's events
+ * and arm the CQ for the next completion, then look once more, since one
+ * may have come before the arming.
+ */
+static int verbs_rdm_arm(struct util_rdm_ep *rdm)
+{
+	struct verbs_rdm_ep *ep = vep_of(rdm);
+	struct ibv_cq *cq;
+	void *ctx;
+	int n;
+
+	if (weft_unlikely(ep->closing))
+		return 0;
+	n = cm_progress(ep);
+	while (!ibv_get_cq_event(ep->comp_ch, &cq, &ctx)) {
+		ibv_ack_cq_events(cq, 1);
+		ep->cq_armed = false;
+	}
+	if (!ep->cq_armed && !ibv_req_notify_cq(ep->cq, 0))
+		ep->cq_armed = true;
+	return n + poll_cq(ep);
 }
 
 static int verbs_rdm_peer_init(struct util_rdm_ep *rdm, struct util_peer *peer)
@@ -1817,6 +1822,7 @@ static const struct util_rdm_transport verbs_rdm_transport = {
 	.rma = verbs_rdm_rma,
 	.progress = verbs_rdm_progress,
 	.wait_fd = verbs_rdm_wait_fd,
+	.arm = verbs_rdm_arm,
 	.peer_size = sizeof(struct vpeer),
 	.peer_init = verbs_rdm_peer_init,
 };

@@ -387,7 +387,15 @@ static int case_refused(const char *prov)
 	cf_assert(all, "fi_allocinfo failed");
 	all->fabric_attr->prov_name = strdup(prov);
 	all->ep_attr->type = FI_EP_RDM;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, all, &info);
+	/* The modes the suite supports, as cf_getinfo gives them: a
+	 * provider that needs registration modes (verbs) lists nothing to
+	 * an application that supports none. */
+	all->mode = FI_CONTEXT | FI_CONTEXT2;
+	all->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				    FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				    FI_MR_ENDPOINT;
+	ret = fi_getinfo(FI_VERSION(1, 17), getenv("CF_NODE"), NULL,
+			 getenv("CF_NODE") ? FI_SOURCE : 0, all, &info);
 	fi_freeinfo(all);
 	cf_assert(!ret, "fi_getinfo: %d", ret);
 	for (fi = info; fi; fi = fi->next)
