@@ -148,12 +148,11 @@ struct verbs_msg_ep {
 	struct verbs_srx *srx; /* bound shared receive context, or NULL */
 	bool shared_rx; /* ep_attr rx_ctx_cnt FI_SHARED_CONTEXT */
 
-	size_t tx_size, rx_size; /* what may be outstanding */
-	uint64_t tx_mask, rx_mask; /* ring slots - 1 (a power of two) */
+	size_t tx_size, rx_size;
 	uint32_t max_sge, inline_max;
-	struct verbs_tx *tx; /* ring of tx_mask + 1 */
+	struct verbs_tx *tx; /* ring of tx_size */
 	uint64_t tx_head, tx_tail;
-	struct verbs_rx *rx; /* ring of rx_mask + 1 */
+	struct verbs_rx *rx; /* ring of rx_size */
 	uint64_t rx_head, rx_tail, rx_on_qp;
 	/* fi_atomic without a result: the device writes it here */
 	uint64_t *scratch;
@@ -181,16 +180,6 @@ struct verbs_pep {
 	pthread_mutex_t lock;
 	bool listening;
 };
-
-/* The mask of the smallest power-of-two ring holding n slots. */
-static uint64_t ring_mask(size_t n)
-{
-	uint64_t m = 1;
-
-	while (m < n)
-		m <<= 1;
-	return m - 1;
-}
 
 static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
 {
@@ -281,7 +270,7 @@ static void report_err(struct util_cq *cq, bool reserved, bool wanted,
 
 static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
-	struct verbs_tx *tx = &ep->tx[wc->wr_id & ep->tx_mask];
+	struct verbs_tx *tx = &ep->tx[wc->wr_id % ep->tx_size];
 	struct util_cntr *cntr = tx_cntr(ep, tx->cntr);
 	struct util_cq *cq = ep->rdm.tx_cq;
 
@@ -356,7 +345,7 @@ static void rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
 
 static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
-	struct verbs_rx *rx = &ep->rx[wc->wr_id & ep->rx_mask];
+	struct verbs_rx *rx = &ep->rx[(wc->wr_id & ~VERBS_WR_RX) % ep->rx_size];
 
 	rx_report(ep, rx->context, rx->buf, rx->report, rx->report, wc);
 	ep->rx_tail++;
@@ -398,8 +387,6 @@ static int poll_cq(struct verbs_msg_ep *ep)
 
 	do {
 		n = ibv_poll_cq(ep->cq, VERBS_POLL_BATCH, wc);
-		if (n <= 0)
-			break; /* most calls of a busy-polling reader */
 		for (i = 0; i < n; i++) {
 			/* Not the opcode: undefined in an error. */
 			if (wc[i].wr_id & VERBS_WR_SRX)
@@ -409,7 +396,7 @@ static int poll_cq(struct verbs_msg_ep *ep)
 			else
 				tx_complete(ep, &wc[i]);
 		}
-		total += n;
+		total += n > 0 ? n : 0;
 	} while (n == VERBS_POLL_BATCH);
 	return total;
 }
@@ -481,7 +468,7 @@ static int rx_flush_pending(struct verbs_msg_ep *ep)
 	struct ibv_recv_wr wr, *bad;
 
 	while (ep->qp && ep->rx_on_qp < ep->rx_head) {
-		struct verbs_rx *rx = &ep->rx[ep->rx_on_qp & ep->rx_mask];
+		struct verbs_rx *rx = &ep->rx[ep->rx_on_qp % ep->rx_size];
 
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = VERBS_WR_RX | ep->rx_on_qp;
@@ -748,7 +735,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 		if (ret)
 			goto out;
 	}
-	tx = &ep->tx[ep->tx_head & ep->tx_mask];
+	tx = &ep->tx[ep->tx_head % ep->tx_size];
 	tx->context = p->context;
 	tx->cq_flags = p->cq_flags;
 	tx->len = len;
@@ -810,7 +797,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 		ret = -FI_EAGAIN;
 		goto out;
 	}
-	rx = &ep->rx[ep->rx_head & ep->rx_mask];
+	rx = &ep->rx[ep->rx_head % ep->rx_size];
 	ret = sge_fill(rx->sge, iov, desc, count, false, &len);
 	if (ret)
 		goto out;
@@ -1160,7 +1147,7 @@ static ssize_t atomic_post(struct verbs_msg_ep *ep, enum fi_op op,
 		/* The old value lands in a scratch word of the endpoint's. */
 		struct verbs_mr scratch = { .mr = ep->scratch_mr };
 
-		iov.iov_base = &ep->scratch[ep->tx_head & ep->tx_mask];
+		iov.iov_base = &ep->scratch[ep->tx_head % ep->tx_size];
 		desc = &scratch;
 		p.silent = flags & FI_INJECT;
 		return post_send(ep, &p);
@@ -1769,7 +1756,7 @@ static int ep_enable(struct verbs_msg_ep *ep)
 	ep->armed = true;
 	if (ep->domain->dev.atomics) {
 		ep->scratch_mr = ibv_reg_mr(ep->domain->pd, ep->scratch,
-					    (ep->tx_mask + 1) * sizeof(uint64_t),
+					    ep->tx_size * sizeof(uint64_t),
 					    IBV_ACCESS_LOCAL_WRITE);
 		if (!ep->scratch_mr)
 			return weft_errno(errno);
@@ -1859,12 +1846,9 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	if (info->tx_attr && info->tx_attr->inject_size &&
 	    info->tx_attr->inject_size < ep->inline_max)
 		ep->inline_max = (uint32_t)info->tx_attr->inject_size;
-	/* Rings of a power of two: a slot is a mask, not a division. */
-	ep->tx_mask = ring_mask(ep->tx_size);
-	ep->rx_mask = ring_mask(ep->rx_size);
-	ep->tx = calloc(ep->tx_mask + 1, sizeof(*ep->tx));
-	ep->rx = calloc(ep->rx_mask + 1, sizeof(*ep->rx));
-	ep->scratch = calloc(ep->tx_mask + 1, sizeof(uint64_t));
+	ep->tx = calloc(ep->tx_size, sizeof(*ep->tx));
+	ep->rx = calloc(ep->rx_size, sizeof(*ep->rx));
+	ep->scratch = calloc(ep->tx_size, sizeof(uint64_t));
 	if (!ep->tx || !ep->rx || !ep->scratch) {
 		free(ep->tx);
 		free(ep->rx);
