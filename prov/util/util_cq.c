@@ -170,6 +170,24 @@ size_t util_cq_pending(struct util_cq *cq)
 	       (atomic_load(&cq->overrun_pending) ? 1 : 0);
 }
 
+/*
+ * Nothing to hand out (reader lock held): no entry in the ring or on the
+ * overflow list, no overrun report owed or announced.  What
+ * util_cq_read_locked would answer -FI_EAGAIN for, in a few loads.
+ */
+static inline bool util_cq_idle(struct util_cq *cq)
+{
+	struct util_cq_ring *ring = cq->ring;
+	size_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+
+	return head == atomic_load_explicit(&ring->tail, memory_order_acquire) &&
+	       !atomic_load_explicit(&cq->overflow_count,
+				     memory_order_acquire) &&
+	       !atomic_load_explicit(&cq->overrun_pending,
+				     memory_order_acquire) &&
+	       !cq->overrun_next;
+}
+
 /* About to sleep: arm the progress sources; true if events came. */
 static bool util_cq_arm_sources(struct util_cq *cq)
 {
@@ -316,9 +334,16 @@ static ssize_t util_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	weft_lock(&cq->lock);
 	/* Completions waiting are handed out first: progress (a syscall
 	 * for a socket transport) runs when the CQ is empty, and at least
-	 * every 16th read so arrivals are never starved. */
-	if (!util_cq_pending(cq) || !(++cq->read_skips & 15))
+	 * every 16th read so arrivals are never starved.  A read that finds
+	 * nothing after progress answers at once: it is what a busy-polling
+	 * reader does most. */
+	if (util_cq_idle(cq) || !(++cq->read_skips & 15)) {
 		util_cq_progress(cq);
+		if (util_cq_idle(cq)) {
+			weft_unlock(&cq->lock);
+			return -FI_EAGAIN;
+		}
+	}
 	ret = util_cq_read_locked(cq, buf, count, src_addr);
 	weft_unlock(&cq->lock);
 	return ret;

@@ -268,7 +268,13 @@ static int check_domain(struct check *c, const struct fi_domain_attr *cand,
 	return 0;
 }
 
+/*
+ * cand_dom: the candidate's domain attributes (may be NULL).  A hint of
+ * FI_SHARED_CONTEXT receive contexts is met by a candidate whose domain
+ * lets an endpoint use a shared receive context (max_ep_srx_ctx).
+ */
 static int check_ep(struct check *c, const struct fi_ep_attr *cand,
+		    const struct fi_domain_attr *cand_dom,
 		    const struct fi_ep_attr *hint)
 {
 	char b1[64], b2[64];
@@ -299,7 +305,8 @@ static int check_ep(struct check *c, const struct fi_ep_attr *cand,
 	      hint->tx_ctx_cnt == FI_SHARED_CONTEXT ? "shared" : "that many");
 	CHECK(c, !hint->rx_ctx_cnt || hint->rx_ctx_cnt <= cand->rx_ctx_cnt ||
 			 (hint->rx_ctx_cnt == FI_SHARED_CONTEXT &&
-			  cand->rx_ctx_cnt == FI_SHARED_CONTEXT),
+			  (cand->rx_ctx_cnt == FI_SHARED_CONTEXT ||
+			   (cand_dom && cand_dom->max_ep_srx_ctx))),
 	      "%s receive contexts are not supported",
 	      hint->rx_ctx_cnt == FI_SHARED_CONTEXT ? "shared" : "that many");
 	return 0;
@@ -397,7 +404,8 @@ int util_info_check(const struct fi_info *cand, const struct fi_info *hints,
 		goto out;
 	if (hints->ep_attr || hints->domain_attr) {
 		/* Endpoint type first: the most telling mismatch. */
-		ret = check_ep(&c, cand->ep_attr, hints->ep_attr);
+		ret = check_ep(&c, cand->ep_attr, cand->domain_attr,
+			       hints->ep_attr);
 		if (ret)
 			goto out;
 	}

@@ -102,6 +102,7 @@ struct verbs_dev {
 	uint32_t max_qp_rd_atom; /* reads / atomics in flight, initiator */
 	uint32_t max_qp_init_rd_atom;
 	uint32_t max_qp, max_cq, max_mr, max_pd;
+	uint32_t max_srq, max_srq_wr, max_srq_sge; /* 0: no SRQ */
 	uint64_t max_mr_size;
 	uint32_t max_msg_sz; /* port */
 	/* For fi_info's nic attributes. */
@@ -194,6 +195,9 @@ int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_pep **pep, void *context);
 int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		      struct fid_ep **ep, void *context);
+/* fi_srx_context: a shared receive context (an SRQ) for MSG endpoints. */
+int verbs_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+		      struct fid_ep **rx_ep, void *context);
 
 /*
  * verbs_rdm.c: fi_endpoint of an FI_EP_RDM info on a verbs domain.  The

@@ -87,6 +87,37 @@ enum { VERBS_CNTR_SEND, VERBS_CNTR_READ, VERBS_CNTR_WRITE };
 
 /* wr_id of a receive: its ring index with this bit; a transmit's lacks it. */
 #define VERBS_WR_RX (1ULL << 63)
+/* wr_id of a receive posted to a shared receive context: its slot there
+ * with both bits. */
+#define VERBS_WR_SRX (1ULL << 62)
+
+/*
+ * A shared receive context (fi_srx_context): one SRQ that the QPs of the
+ * MSG endpoints bound to it take their receives from.  A receive's
+ * completion comes on the CQ of the endpoint whose QP consumed it, in no
+ * order across endpoints, so the receives are slots taken from and given
+ * back to a free list rather than a ring.  No CQ slot is reserved at post
+ * time (which CQ is known only at completion): completions are written
+ * unreserved and a full CQ overflows (FI_EOVERRUN) rather than refusing
+ * the post.  Lock order: an endpoint's lock, then the srx's.
+ */
+struct verbs_srx {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
+	struct verbs_domain *domain;
+	struct ibv_srq *srq;
+	struct weft_lock lock; /* slots, free list, eps, cancel_cq */
+	size_t size;
+	uint32_t max_sge;
+	uint64_t op_flags;
+	struct verbs_rx *rx; /* size slots; on_qp: posted, not completed */
+	uint32_t *free;	     /* free slot numbers */
+	size_t nfree;
+	unsigned int eps; /* endpoints bound: fi_close -> -FI_EBUSY */
+	/* The receive CQ of the first endpoint bound with one, held
+	 * (util_cq_bind): where receives still posted at fi_close are
+	 * reported FI_ECANCELED. */
+	struct util_cq *cancel_cq;
+};
 
 enum verbs_cm_state {
 	VERBS_CM_IDLE,
@@ -114,6 +145,8 @@ struct verbs_msg_ep {
 	bool imm;
 	struct util_eq *eq;
 	struct util_progress cm_progress;
+	struct verbs_srx *srx; /* bound shared receive context, or NULL */
+	bool shared_rx; /* ep_attr rx_ctx_cnt FI_SHARED_CONTEXT */
 
 	size_t tx_size, rx_size;
 	uint32_t max_sge, inline_max;
@@ -209,12 +242,14 @@ static struct util_cntr *tx_cntr(struct verbs_msg_ep *ep, uint8_t kind)
 }
 
 /*
- * A work request completed in error.  reserved: the operation asked for a
- * completion and holds a CQ slot.  A flushed one that asked for none is
- * discarded (see Errors above); anything else becomes an error entry.
+ * A work request completed in error.  reserved: the operation holds a CQ
+ * slot; wanted: it asked for a completion.  A flushed one that asked for
+ * none is discarded (see Errors above); anything else becomes an error
+ * entry.
  */
-static void report_err(struct util_cq *cq, bool reserved, void *context,
-		       uint64_t flags, void *buf, const struct ibv_wc *wc)
+static void report_err(struct util_cq *cq, bool reserved, bool wanted,
+		       void *context, uint64_t flags, void *buf,
+		       const struct ibv_wc *wc)
 {
 	struct fi_cq_err_entry err = {
 		.op_context = context,
@@ -228,7 +263,7 @@ static void report_err(struct util_cq *cq, bool reserved, void *context,
 		return;
 	if (reserved)
 		util_cq_unreserve(cq, 1);
-	else if (wc->status == IBV_WC_WR_FLUSH_ERR)
+	if (!wanted && wc->status == IBV_WC_WR_FLUSH_ERR)
 		return;
 	util_cq_write_err(cq, &err);
 }
@@ -249,7 +284,8 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 			util_cntr_inc(cntr);
 	} else {
 		/* Reported whatever its flags asked, unless flushed. */
-		report_err(cq, tx->report, tx->context, tx->cq_flags, NULL, wc);
+		report_err(cq, tx->report, tx->report, tx->context, tx->cq_flags,
+			   NULL, wc);
 		if (cntr)
 			util_cntr_inc_err(cntr);
 	}
@@ -258,13 +294,18 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	ep->tx_tail++;
 }
 
-static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
+/*
+ * The one receive-completion path, for the endpoint's own receives and
+ * for those of its shared receive context: report a receive whose
+ * completion came on ep's CQ.  reserved: it holds a slot of the receive
+ * CQ; wanted: it asked for a completion.
+ */
+static void rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
+		      bool reserved, bool wanted, const struct ibv_wc *wc)
 {
-	struct verbs_rx *rx = &ep->rx[(wc->wr_id & ~VERBS_WR_RX) % ep->rx_size];
 	struct util_cq *cq = ep->rdm.rx_cq;
 	struct util_cntr *cntr = ep->rdm.recv_cntr;
 	uint64_t flags = FI_RECV | FI_MSG, data = 0;
-	void *buf = rx->buf;
 
 	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM)) {
 		flags |= FI_REMOTE_CQ_DATA;
@@ -278,24 +319,63 @@ static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 		buf = NULL;
 		cntr = NULL;
 	}
+	if (!cq)
+		reserved = wanted = false;
 	if (cq)
 		util_cq_writer_lock(cq);
 	if (wc->status == IBV_WC_SUCCESS) {
-		if (rx->report)
-			util_cq_write_reserved(cq, rx->context, flags,
+		if (reserved)
+			util_cq_write_reserved(cq, context, flags,
 					       wc->byte_len, buf, data, 0,
 					       FI_ADDR_NOTAVAIL);
+		else if (wanted)
+			util_cq_write(cq, context, flags, wc->byte_len, buf,
+				      data, 0, FI_ADDR_NOTAVAIL);
 		if (cntr)
 			util_cntr_inc(cntr);
 	} else {
-		report_err(cq, rx->report, rx->context, FI_RECV | FI_MSG, buf,
-			   wc);
+		report_err(cq, reserved, wanted, context, FI_RECV | FI_MSG,
+			   buf, wc);
 		if (ep->rdm.recv_cntr)
 			util_cntr_inc_err(ep->rdm.recv_cntr);
 	}
 	if (cq)
 		util_cq_writer_unlock(cq);
+}
+
+static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
+{
+	struct verbs_rx *rx = &ep->rx[(wc->wr_id & ~VERBS_WR_RX) % ep->rx_size];
+
+	rx_report(ep, rx->context, rx->buf, rx->report, rx->report, wc);
 	ep->rx_tail++;
+}
+
+/* A receive of the bound shared context completed on ep's CQ. */
+static void srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
+{
+	struct verbs_srx *srx = ep->srx;
+	uint64_t slot = wc->wr_id & ~(VERBS_WR_RX | VERBS_WR_SRX);
+	struct verbs_rx *rx;
+	void *context, *buf;
+	bool completion;
+
+	if (!srx || slot >= srx->size)
+		return;
+	weft_lock(&srx->lock);
+	rx = &srx->rx[slot];
+	if (!rx->on_qp) { /* reported already: never twice */
+		weft_unlock(&srx->lock);
+		return;
+	}
+	context = rx->context;
+	buf = rx->buf;
+	completion = rx->report;
+	rx->on_qp = false;
+	srx->free[srx->nfree++] = (uint32_t)slot;
+	weft_unlock(&srx->lock);
+	rx_report(ep, context, buf, false,
+		  !ep->rdm.rx_selective || completion, wc);
 }
 
 #define VERBS_POLL_BATCH 16
@@ -309,7 +389,9 @@ static int poll_cq(struct verbs_msg_ep *ep)
 		n = ibv_poll_cq(ep->cq, VERBS_POLL_BATCH, wc);
 		for (i = 0; i < n; i++) {
 			/* Not the opcode: undefined in an error. */
-			if (wc[i].wr_id & VERBS_WR_RX)
+			if (wc[i].wr_id & VERBS_WR_SRX)
+				srx_rx_complete(ep, &wc[i]);
+			else if (wc[i].wr_id & VERBS_WR_RX)
 				rx_complete(ep, &wc[i]);
 			else
 				tx_complete(ep, &wc[i]);
@@ -418,6 +500,11 @@ static int qp_create(struct verbs_msg_ep *ep)
 
 	if (ep->qp)
 		return 0;
+	if (ep->srx) {
+		qa.srq = ep->srx->srq;
+		qa.cap.max_recv_wr = 0;
+		qa.cap.max_recv_sge = 0;
+	}
 	if (rdma_create_qp(ep->id, ep->domain->pd, &qa)) {
 		int err = errno;
 
@@ -700,6 +787,8 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 	size_t len;
 	ssize_t ret;
 
+	if (ep->srx)
+		return -FI_EOPNOTSUPP; /* receives go to the shared context */
 	if (count > ep->max_sge)
 		return -FI_EINVAL;
 	report = !ep->rdm.rx_selective || (flags & FI_COMPLETION);
@@ -1445,6 +1534,8 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
+	if (ep->srx)
+		return (ssize_t)ep->srx->nfree;
 	return (ssize_t)(ep->rx_size - (ep->rx_head - ep->rx_tail));
 }
 
@@ -1479,13 +1570,23 @@ struct verbs_teardown {
 	struct rdma_event_channel *cm_ch;
 	struct ibv_mr *scratch_mr;
 	uint64_t *scratch;
+	struct verbs_srx *srx; /* released once the QP is gone */
 };
+
+static void srx_release(struct verbs_srx *srx)
+{
+	weft_lock(&srx->lock);
+	srx->eps--;
+	weft_unlock(&srx->lock);
+}
 
 /* Destroy in the order the libraries ask: QP, id, CQ, channels. */
 static void teardown_run(struct verbs_teardown *t)
 {
 	if (t->qp)
 		rdma_destroy_qp(t->id);
+	if (t->srx)
+		srx_release(t->srx);
 	if (t->id)
 		rdma_destroy_id(t->id);
 	if (t->cq) {
@@ -1570,6 +1671,7 @@ static int ep_close(struct fid *fid)
 		.cm_ch = ep->cm_ch,
 		.scratch_mr = ep->scratch_mr,
 		.scratch = ep->scratch,
+		.srx = ep->srx,
 	};
 
 	if (ep->eq) {
@@ -1610,18 +1712,43 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		util_eq_add_progress(ep->eq, &ep->cm_progress);
 		return 0;
 	}
+	if (bfid && bfid->fclass == FI_CLASS_SRX_CTX) {
+		struct verbs_srx *srx =
+			container_of(bfid, struct verbs_srx, ep_fid.fid);
+
+		if (srx->domain != ep->domain)
+			return -FI_EINVAL;
+		weft_lock(&ep->rdm.lock);
+		if (ep->srx || ep->cq) {
+			weft_unlock(&ep->rdm.lock);
+			return ep->srx ? -FI_EALREADY : -FI_EOPBADSTATE;
+		}
+		weft_lock(&srx->lock);
+		srx->eps++;
+		weft_unlock(&srx->lock);
+		ep->srx = srx;
+		weft_unlock(&ep->rdm.lock);
+		return 0;
+	}
 	return util_rdm_ep_bind(fid, bfid, flags);
 }
 
 static int ep_enable(struct verbs_msg_ep *ep)
 {
+	size_t cqe;
 	int ret;
 
 	if (ep->cq)
 		return 0;
-	ep->cq = ibv_create_cq(ep->domain->ctx,
-			       (int)(ep->tx_size + ep->rx_size), ep,
-			       ep->comp_ch, 0);
+	if (ep->shared_rx && !ep->srx) {
+		FI_WARN(&verbs_prov, FI_LOG_EP_CTRL,
+			"rx_ctx_cnt FI_SHARED_CONTEXT: bind a shared receive context before fi_enable\n");
+		return -FI_EOPBADSTATE;
+	}
+	/* Every receive of the shared context may complete here. */
+	cqe = ep->tx_size + (ep->srx ? ep->srx->size : ep->rx_size);
+	cqe = WEFT_MIN(cqe, (size_t)ep->domain->dev.max_cqe);
+	ep->cq = ibv_create_cq(ep->domain->ctx, (int)cqe, ep, ep->comp_ch, 0);
 	if (!ep->cq)
 		return weft_errno(errno);
 	if (ibv_req_notify_cq(ep->cq, 0))
@@ -1633,6 +1760,14 @@ static int ep_enable(struct verbs_msg_ep *ep)
 					    IBV_ACCESS_LOCAL_WRITE);
 		if (!ep->scratch_mr)
 			return weft_errno(errno);
+	}
+	if (ep->srx && ep->rdm.rx_cq) {
+		weft_lock(&ep->srx->lock);
+		if (!ep->srx->cancel_cq) {
+			util_cq_bind(ep->rdm.rx_cq, NULL);
+			ep->srx->cancel_cq = ep->rdm.rx_cq;
+		}
+		weft_unlock(&ep->srx->lock);
 	}
 	/* A connection request's id knows its device already: the QP can
 	 * take receives before fi_accept. */
@@ -1694,6 +1829,12 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ep->domain = domain;
 	ep->rx_cq_data = info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA);
 	ep->imm = !d->iwarp;
+	ep->shared_rx = info->ep_attr &&
+			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
+	if (ep->shared_rx && !d->max_srq) {
+		free(ep);
+		return -FI_EOPNOTSUPP;
+	}
 	ep->tx_size = info->tx_attr && info->tx_attr->size ?
 			      info->tx_attr->size :
 			      WEFT_MIN(verbs_params.tx_size, depth);
@@ -1777,6 +1918,289 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	return 0;
 err:
 	ep_close(&ep->rdm.ep_fid.fid);
+	return ret;
+}
+
+/* ---- shared receive contexts -------------------------------------------- */
+
+static inline struct verbs_srx *srx_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct verbs_srx, ep_fid);
+}
+
+static ssize_t srx_post(struct verbs_srx *srx, const struct iovec *iov,
+			void **desc, size_t count, void *context,
+			uint64_t flags)
+{
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct verbs_rx *rx;
+	uint32_t slot;
+	size_t len;
+	ssize_t ret;
+
+	if (count > srx->max_sge)
+		return -FI_EINVAL;
+	weft_lock(&srx->lock);
+	if (!srx->nfree) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	slot = srx->free[srx->nfree - 1];
+	rx = &srx->rx[slot];
+	ret = sge_fill(rx->sge, iov, desc, count, false, &len);
+	if (ret)
+		goto out;
+	rx->context = context;
+	rx->buf = count ? iov[0].iov_base : NULL;
+	/* Whether it is reported depends on the endpoint it lands on
+	 * (FI_SELECTIVE_COMPLETION of that endpoint's bind). */
+	rx->report = flags & FI_COMPLETION;
+	rx->nsge = (uint32_t)count;
+	wr.wr_id = VERBS_WR_RX | VERBS_WR_SRX | slot;
+	wr.sg_list = rx->sge;
+	wr.num_sge = (int)count;
+	ret = ibv_post_srq_recv(srx->srq, &wr, &bad);
+	if (ret) {
+		ret = ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
+		goto out;
+	}
+	rx->on_qp = true;
+	srx->nfree--;
+out:
+	weft_unlock(&srx->lock);
+	return ret;
+}
+
+static ssize_t srx_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return srx_post(srx_of(ep_fid), msg->msg_iov, msg->desc,
+			msg->iov_count, msg->context, flags);
+}
+
+static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 void *context)
+{
+	struct verbs_srx *srx = srx_of(ep_fid);
+
+	return srx_post(srx, iov, desc, count, context, srx->op_flags);
+}
+
+static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return srx_recvv(ep_fid, &iov, &desc, 1, src, context);
+}
+
+/* A receive context does not transmit. */
+static ssize_t srx_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			      uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t srx_no_sendv(struct fid_ep *ep, const struct iovec *iov,
+			    void **desc, size_t count, fi_addr_t dest,
+			    void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t srx_no_send(struct fid_ep *ep, const void *buf, size_t len,
+			   void *desc, fi_addr_t dest, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t srx_no_inject(struct fid_ep *ep, const void *buf, size_t len,
+			     fi_addr_t dest)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t srx_no_senddata(struct fid_ep *ep, const void *buf,
+			       size_t len, void *desc, uint64_t data,
+			       fi_addr_t dest, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t srx_no_injectdata(struct fid_ep *ep, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_msg srx_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = srx_recv,
+	.recvv = srx_recvv,
+	.recvmsg = srx_recvmsg,
+	.send = srx_no_send,
+	.sendv = srx_no_sendv,
+	.sendmsg = srx_no_sendmsg,
+	.inject = srx_no_inject,
+	.senddata = srx_no_senddata,
+	.injectdata = srx_no_injectdata,
+};
+
+static ssize_t srx_rx_size_left(struct fid_ep *ep_fid)
+{
+	return (ssize_t)srx_of(ep_fid)->nfree;
+}
+
+static struct fi_ops_ep srx_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = weft_no_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = weft_no_tx_ctx,
+	.rx_ctx = weft_no_rx_ctx,
+	.rx_size_left = srx_rx_size_left,
+	.tx_size_left = weft_no_size_left,
+};
+
+/*
+ * fi_close: -FI_EBUSY while endpoints are bound (their QPs use the SRQ).
+ * Receives still posted are reported FI_ECANCELED, each once, with their
+ * context, on the receive CQ of the first endpoint that was bound with
+ * one (held until now: fi_close of that CQ is -FI_EBUSY meanwhile); with
+ * no such CQ they are discarded (fi_endpoint(3)).
+ */
+static int srx_close(struct fid *fid)
+{
+	struct verbs_srx *srx = container_of(fid, struct verbs_srx, ep_fid.fid);
+	struct util_cq *cq;
+	size_t i;
+	int ret;
+
+	weft_lock(&srx->lock);
+	if (srx->eps) {
+		weft_unlock(&srx->lock);
+		return -FI_EBUSY;
+	}
+	weft_unlock(&srx->lock);
+	if (srx->srq) {
+		ret = ibv_destroy_srq(srx->srq);
+		if (ret)
+			return weft_errno(ret);
+		srx->srq = NULL;
+	}
+	cq = srx->cancel_cq;
+	if (cq)
+		util_cq_writer_lock(cq);
+	for (i = 0; i < srx->size; i++) {
+		struct verbs_rx *rx = &srx->rx[i];
+		struct fi_cq_err_entry err = {
+			.op_context = rx->context,
+			.flags = FI_RECV | FI_MSG,
+			.buf = rx->buf,
+			.err = FI_ECANCELED,
+			.prov_errno = IBV_WC_WR_FLUSH_ERR,
+		};
+
+		if (!rx->on_qp)
+			continue;
+		rx->on_qp = false;
+		if (cq)
+			util_cq_write_err(cq, &err);
+	}
+	if (cq) {
+		util_cq_writer_unlock(cq);
+		util_cq_unbind(cq, NULL);
+	}
+	weft_lock_destroy(&srx->lock);
+	free(srx->rx);
+	free(srx->free);
+	free(srx);
+	return 0;
+}
+
+static struct fi_ops srx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = srx_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+int verbs_srx_context(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
+		      struct fid_ep **rx_ep, void *context)
+{
+	struct verbs_domain *domain = verbs_domain_of(domain_fid);
+	const struct verbs_dev *d = &domain->dev;
+	struct ibv_srq_init_attr sa = { 0 };
+	struct verbs_srx *srx;
+	size_t size = WEFT_MIN(verbs_params.rx_size, (size_t)d->max_srq_wr);
+	uint32_t sge = WEFT_MIN(d->max_srq_sge, (uint32_t)VERBS_IOV_MAX);
+	size_t i;
+	int ret;
+
+	if (!rx_ep)
+		return -FI_EINVAL;
+	if (domain->ep_type != FI_EP_MSG || !d->max_srq || !d->max_srq_wr ||
+	    !d->max_srq_sge)
+		return -FI_EOPNOTSUPP;
+	if (attr) {
+		if (attr->caps & ~(uint64_t)(FI_MSG | FI_RECV | FI_RMA |
+					     FI_REMOTE_WRITE | FI_REMOTE_READ |
+					     FI_ATOMIC | FI_REMOTE_COMM |
+					     FI_LOCAL_COMM))
+			return -FI_EOPNOTSUPP;
+		if (attr->size > d->max_srq_wr || attr->iov_limit > sge)
+			return -FI_EINVAL;
+		if (attr->size)
+			size = attr->size;
+	}
+	srx = calloc(1, sizeof(*srx));
+	if (!srx)
+		return -FI_ENOMEM;
+	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
+	srx->ep_fid.fid.context = context;
+	srx->ep_fid.fid.ops = &srx_fi_ops;
+	srx->ep_fid.ops = &srx_ep_ops;
+	srx->ep_fid.msg = &srx_msg_ops;
+	srx->domain = domain;
+	srx->size = size;
+	srx->max_sge = sge;
+	srx->op_flags = attr && attr->op_flags ? attr->op_flags :
+						 FI_COMPLETION;
+	ret = weft_lock_init(&srx->lock, true);
+	if (ret) {
+		free(srx);
+		return ret;
+	}
+	srx->rx = calloc(size, sizeof(*srx->rx));
+	srx->free = calloc(size, sizeof(*srx->free));
+	if (!srx->rx || !srx->free) {
+		ret = -FI_ENOMEM;
+		goto err;
+	}
+	/* Taken from the end: slot 0 first. */
+	for (i = 0; i < size; i++)
+		srx->free[i] = (uint32_t)(size - 1 - i);
+	srx->nfree = size;
+	sa.attr.max_wr = (uint32_t)size;
+	sa.attr.max_sge = sge;
+	srx->srq = ibv_create_srq(domain->pd, &sa);
+	if (!srx->srq) {
+		ret = weft_errno(errno);
+		FI_WARN(&verbs_prov, FI_LOG_EP_CTRL,
+			"ibv_create_srq (%zu, sge %u): %s\n", size, sge,
+			fi_strerror(-ret));
+		goto err;
+	}
+	*rx_ep = &srx->ep_fid;
+	return 0;
+err:
+	srx_close(&srx->ep_fid.fid);
 	return ret;
 }
 

@@ -208,6 +208,9 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
 	dev->max_cq = (uint32_t)da.max_cq;
 	dev->max_mr = (uint32_t)da.max_mr;
 	dev->max_pd = (uint32_t)da.max_pd;
+	dev->max_srq = (uint32_t)da.max_srq;
+	dev->max_srq_wr = (uint32_t)da.max_srq_wr;
+	dev->max_srq_sge = (uint32_t)da.max_srq_sge;
 	dev->max_mr_size = da.max_mr_size;
 	dev->max_msg_sz = pa.max_msg_sz;
 	dev->vendor_id = da.vendor_id;
@@ -456,6 +459,10 @@ static void site_fill(struct verbs_site *s)
 			s->tx[i].inject_size = d->max_inline;
 			s->tx[i].iov_limit = sge;
 			s->rx[i].iov_limit = sge;
+			/* An SRQ: fi_srx_context, ep_attr rx_ctx_cnt
+			 * FI_SHARED_CONTEXT. */
+			if (d->max_srq && d->max_srq_wr && d->max_srq_sge)
+				s->dom[i].max_ep_srx_ctx = 1;
 		}
 		if (!d->atomics) {
 			s->info[i].caps &= ~FI_ATOMIC;
@@ -1075,7 +1082,7 @@ static struct fi_ops_domain verbs_domain_ops = {
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = weft_no_stx_ctx,
-	.srx_ctx = weft_no_srx_ctx,
+	.srx_ctx = verbs_srx_context,
 	.query_atomic = verbs_query_atomic,
 	.query_collective = weft_no_query_collective,
 	.endpoint2 = util_domain_endpoint2,
