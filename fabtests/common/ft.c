@@ -612,7 +612,9 @@ static int ft_alloc_hints(void)
 	if (!h)
 		return -FI_ENOMEM;
 	h->caps = ft.prog->caps;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	/* FI_RX_CQ_DATA: remote CQ data of a write may consume a posted
+	 * receive (verbs MSG); the RMA benchmarks post them then. */
+	h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
 	h->ep_attr->type = ft.opts.ep_type;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -957,6 +959,13 @@ static int ft_ep_bind(struct ft_ep *e)
 	if (ret)
 		FT_ERR("fi_enable", ret);
 	return ret;
+}
+
+bool ft_rx_cq_data(void)
+{
+	return ft.info && ((ft.info->mode & FI_RX_CQ_DATA) ||
+			   (ft.info->rx_attr &&
+			    (ft.info->rx_attr->mode & FI_RX_CQ_DATA)));
 }
 
 int ft_slots(size_t *slot_size)

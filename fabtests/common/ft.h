@@ -158,6 +158,9 @@ int ft_oob_open(void);
  * memory as the fabric benchmark it is the limit of.
  */
 int ft_slots(size_t *slot_size);
+/* Whether the provider wants a receive posted for each remote CQ data a
+ * write brings (the FI_RX_CQ_DATA mode of the info in use). */
+bool ft_rx_cq_data(void);
 /* Further endpoints (fi_mt_bw): index >= 1, set up as the first one. */
 int ft_ep_setup(struct ft_ep *e, int index);
 void ft_ep_close(struct ft_ep *e);

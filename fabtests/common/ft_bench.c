@@ -34,10 +34,24 @@ static int ft_post_xfer(struct ft_ep *e, enum ft_xfer kind, int slot,
 	}
 }
 
+/* Receives this kind of transfer consumes at the target, and their size:
+ * messages, and writes with remote CQ data under FI_RX_CQ_DATA. */
+static bool ft_takes_recv(enum ft_xfer kind, size_t *size)
+{
+	if (kind == FT_XFER_MSG || kind == FT_XFER_TAGGED)
+		return true;
+	if (kind == FT_XFER_WRITEDATA && ft_rx_cq_data()) {
+		*size = 0;
+		return true;
+	}
+	return false;
+}
+
 static int ft_pp_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
 		     int count, uint64_t base)
 {
-	bool msg = kind == FT_XFER_MSG || kind == FT_XFER_TAGGED;
+	size_t rsize = size;
+	bool msg = ft_takes_recv(kind, &rsize);
 	bool verify = ft.opts.verify;
 	uint64_t rx0, j;
 	int i, ret;
@@ -45,7 +59,7 @@ static int ft_pp_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
 	if (!count)
 		return 0;
 	if (msg) {
-		ret = ft_post_recv(e, 0, size, ft_is_tagged(kind));
+		ret = ft_post_recv(e, 0, rsize, ft_is_tagged(kind));
 		if (ret)
 			return ret;
 	}
@@ -74,7 +88,7 @@ static int ft_pp_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
 				return ret;
 		}
 		if (msg && i + 1 < count) {
-			ret = ft_post_recv(e, 0, size, ft_is_tagged(kind));
+			ret = ft_post_recv(e, 0, rsize, ft_is_tagged(kind));
 			if (ret)
 				return ret;
 		}
@@ -124,7 +138,7 @@ static int ft_post_window_recvs(struct ft_ep *e, enum ft_xfer kind,
 {
 	int k, ret;
 
-	if (kind != FT_XFER_MSG && kind != FT_XFER_TAGGED)
+	if (!ft_takes_recv(kind, &size))
 		return 0;
 	for (k = 0; k < n; k++) {
 		ret = ft_post_recv(e, k, size, ft_is_tagged(kind));
