@@ -659,6 +659,7 @@ static int verbs_getinfo(uint32_t version, const char *node,
 			 const struct fi_info *hints, struct fi_info **info)
 {
 	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next;
+	struct fi_info *far = NULL, **far_tail = &far;
 	struct util_prov up = verbs_util_prov;
 	struct fi_info *last_msg = NULL;
 	size_t i;
@@ -709,11 +710,22 @@ static int verbs_getinfo(uint32_t version, const char *node,
 			}
 			continue;
 		}
-		*tail = fi;
-		tail = &fi->next;
 		if (fi->ep_attr && fi->ep_attr->type == FI_EP_MSG)
 			last_msg = fi;
+		/* A destination on another device's subnet: a device reaches
+		 * its own subnet (RoCE cannot talk to iWARP), so those go
+		 * first, and applications that take the first entry get the
+		 * device that can reach the peer. */
+		if (!(flags & FI_SOURCE) && fi->dest_addr &&
+		    !util_iface_has(ifc, fi->dest_addr)) {
+			*far_tail = fi;
+			far_tail = &fi->next;
+			continue;
+		}
+		*tail = fi;
+		tail = &fi->next;
 	}
+	*tail = far;
 	if (!all) {
 		weft_explain(&verbs_prov, "no RDMA device serves \"%s%s%s\"",
 			     node ? node : "", service ? ":" : "",
