@@ -9,12 +9,14 @@
 #ifndef WEFT_UTIL_DOMAIN_H
 #define WEFT_UTIL_DOMAIN_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
 #include "weft/core.h"
+#include "weft/list.h"
 #include "weft/lock.h"
 
 struct util_fabric {
@@ -42,6 +44,10 @@ struct util_domain {
 	struct weft_lock lock;
 	struct fid_eq *eq; /* bound with fi_domain_bind, may be NULL */
 	uint64_t eq_flags;
+	/* Endpoints whose progress moves the domain's others along
+	 * (util_rdm_ep_attr.sweep_domain), under sweep_lock. */
+	struct dlist_entry sweep_eps;
+	pthread_mutex_t sweep_lock;
 };
 
 /*

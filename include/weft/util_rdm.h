@@ -293,6 +293,12 @@ struct util_rdm_ep_attr {
 	 * copies, in bytes); 0: none.  Past it the engine refuses arrivals
 	 * (util_rdm_msg_arrived), and the transport holds them back. */
 	size_t unexp_max;
+	/* Progress of this endpoint also moves the domain's other sweeping
+	 * endpoints along, now and then, when their locks are free: a
+	 * transport whose connections need each side's progress (verbs'
+	 * rdma_cm handshake) then connects while the application waits on
+	 * one endpoint only.  (tcp gets the same from its domain's epoll.) */
+	bool sweep_domain;
 };
 
 struct util_rdm_ep {
@@ -330,6 +336,9 @@ struct util_rdm_ep {
 	struct util_peer_map peers;
 	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */
 	int wait_fd; /* the transport's, added to bound wait objects; -1 */
+	bool sweep; /* on domain->sweep_eps (attr.sweep_domain) */
+	unsigned int sweep_calls;
+	struct dlist_entry sweep_entry;
 
 	/* FI_PROGRESS_AUTO: a thread drives the transport. */
 	pthread_t progress_thread;

@@ -70,6 +70,8 @@ int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
 	domain->caps = info ? info->caps : 0;
 	domain->mode = info ? info->mode : 0;
 	atomic_init(&domain->ref, 0);
+	dlist_init(&domain->sweep_eps);
+	pthread_mutex_init(&domain->sweep_lock, NULL);
 	if (attr && attr->name) {
 		domain->name = strdup(attr->name);
 		if (!domain->name)
@@ -98,6 +100,7 @@ int util_domain_fini(struct util_domain *domain)
 	if (domain->fabric)
 		atomic_fetch_sub(&domain->fabric->ref, 1);
 	weft_lock_destroy(&domain->lock);
+	pthread_mutex_destroy(&domain->sweep_lock);
 	free(domain->name);
 	domain->name = NULL;
 	return 0;

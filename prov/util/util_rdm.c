@@ -1894,12 +1894,70 @@ static struct fi_ops_tagged rdm_tagged_ops = {
 /* ---- progress ----------------------------------------------------------- */
 
 /* One pass: the transport's arrivals, then queued transmits. */
+static int rdm_progress_once(struct util_rdm_ep *ep);
+
+/* The domain's other sweeping endpoints whose locks are free now: one
+ * round of their progress.  Never nested, never waits for a lock. */
+static int domain_sweep(struct util_rdm_ep *ep)
+{
+	static __thread bool in_sweep;
+	struct util_domain *d = ep->domain;
+	struct dlist_entry *e;
+	int n = 0;
+
+	if (in_sweep || pthread_mutex_trylock(&d->sweep_lock))
+		return 0;
+	in_sweep = true;
+	dlist_foreach(&d->sweep_eps, e) {
+		struct util_rdm_ep *o =
+			container_of(e, struct util_rdm_ep, sweep_entry);
+
+		if (o == ep || !weft_trylock(&o->lock))
+			continue;
+		if (o->enabled)
+			n += rdm_progress_once(o);
+		weft_unlock(&o->lock);
+	}
+	in_sweep = false;
+	pthread_mutex_unlock(&d->sweep_lock);
+	return n;
+}
+
+/* About to sleep on a wait fd the domain's sweeping endpoints share:
+ * arm the others (those whose locks are free), progressing what they
+ * find.  Returns how many events that found. */
+static int domain_arm(struct util_rdm_ep *ep)
+{
+	struct util_domain *d = ep->domain;
+	struct dlist_entry *e;
+	int n = 0, k;
+
+	pthread_mutex_lock(&d->sweep_lock);
+	dlist_foreach(&d->sweep_eps, e) {
+		struct util_rdm_ep *o =
+			container_of(e, struct util_rdm_ep, sweep_entry);
+
+		if (o == ep || !weft_trylock(&o->lock))
+			continue;
+		if (o->enabled && o->tp->arm) {
+			k = o->tp->arm(o);
+			if (k > 0)
+				n += k + rdm_progress_once(o);
+		}
+		weft_unlock(&o->lock);
+	}
+	pthread_mutex_unlock(&d->sweep_lock);
+	return n;
+}
+
 static int rdm_progress_once(struct util_rdm_ep *ep)
 {
 	int n = ep->tp->progress(ep);
 
 	if (weft_unlikely(!dlist_empty(&ep->blocked)))
 		n += peers_drain(ep);
+	if (weft_unlikely(ep->sweep) && !(++ep->sweep_calls & 63))
+		n += domain_sweep(ep);
 	return n;
 }
 
@@ -1962,6 +2020,10 @@ static bool rdm_arm(struct util_rdm_ep *ep)
 			rdm_progress_once(ep);
 	}
 	ep_unlock(ep);
+	/* The wait fd serves the domain's sweeping endpoints: arm theirs
+	 * too, or a sleeper would not wake for their events. */
+	if (ep->sweep)
+		n += domain_arm(ep);
 	return n > 0;
 }
 
@@ -2321,6 +2383,12 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		goto err_fetch_pool;
 	util_peer_map_init(&ep->peers, &peer_attr);
 	util_domain_get(domain);
+	if (attr->sweep_domain) {
+		pthread_mutex_lock(&domain->sweep_lock);
+		dlist_insert_tail(&ep->sweep_entry, &domain->sweep_eps);
+		pthread_mutex_unlock(&domain->sweep_lock);
+		ep->sweep = true;
+	}
 	return 0;
 
 err_fetch_pool:
@@ -2359,6 +2427,13 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 				       ep->rem_read_cntr, ep->rem_write_cntr };
 	size_t i;
 
+	if (ep->sweep) {
+		/* No sweep reaches it from here on. */
+		pthread_mutex_lock(&ep->domain->sweep_lock);
+		dlist_remove(&ep->sweep_entry);
+		pthread_mutex_unlock(&ep->domain->sweep_lock);
+		ep->sweep = false;
+	}
 	if (ep->progress_running) {
 		atomic_store_explicit(&ep->progress_stop, true,
 				      memory_order_release);

@@ -140,6 +140,10 @@ struct verbs_domain {
 	 * application registered for FI_SEND only, or not at all): kept,
 	 * and dropped when the application unmaps the memory. */
 	struct util_mr_cache mr_cache;
+	/* The RDM endpoints' completion and rdma_cm channels: every one's
+	 * wait fd, so that a thread sleeping on one endpoint wakes for the
+	 * others' connection events too (the engine's domain sweep). */
+	int epfd;
 	/* Teardowns of closed endpoints still using pd (verbs_domain_hold);
 	 * closed: fi_close has returned, the last release frees the rest. */
 	unsigned int teardowns;

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <rdma/fi_atomic.h>
 
@@ -987,6 +989,7 @@ void verbs_domain_hold(struct verbs_domain *domain)
 
 static void domain_free(struct verbs_domain *domain)
 {
+	close(domain->epfd);
 	util_mr_cache_fini(&domain->mr_cache);
 	ibv_dealloc_pd(domain->pd);
 	free(domain);
@@ -1179,11 +1182,16 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 		ret = weft_errno(errno);
 		goto err_info;
 	}
+	domain->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (domain->epfd < 0) {
+		ret = weft_errno(errno);
+		goto err_pd;
+	}
 	util_mr_cache_init(&domain->mr_cache, &verbs_cache_ops, domain,
 			   verbs_params.mr_cache_entries, cache_max_bytes());
 	ret = util_domain_init(&domain->base.util, fabric, info, context);
 	if (ret)
-		goto err_pd;
+		goto err_cache;
 	/* Keys are the device's rkeys: the map records them as given. */
 	ret = util_mr_map_init(&domain->base.mr_map, &verbs_prov,
 			       domain->base.util.mr_mode & ~FI_MR_PROV_KEY, 1,
@@ -1197,6 +1205,9 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 	return 0;
 err_domain:
 	util_domain_fini(&domain->base.util);
+err_cache:
+	util_mr_cache_fini(&domain->mr_cache);
+	close(domain->epfd);
 err_pd:
 	ibv_dealloc_pd(domain->pd);
 err_info:

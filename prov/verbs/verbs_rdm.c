@@ -243,7 +243,7 @@ struct verbs_rdm_ep {
 	struct ibv_comp_channel *comp_ch;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
-	int epfd;
+	int epfd; /* the domain's: our channels are in it */
 	uint32_t cq_size, sq_total;
 	uint32_t max_inline, max_sge;
 	bool cq_armed; /* the CQ raises its next event on comp_ch */
@@ -1846,8 +1846,11 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	}
 	if (ep->lid)
 		rdma_destroy_id(ep->lid);
-	if (ep->cm_ch)
+	if (ep->cm_ch) {
+		if (ep->epfd >= 0)
+			epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->cm_ch->fd, NULL);
 		rdma_destroy_event_channel(ep->cm_ch);
+	}
 	if (ep->srq)
 		ibv_destroy_srq(ep->srq);
 	if (ep->cq) {
@@ -1856,8 +1859,12 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 				ibv_ack_cq_events(cq, 1);
 		ibv_destroy_cq(ep->cq);
 	}
-	if (ep->comp_ch)
+	if (ep->comp_ch) {
+		if (ep->epfd >= 0)
+			epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->comp_ch->fd,
+				  NULL);
 		ibv_destroy_comp_channel(ep->comp_ch);
+	}
 	dlist_foreach_safe(&ep->chunks, e, tmp) {
 		struct vchunk *c = container_of(e, struct vchunk, entry);
 
@@ -1872,8 +1879,6 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	free(ep->tx_bufs);
 	if (ep->op_pool)
 		util_bufpool_destroy(ep->op_pool);
-	if (ep->epfd >= 0)
-		close(ep->epfd);
 }
 
 static int verbs_rdm_ep_close(struct fid *fid)
@@ -2102,9 +2107,7 @@ static int ep_queues(struct verbs_rdm_ep *ep)
 	ret = util_bufpool_create(&pa, &ep->op_pool);
 	if (ret)
 		return ret;
-	ep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (ep->epfd < 0)
-		return weft_errno(errno);
+	ep->epfd = d->epfd; /* the domain's */
 	ep->cm_ch = rdma_create_event_channel();
 	if (!ep->cm_ch)
 		return weft_errno(errno);
@@ -2137,6 +2140,7 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 {
 	struct util_rdm_ep_attr attr = {
 		.transport = &verbs_rdm_transport,
+		.sweep_domain = true,
 		.eager_max = VRDM_EAGER_MAX,
 		.inject_max = WEFT_MIN(info->tx_attr && info->tx_attr->inject_size ?
 					       info->tx_attr->inject_size :
