@@ -1245,7 +1245,9 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 			while (off < len) {
 				size_t chunk = WEFT_MIN(len - off, wr_max(ep));
 
-				if (n >= VRDM_OP_WR_MAX - 1) {
+				/* Room for the immediate's message and the
+				 * delivery read behind the writes. */
+				if (n >= VRDM_OP_WR_MAX - 2) {
 					ret = -FI_EINVAL;
 					goto err;
 				}
@@ -1315,6 +1317,23 @@ static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 			op_release(ep, op);
 			util_rdm_tx_done(rdm, tx, 0);
 			return 0;
+		}
+		/*
+		 * On iWARP a write completes once the data has left (TCP took
+		 * it), before the target has checked the key and placed it.
+		 * FI_DELIVERY_COMPLETE wants the target's verdict: a
+		 * zero-length read behind the writes is answered only after
+		 * they were placed, and fails with them (the target ends the
+		 * stream on an access error).
+		 */
+		if (wr && ep->domain->dev.iwarp &&
+		    (tx->flags & FI_DELIVERY_COMPLETE)) {
+			op->wr[n].sg_list = NULL;
+			op->wr[n].num_sge = 0;
+			op->wr[n].opcode = IBV_WR_RDMA_READ;
+			op->wr[n].wr.rdma.remote_addr = tx->rma_iov[0].addr;
+			op->wr[n].wr.rdma.rkey = (uint32_t)tx->rma_iov[0].key;
+			n++;
 		}
 	}
 	op->nwr = n;
