@@ -197,6 +197,29 @@ static inline struct util_wait *util_eq_wait(struct util_eq *eq)
 }
 
 /*
+ * fi_ep_bind / fi_pep_bind of an EQ to an object that manages connections
+ * (an active or a passive endpoint): takes a reference on the EQ named by
+ * bfid into *slot, registers `progress` (calling fn) with it, and adds fd
+ * (readable when the object has CM work; -1: none) to the EQ's wait
+ * object, so fi_eq_sread sleeps on it (else the source is polled).
+ * Returns 0, -FI_EINVAL (bfid is no EQ) or -FI_EALREADY (one is bound).
+ */
+int util_eq_bind_cm(struct util_eq **slot, struct fid *bfid,
+		    struct util_progress *progress,
+		    void (*fn)(struct util_progress *progress), int fd,
+		    void *context);
+/* At close: undo the registration and the fd of util_eq_bind_cm (the
+ * reference stays for the caller's util_eq_put, once it writes no more
+ * events).  Nothing bound: nothing to do. */
+void util_eq_unbind_cm(struct util_eq *eq, struct util_progress *progress,
+		       int fd);
+
+/* fi_getopt's FI_OPT_CM_DATA_SIZE (FI_OPT_ENDPOINT level): max bytes of
+ * private data fi_connect, fi_accept and fi_reject carry. */
+int util_cm_getopt(int level, int optname, void *optval, size_t *optlen,
+		   size_t max);
+
+/*
  * Connection-management events of connected endpoints (fi_cm(3)), the same
  * for every provider: FI_CONNREQ (info passes to the EQ, with its handle),
  * FI_CONNECTED and FI_SHUTDOWN for fid, with cm_len bytes of private data;

@@ -1267,11 +1267,7 @@ static int tcp_ep_close(struct fid *fid)
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
-	if (ep->eq) {
-		util_eq_del_progress(ep->eq, &ep->cm_progress);
-		if (util_eq_wait(ep->eq))
-			util_wait_del_fd(util_eq_wait(ep->eq), ep->epfd);
-	}
+	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->epfd);
 	weft_lock(&ep->rdm.lock);
 	ep_close_conns(ep);
 	weft_unlock(&ep->rdm.lock);
@@ -1313,20 +1309,9 @@ static int tcp_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
 
-	if (bfid && bfid->fclass == FI_CLASS_EQ) {
-		if (ep->eq)
-			return -FI_EALREADY;
-		ep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
-		util_eq_get(ep->eq);
-		ep->cm_progress.progress = ep_cm_progress;
-		ep->cm_progress.polled = true;
-		if (util_eq_wait(ep->eq) &&
-		    !util_wait_add_fd(util_eq_wait(ep->eq), ep->epfd, POLLIN,
-				      ep))
-			ep->cm_progress.polled = false;
-		util_eq_add_progress(ep->eq, &ep->cm_progress);
-		return 0;
-	}
+	if (bfid && bfid->fclass == FI_CLASS_EQ)
+		return util_eq_bind_cm(&ep->eq, bfid, &ep->cm_progress,
+				       ep_cm_progress, ep->epfd, ep);
 	return util_rdm_ep_bind(fid, bfid, flags);
 }
 

@@ -159,9 +159,7 @@ static int pep_close(struct fid *fid)
 	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
 
 	if (pep->eq) {
-		util_eq_del_progress(pep->eq, &pep->cm_progress);
-		if (util_eq_wait(pep->eq))
-			util_wait_del_fd(util_eq_wait(pep->eq), pep->epfd);
+		util_eq_unbind_cm(pep->eq, &pep->cm_progress, pep->epfd);
 		util_eq_put(pep->eq);
 	}
 	while (!dlist_empty(&pep->pending))
@@ -180,19 +178,8 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
 
-	if (!bfid || bfid->fclass != FI_CLASS_EQ)
-		return -FI_EINVAL;
-	if (pep->eq)
-		return -FI_EALREADY;
-	pep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
-	util_eq_get(pep->eq);
-	pep->cm_progress.progress = pep_progress;
-	pep->cm_progress.polled = true;
-	if (util_eq_wait(pep->eq) &&
-	    !util_wait_add_fd(util_eq_wait(pep->eq), pep->epfd, POLLIN, pep))
-		pep->cm_progress.polled = false;
-	util_eq_add_progress(pep->eq, &pep->cm_progress);
-	return 0;
+	return util_eq_bind_cm(&pep->eq, bfid, &pep->cm_progress, pep_progress,
+			       pep->epfd, pep);
 }
 
 static struct fi_ops pep_fi_ops = {
@@ -317,18 +304,7 @@ static struct fi_ops_cm pep_cm_ops = {
 
 int tcp_cm_getopt(int level, int optname, void *optval, size_t *optlen)
 {
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	if (optname != FI_OPT_CM_DATA_SIZE)
-		return -FI_ENOPROTOOPT;
-	if (!optval || !optlen || *optlen < sizeof(size_t)) {
-		if (optlen)
-			*optlen = sizeof(size_t);
-		return -FI_ETOOSMALL;
-	}
-	*(size_t *)optval = TCP_CM_DATA_MAX;
-	*optlen = sizeof(size_t);
-	return 0;
+	return util_cm_getopt(level, optname, optval, optlen, TCP_CM_DATA_MAX);
 }
 
 static int pep_getopt(fid_t fid, int level, int optname, void *optval,

@@ -2,9 +2,12 @@
 /* Event queues (weft/util_eq.h). */
 #include "weft/util_eq.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <rdma/fi_endpoint.h>
 
 #include "weft/stubs.h"
 
@@ -145,6 +148,60 @@ void util_eq_del_progress(struct util_eq *eq, struct util_progress *progress)
 	eq_update_polled(eq);
 	atomic_store(&eq->nprogress, eq->nprogress - 1);
 	pthread_mutex_unlock(&eq->progress_lock);
+}
+
+int util_eq_bind_cm(struct util_eq **slot, struct fid *bfid,
+		    struct util_progress *progress,
+		    void (*fn)(struct util_progress *progress), int fd,
+		    void *context)
+{
+	struct util_eq *eq;
+
+	if (!bfid || bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	if (*slot)
+		return -FI_EALREADY;
+	eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
+	util_eq_get(eq);
+	progress->progress = fn;
+	progress->polled = true;
+	if (fd >= 0 && util_eq_wait(eq)) {
+		/* Already there (endpoints sharing their domain's fd):
+		 * counted, as good as added. */
+		int ret = util_wait_add_fd(util_eq_wait(eq), fd, POLLIN,
+					   context);
+
+		if (!ret || ret == -FI_EALREADY)
+			progress->polled = false;
+	}
+	util_eq_add_progress(eq, progress);
+	*slot = eq;
+	return 0;
+}
+
+void util_eq_unbind_cm(struct util_eq *eq, struct util_progress *progress,
+		       int fd)
+{
+	if (!eq)
+		return;
+	util_eq_del_progress(eq, progress);
+	if (fd >= 0 && !progress->polled && util_eq_wait(eq))
+		util_wait_del_fd(util_eq_wait(eq), fd);
+}
+
+int util_cm_getopt(int level, int optname, void *optval, size_t *optlen,
+		   size_t max)
+{
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t)) {
+		if (optlen)
+			*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*(size_t *)optval = max;
+	*optlen = sizeof(size_t);
+	return 0;
 }
 
 void util_eq_set_progress(struct util_eq *eq, struct util_progress *progress)

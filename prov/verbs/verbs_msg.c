@@ -179,6 +179,7 @@ struct verbs_pep {
 	struct util_progress cm_progress;
 	pthread_mutex_t lock;
 	bool listening;
+	bool any_port; /* bound with port 0: listen may take another */
 };
 
 static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
@@ -1506,16 +1507,8 @@ static struct fi_ops_cm verbs_ep_cm_ops = {
 
 static int cm_getopt(int level, int optname, void *optval, size_t *optlen)
 {
-	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
-		return -FI_ENOPROTOOPT;
-	if (!optval || !optlen || *optlen < sizeof(size_t)) {
-		if (optlen)
-			*optlen = sizeof(size_t);
-		return -FI_ETOOSMALL;
-	}
-	*(size_t *)optval = VERBS_CM_DATA_MAX;
-	*optlen = sizeof(size_t);
-	return 0;
+	return util_cm_getopt(level, optname, optval, optlen,
+			      VERBS_CM_DATA_MAX);
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval,
@@ -1674,11 +1667,7 @@ static int ep_close(struct fid *fid)
 		.srx = ep->srx,
 	};
 
-	if (ep->eq) {
-		util_eq_del_progress(ep->eq, &ep->cm_progress);
-		if (util_eq_wait(ep->eq))
-			util_wait_del_fd(util_eq_wait(ep->eq), ep->cm_ch->fd);
-	}
+	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->cm_ch->fd);
 	if (ep->state == VERBS_CM_CONNECTED)
 		rdma_disconnect(ep->id);
 	util_rdm_ep_fini(&ep->rdm);
@@ -1698,20 +1687,9 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	struct verbs_msg_ep *ep =
 		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
 
-	if (bfid && bfid->fclass == FI_CLASS_EQ) {
-		if (ep->eq)
-			return -FI_EALREADY;
-		ep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
-		util_eq_get(ep->eq);
-		ep->cm_progress.progress = ep_cm_progress;
-		ep->cm_progress.polled = true;
-		if (util_eq_wait(ep->eq) &&
-		    !util_wait_add_fd(util_eq_wait(ep->eq), ep->cm_ch->fd,
-				      POLLIN, ep))
-			ep->cm_progress.polled = false;
-		util_eq_add_progress(ep->eq, &ep->cm_progress);
-		return 0;
-	}
+	if (bfid && bfid->fclass == FI_CLASS_EQ)
+		return util_eq_bind_cm(&ep->eq, bfid, &ep->cm_progress,
+				       ep_cm_progress, ep->cm_ch->fd, ep);
 	if (bfid && bfid->fclass == FI_CLASS_SRX_CTX) {
 		struct verbs_srx *srx =
 			container_of(bfid, struct verbs_srx, ep_fid.fid);
@@ -2275,9 +2253,7 @@ static int pep_close(struct fid *fid)
 	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
 
 	if (pep->eq) {
-		util_eq_del_progress(pep->eq, &pep->cm_progress);
-		if (util_eq_wait(pep->eq))
-			util_wait_del_fd(util_eq_wait(pep->eq), pep->cm_ch->fd);
+		util_eq_unbind_cm(pep->eq, &pep->cm_progress, pep->cm_ch->fd);
 		util_eq_put(pep->eq);
 	}
 	if (pep->id)
@@ -2294,20 +2270,8 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
 
-	if (!bfid || bfid->fclass != FI_CLASS_EQ)
-		return -FI_EINVAL;
-	if (pep->eq)
-		return -FI_EALREADY;
-	pep->eq = util_eq_of(container_of(bfid, struct fid_eq, fid));
-	util_eq_get(pep->eq);
-	pep->cm_progress.progress = pep_progress;
-	pep->cm_progress.polled = true;
-	if (util_eq_wait(pep->eq) &&
-	    !util_wait_add_fd(util_eq_wait(pep->eq), pep->cm_ch->fd, POLLIN,
-			      pep))
-		pep->cm_progress.polled = false;
-	util_eq_add_progress(pep->eq, &pep->cm_progress);
-	return 0;
+	return util_eq_bind_cm(&pep->eq, bfid, &pep->cm_progress, pep_progress,
+			       pep->cm_ch->fd, pep);
 }
 
 static struct fi_ops pep_fi_ops = {
@@ -2340,6 +2304,7 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 	memcpy(&sa, addr, addrlen);
 	if (rdma_bind_addr(pep->id, (struct sockaddr *)&sa))
 		return weft_errno(errno);
+	pep->any_port = !((struct sockaddr_in *)&sa)->sin_port;
 	return 0;
 }
 
@@ -2347,12 +2312,33 @@ static int pep_listen(struct fid_pep *pep_fid)
 {
 	struct verbs_pep *pep = container_of(pep_fid, struct verbs_pep, pep_fid);
 
+	struct sockaddr_storage sa;
+	struct rdma_cm_id *id;
+	int ret, tries = 0;
+
 	if (!pep->eq)
 		return -FI_ENOEQ;
 	if (pep->listening)
 		return 0;
-	if (rdma_listen(pep->id, 1024))
-		return weft_errno(errno);
+	while (rdma_listen(pep->id, 1024)) {
+		ret = weft_errno(errno);
+		/* On iWARP the port rdma_cm picked must be free in the
+		 * kernel's TCP too, where an earlier connection may hold it
+		 * (TIME_WAIT): with no port asked for, take another. */
+		if (ret != -FI_EADDRINUSE || !pep->any_port || ++tries == 16)
+			return ret;
+		memcpy(&sa, rdma_get_local_addr(pep->id), sizeof(sa));
+		((struct sockaddr_in *)&sa)->sin_port = 0; /* same offset in 6 */
+		if (rdma_create_id(pep->cm_ch, &id, pep, RDMA_PS_TCP))
+			return weft_errno(errno);
+		if (rdma_bind_addr(id, (struct sockaddr *)&sa)) {
+			ret = weft_errno(errno);
+			rdma_destroy_id(id);
+			return ret;
+		}
+		rdma_destroy_id(pep->id);
+		pep->id = id;
+	}
 	pep->listening = true;
 	return 0;
 }
@@ -2427,6 +2413,7 @@ int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	ret = set_nonblock(pep->cm_ch->fd);
 	if (ret)
 		goto err;
+	pep->any_port = true;
 	if (rdma_create_id(pep->cm_ch, &pep->id, pep, RDMA_PS_TCP)) {
 		ret = weft_errno(errno);
 		goto err;

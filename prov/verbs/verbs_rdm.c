@@ -282,6 +282,14 @@ static size_t sa_len(const void *sa)
 		       sizeof(struct sockaddr_in);
 }
 
+/* The port of an IPv4 or IPv6 socket address (host order). */
+static uint16_t sa_port(const void *sa)
+{
+	return ntohs(((const struct sockaddr *)sa)->sa_family == AF_INET6 ?
+			     ((const struct sockaddr_in6 *)sa)->sin6_port :
+			     ((const struct sockaddr_in *)sa)->sin_port);
+}
+
 /* The AV's stored form of a socket address: family, port, address. */
 static void sa_stored(const void *addr, struct sockaddr_storage *out)
 {
@@ -2019,15 +2027,21 @@ static int listen_at(struct verbs_rdm_ep *ep, const struct sockaddr_storage *sa)
 {
 	struct sockaddr_storage got;
 	struct rdma_cm_id *id;
-	int ret;
+	int ret, tries = 0;
 
 	if (sa->ss_family != AF_INET && sa->ss_family != AF_INET6)
 		return -FI_EINVAL;
+again:
 	if (rdma_create_id(ep->cm_ch, &id, ep, RDMA_PS_TCP))
 		return weft_errno(errno);
 	if (rdma_bind_addr(id, (struct sockaddr *)sa) || rdma_listen(id, 1024)) {
 		ret = weft_errno(errno);
 		rdma_destroy_id(id);
+		/* On iWARP the port rdma_cm picked must be free in the
+		 * kernel's TCP too, where an earlier connection may still
+		 * hold it (TIME_WAIT): pick another. */
+		if (ret == -FI_EADDRINUSE && sa_port(sa) == 0 && ++tries < 16)
+			goto again;
 		return ret;
 	}
 	if (ep->lid)
