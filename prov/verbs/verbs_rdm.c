@@ -1541,7 +1541,9 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		msg.src_raw_len = sa_len(vp->peer.addr);
 	}
 	if (h->op == VRDM_OP_MSG) {
-		if (byte_len < sizeof(*h) + h->len)
+		/* Not sizeof(*h) + h->len: a peer's length near 2^64 would
+		 * wrap it past the check (byte_len >= sizeof(*h) here). */
+		if (h->len > byte_len - sizeof(*h))
 			goto bad;
 		msg.payload = h + 1;
 	} else {

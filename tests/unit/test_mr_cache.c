@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -203,9 +204,13 @@ Test(mr_cache, bounded)
 
 Test(mr_cache, file_mapping_not_kept)
 {
-	char path[] = "/tmp/weft-mrcache-XXXXXX";
-	int fd = mkstemp(path);
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char path[4096];
+	int fd;
 	char *p;
+
+	snprintf(path, sizeof(path), "%s/weft-mrcache-XXXXXX", dir);
+	fd = mkstemp(path);
 
 	cr_assert_geq(fd, 0);
 	unlink(path);
