@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A hostile peer of a verbs RDM endpoint: a raw librdmacm client that
+ * connects with the provider's own connect data and then sends messages a
+ * weft peer never would.  The endpoint must neither deliver nor crash on
+ * them, and must still take the honest message that follows:
+ *  - an eager message whose length field claims about 2^64 bytes (a sum
+ *    of header size and length would wrap);
+ *  - an eager message longer than what arrived;
+ *  - a message of another protocol version;
+ *  - a rendezvous announcement with no segments, and one with too many.
+ * Run in the test VM by tests/verbs/bad-peer.sh: bad_peer DEVICE_IP.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+/* The wire format of docs/verbs-protocol.md, version 1. */
+struct hdr {
+	uint8_t version, op;
+	uint16_t flags;
+	uint32_t status;
+	uint16_t credits, reserved;
+	uint32_t reserved2;
+	uint64_t tag, data, tx_id, len;
+};
+struct cm_priv {
+	uint8_t version, reserved;
+	uint16_t addr_len;
+	uint8_t addr[28];
+};
+_Static_assert(sizeof(struct hdr) == 48, "header");
+enum { OP_MSG = 1, OP_RTS = 2, OP_HELLO = 5 };
+
+static int failures;
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		printf("FAIL: " __VA_ARGS__);                                  \
+		printf("\n");                                                  \
+		failures++;                                                    \
+	} while (0)
+#define CHECK(x)                                                               \
+	do {                                                                   \
+		int r_ = (int)(x);                                             \
+		if (r_) {                                                      \
+			printf("FAIL: %s: %d\n", #x, r_);                      \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+static struct fid_cq *cq;
+static struct fid_ep *ep;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Drive the target for ms; the completion it gave, if any (1), or 0. */
+static int target_poll(int ms, struct fi_cq_tagged_entry *e)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	struct fi_cq_err_entry err;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, e, 1);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(cq, &err, 0);
+			FAIL("error completion at the target: %d", err.err);
+			return 0;
+		}
+	} while (now_ms() < end);
+	return 0;
+}
+
+/* Wait for one rdma_cm event of type want, driving the target. */
+static void cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+	struct fi_cq_tagged_entry e;
+	struct rdma_cm_event *ev;
+	uint64_t end = now_ms() + 20000;
+
+	while (now_ms() < end) {
+		if (!rdma_get_cm_event(ch, &ev)) {
+			enum rdma_cm_event_type got = ev->event;
+
+			rdma_ack_cm_event(ev);
+			if (got != want) {
+				printf("FAIL: rdma_cm event %s, want %s\n",
+				       rdma_event_str(got), rdma_event_str(want));
+				exit(1);
+			}
+			return;
+		}
+		if (target_poll(1, &e))
+			FAIL("a completion while connecting");
+	}
+	printf("FAIL: no %s\n", rdma_event_str(want));
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	static char rbuf[1 << 20], sbuf[4096];
+	struct fi_info *hints, *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_cq_tagged_entry e;
+	struct sockaddr_in tgt, me;
+	size_t len = sizeof(tgt);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_qp_init_attr qa = { 0 };
+	struct rdma_conn_param cp = { 0 };
+	struct cm_priv pd = { .version = 1 };
+	struct ibv_mr *mr;
+	struct ibv_cq *scq;
+	struct ibv_wc wc;
+	struct fi_context2 rctx;
+	struct hdr *h = (struct hdr *)sbuf;
+	int i, flags;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DEVICE_IP\n", argv[0]);
+		return 2;
+	}
+	hints = fi_allocinfo();
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("verbs");
+	if (fi_getinfo(FI_VERSION(1, 17), argv[1], NULL, FI_SOURCE, hints,
+		       &info)) {
+		printf("SKIP: no verbs RDM endpoint on %s\n", argv[1]);
+		return 77;
+	}
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK(fi_domain(fabric, info, &domain, NULL));
+	CHECK(fi_av_open(domain, &av_attr, &av, NULL));
+	CHECK(fi_cq_open(domain, &cq_attr, &cq, NULL));
+	CHECK(fi_endpoint(domain, info, &ep, NULL));
+	CHECK(fi_ep_bind(ep, &av->fid, 0));
+	CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_enable(ep));
+	CHECK(fi_getname(&ep->fid, &tgt, &len));
+	/* Receives larger than any bounce buffer: a wrong length would read
+	 * past the one the message came in. */
+	CHECK(fi_recv(ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, &rctx));
+
+	ch = rdma_create_event_channel();
+	CHECK(!ch);
+	flags = fcntl(ch->fd, F_GETFL);
+	CHECK(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0);
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	memset(&me, 0, sizeof(me));
+	me.sin_family = AF_INET;
+	me.sin_addr = tgt.sin_addr;
+	CHECK(rdma_resolve_addr(id, (struct sockaddr *)&me,
+				(struct sockaddr *)&tgt, 5000));
+	cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(rdma_resolve_route(id, 5000));
+	cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	scq = ibv_create_cq(id->verbs, 64, NULL, NULL, 0);
+	CHECK(!scq);
+	qa.send_cq = qa.recv_cq = scq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qa.sq_sig_all = 1;
+	CHECK(rdma_create_qp(id, NULL, &qa));
+	mr = ibv_reg_mr(id->pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!mr);
+	/* Named by an address nobody listens at: the target never
+	 * connects back. */
+	me.sin_port = htons(9);
+	pd.addr_len = sizeof(me);
+	memcpy(pd.addr, &me, sizeof(me));
+	cp.private_data = &pd;
+	cp.private_data_len = sizeof(pd);
+	cp.responder_resources = cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	CHECK(rdma_connect(id, &cp));
+	cm_wait(ch, RDMA_CM_EVENT_ESTABLISHED);
+
+	for (i = 0; i < 7; i++) {
+		struct ibv_sge sge = { (uintptr_t)sbuf, 0, mr->lkey };
+		struct ibv_send_wr wr = { 0 }, *bad;
+		const char *what;
+
+		memset(sbuf, 0, sizeof(sbuf));
+		h->version = 1;
+		h->op = OP_MSG;
+		h->credits = 0;
+		sge.length = sizeof(*h) + 16;
+		switch (i) {
+		case 0: what = "HELLO"; h->op = OP_HELLO; sge.length = sizeof(*h); break;
+		case 1: what = "length near 2^64"; h->len = UINT64_MAX - 40; break;
+		case 2: what = "length past what arrived"; h->len = 4000; break;
+		case 3: what = "another version"; h->version = 9; h->len = 16; break;
+		case 4: what = "RTS with no segment"; h->op = OP_RTS; h->len = 1 << 20; break;
+		case 5: what = "RTS with 1000 segments"; h->op = OP_RTS; h->len = 1 << 20;
+			*(uint32_t *)(h + 1) = 1000; break;
+		default: what = "an honest message"; h->len = 16;
+			memcpy(h + 1, "honest payload!", 16); break;
+		}
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		CHECK(ibv_post_send(id->qp, &wr, &bad));
+		for (;;) {
+			int n = ibv_poll_cq(scq, 1, &wc);
+
+			if (n == 1)
+				break;
+			target_poll(1, &e);
+		}
+		if (wc.status != IBV_WC_SUCCESS) {
+			FAIL("%s: the send failed: %s", what,
+			     ibv_wc_status_str(wc.status));
+			break;
+		}
+		if (i < 6) {
+			if (target_poll(200, &e))
+				FAIL("%s was delivered: len %zu", what, e.len);
+			else
+				printf("ok: %s not delivered\n", what);
+		} else if (!target_poll(5000, &e)) {
+			FAIL("the honest message after them never came");
+		} else if (e.len != 16 || memcmp(rbuf, "honest payload!", 16)) {
+			FAIL("the honest message arrived wrong: len %zu", e.len);
+		} else {
+			printf("ok: the honest message arrived intact\n");
+		}
+	}
+	rdma_disconnect(id);
+	rdma_destroy_qp(id);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(scq);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	CHECK(fi_close(&ep->fid));
+	CHECK(fi_close(&cq->fid));
+	CHECK(fi_close(&av->fid));
+	CHECK(fi_close(&domain->fid));
+	CHECK(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
