@@ -30,6 +30,8 @@
 #include "weft/list.h"
 #include "weft/util_av.h"
 
+struct util_rdm_xport;
+
 enum util_peer_state {
 	UTIL_PEER_IDLE,	      /* no connection (yet, or any more) */
 	UTIL_PEER_CONNECTING, /* the transport is making one */
@@ -50,6 +52,8 @@ struct util_peer {
 	struct dlist_entry blocked; /* on the engine's list while queued */
 	bool draining; /* the engine is handing the queue over */
 	void *addr; /* map->addr_len bytes, the AV's stored form */
+	/* The RDM engine's: the transport that reaches it (util_rdm.h). */
+	struct util_rdm_xport *xp;
 };
 
 struct util_peer_map_attr {

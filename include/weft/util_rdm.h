@@ -143,6 +143,7 @@ struct util_rdm_msg {
 	size_t stash_hold;
 	uint64_t tx_id; /* sender's, echoed in the acknowledgement */
 	void *reply; /* the transport's handle of the sender, for acks */
+	struct util_rdm_xport *xp; /* the transport it came by (the engine's) */
 };
 
 /* Largest transport descriptor the engine keeps for a rendezvous message. */
@@ -151,6 +152,7 @@ struct util_rdm_msg {
 #define UTIL_RDM_SRC_RAW_MAX 64
 
 struct util_rdm_ep;
+struct util_rdm_xport;
 
 /*
  * What a transport provides: a const table of ops.  Its limits (eager_max,
@@ -178,13 +180,13 @@ struct util_rdm_ep;
  */
 struct util_rdm_transport {
 	/*
-	 * Copy a whole message (hdr->len <= ep->eager_max bytes from iov)
+	 * Copy a whole message (hdr->len <= xp->eager_max bytes from iov)
 	 * toward peer now, or take nothing (-FI_EAGAIN).  On 0 the
 	 * application's buffer is free again.  With UTIL_RDM_ACK_REQ in
 	 * hdr->flags the receiver answers with ->ack, and the transport then
 	 * calls util_rdm_tx_acked.  Any other error fails the call.
 	 */
-	int (*send_eager)(struct util_rdm_ep *ep, struct util_peer *peer,
+	int (*send_eager)(struct util_rdm_xport *xp, struct util_peer *peer,
 			  const struct util_rdm_hdr *hdr,
 			  const struct iovec *iov, void **desc,
 			  size_t iov_count);
@@ -194,7 +196,7 @@ struct util_rdm_transport {
 	 * receiver fetched or discarded it, or it was written out, or on
 	 * failure).
 	 */
-	int (*send_rndv)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+	int (*send_rndv)(struct util_rdm_xport *xp, struct util_rdm_tx *tx);
 	/*
 	 * Fetch the first len bytes of a stashed message into iov (len may
 	 * be less than the message: truncation).  Returns 0 when the data
@@ -202,13 +204,13 @@ struct util_rdm_transport {
 	 * transport will finish later and then call util_rdm_fetch_done with
 	 * `cookie`, or an error (the receive completes in error).
 	 */
-	int (*fetch)(struct util_rdm_ep *ep, const void *stash,
+	int (*fetch)(struct util_rdm_xport *xp, const void *stash,
 		     const struct iovec *iov, void **desc, size_t iov_count,
 		     size_t len, void *cookie);
 	/* Drop a stashed message (discarded, truncated to 0, or at close). */
-	void (*discard)(struct util_rdm_ep *ep, const void *stash);
+	void (*discard)(struct util_rdm_xport *xp, const void *stash);
 	/* Acknowledge delivery of a message that asked for it. */
-	int (*ack)(struct util_rdm_ep *ep, void *reply, uint64_t tx_id,
+	int (*ack)(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 		   int err);
 	/*
 	 * RMA and atomics (tx->kind says which): move the data and apply the
@@ -216,13 +218,13 @@ struct util_rdm_transport {
 	 * side is finished (read data and fetched values in place).  NULL
 	 * when the transport has none: the calls fail with -FI_EOPNOTSUPP.
 	 */
-	int (*rma)(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+	int (*rma)(struct util_rdm_xport *xp, struct util_rdm_tx *tx);
 	/*
 	 * Read and handle what arrived; returns how many events it handled
 	 * (0: nothing was there), so an automatic-progress thread can back
 	 * off when idle.
 	 */
-	int (*progress)(struct util_rdm_ep *ep);
+	int (*progress)(struct util_rdm_xport *xp);
 	/*
 	 * Optional: the fd that becomes readable when progress has work (a
 	 * socket, an epoll fd, a completion channel), or -1.  The engine adds
@@ -230,7 +232,7 @@ struct util_rdm_transport {
 	 * endpoint, so fi_cq_sread and fi_cntr_wait sleep in the kernel and
 	 * an FI_WAIT_FD CQ's fd works in the application's epoll.
 	 */
-	int (*wait_fd)(struct util_rdm_ep *ep);
+	int (*wait_fd)(struct util_rdm_xport *xp);
 	/*
 	 * Optional, with wait_fd: a thread is about to sleep on it, so make
 	 * it signal the next event (arm a verbs CQ's completion channel),
@@ -239,12 +241,48 @@ struct util_rdm_transport {
 	 * sleep, never while polling, so progress needs no system call to
 	 * keep the fd right.
 	 */
-	int (*arm)(struct util_rdm_ep *ep);
+	int (*arm)(struct util_rdm_xport *xp);
 	/* Per-peer state (util_peer.h): bytes, and optional init / fini. */
 	size_t peer_size;
-	int (*peer_init)(struct util_rdm_ep *ep, struct util_peer *peer);
-	void (*peer_fini)(struct util_rdm_ep *ep, struct util_peer *peer);
+	int (*peer_init)(struct util_rdm_xport *xp, struct util_peer *peer);
+	void (*peer_fini)(struct util_rdm_xport *xp, struct util_peer *peer);
+	/*
+	 * A local transport's (util_rdm_ep_attr.local): whether it reaches
+	 * this new peer (its part already initialised by peer_init).  The
+	 * engine sends to the peer through the first transport that says
+	 * yes, for the peer's lifetime; the endpoint's primary transport
+	 * takes the rest.
+	 */
+	bool (*reaches)(struct util_rdm_xport *xp, struct util_peer *peer);
 };
+
+/*
+ * One transport serving one endpoint: its ops, and its limits there.  A
+ * transport embeds it in its endpoint state and finds that state again
+ * from the pointer the ops get (container_of).  An endpoint has a primary
+ * transport and may have a local one (shm beside tcp or verbs), which it
+ * asks first about each new peer: a peer on the same host is then reached
+ * through shared memory, every other through the network, behind one
+ * fi_addr space, one matching queue and one set of completions.
+ *
+ * Each transport keeps per-peer state in the peer's allocation: the
+ * primary's part starts at the struct util_peer (it may embed it first);
+ * a local transport's starts peer_off bytes in (util_rdm_peer_part).
+ */
+struct util_rdm_xport {
+	const struct util_rdm_transport *ops;
+	struct util_rdm_ep *ep; /* set by util_rdm_ep_init */
+	/* Messages up to eager_max bytes go through send_eager. */
+	size_t eager_max;
+	size_t peer_off; /* set by util_rdm_ep_init */
+	int wait_fd; /* ops->wait_fd's answer, once asked; -1 */
+};
+
+static inline void *util_rdm_peer_part(const struct util_rdm_xport *xp,
+				       struct util_peer *peer)
+{
+	return (char *)peer + xp->peer_off;
+}
 
 /* A posted receive. */
 struct util_rdm_rx {
@@ -264,6 +302,7 @@ struct util_rdm_unexp {
 	uint64_t data;
 	uint64_t tx_id;
 	void *reply;
+	struct util_rdm_xport *xp; /* the transport it came by */
 	void *heap; /* payload copy, malloc'ed to its size, when it did not
 		     * fit inline_buf */
 	bool stashed; /* payload is at the transport: stash holds its descriptor */
@@ -276,10 +315,11 @@ struct util_rdm_unexp {
 };
 
 struct util_rdm_ep_attr {
-	const struct util_rdm_transport *transport;
-	/* Messages up to eager_max bytes go through send_eager. */
-	size_t eager_max;
-	/* Bytes fi_inject may carry (<= eager_max). */
+	/* The primary transport (ops and eager_max set), and optionally a
+	 * local one asked first about each new peer (ops->reaches). */
+	struct util_rdm_xport *xport;
+	struct util_rdm_xport *local;
+	/* Bytes fi_inject may carry (<= every transport's eager_max). */
 	size_t inject_max;
 	/* Bytes of one atomic operand vector (and of its results). */
 	size_t atomic_max;
@@ -304,13 +344,13 @@ struct util_rdm_ep_attr {
 struct util_rdm_ep {
 	struct fid_ep ep_fid;
 	struct util_domain *domain;
-	const struct util_rdm_transport *tp;
-	void *tp_ctx; /* the transport's endpoint state */
+	struct util_rdm_xport *xp; /* the primary transport */
+	struct util_rdm_xport *local; /* or NULL */
 	struct weft_lock lock;
 	uint64_t caps;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
-	size_t eager_max, inject_max, atomic_max; /* the transport's limits */
+	size_t inject_max, atomic_max; /* the transports' limits */
 	bool connected; /* FI_EP_MSG: no AV, one peer */
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
@@ -335,7 +375,7 @@ struct util_rdm_ep {
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	struct util_peer_map peers;
 	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */
-	int wait_fd; /* the transport's, added to bound wait objects; -1 */
+	bool wait_fds; /* the transports' fds are in bound wait objects */
 	bool sweep; /* on domain->sweep_eps (attr.sweep_domain) */
 	unsigned int sweep_calls;
 	struct dlist_entry sweep_entry;
@@ -350,7 +390,7 @@ struct util_rdm_ep {
  * Initialise the engine part of a provider's RDM endpoint from the
  * fi_info given to fi_endpoint.  Fills ep_fid's ops with the engine's
  * (the provider may wrap close, bind and control); the caller sets
- * tp_ctx.  Returns 0, -FI_EINVAL or -FI_ENOMEM.
+ * Returns 0, -FI_EINVAL or -FI_ENOMEM.
  */
 int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
@@ -384,7 +424,7 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg);
  * receive, or one taking an unexpected message, makes room.  Any other
  * return is an error already dealt with (the message is gone).
  */
-int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg);
+int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg);
 
 /* A fetch that returned -FI_EINPROGRESS is finished (err positive). */
 void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err);

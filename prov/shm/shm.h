@@ -51,7 +51,10 @@ void shm_params_init(void);
  * its peer table (which our slots name as their source).
  */
 struct shm_conn {
-	struct util_peer peer; /* first: the engine's peer map holds it */
+	/* First, used only when shm is the endpoint's primary transport:
+	 * the engine's peer (use up, which is right either way). */
+	struct util_peer peer;
+	struct util_peer *up;
 	char name[SHM_NAME_MAX];
 	struct shm_map map;
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
@@ -62,6 +65,8 @@ struct shm_conn {
 	uint64_t alive_ms; /* when its owner was last seen alive */
 	uint64_t retry_ms; /* when its name was last looked up, dead */
 	bool hint_unreliable; /* its owner mutex said "died", wrongly */
+	int bell_fd; /* its owner's bell, open for writing; -1 */
+	bool bell_tried; /* bell_fd was looked for in this mapping */
 };
 
 /* What the owner knows of the sender behind one entry of its peer table. */
@@ -69,14 +74,15 @@ struct shm_rxpeer {
 	uint32_t gen; /* of the table entry this describes; 0: unknown */
 	struct shm_conn *conn; /* to answer it and read its bounce buffers */
 	fi_addr_t fi_addr; /* in the endpoint's AV, or FI_ADDR_NOTAVAIL */
-	char addr[SHM_ADDRLEN]; /* "fi_shm://name", for FI_SOURCE_ERR */
+	char addr[SHM_ADDRLEN]; /* its address, for FI_SOURCE_ERR */
+	uint8_t addr_len;
 	uint32_t held; /* requests of this entry's senders we hold */
 	uint32_t held_pass; /* the held_serve pass one of them had to wait */
 };
 
 /* A request we hold back, and its sender as we knew it then. */
 struct shm_held {
-	struct dlist_entry entry; /* shm_ep.held_list */
+	struct dlist_entry entry; /* shm_xp.held_list */
 	struct shm_rxpeer rp;
 	void *copy; /* a BOUNCE message's payload, out of its buffer */
 	struct shm_slot slot;
@@ -93,8 +99,19 @@ struct shm_pending {
 	uint64_t data;
 };
 
-struct shm_ep {
-	struct util_rdm_ep rdm; /* first */
+/*
+ * The shm transport on one endpoint: its region, its connections, the
+ * transfers in flight.  The endpoint is a shm endpoint (struct shm_ep), or
+ * another provider's RDM endpoint that reaches the peers on its own host
+ * through shared memory (shm_local.h).
+ */
+struct shm_xp {
+	struct util_rdm_xport base; /* the engine's handle */
+	/* How the endpoint's peer addresses (the AV's stored form) and
+	 * region names map to each other: shm's own "fi_shm://NAME", or the
+	 * owner's (shm_local.h). */
+	const struct shm_naming *naming;
+	size_t addr_len; /* bytes of such an address */
 	char name[SHM_NAME_MAX];
 	struct dlist_entry name_entry; /* names held (shm_name_hold) */
 	bool name_held;
@@ -118,13 +135,21 @@ struct shm_ep {
 	struct dlist_entry chunked; /* struct shm_rma_chunked */
 	struct dlist_entry pull_list; /* struct shm_pull in flight */
 	bool cma_warned;
+	/* The bell: a FIFO beside the region that peers write a byte into
+	 * when they find us asleep (shm_queue_sleep); its read end is the
+	 * transport's wait fd.  -1: none (waits then poll). */
+	int bell_fd;
+	/* The wait fd, from the start (CQs are bound before the region and
+	 * its bell exist): an epoll set that will hold the bell. */
+	int wait_fd;
+	pid_t bell_pid; /* its maker: a forked child leaves it alone */
 	uint64_t last_check_ms; /* when peers were last checked for life */
 	uint32_t progress_calls;
 };
 
 /* Receiving side of a message pushed through bounce buffers. */
 struct shm_pull {
-	struct dlist_entry entry; /* shm_ep.pull_list */
+	struct dlist_entry entry; /* shm_xp.pull_list */
 	struct shm_conn *conn; /* the sender */
 	void *cookie; /* the engine's, for util_rdm_fetch_done */
 	struct iovec iov[UTIL_RDM_IOV_MAX];
@@ -154,10 +179,49 @@ struct shm_push {
 	size_t sent;
 };
 
-static inline struct shm_ep *shm_ep_of(struct util_rdm_ep *rdm)
+/* A shm endpoint: the engine and the transport. */
+struct shm_ep {
+	struct util_rdm_ep rdm; /* first */
+	struct shm_xp x;
+};
+
+/* Names of regions and the endpoint's peer addresses. */
+struct shm_naming {
+	/* The region name of the peer at addr (the AV's stored form):
+	 * 0, or -FI_EINVAL when none can reach it. */
+	int (*name_of)(const struct shm_xp *x, const void *addr,
+		       char name[SHM_NAME_MAX]);
+	/* The address (x->addr_len bytes, zero-padded) of the endpoint whose
+	 * region is called name: its significant length, or -FI_EINVAL. */
+	int (*addr_of)(const struct shm_xp *x, const char *name, void *addr);
+};
+
+static inline struct shm_xp *shm_xp_of(struct util_rdm_xport *xp)
 {
-	return container_of(rdm, struct shm_ep, rdm);
+	return container_of(xp, struct shm_xp, base);
 }
+
+extern const struct util_rdm_transport shm_transport;
+extern const struct shm_naming shm_own_naming;
+
+/*
+ * The transport's life on an endpoint, for shm's own endpoints and for
+ * another provider's that embeds it (the owner names the region in
+ * x->name before shm_xp_start):
+ *   shm_xp_init     set up (addresses per naming, addr_len bytes); then
+ *                   the owner gives &x->base to util_rdm_ep_init
+ *   shm_xp_start    create and own the region (at FI_ENABLE)
+ *   shm_xp_stop     undo shm_xp_start (an enable that failed later)
+ *   shm_xp_closing  tell peers the region is going (before the engine's
+ *                   util_rdm_ep_fini)
+ *   shm_xp_fini     release everything (after util_rdm_ep_fini)
+ */
+int shm_xp_init(struct shm_xp *x, const struct shm_naming *naming,
+		size_t addr_len);
+int shm_xp_start(struct shm_xp *x);
+void shm_xp_stop(struct shm_xp *x);
+void shm_xp_closing(struct shm_xp *x);
+void shm_xp_fini(struct shm_xp *x);
 
 int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context);
@@ -224,13 +288,13 @@ int shm_name_redraw(char name[SHM_NAME_MAX]);
  * process-wide lock, nothing else.  Returns 0, -FI_EADDRINUSE when no
  * free name is found, or getrandom's error.
  */
-int shm_name_hold(struct shm_ep *ep);
+int shm_name_hold(struct shm_xp *ep);
 
 /* Draw ep's held, drawn name anew (its file was taken by someone else);
  * same returns as shm_name_hold. */
-int shm_name_redraw_held(struct shm_ep *ep);
+int shm_name_redraw_held(struct shm_xp *ep);
 
 /* Give up ep's name, if it holds one (close, failed enable). */
-void shm_name_release(struct shm_ep *ep);
+void shm_name_release(struct shm_xp *ep);
 
 #endif /* WEFT_SHM_H */

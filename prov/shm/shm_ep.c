@@ -18,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,41 +49,153 @@ static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
 /*
  * Connections are the engine's peers (util_peer.h), keyed by the address
- * as the AV stores it: "fi_shm://NAME", NUL-padded to SHM_ADDRLEN.
+ * as the AV stores it: "fi_shm://NAME", NUL-padded to SHM_ADDRLEN, on shm's
+ * own endpoints; the owner's address form inside another provider's
+ * (ep->naming says how names and addresses map).
  */
-static inline struct shm_conn *conn_of_peer(struct util_peer *peer)
+static inline struct shm_conn *conn_of_peer(struct shm_xp *ep,
+					    struct util_peer *peer)
 {
-	return container_of(peer, struct shm_conn, peer);
+	return util_rdm_peer_part(&ep->base, peer);
 }
 
-static int shm_peer_init(struct util_rdm_ep *rdm, struct util_peer *peer)
+static int shm_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 {
-	struct shm_conn *c = conn_of_peer(peer);
-	int ret;
+	struct shm_xp *ep = shm_xp_of(xp);
+	struct shm_conn *c = conn_of_peer(ep, peer);
 
-	(void)rdm;
-	ret = shm_name_from_addr(peer->addr, SHM_ADDRLEN, c->name);
-	return ret;
+	c->up = peer;
+	c->bell_fd = -1;
+	return ep->naming->name_of(ep, peer->addr, c->name);
 }
 
 static void conn_release(struct shm_conn *c);
 
-static void shm_peer_fini(struct util_rdm_ep *rdm, struct util_peer *peer)
+static void shm_peer_fini(struct util_rdm_xport *xp, struct util_peer *peer)
 {
-	(void)rdm;
-	conn_release(conn_of_peer(peer));
+	conn_release(conn_of_peer(shm_xp_of(xp), peer));
 }
 
 /* The connection to the endpoint called name, made if new; NULL: no memory. */
-static struct shm_conn *conn_get(struct shm_ep *ep, const char *name)
+static struct shm_conn *conn_get(struct shm_xp *ep, const char *name)
 {
 	char addr[SHM_ADDRLEN] = { 0 };
 	struct util_peer *peer;
 
-	snprintf(addr, sizeof(addr), SHM_PREFIX "%s", name);
-	if (util_peer_add(&ep->rdm.peers, addr, &peer))
+	if (ep->naming->addr_of(ep, name, addr) < 0 ||
+	    util_peer_add(&ep->base.ep->peers, addr, &peer))
 		return NULL;
-	return conn_of_peer(peer);
+	return conn_of_peer(ep, peer);
+}
+
+/* ---- bells -------------------------------------------------------------- */
+
+/* The bell of the region called name: a FIFO in /dev/shm, per user. */
+static void bell_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "/dev/shm/weft-bell.%u.%s", (unsigned)geteuid(),
+		 name);
+}
+
+/* Make our bell (after the region, whose name we now hold). */
+static void bell_make(struct shm_xp *ep)
+{
+	char path[SHM_NAME_MAX + 48];
+	struct stat st;
+	int fd;
+
+	ep->bell_fd = -1;
+	bell_path(path, sizeof(path), ep->name);
+	unlink(path); /* a bell left by a process that is gone */
+	if (mkfifo(path, 0600))
+		goto none;
+	/* Read and write: opening never waits for a writer, and the FIFO
+	 * stays open while we sleep on it. */
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		goto none;
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		goto none;
+	}
+	if (ep->wait_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (epoll_ctl(ep->wait_fd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			unlink(path);
+			goto none;
+		}
+	}
+	ep->bell_fd = fd;
+	ep->bell_pid = getpid();
+	return;
+none:
+	FI_INFO(&shm_prov, FI_LOG_EP_CTRL,
+		"%s: no bell (%s): waits on this endpoint poll\n", ep->name,
+		strerror(errno));
+}
+
+static void bell_remove(struct shm_xp *ep)
+{
+	char path[SHM_NAME_MAX + 48];
+
+	if (ep->bell_fd < 0)
+		return;
+	if (ep->wait_fd >= 0)
+		epoll_ctl(ep->wait_fd, EPOLL_CTL_DEL, ep->bell_fd, NULL);
+	close(ep->bell_fd);
+	ep->bell_fd = -1;
+	if (ep->bell_pid != getpid())
+		return;
+	bell_path(path, sizeof(path), ep->name);
+	unlink(path);
+}
+
+/* A producer found c's owner asleep: wake it (a byte in its bell). */
+static void conn_ring(struct shm_conn *c)
+{
+	char path[SHM_NAME_MAX + 48];
+	struct stat st;
+	ssize_t n;
+
+	if (!c->bell_tried) {
+		c->bell_tried = true;
+		bell_path(path, sizeof(path), c->name);
+		c->bell_fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC |
+						O_NOFOLLOW);
+		if (c->bell_fd >= 0 &&
+		    (fstat(c->bell_fd, &st) || !S_ISFIFO(st.st_mode) ||
+		     st.st_uid != geteuid())) {
+			close(c->bell_fd);
+			c->bell_fd = -1;
+		}
+	}
+	if (c->bell_fd < 0)
+		return;
+	/* A full FIFO has the owner woken already. */
+	do
+		n = write(c->bell_fd, "", 1);
+	while (n < 0 && errno == EINTR);
+}
+
+/* Publish a slot in c's queue, ringing its owner if it sleeps. */
+static inline void conn_publish(struct shm_conn *c, struct shm_slot *s,
+				uint64_t pos)
+{
+	shm_queue_publish(s, pos);
+	if (shm_queue_wants_bell(c->map.queue))
+		conn_ring(c);
+}
+
+/* Unmap c's region and forget its bell. */
+static void conn_unmap(struct shm_conn *c)
+{
+	if (c->bell_tried && c->bell_fd >= 0)
+		close(c->bell_fd);
+	c->bell_tried = false;
+	c->bell_fd = -1;
+	shm_region_unmap(&c->map);
 }
 
 /* Whether the holder recorded in a peer entry no longer runs. */
@@ -152,7 +268,7 @@ static bool peer_take(struct shm_queue *q, struct shm_peer *p, bool dead_too,
  * -FI_EAGAIN while every entry is held but some only by closed senders
  * whose slots are still queued; -FI_ENOSPC when all are in use.
  */
-static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
+static int conn_claim(struct shm_xp *ep, struct shm_conn *c)
 {
 	struct shm_peer *peers = c->map.peers, *p;
 	struct shm_queue *q = c->map.queue;
@@ -190,7 +306,7 @@ static int conn_claim(struct shm_ep *ep, struct shm_conn *c)
 }
 
 /* Map the peer's region (once).  -FI_EAGAIN while it does not exist yet. */
-static int conn_map(struct shm_ep *ep, struct shm_conn *c)
+static int conn_map(struct shm_xp *ep, struct shm_conn *c)
 {
 	int ret;
 
@@ -203,7 +319,7 @@ static int conn_map(struct shm_ep *ep, struct shm_conn *c)
 	return 0;
 }
 
-static void conn_died(struct shm_ep *ep, struct shm_conn *c);
+static void conn_died(struct shm_xp *ep, struct shm_conn *c);
 static uint64_t coarse_ms(void);
 
 /* How often the owner of a region we send to is looked at (kill(pid, 0)). */
@@ -221,7 +337,7 @@ static uint64_t coarse_ms(void);
  * we never reached has no region yet or no free entry; -FI_ECONNRESET for
  * a peer that is gone.
  */
-static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
+static int conn_setup(struct shm_xp *ep, struct shm_conn *c, bool now)
 {
 	uint64_t t = coarse_ms();
 	int ret;
@@ -230,7 +346,7 @@ static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
 		now |= !!c->map.hdr->gone; /* a successor may be there */
 		if (!c->dead)
 			conn_died(ep, c);
-		shm_region_unmap(&c->map);
+		conn_unmap(c);
 		c->claimed = false;
 	}
 	if (c->dead && !now && t - c->retry_ms < SHM_PEER_RETRY_MS)
@@ -242,7 +358,7 @@ static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
 	if (atomic_load_explicit(&c->map.hdr->gone, memory_order_acquire) ||
 	    !shm_region_owner_alive(c->map.hdr)) {
 		/* A region left by a process that is gone. */
-		shm_region_unmap(&c->map);
+		conn_unmap(c);
 		c->claimed = false;
 		if (!c->dead)
 			conn_died(ep, c);
@@ -262,7 +378,7 @@ static int conn_setup(struct shm_ep *ep, struct shm_conn *c, bool now)
  * Make a connection usable for sending.  A load or two when it is: the
  * region's `gone` flag tells at once that its owner closed or was replaced.
  */
-static inline int conn_ready(struct shm_ep *ep, struct shm_conn *c)
+static inline int conn_ready(struct shm_xp *ep, struct shm_conn *c)
 {
 	if (weft_likely(c->claimed && !c->dead &&
 			!atomic_load_explicit(&c->map.hdr->gone,
@@ -279,7 +395,7 @@ static inline int conn_ready(struct shm_ep *ep, struct shm_conn *c)
  * that held the mutex ended), or where there is no hint, it is looked at
  * at most every SHM_PEER_ALIVE_MS.
  */
-static inline int conn_alive(struct shm_ep *ep, struct shm_conn *c)
+static inline int conn_alive(struct shm_xp *ep, struct shm_conn *c)
 {
 	uint64_t t;
 
@@ -302,7 +418,7 @@ static inline int conn_alive(struct shm_ep *ep, struct shm_conn *c)
  * Hold our queue's owner mutex from now on (robust: the kernel marks it
  * when the holding thread ends, and peers read that).
  */
-static int owner_lock(struct shm_ep *ep)
+static int owner_lock(struct shm_xp *ep)
 {
 	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
 	pthread_mutexattr_t a;
@@ -326,7 +442,7 @@ static int owner_lock(struct shm_ep *ep)
 }
 
 /* The thread that held our owner mutex ended, but we live: take it again. */
-static void owner_relock(struct shm_ep *ep)
+static void owner_relock(struct shm_xp *ep)
 {
 	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
 
@@ -341,7 +457,7 @@ static void owner_relock(struct shm_ep *ep)
  * still running, the mapping must outlive that list entry, so only the
  * file is removed.
  */
-static void owner_unmap(struct shm_ep *ep)
+static void owner_unmap(struct shm_xp *ep)
 {
 	pthread_mutex_t *m = &shm_map_queue(&ep->own)->owner.lock;
 
@@ -372,14 +488,14 @@ static void conn_release(struct shm_conn *c)
 				      memory_order_release);
 		c->claimed = false;
 	}
-	shm_region_unmap(&c->map);
+	conn_unmap(c);
 }
 
 /* The connection to a peer, ready to take a message (or an error). */
-static int conn_of_peer_ready(struct shm_ep *ep, struct util_peer *peer,
+static int conn_of_peer_ready(struct shm_xp *ep, struct util_peer *peer,
 			      struct shm_conn **out)
 {
-	struct shm_conn *c = conn_of_peer(peer);
+	struct shm_conn *c = conn_of_peer(ep, peer);
 	int ret;
 
 	*out = c;
@@ -396,6 +512,19 @@ static int conn_of_peer_ready(struct shm_ep *ep, struct util_peer *peer,
 	return weft_likely(!ret) ? conn_alive(ep, c) : ret;
 }
 
+/*
+ * Inside another provider's endpoint: is this new peer an endpoint of this
+ * host whose region we can send to?  Only while our own region is up (a
+ * sender needs one: its entries in the receiver name it, and rendezvous
+ * reads come back through it).
+ */
+static bool shm_reaches(struct util_rdm_xport *xp, struct util_peer *peer)
+{
+	struct shm_xp *ep = shm_xp_of(xp);
+
+	return ep->own.hdr && !conn_setup(ep, conn_of_peer(ep, peer), true);
+}
+
 /* ---- peers that die ---------------------------------------------------- */
 
 /* How often peers with transfers in flight are checked for life. */
@@ -410,7 +539,7 @@ static uint64_t coarse_ms(void)
 }
 
 /* A peer died: fail everything that waits on it. */
-static void conn_died(struct shm_ep *ep, struct shm_conn *c)
+static void conn_died(struct shm_xp *ep, struct shm_conn *c)
 {
 	struct dlist_entry *e, *tmp;
 	struct slist keep;
@@ -451,16 +580,16 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 
 		if (pull->conn == c) {
 			dlist_remove(e);
-			util_rdm_fetch_done(&ep->rdm, pull->cookie,
+			util_rdm_fetch_done(ep->base.ep, pull->cookie,
 					    FI_ECONNRESET);
 			util_bufpool_put(ep->pulls, pull);
 		}
 	}
-	util_rdm_fail_peer(&ep->rdm, &c->peer, FI_ECONNRESET);
+	util_rdm_fail_peer(ep->base.ep, c->up, FI_ECONNRESET);
 }
 
 /* With transfers in flight, look (rarely) for peers that died. */
-static void check_peers(struct shm_ep *ep, bool now)
+static void check_peers(struct shm_xp *ep, bool now)
 {
 	uint64_t t = coarse_ms();
 	struct dlist_entry *e;
@@ -468,8 +597,9 @@ static void check_peers(struct shm_ep *ep, bool now)
 	if (!now && t - ep->last_check_ms < SHM_PEER_CHECK_MS)
 		return;
 	ep->last_check_ms = t;
-	dlist_foreach(&ep->rdm.peers.list, e) {
-		struct shm_conn *c = container_of(e, struct shm_conn, peer.entry);
+	dlist_foreach(&ep->base.ep->peers.list, e) {
+		struct shm_conn *c = conn_of_peer(
+			ep, container_of(e, struct util_peer, entry));
 
 		if (c->map.hdr && !c->dead &&
 		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
@@ -484,9 +614,9 @@ static void check_peers(struct shm_ep *ep, bool now)
  * the entry is held under the slot's generation (ACTIVE, or CLOSED with
  * slots still queued).  NULL when it is not: never another holder.
  */
-static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src);
+static struct shm_rxpeer *rxpeer_learn(struct shm_xp *ep, uint32_t src);
 
-static inline struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
+static inline struct shm_rxpeer *rxpeer_of(struct shm_xp *ep, uint32_t src)
 {
 	uint32_t idx = src & 0xffff, gen = src >> 16;
 
@@ -498,11 +628,12 @@ static inline struct shm_rxpeer *rxpeer_of(struct shm_ep *ep, uint32_t src)
 }
 
 /* rxpeer_of when the cache does not know the slot's generation. */
-static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src)
+static struct shm_rxpeer *rxpeer_learn(struct shm_xp *ep, uint32_t src)
 {
 	uint32_t idx = src & 0xffff, gen = src >> 16, st;
 	struct shm_peer *p = shm_map_peer(&ep->own, idx);
 	char name[SHM_NAME_MAX];
+	int ret;
 	struct shm_rxpeer *rp;
 
 	if (!p || !gen) /* a claim never makes gen 0 */
@@ -532,18 +663,22 @@ static struct shm_rxpeer *rxpeer_learn(struct shm_ep *ep, uint32_t src)
 	}
 	rp->gen = gen;
 	rp->fi_addr = FI_ADDR_NOTAVAIL;
-	memset(rp->addr, 0, sizeof(rp->addr));
-	snprintf(rp->addr, sizeof(rp->addr), SHM_PREFIX "%s", name);
+	ret = ep->naming->addr_of(ep, name, rp->addr);
+	if (ret < 0) {
+		rp->gen = 0;
+		return NULL;
+	}
+	rp->addr_len = (uint8_t)ret;
 	return rp;
 }
 
 /* The sender's fi_addr, when matching or completions need it. */
-static fi_addr_t rxpeer_addr(struct shm_ep *ep, struct shm_rxpeer *rp)
+static fi_addr_t rxpeer_addr(struct shm_xp *ep, struct shm_rxpeer *rp)
 {
-	if (!(ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV)) || !ep->rdm.av)
+	if (!(ep->base.ep->caps & (FI_SOURCE | FI_DIRECTED_RECV)) || !ep->base.ep->av)
 		return FI_ADDR_NOTAVAIL;
 	if (rp->fi_addr == FI_ADDR_NOTAVAIL)
-		rp->fi_addr = util_av_lookup_addr(ep->rdm.av, rp->addr);
+		rp->fi_addr = util_av_lookup_addr(ep->base.ep->av, rp->addr);
 	return rp->fi_addr;
 }
 
@@ -582,7 +717,7 @@ static bool rts_valid(const struct shm_rts *rts)
  * buffer holding what we will read (operands, then compare values).
  * Returns 0 and the initiator's buffer in *ib (NULL when none), or -FI_EIO.
  */
-static int rma_req_check(struct shm_ep *ep, struct shm_conn *c,
+static int rma_req_check(struct shm_xp *ep, struct shm_conn *c,
 			 const struct shm_rma_req *req, struct shm_bounce **ib)
 {
 	uint64_t sum = 0, in;
@@ -630,7 +765,7 @@ static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
-static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
+static int send_ctrl_data(struct shm_xp *ep, struct shm_conn *c, uint16_t op,
 		      uint64_t tag, uint32_t aux, uint64_t data, uint32_t len)
 {
 	struct shm_pending *p;
@@ -651,7 +786,7 @@ static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 			s->aux = aux;
 			s->data = data;
 			s->len = len;
-			shm_queue_publish(s, pos);
+			conn_publish(c, s, pos);
 			return 0;
 		}
 	}
@@ -668,13 +803,13 @@ static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 	return 0;
 }
 
-static int send_ctrl(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
+static int send_ctrl(struct shm_xp *ep, struct shm_conn *c, uint16_t op,
 		     uint64_t tag, uint32_t aux)
 {
 	return send_ctrl_data(ep, c, op, tag, aux, 0, 0);
 }
 
-static void flush_pending(struct shm_ep *ep)
+static void flush_pending(struct shm_xp *ep)
 {
 	struct shm_pending *p;
 	struct shm_slot *s;
@@ -704,7 +839,7 @@ static void flush_pending(struct shm_ep *ep)
 		s->aux = p->aux;
 		s->data = p->data;
 		s->len = p->len;
-		shm_queue_publish(s, pos);
+		conn_publish(p->conn, s, pos);
 		slist_remove_head(&ep->pending);
 		free(p);
 	}
@@ -730,7 +865,7 @@ static int buf_get_in(struct shm_map *m, uint32_t *idx)
  * line, which the reader writes) is enough; scanning for another would
  * read many lines other cores are writing.
  */
-static int buf_get_out(struct shm_ep *ep, uint32_t *idx)
+static int buf_get_out(struct shm_xp *ep, uint32_t *idx)
 {
 	uint32_t n = ep->own.bounce_count, b = ep->out_next;
 	struct shm_bounce *bb = shm_map_bounce(&ep->own, n + b);
@@ -761,12 +896,12 @@ static void buf_put(struct shm_map *m, uint32_t idx)
 				      memory_order_release);
 }
 
-static int shm_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
+static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 			  const struct util_rdm_hdr *hdr,
 			  const struct iovec *iov, void **desc,
 			  size_t iov_count)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	struct shm_conn *c;
 	struct shm_slot *s;
 	uint32_t bidx = 0;
@@ -822,13 +957,13 @@ static int shm_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
 		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
 	}
-	shm_queue_publish(s, pos);
+	conn_publish(c, s, pos);
 	return 0;
 }
 
-static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+static int shm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	struct shm_rts rts = { 0 };
 	struct shm_conn *c;
 	struct shm_slot *s;
@@ -864,11 +999,11 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	s->len = 0;
 	s->aux = 0;
 	memcpy(s->payload, &rts, sizeof(rts));
-	shm_queue_publish(s, pos);
+	conn_publish(c, s, pos);
 	return 0;
 }
 
-static void cma_unavailable(struct shm_ep *ep, int err)
+static void cma_unavailable(struct shm_xp *ep, int err)
 {
 	if (ep->cma_warned)
 		return;
@@ -880,7 +1015,7 @@ static void cma_unavailable(struct shm_ep *ep, int err)
 }
 
 /* Ask the sender to push the message through its bounce buffers. */
-static int fetch_by_push(struct shm_ep *ep, const struct shm_rts *rts,
+static int fetch_by_push(struct shm_xp *ep, const struct shm_rts *rts,
 			 const struct iovec *iov, size_t iov_count, size_t len,
 			 void *cookie)
 {
@@ -912,11 +1047,11 @@ static int fetch_by_push(struct shm_ep *ep, const struct shm_rts *rts,
 	return -FI_EINPROGRESS;
 }
 
-static int shm_fetch(struct util_rdm_ep *rdm, const void *stash,
+static int shm_fetch(struct util_rdm_xport *xp, const void *stash,
 		     const struct iovec *iov, void **desc, size_t iov_count,
 		     size_t len, void *cookie)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	const struct shm_rts *rts = stash;
 	struct iovec remote[UTIL_RDM_IOV_MAX];
 	struct shm_rxpeer *rp;
@@ -985,7 +1120,7 @@ ack:
 }
 
 /* Sending side: push what room allows; true when everything was sent. */
-static bool push_continue(struct shm_ep *ep, struct shm_push *push)
+static bool push_continue(struct shm_xp *ep, struct shm_push *push)
 {
 	struct util_rdm_tx *tx = push->tx;
 
@@ -1015,13 +1150,13 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		s->aux = bidx;
 		s->data = push->sent;
 		s->len = (uint32_t)chunk;
-		shm_queue_publish(s, pos);
+		conn_publish(push->conn, s, pos);
 		push->sent += chunk;
 	}
 	return true;
 }
 
-static int pushes_continue(struct shm_ep *ep)
+static int pushes_continue(struct shm_xp *ep)
 {
 	struct dlist_entry *e, *tmp;
 	int n = 0;
@@ -1039,9 +1174,9 @@ static int pushes_continue(struct shm_ep *ep)
 }
 
 /* The receiver is ready for a pushed message (its tx waits for the ACK). */
-static void handle_cts(struct shm_ep *ep, struct shm_slot *s)
+static void handle_cts(struct shm_xp *ep, struct shm_slot *s)
 {
-	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, s->tag);
+	struct util_rdm_tx *tx = util_rdm_tx_of(ep->base.ep, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct shm_push *push;
 
@@ -1049,7 +1184,7 @@ static void handle_cts(struct shm_ep *ep, struct shm_slot *s)
 		return;
 	push = util_bufpool_get(ep->push_pool);
 	if (!push) {
-		util_rdm_tx_done(&ep->rdm, tx, FI_ENOMEM);
+		util_rdm_tx_done(ep->base.ep, tx, FI_ENOMEM);
 		return;
 	}
 	push->tx = tx;
@@ -1064,7 +1199,7 @@ static void handle_cts(struct shm_ep *ep, struct shm_slot *s)
 }
 
 /* Receiving side: pushed bytes arrived. */
-static void handle_data(struct shm_ep *ep, struct shm_slot *s)
+static void handle_data(struct shm_xp *ep, struct shm_slot *s)
 {
 	struct shm_pull *pull = util_bufpool_at(ep->pulls, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
@@ -1094,14 +1229,14 @@ static void handle_data(struct shm_ep *ep, struct shm_slot *s)
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id,
 			  (uint32_t)err);
 		dlist_remove(&pull->entry);
-		util_rdm_fetch_done(&ep->rdm, pull->cookie, err);
+		util_rdm_fetch_done(ep->base.ep, pull->cookie, err);
 		util_bufpool_put(ep->pulls, pull);
 	}
 }
 
-static void shm_discard(struct util_rdm_ep *rdm, const void *stash)
+static void shm_discard(struct util_rdm_xport *xp, const void *stash)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	const struct shm_rts *rts = stash;
 	struct shm_rxpeer *rp = rxpeer_of(ep, rts->src);
 
@@ -1109,10 +1244,10 @@ static void shm_discard(struct util_rdm_ep *rdm, const void *stash)
 		send_ctrl(ep, rp->conn, SHM_OP_ACK, rts->tx_id, 0);
 }
 
-static int shm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
+static int shm_ack(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 		   int err)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	struct shm_rxpeer *rp = rxpeer_of(ep, (uint32_t)(uintptr_t)reply);
 
 	if (!rp)
@@ -1128,7 +1263,7 @@ static int shm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
  * engine cannot take it now: it is held and offered again later (see
  * held_push).
  */
-static int handle_msg(struct shm_ep *ep, struct shm_slot *s,
+static int handle_msg(struct shm_xp *ep, struct shm_slot *s,
 		      struct shm_rxpeer *rp, const void *copy)
 {
 	struct util_rdm_msg msg = {
@@ -1153,7 +1288,7 @@ static int handle_msg(struct shm_ep *ep, struct shm_slot *s,
 	}
 	msg.src = rxpeer_addr(ep, rp);
 	msg.src_raw = rp->addr;
-	msg.src_raw_len = strlen(rp->addr) + 1;
+	msg.src_raw_len = rp->addr_len;
 
 	switch (op) {
 	case SHM_OP_INLINE:
@@ -1191,7 +1326,7 @@ static int handle_msg(struct shm_ep *ep, struct shm_slot *s,
 			goto refuse;
 		break;
 	}
-	if (util_rdm_msg_arrived(&ep->rdm, &msg) == -FI_EAGAIN)
+	if (util_rdm_msg_arrived(&ep->base, &msg) == -FI_EAGAIN)
 		return -FI_EAGAIN;
 	if (bb)
 		buf_put(&ep->own, s->aux);
@@ -1207,22 +1342,22 @@ refuse:
 	return 0;
 }
 
-static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
+static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 		      struct shm_rxpeer *rp);
-static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s);
-static void handle_cts(struct shm_ep *ep, struct shm_slot *s);
-static void handle_data(struct shm_ep *ep, struct shm_slot *s);
-static int chunks_continue(struct shm_ep *ep);
+static void handle_rma_resp(struct shm_xp *ep, struct shm_slot *s);
+static void handle_cts(struct shm_xp *ep, struct shm_slot *s);
+static void handle_data(struct shm_xp *ep, struct shm_slot *s);
+static int chunks_continue(struct shm_xp *ep);
 
 /*
  * Answers to what this endpoint sent (acknowledgements, RMA responses, the
  * go-ahead to push, pushed data).  Returns false for any other op.
  */
-static bool serve_answer(struct shm_ep *ep, struct shm_slot *s)
+static bool serve_answer(struct shm_xp *ep, struct shm_slot *s)
 {
 	switch (s->op) {
 	case SHM_OP_ACK:
-		util_rdm_tx_acked(&ep->rdm, s->tag, (int)s->aux);
+		util_rdm_tx_acked(ep->base.ep, s->tag, (int)s->aux);
 		return true;
 	case SHM_OP_RMA_RESP:
 		handle_rma_resp(ep, s);
@@ -1239,7 +1374,7 @@ static bool serve_answer(struct shm_ep *ep, struct shm_slot *s)
 }
 
 /* A message or RMA request from rp; -FI_EAGAIN when it must wait. */
-static int serve_request(struct shm_ep *ep, struct shm_slot *s,
+static int serve_request(struct shm_xp *ep, struct shm_slot *s,
 			 struct shm_rxpeer *rp, const void *copy)
 {
 	switch (s->op) {
@@ -1276,7 +1411,7 @@ static int serve_request(struct shm_ep *ep, struct shm_slot *s,
  * free for the senders we do not hold: at most bounce_count such payloads
  * can be under way when we start holding.
  */
-static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
+static bool held_push(struct shm_xp *ep, const struct shm_slot *s,
 		      const struct shm_rxpeer *rp)
 {
 	uint32_t idx = s->src & 0xffff;
@@ -1308,7 +1443,7 @@ static bool held_push(struct shm_ep *ep, const struct shm_slot *s,
 }
 
 /* Serve held requests, oldest first, each sender's in its order. */
-static int held_serve(struct shm_ep *ep)
+static int held_serve(struct shm_xp *ep)
 {
 	struct dlist_entry *e, *tmp;
 	uint32_t pass = ++ep->held_pass;
@@ -1337,17 +1472,21 @@ static int held_serve(struct shm_ep *ep)
 	return n;
 }
 
-static int shm_progress(struct util_rdm_ep *rdm)
+static int shm_progress(struct util_rdm_xport *xp)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	struct shm_queue *q = ep->own.queue;
 	uint32_t slots = ep->own.queue_slots;
 	struct shm_rxpeer *rp;
 	struct shm_slot *s;
 	int n, n_done = 0;
 
+	/* Inside another provider's endpoint whose region could not be
+	 * made: nothing comes this way. */
+	if (weft_unlikely(!q))
+		return 0;
 	/* Looking at the clock costs too: only every 256th call. */
-	if (weft_unlikely((util_rdm_tx_waiting(rdm) ||
+	if (weft_unlikely((util_rdm_tx_waiting(xp->ep) ||
 			   !dlist_empty(&ep->pull_list)) &&
 			  !(++ep->progress_calls & 255)))
 		check_peers(ep, false);
@@ -1425,7 +1564,7 @@ static size_t rma_piece(const struct fi_rma_iov *rma, size_t count, size_t skip,
  * with process_vm_readv/writev.  `last` marks the part whose completion at
  * the target counts as the operation's remote event.
  */
-static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
+static int rma_issue(struct shm_xp *ep, struct util_rdm_tx *tx,
 		     struct shm_conn *c, size_t off, size_t len, bool chunked,
 		     bool last)
 {
@@ -1488,12 +1627,12 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 	s->len = 0;
 	s->aux = 0;
 	memcpy(s->payload, &req, sizeof(req));
-	shm_queue_publish(s, pos);
+	conn_publish(c, s, pos);
 	return 0;
 }
 
 /* Issue the next part of a chunked transfer; false if it must wait. */
-static bool chunk_issue(struct shm_ep *ep, struct shm_rma_chunked *ch)
+static bool chunk_issue(struct shm_xp *ep, struct shm_rma_chunked *ch)
 {
 	size_t total = ch->tx->hdr.len;
 	size_t len = WEFT_MIN(total - ch->off, shm_params.bounce_size);
@@ -1505,9 +1644,9 @@ static bool chunk_issue(struct shm_ep *ep, struct shm_rma_chunked *ch)
 	return true;
 }
 
-static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+static int shm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
-	struct shm_ep *ep = shm_ep_of(rdm);
+	struct shm_xp *ep = shm_xp_of(xp);
 	bool atomic = tx->kind >= UTIL_RDM_TX_ATOMIC;
 	size_t len = tx->hdr.len;
 	struct shm_rma_chunked *ch;
@@ -1540,7 +1679,7 @@ static int shm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 }
 
 /* Chunked transfers whose next part found no room: try again. */
-static int chunks_continue(struct shm_ep *ep)
+static int chunks_continue(struct shm_xp *ep)
 {
 	struct dlist_entry *e;
 	int n = 0;
@@ -1556,10 +1695,10 @@ static int chunks_continue(struct shm_ep *ep)
 }
 
 /* Target side: translate the request's remote ranges into local memory. */
-static int rma_local(struct shm_ep *ep, const struct shm_rma_req *req,
+static int rma_local(struct shm_xp *ep, const struct shm_rma_req *req,
 		     uint64_t access, struct iovec *local, size_t *nlocal)
 {
-	return util_rdm_target_iov(&util_mr_domain_of(ep->rdm.domain)->mr_map, req->rma, req->rma_count,
+	return util_rdm_target_iov(&util_mr_domain_of(ep->base.ep->domain)->mr_map, req->rma, req->rma_count,
 				   access, local, UTIL_RDM_IOV_MAX * 2, nlocal);
 }
 
@@ -1583,7 +1722,7 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
  * Serve one request.  Returns -FI_EAGAIN when it must wait for a free
  * bounce buffer of ours (the slot stays in the queue).
  */
-static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
+static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 		      struct shm_rxpeer *rp)
 {
 	struct iovec local[UTIL_RDM_IOV_MAX * 2] = { { 0 } };
@@ -1663,7 +1802,7 @@ static int handle_rma(struct shm_ep *ep, struct shm_slot *s,
 		break;
 	}
 	if (!ret && req.last)
-		util_rdm_remote_event(&ep->rdm,
+		util_rdm_remote_event(ep->base.ep,
 				      ev | ((s->flags & UTIL_RDM_CQ_DATA) ?
 						    FI_REMOTE_CQ_DATA :
 						    0),
@@ -1681,7 +1820,7 @@ reply:
 	return 0;
 }
 
-static struct shm_rma_chunked *chunk_of(struct shm_ep *ep,
+static struct shm_rma_chunked *chunk_of(struct shm_xp *ep,
 					 struct util_rdm_tx *tx)
 {
 	struct dlist_entry *e;
@@ -1697,9 +1836,9 @@ static struct shm_rma_chunked *chunk_of(struct shm_ep *ep,
 }
 
 /* Initiator side: the target answered (for the whole op or one part). */
-static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
+static void handle_rma_resp(struct shm_xp *ep, struct shm_slot *s)
 {
-	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, s->tag);
+	struct util_rdm_tx *tx = util_rdm_tx_of(ep->base.ep, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct shm_rma_chunked *ch = NULL;
 	struct shm_bounce *tb = NULL;
@@ -1746,10 +1885,42 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 		dlist_remove(&ch->entry);
 		free(ch);
 	}
-	util_rdm_tx_done(&ep->rdm, tx, (int)err);
+	util_rdm_tx_done(ep->base.ep, tx, (int)err);
 }
 
-static const struct util_rdm_transport shm_transport = {
+/* Sleeping: the bell wakes us when a slot arrives. */
+static int shm_wait_fd(struct util_rdm_xport *xp)
+{
+	return shm_xp_of(xp)->wait_fd;
+}
+
+/*
+ * About to sleep: empty the bell, and say so in the queue, unless a slot
+ * came meanwhile or work of ours needs polling (transfers under way, whose
+ * peers may die; slots that found a queue full; requests held back).
+ */
+static int shm_arm(struct util_rdm_xport *xp)
+{
+	struct shm_xp *ep = shm_xp_of(xp);
+	char buf[64];
+
+	if (!ep->own.queue)
+		return 0; /* no region: nothing comes this way */
+	if (ep->bell_fd < 0)
+		return 1; /* no bell to wake us: poll */
+	while (read(ep->bell_fd, buf, sizeof(buf)) > 0)
+		;
+	if (util_rdm_tx_waiting(xp->ep) || !dlist_empty(&ep->pull_list) ||
+	    !slist_empty(&ep->pending) || !dlist_empty(&ep->pushes) ||
+	    !dlist_empty(&ep->chunked) || !dlist_empty(&ep->held_list))
+		return 1;
+	return shm_queue_sleep(ep->own.queue) ? 0 : 1;
+}
+
+const struct util_rdm_transport shm_transport = {
+	.reaches = shm_reaches,
+	.wait_fd = shm_wait_fd,
+	.arm = shm_arm,
 	.peer_size = sizeof(struct shm_conn),
 	.peer_init = shm_peer_init,
 	.peer_fini = shm_peer_fini,
@@ -1766,15 +1937,28 @@ static const struct util_rdm_transport shm_transport = {
 
 static int shm_ep_close(struct fid *fid)
 {
-	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
-	struct dlist_entry *e, *tmp;
-	struct slist_entry *p;
+	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 
+	shm_xp_closing(&sep->x);
+	util_rdm_ep_fini(&sep->rdm);
+	shm_xp_fini(&sep->x);
+	free(sep);
+	return 0;
+}
+
+void shm_xp_closing(struct shm_xp *ep)
+{
 	/* Peers stop sending here, and look for a successor of the name. */
 	if (ep->own.hdr)
 		atomic_store_explicit(&ep->own.hdr->gone, 1,
 				      memory_order_release);
-	util_rdm_ep_fini(&ep->rdm);
+}
+
+void shm_xp_fini(struct shm_xp *ep)
+{
+	struct dlist_entry *e, *tmp;
+	struct slist_entry *p;
+
 	dlist_foreach_safe(&ep->pushes, e, tmp) {
 		dlist_remove(e);
 		util_bufpool_put(ep->push_pool,
@@ -1788,6 +1972,10 @@ static int shm_ep_close(struct fid *fid)
 	util_bufpool_destroy(ep->pulls);
 	while ((p = slist_remove_head(&ep->pending)))
 		free(container_of(p, struct shm_pending, entry));
+	bell_remove(ep);
+	if (ep->wait_fd >= 0)
+		close(ep->wait_fd);
+	ep->wait_fd = -1;
 	if (ep->own.hdr)
 		owner_unmap(ep);
 	shm_name_release(ep);
@@ -1804,8 +1992,6 @@ static int shm_ep_close(struct fid *fid)
 		}
 		util_bufpool_destroy(ep->held_pool);
 	}
-	free(ep);
-	return 0;
 }
 
 /*
@@ -1814,7 +2000,7 @@ static int shm_ep_close(struct fid *fid)
  * user's file, another process's endpoint) draws again; a chosen name
  * taken so is refused.  fi_getname reports the name the region got.
  */
-static int region_create_named(struct shm_ep *ep,
+static int region_create_named(struct shm_xp *ep,
 			       const struct shm_region_attr *attr)
 {
 	int ret, tries;
@@ -1838,14 +2024,27 @@ static int region_create_named(struct shm_ep *ep,
 
 static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
-	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
-	struct shm_region_attr attr;
+	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 	int ret;
 
 	if (command != FI_ENABLE)
 		return util_rdm_ep_control(fid, command, arg);
-	if (ep->own.hdr)
+	if (sep->x.own.hdr)
 		return 0;
+	ret = shm_xp_start(&sep->x);
+	if (ret)
+		return ret;
+	ret = util_rdm_ep_control(fid, command, arg);
+	if (ret)
+		shm_xp_stop(&sep->x);
+	return ret;
+}
+
+int shm_xp_start(struct shm_xp *ep)
+{
+	struct shm_region_attr attr;
+	int ret;
+
 	pthread_once(&sweep_once, shm_region_sweep);
 	attr.queue_slots = (uint32_t)shm_params.queue_slots;
 	attr.max_peers = (uint32_t)shm_params.max_peers;
@@ -1875,19 +2074,21 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 		return ret;
 	}
 	ret = owner_lock(ep);
-	if (ret)
-		goto err_unmap;
-	ret = util_rdm_ep_control(fid, command, arg);
-	if (ret)
-		goto err_unlock;
+	if (ret) {
+		shm_region_unmap(&ep->own);
+		shm_name_release(ep);
+		return ret;
+	}
+	bell_make(ep);
 	return 0;
+}
 
-err_unlock:
+void shm_xp_stop(struct shm_xp *ep)
+{
+	bell_remove(ep);
 	pthread_mutex_unlock(&ep->own.queue->owner.lock);
-err_unmap:
 	shm_region_unmap(&ep->own);
 	shm_name_release(ep);
-	return ret;
 }
 
 static struct fi_ops shm_ep_fi_ops = {
@@ -1902,7 +2103,8 @@ static struct fi_ops shm_ep_fi_ops = {
 
 static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_xp *ep = &sep->x;
 	char buf[SHM_ADDRLEN];
 	size_t len;
 
@@ -1921,7 +2123,8 @@ static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 
 static int shm_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct shm_ep *ep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_xp *ep = &sep->x;
 	char name[SHM_NAME_MAX];
 
 	if (shm_name_from_addr(addr, addrlen, name))
@@ -1951,39 +2154,88 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	struct util_domain *domain =
 		container_of(domain_fid, struct util_domain, domain_fid);
 	struct util_rdm_ep_attr attr = {
-		.transport = &shm_transport,
 		.unexp_inline = SHM_INLINE_MAX,
 		.peer_addr_len = SHM_ADDRLEN,
 	};
-	struct shm_ep *ep;
+	struct shm_ep *sep;
 	int ret;
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
 		return -FI_EINVAL;
 	shm_params_init();
 	attr.unexp_max = shm_params.unexp_max;
-	attr.eager_max = shm_params.bounce_size;
 	attr.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
 	attr.atomic_max = shm_params.bounce_size / 2;
 
-	ep = calloc(1, sizeof(*ep));
-	if (!ep)
+	sep = calloc(1, sizeof(*sep));
+	if (!sep)
 		return -FI_ENOMEM;
 	/* fi_getinfo gave the name in src_addr; without one, draw it.  One
 	 * that names no region is refused, never replaced. */
 	if (info->src_addr && info->src_addrlen) {
 		if (shm_name_from_addr(info->src_addr, info->src_addrlen,
-				       ep->name)) {
-			free(ep);
+				       sep->x.name)) {
+			free(sep);
 			return -FI_EINVAL;
 		}
 	} else {
-		ret = shm_name_draw(ep->name, "");
+		ret = shm_name_draw(sep->x.name, "");
 		if (ret) {
-			free(ep);
+			free(sep);
 			return ret;
 		}
 	}
+	ret = shm_xp_init(&sep->x, &shm_own_naming, SHM_ADDRLEN);
+	if (ret) {
+		free(sep);
+		return ret;
+	}
+	attr.xport = &sep->x.base;
+	ret = util_rdm_ep_init(&sep->rdm, domain, info, &attr, context);
+	if (ret) {
+		shm_xp_fini(&sep->x);
+		free(sep);
+		return ret;
+	}
+	sep->rdm.ep_fid.fid.ops = &shm_ep_fi_ops;
+	sep->rdm.ep_fid.cm = &shm_cm_ops;
+	*ep_fid = &sep->rdm.ep_fid;
+	return 0;
+}
+
+/* shm's own addresses: "fi_shm://NAME", NUL-padded to SHM_ADDRLEN. */
+static int own_name_of(const struct shm_xp *x, const void *addr,
+		       char name[SHM_NAME_MAX])
+{
+	(void)x;
+	return shm_name_from_addr(addr, SHM_ADDRLEN, name);
+}
+
+static int own_addr_of(const struct shm_xp *x, const char *name, void *addr)
+{
+	(void)x;
+	memset(addr, 0, SHM_ADDRLEN);
+	snprintf(addr, SHM_ADDRLEN, SHM_PREFIX "%s", name);
+	return (int)strlen(addr) + 1;
+}
+
+const struct shm_naming shm_own_naming = {
+	.name_of = own_name_of,
+	.addr_of = own_addr_of,
+};
+
+int shm_xp_init(struct shm_xp *ep, const struct shm_naming *naming,
+		size_t addr_len)
+{
+	int ret;
+
+	shm_params_init();
+	ep->base.ops = &shm_transport;
+	ep->base.eager_max = shm_params.bounce_size;
+	ep->naming = naming;
+	ep->addr_len = addr_len;
+	ep->bell_fd = -1;
+	ep->wait_fd = epoll_create1(EPOLL_CLOEXEC);
 	ep->cma = shm_cma_probe();
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
@@ -1997,31 +2249,18 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		};
 
 		ret = util_bufpool_create(&pattr, &ep->pulls);
-		if (ret) {
-			free(ep);
+		if (ret)
 			return ret;
-		}
 		pattr.name = "shm pushes";
 		pattr.size = sizeof(struct shm_push);
 		ret = util_bufpool_create(&pattr, &ep->push_pool);
 		if (ret) {
 			util_bufpool_destroy(ep->pulls);
-			free(ep);
+			ep->pulls = NULL;
 			return ret;
 		}
 	}
 	if (!ep->cma)
 		cma_unavailable(ep, 0);
-
-	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
-	if (ret) {
-		util_bufpool_destroy(ep->push_pool);
-		util_bufpool_destroy(ep->pulls);
-		free(ep);
-		return ret;
-	}
-	ep->rdm.ep_fid.fid.ops = &shm_ep_fi_ops;
-	ep->rdm.ep_fid.cm = &shm_cm_ops;
-	*ep_fid = &ep->rdm.ep_fid;
 	return 0;
 }

@@ -174,7 +174,10 @@ struct shm_queue {
 		uint8_t pad1[SHM_CACHELINE - 8];
 	} owner;
 	_Atomic uint64_t tail; /* next slot a producer claims */
-	uint8_t pad2[SHM_CACHELINE - 8];
+	/* 1: the owner is about to sleep on its bell (shm_queue.h); the
+	 * producer that takes it back to 0 rings. */
+	_Atomic uint32_t sleeping;
+	uint8_t pad2[SHM_CACHELINE - 12];
 	_Atomic uint64_t head; /* next slot the consumer reads (release) */
 	uint8_t pad3[SHM_CACHELINE - 8];
 	_Atomic uint64_t buf_free; /* inbound pool: tag << 32 | top */

@@ -131,13 +131,13 @@ static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dlist_entry held = DLIST_HEAD_INIT(held);
 static uint32_t held_serial; /* for ".N"; under held_lock */
 
-static bool held_by_another(const struct shm_ep *ep)
+static bool held_by_another(const struct shm_xp *ep)
 {
 	struct dlist_entry *e;
 
 	dlist_foreach(&held, e) {
-		const struct shm_ep *o =
-			container_of(e, struct shm_ep, name_entry);
+		const struct shm_xp *o =
+			container_of(e, struct shm_xp, name_entry);
 
 		if (o != ep && !strcmp(o->name, ep->name))
 			return true;
@@ -147,7 +147,7 @@ static bool held_by_another(const struct shm_ep *ep)
 
 /* Under held_lock: change ep->name (at least once when `change`) until no
  * other endpoint holds it. */
-static int name_make_unique(struct shm_ep *ep, bool change)
+static int name_make_unique(struct shm_xp *ep, bool change)
 {
 	char base[SHM_NAME_MAX];
 	int tries, n, ret;
@@ -179,7 +179,7 @@ err_restore:
 	return ret;
 }
 
-int shm_name_hold(struct shm_ep *ep)
+int shm_name_hold(struct shm_xp *ep)
 {
 	int ret;
 
@@ -193,7 +193,7 @@ int shm_name_hold(struct shm_ep *ep)
 	return ret;
 }
 
-int shm_name_redraw_held(struct shm_ep *ep)
+int shm_name_redraw_held(struct shm_xp *ep)
 {
 	int ret;
 
@@ -205,7 +205,7 @@ int shm_name_redraw_held(struct shm_ep *ep)
 	return ret;
 }
 
-void shm_name_release(struct shm_ep *ep)
+void shm_name_release(struct shm_xp *ep)
 {
 	pthread_mutex_lock(&held_lock);
 	if (ep->name_held) {

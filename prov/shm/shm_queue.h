@@ -33,6 +33,7 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 
 	q->slots = slots;
 	atomic_init(&q->tail, 0);
+	atomic_init(&q->sleeping, 0);
 	atomic_init(&q->head, 0);
 	atomic_init(&q->buf_free, 0);
 	for (i = 0; i < slots; i++)
@@ -59,9 +60,11 @@ static inline struct shm_slot *shm_queue_claim(struct shm_queue *q,
 		int64_t diff = (int64_t)(seq - pos);
 
 		if (diff == 0) {
+			/* seq_cst: ordered against the owner's `sleeping`
+			 * (shm_queue_sleep); on x86 the same instruction. */
 			if (atomic_compare_exchange_weak_explicit(
 				    &q->tail, &pos, pos + 1,
-				    memory_order_relaxed, memory_order_relaxed)) {
+				    memory_order_seq_cst, memory_order_relaxed)) {
 				*pos_out = pos;
 				return s;
 			}
@@ -99,6 +102,30 @@ static inline struct shm_slot *shm_queue_peek(struct shm_queue *q,
 	if (atomic_load_explicit(&s->seq, memory_order_acquire) != head + 1)
 		return NULL;
 	return s;
+}
+
+/*
+ * Sleeping with a bell.  The owner, about to sleep, calls shm_queue_sleep:
+ * it sets `sleeping` and then looks at the tail; a producer, after its
+ * claim, looks at `sleeping` (shm_queue_wants_bell) and, taking it back to
+ * 0, rings the owner's bell once its slot is published.  Both sides are
+ * sequentially consistent, so either the owner sees the claim and does not
+ * sleep, or the producer sees the flag and rings.  What the producer pays
+ * when nobody sleeps: one load of a line its claim already holds.
+ */
+static inline bool shm_queue_sleep(struct shm_queue *q)
+{
+	atomic_store_explicit(&q->sleeping, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&q->tail, memory_order_seq_cst) ==
+	       atomic_load_explicit(&q->head, memory_order_relaxed);
+}
+
+static inline bool shm_queue_wants_bell(struct shm_queue *q)
+{
+	return __builtin_expect(atomic_load_explicit(&q->sleeping,
+						  memory_order_seq_cst), 0) &&
+	       atomic_exchange_explicit(&q->sleeping, 0,
+					memory_order_relaxed);
 }
 
 /* Consumer: hand the slot returned by shm_queue_peek back to producers. */

@@ -521,6 +521,25 @@ static void reclaim_unpublished(const char *name, const char *prefix)
 	close(fd);
 }
 
+/* A bell (shm_ep.c) whose region is gone: its owner is gone too. */
+static void reclaim_bell(const char *name)
+{
+	char path[SHM_NAME_MAX + 48];
+	struct stat st;
+
+	if (strlen(name) >= SHM_NAME_MAX)
+		return;
+	snprintf(path, sizeof(path), "/dev/shm/weft-shm.%u.%s",
+		 (unsigned)geteuid(), name);
+	if (!lstat(path, &st) || errno != ENOENT)
+		return;
+	snprintf(path, sizeof(path), "/dev/shm/weft-bell.%u.%s",
+		 (unsigned)geteuid(), name);
+	if (!lstat(path, &st) && S_ISFIFO(st.st_mode) &&
+	    st.st_uid == geteuid())
+		unlink(path);
+}
+
 void shm_region_sweep(void)
 {
 	char prefix[32], new_prefix[40], path[SHM_NAME_MAX + 32];
@@ -528,7 +547,11 @@ void shm_region_sweep(void)
 	size_t plen;
 	DIR *dir;
 
+	char bell_prefix[32];
+
 	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)geteuid());
+	snprintf(bell_prefix, sizeof(bell_prefix), "weft-bell.%u.",
+		 (unsigned)geteuid());
 	snprintf(new_prefix, sizeof(new_prefix), "weft-shm-new.%u.",
 		 (unsigned)geteuid());
 	plen = strlen(prefix);
@@ -538,6 +561,10 @@ void shm_region_sweep(void)
 	while ((d = readdir(dir))) {
 		if (!strncmp(d->d_name, new_prefix, strlen(new_prefix))) {
 			reclaim_unpublished(d->d_name, new_prefix);
+			continue;
+		}
+		if (!strncmp(d->d_name, bell_prefix, strlen(bell_prefix))) {
+			reclaim_bell(d->d_name + strlen(bell_prefix));
 			continue;
 		}
 		if (strncmp(d->d_name, prefix, plen) ||

@@ -54,6 +54,7 @@ struct tcp_params {
 	int conn_timeout_ms; /* a connect (with its handshake) gives up */
 	size_t max_msg;
 	bool nodelay;
+	bool shm; /* FI_TCP_SHM: RDM endpoints use shm for local peers */
 };
 extern struct tcp_params tcp_params;
 
@@ -171,6 +172,14 @@ struct tcp_peer {
 
 struct tcp_ep {
 	struct util_rdm_ep rdm; /* first */
+	struct util_rdm_xport xp; /* the engine's handle of this transport */
+	/* RDM: the peers on this host, through shared memory, or NULL. */
+	struct shm_xp *local;
+	bool local_up; /* its region is there */
+	/* While it has no connection: polls left before the clock is read,
+	 * when it was read, when the domain's set was last looked at. */
+	unsigned int idle_skip;
+	uint64_t idle_clock_ns, idle_look_ns;
 	struct tcp_domain *domain;
 	enum fi_ep_type type;
 	int epfd; /* the domain's */
@@ -182,6 +191,7 @@ struct tcp_ep {
 	struct tcp_conn *hot; /* the only open connection, or NULL */
 	int nopen;
 	unsigned int calls;
+	unsigned int looks; /* at the domain's set */
 	bool closing;
 	struct util_progress cm_progress; /* on the bound EQ */
 

@@ -16,6 +16,8 @@
  */
 #include "tcp.h"
 
+#include "weft/shm_local.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -409,11 +411,12 @@ static uint16_t frame_flags(uint32_t rdm_flags)
 			  ((rdm_flags & UTIL_RDM_ACK_REQ) ? TCP_F_ACK_REQ : 0));
 }
 
-static int tcp_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
+static int tcp_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 			  const struct util_rdm_hdr *hdr,
 			  const struct iovec *iov, void **desc,
 			  size_t iov_count)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_ep *ep = tcp_ep_of(rdm);
 	uint8_t buf[TCP_MSG_HDR_LEN];
 	struct tcp_conn *conn;
@@ -432,8 +435,9 @@ static int tcp_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
 
 /* A large message streams from the user's buffer; done when written (or
  * when the receiver acknowledges it, for FI_DELIVERY_COMPLETE). */
-static int tcp_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+static int tcp_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_ep *ep = tcp_ep_of(rdm);
 	struct tcp_conn *conn;
 	struct tcp_out *out;
@@ -464,8 +468,9 @@ static int tcp_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	return 0;
 }
 
-static int tcp_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+static int tcp_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_ep *ep = tcp_ep_of(rdm);
 	uint16_t fl = (tx->hdr.flags & UTIL_RDM_CQ_DATA) ? TCP_F_CQ_DATA : 0;
 	size_t elem, count, n, pay;
@@ -556,10 +561,11 @@ static void stash_free(struct tcp_stash *st)
 
 static void large_done(struct tcp_conn *conn);
 
-static int tcp_fetch(struct util_rdm_ep *rdm, const void *stash,
+static int tcp_fetch(struct util_rdm_xport *xp, const void *stash,
 		     const struct iovec *iov, void **desc, size_t iov_count,
 		     size_t len, void *cookie)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_stash *st = stash_of(stash);
 	int err;
 
@@ -588,8 +594,9 @@ static int tcp_fetch(struct util_rdm_ep *rdm, const void *stash,
 	return -FI_EINPROGRESS;
 }
 
-static void tcp_discard(struct util_rdm_ep *rdm, const void *stash)
+static void tcp_discard(struct util_rdm_xport *xp, const void *stash)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_stash *st = stash_of(stash);
 
 	(void)rdm;
@@ -610,9 +617,10 @@ static void tcp_discard(struct util_rdm_ep *rdm, const void *stash)
  * be freed before a receive takes it): on the connection we send on, or
  * else any open one from that peer.
  */
-static int tcp_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
+static int tcp_ack(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 		   int err)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_peer *tp = reply;
 	struct tcp_conn *conn = tp->conn;
 	struct dlist_entry *e;
@@ -634,8 +642,9 @@ static int tcp_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
 	return send_resp(conn, TCP_OP_ACK, tx_id, (uint32_t)err, NULL, 0);
 }
 
-static int tcp_wait_fd(struct util_rdm_ep *rdm)
+static int tcp_wait_fd(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	return tcp_ep_of(rdm)->epfd;
 }
 
@@ -680,7 +689,7 @@ static void large_done(struct tcp_conn *conn)
 			util_iov_copy_to(st->iov, st->iov_count, 0, st->data,
 					 st->want);
 		if (st->flags & TCP_F_ACK_REQ)
-			tcp_ack(&ep->rdm, conn_tpeer(conn), st->tx_id,
+			tcp_ack(&ep->xp, conn_tpeer(conn), st->tx_id,
 				st->error);
 		util_rdm_fetch_done(&ep->rdm, st->cookie, st->error);
 		stash_free(st);
@@ -726,7 +735,7 @@ static int msg_large(struct tcp_conn *conn)
 	 * than the bound: then it waits in the socket. */
 	msg.stash_hold = st->len <= tcp_params.unexp_max ? st->len : 0;
 	conn->rx_stash = st;
-	ret = util_rdm_msg_arrived(&conn->ep->rdm, &msg);
+	ret = util_rdm_msg_arrived(&conn->ep->xp, &msg);
 	if (ret == -FI_EAGAIN) {
 		conn->rx_stash = NULL;
 		free(st);
@@ -1012,7 +1021,7 @@ int tcp_frame_staged(struct tcp_conn *conn)
 			return msg_large(conn);
 		msg_fill(conn, &msg);
 		msg.payload = p;
-		ret = util_rdm_msg_arrived(&conn->ep->rdm, &msg);
+		ret = util_rdm_msg_arrived(&conn->ep->xp, &msg);
 		if (ret == -FI_EAGAIN)
 			return ret;
 		conn->rstart += f->payload_len;
@@ -1164,12 +1173,53 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
  * which may run beside the application's calls on the domain's other
  * endpoints).
  */
+#define TCP_IDLE_LOOK_NS 20000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Whether this poll may leave the domain's set alone.  The clock is read
+ * every 16th poll while polls come fast, and at each when they come
+ * slowly (an application that sleeps between them looks every time).
+ */
+static bool idle_skip(struct tcp_ep *ep)
+{
+	uint64_t t;
+
+	if (ep->idle_skip) {
+		ep->idle_skip--;
+		return true;
+	}
+	t = now_ns();
+	if (t - ep->idle_clock_ns < TCP_IDLE_LOOK_NS) {
+		ep->idle_skip = 15;
+		if (t - ep->idle_look_ns < TCP_IDLE_LOOK_NS) {
+			ep->idle_clock_ns = t;
+			return true;
+		}
+	}
+	ep->idle_clock_ns = t;
+	ep->idle_look_ns = t;
+	return false;
+}
+
 static int progress_ep(struct tcp_ep *ep, bool own_only)
 {
 	struct epoll_event ev[32];
 	int i, k, n = 0;
 
 	if (weft_unlikely(ep->closing))
+		return 0;
+	/* No connection: the peers so far are on this host and come through
+	 * shared memory.  Look at the domain's set (new connections) every
+	 * TCP_IDLE_LOOK_NS rather than with a system call at each poll. */
+	if (ep->local_up && dlist_empty(&ep->conns) && idle_skip(ep))
 		return 0;
 
 	/*
@@ -1202,7 +1252,8 @@ static int progress_ep(struct tcp_ep *ep, bool own_only)
 		dom_event(ep, tag, ev[i].events, &n);
 	}
 	weft_unlock(&ep->domain->prog_lock);
-	if (!(ep->calls & 63) || k == 32)
+	/* (Counted here: `calls` moves only while a connection is hot.) */
+	if (!(++ep->looks & 63) || k == 32)
 		ep_sweep(ep, &n);
 	return n + k;
 }
@@ -1212,13 +1263,15 @@ int tcp_progress_ep(struct tcp_ep *ep)
 	return progress_ep(ep, false);
 }
 
-static int tcp_progress(struct util_rdm_ep *rdm)
+static int tcp_progress(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	return tcp_progress_ep(tcp_ep_of(rdm));
 }
 
-static int tcp_peer_init(struct util_rdm_ep *rdm, struct util_peer *peer)
+static int tcp_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	(void)rdm;
 	tcp_peer_of(peer)->conn = NULL;
 	return 0;
@@ -1271,7 +1324,11 @@ static int tcp_ep_close(struct fid *fid)
 	weft_lock(&ep->rdm.lock);
 	ep_close_conns(ep);
 	weft_unlock(&ep->rdm.lock);
+	if (ep->local)
+		shm_local_closing(ep->local);
 	util_rdm_ep_fini(&ep->rdm);
+	if (ep->local)
+		shm_local_free(ep->local);
 	/* The domain's set no longer holds our sockets; another endpoint
 	 * handling events it read before may still name them: wait for it. */
 	weft_lock(&ep->domain->prog_lock);
@@ -1560,6 +1617,22 @@ static void tcp_ep_ops_init(void)
 
 static int tcp_ep_control(struct fid *fid, int command, void *arg)
 {
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	int ret;
+
+	if (command != FI_ENABLE || !ep->local || ep->rdm.enabled ||
+	    ep->local_up)
+		return util_rdm_ep_control(fid, command, arg);
+	/* The region is named after the address peers insert: without it
+	 * every peer is reached through the network, which still works. */
+	ret = shm_local_start(ep->local, (const struct sockaddr *)&ep->addr,
+			      ep->rdm.peers.attr.addr_len);
+	if (ret)
+		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
+			"peers on this host go through tcp: no shared "
+			"memory region (%s)\n",
+			fi_strerror(-ret));
+	ep->local_up = !ret;
 	return util_rdm_ep_control(fid, command, arg);
 }
 
@@ -1666,7 +1739,6 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	struct util_domain *domain =
 		container_of(domain_fid, struct util_domain, domain_fid);
 	struct util_rdm_ep_attr attr = {
-		.transport = &tcp_transport,
 		.unexp_inline = 256,
 		.peer_addr_len = sizeof(struct sockaddr_in6),
 	};
@@ -1679,7 +1751,6 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	     info->ep_attr->type != FI_EP_MSG))
 		return -FI_EINVAL;
 	tcp_params_init();
-	attr.eager_max = tcp_params.eager_max;
 	attr.inject_max = WEFT_MIN(tcp_params.eager_max, 4096);
 	attr.atomic_max = tcp_params.rx_stage / 2;
 	attr.unexp_max = tcp_params.unexp_max;
@@ -1699,8 +1770,21 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->domain = container_of(util_mr_domain_of(domain), struct tcp_domain,
 				  base);
 	ep->epfd = ep->domain->epfd;
+	ep->xp.ops = &tcp_transport;
+	ep->xp.eager_max = tcp_params.eager_max;
+	attr.xport = &ep->xp;
+	if (ep->type == FI_EP_RDM && tcp_params.shm) {
+		ep->local = shm_local_new();
+		if (!ep->local) {
+			free(ep);
+			return -FI_ENOMEM;
+		}
+		attr.local = shm_local_xport(ep->local);
+	}
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
 	if (ret) {
+		if (ep->local)
+			shm_local_free(ep->local);
 		free(ep);
 		return ret;
 	}

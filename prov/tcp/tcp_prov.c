@@ -42,6 +42,7 @@ struct tcp_params tcp_params = {
 	.conn_timeout_ms = 10000,
 	.max_msg = (size_t)1 << 40,
 	.nodelay = true,
+	.shm = true,
 };
 
 static void tcp_params_read(void)
@@ -68,6 +69,9 @@ static void tcp_params_read(void)
 			tcp_params.conn_timeout_ms);
 	fi_param_define(&tcp_prov, "nodelay", FI_PARAM_BOOL,
 			"Set TCP_NODELAY on every socket (default yes)");
+	fi_param_define(&tcp_prov, "shm", FI_PARAM_BOOL,
+			"RDM endpoints reach the peers on this host through "
+			"shared memory (default yes)");
 
 	if (!fi_param_get_str(&tcp_prov, "iface", &s) && s)
 		snprintf(tcp_params.iface, sizeof(tcp_params.iface), "%s", s);
@@ -80,6 +84,8 @@ static void tcp_params_read(void)
 		tcp_params.conn_timeout_ms = b;
 	if (!fi_param_get_bool(&tcp_prov, "nodelay", &b))
 		tcp_params.nodelay = b;
+	if (!fi_param_get_bool(&tcp_prov, "shm", &b))
+		tcp_params.shm = b;
 }
 
 void tcp_params_init(void)

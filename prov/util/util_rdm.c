@@ -254,12 +254,13 @@ static void tx_unreserve(struct util_rdm_ep *ep, bool comp)
  */
 static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
-	const struct util_rdm_transport *tp = ep->tp;
+	struct util_rdm_xport *xp = tx->peer->xp;
+	const struct util_rdm_transport *tp = xp->ops;
 	int ret;
 
-	if (tx->kind == UTIL_RDM_TX_SEND && tx->hdr.len <= ep->eager_max &&
+	if (tx->kind == UTIL_RDM_TX_SEND && tx->hdr.len <= xp->eager_max &&
 	    !(tx->hdr.flags & UTIL_RDM_ACK_REQ)) {
-		ret = tp->send_eager(ep, tx->peer, &tx->hdr, tx->iov, tx->desc,
+		ret = tp->send_eager(xp, tx->peer, &tx->hdr, tx->iov, tx->desc,
 				     tx->iov_count);
 		if (!ret) {
 			tx_report(ep, tx, 0);
@@ -273,12 +274,12 @@ static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 	tx_wait(ep, tx);
 	tx->handing = true;
 	if (tx->kind != UTIL_RDM_TX_SEND)
-		ret = tp->rma(ep, tx);
-	else if (tx->hdr.len <= ep->eager_max)
-		ret = tp->send_eager(ep, tx->peer, &tx->hdr, tx->iov, tx->desc,
+		ret = tp->rma(xp, tx);
+	else if (tx->hdr.len <= xp->eager_max)
+		ret = tp->send_eager(xp, tx->peer, &tx->hdr, tx->iov, tx->desc,
 				     tx->iov_count);
 	else
-		ret = tp->send_rndv(ep, tx);
+		ret = tp->send_rndv(xp, tx);
 	tx->handing = false;
 	if (ret)
 		dlist_remove(&tx->waiting);
@@ -400,7 +401,6 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 			uint64_t tag, uint64_t data, void *context,
 			uint64_t flags, uint32_t op)
 {
-	const struct util_rdm_transport *tp = ep->tp;
 	uint64_t cq_flags = FI_SEND | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
 	struct util_rdm_hdr hdr = {
 		.op = op,
@@ -432,13 +432,14 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	ret = util_peer_get(&ep->peers, dest, &peer);
 	if (weft_unlikely(ret))
 		goto out;
-	if (weft_likely(hdr.len <= ep->eager_max &&
+	if (weft_likely(hdr.len <= peer->xp->eager_max &&
 			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
 			dlist_empty(&peer->queued))) {
 		ret = tx_reserve(ep, comp);
 		if (ret)
 			goto out;
-		ret = tp->send_eager(ep, peer, &hdr, iov, desc, count);
+		ret = peer->xp->ops->send_eager(peer->xp, peer, &hdr, iov, desc,
+						count);
 		if (weft_likely(!ret)) {
 			if (comp) {
 				util_cq_writer_lock(ep->tx_cq);
@@ -488,7 +489,8 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		memset(tx->desc, 0, sizeof(tx->desc));
 	tx->hdr = hdr;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
-	if (hdr.len <= ep->eager_max && comp && (flags & FI_DELIVERY_COMPLETE))
+	if (hdr.len <= peer->xp->eager_max && comp &&
+	    (flags & FI_DELIVERY_COMPLETE))
 		tx->hdr.flags |= UTIL_RDM_ACK_REQ;
 	ret = tx_submit(ep, tx);
 	if (ret)
@@ -640,7 +642,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 		       size_t rma_count, void *context, uint64_t data,
 		       uint64_t flags)
 {
-	const struct util_rdm_transport *tp = ep->tp;
+	const struct util_rdm_transport *tp = ep->xp->ops;
 	struct util_rdm_tx *tx;
 	struct util_peer *peer;
 	size_t len, rlen = 0, i;
@@ -889,7 +891,7 @@ static enum util_atomic_class atomic_class(uint32_t kind)
 static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 			  const struct rdm_atomic_args *a)
 {
-	const struct util_rdm_transport *tp = ep->tp;
+	const struct util_rdm_transport *tp = ep->xp->ops;
 	size_t elem = util_atomic_dt_size(a->datatype), i, rcount = 0;
 	ssize_t n, ncmp = 0, nres = 0;
 	struct util_rdm_tx *tx;
@@ -1195,7 +1197,7 @@ static int rdm_atomic_valid(struct fid_ep *ep_fid, enum fi_datatype datatype,
 	struct fi_atomic_attr attr;
 	int ret;
 
-	if (!ep->tp->rma || !(ep->caps & FI_ATOMIC))
+	if (!ep->xp->ops->rma || !(ep->caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
 	ret = util_atomic_query(datatype, op, ep->atomic_max, flags,
 				&attr);
@@ -1352,7 +1354,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 	} else {
 		f = util_bufpool_get(ep->fetch_pool);
 		if (!f) {
-			ep->tp->discard(ep, msg->stash);
+			msg->xp->ops->discard(msg->xp, msg->stash);
 			err = FI_ENOMEM;
 			goto complete;
 		}
@@ -1369,7 +1371,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			f->src_raw_len = 0;
 		n = util_iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
 			      slice);
-		ret = ep->tp->fetch(ep, msg->stash, slice, rx->desc, n,
+		ret = msg->xp->ops->fetch(msg->xp, msg->stash, slice, rx->desc, n,
 				    res->len, f);
 		if (ret == -FI_EINPROGRESS)
 			return;
@@ -1378,7 +1380,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 	}
 complete:
 	if (msg->flags & UTIL_RDM_ACK_REQ)
-		ep->tp->ack(ep, msg->reply, msg->tx_id, err);
+		msg->xp->ops->ack(msg->xp, msg->reply, msg->tx_id, err);
 	rx_complete(ep, rx, res, msg->tag, msg->data, msg->flags, msg->src,
 		    msg->src_raw, msg->src_raw_len, err);
 }
@@ -1396,6 +1398,7 @@ static void unexp_to_msg(const struct util_rdm_unexp *ue,
 	msg->src = ue->m.addr;
 	msg->tx_id = ue->tx_id;
 	msg->reply = ue->reply;
+	msg->xp = ue->xp;
 	if (ue->src_raw_len) {
 		msg->src_raw = ue->src_raw;
 		msg->src_raw_len = ue->src_raw_len;
@@ -1418,7 +1421,7 @@ static void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
 		       bool discard)
 {
 	if (ue->stashed && discard)
-		ep->tp->discard(ep, ue->stash);
+		ue->xp->ops->discard(ue->xp, ue->stash);
 	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : ue->hold);
 	free(ue->heap);
 	util_bufpool_put(ep->unexp_pool, ue);
@@ -1431,13 +1434,15 @@ static struct util_match *queue_of(struct util_rdm_ep *ep, uint32_t op)
 	return op == UTIL_RDM_TAGGED ? &ep->tagq : &ep->msgq;
 }
 
-int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
+int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 {
+	struct util_rdm_ep *ep = xp->ep;
 	struct util_match *q = queue_of(ep, msg->op);
 	struct util_match_result res;
 	struct util_rdm_unexp *ue;
 	size_t heap_len;
 
+	msg->xp = xp;
 	if (util_match_msg_arrived(q, msg->src, msg->tag, msg->len, &res)) {
 		rx_deliver(ep, container_of(res.rx, struct util_rdm_rx, m),
 			   &res, msg);
@@ -1462,6 +1467,7 @@ int util_rdm_msg_arrived(struct util_rdm_ep *ep, const struct util_rdm_msg *msg)
 	ue->data = msg->data;
 	ue->tx_id = msg->tx_id;
 	ue->reply = msg->reply;
+	ue->xp = xp;
 	ue->heap = NULL;
 	ue->hold = msg->payload ? 0 : msg->stash_hold;
 	ue->src_raw_len = 0;
@@ -1500,7 +1506,7 @@ err_stash:
 		"a rendezvous descriptor of %zu bytes cannot be kept: "
 		"message dropped\n",
 		msg->stash_len);
-	ep->tp->discard(ep, msg->stash);
+	xp->ops->discard(xp, msg->stash);
 	return -FI_EINVAL;
 }
 
@@ -1558,7 +1564,7 @@ static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
 	if (!ret && (rx->m.flags & FI_DISCARD)) {
 		ue = container_of(m, struct util_rdm_unexp, m);
 		if (ue->flags & UTIL_RDM_ACK_REQ)
-			ep->tp->ack(ep, ue->reply, ue->tx_id, 0);
+			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
 		unexp_free(ep, ue, true);
 	}
 	return 0;
@@ -1575,7 +1581,7 @@ static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 	unexp_to_msg(ue, &msg);
 	if (discard) {
 		if (ue->flags & UTIL_RDM_ACK_REQ)
-			ep->tp->ack(ep, ue->reply, ue->tx_id, 0);
+			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
 		rx_complete(ep, rx, res, msg.tag, msg.data, msg.flags, msg.src,
 			    NULL, 0, 0);
 		unexp_free(ep, ue, true);
@@ -1923,6 +1929,18 @@ static int domain_sweep(struct util_rdm_ep *ep)
 	return n;
 }
 
+/* Arm every transport that has a wait fd; how many events they found. */
+static int rdm_arm_xports(struct util_rdm_ep *ep)
+{
+	int n = 0;
+
+	if (ep->xp->ops->arm)
+		n += ep->xp->ops->arm(ep->xp);
+	if (ep->local && ep->local->ops->arm)
+		n += ep->local->ops->arm(ep->local);
+	return n;
+}
+
 /* About to sleep on a wait fd the domain's sweeping endpoints share:
  * arm the others (those whose locks are free), progressing what they
  * find.  Returns how many events that found. */
@@ -1939,8 +1957,8 @@ static int domain_arm(struct util_rdm_ep *ep)
 
 		if (o == ep || !weft_trylock(&o->lock))
 			continue;
-		if (o->enabled && o->tp->arm) {
-			k = o->tp->arm(o);
+		if (o->enabled) {
+			k = rdm_arm_xports(o);
 			if (k > 0)
 				n += k + rdm_progress_once(o);
 		}
@@ -1952,7 +1970,10 @@ static int domain_arm(struct util_rdm_ep *ep)
 
 static int rdm_progress_once(struct util_rdm_ep *ep)
 {
-	int n = ep->tp->progress(ep);
+	int n = ep->xp->ops->progress(ep->xp);
+
+	if (ep->local)
+		n += ep->local->ops->progress(ep->local);
 
 	if (weft_unlikely(!dlist_empty(&ep->blocked)))
 		n += peers_drain(ep);
@@ -2011,11 +2032,11 @@ static bool rdm_arm(struct util_rdm_ep *ep)
 {
 	int n = 0;
 
-	if (!ep->tp->arm)
+	if (!ep->wait_fds)
 		return false;
 	ep_lock(ep);
 	if (ep->enabled) {
-		n = ep->tp->arm(ep);
+		n = rdm_arm_xports(ep);
 		if (n > 0)
 			rdm_progress_once(ep);
 	}
@@ -2066,24 +2087,49 @@ static void rdm_cntr_progress(struct util_progress *p)
  * Let the transport's fd wake the wait object w: then waiting on it sleeps
  * in the kernel instead of polling our progress.  Returns whether it can.
  */
+static int xport_wait_fd(struct util_rdm_xport *xp)
+{
+	if (!xp)
+		return -2; /* none: nothing to wait for */
+	if (xp->wait_fd < 0 && xp->ops->wait_fd)
+		xp->wait_fd = xp->ops->wait_fd(xp);
+	return xp->wait_fd;
+}
+
+/* Every transport of the endpoint must wake the sleeper: one that cannot
+ * (no fd) makes waits poll. */
 static bool wait_add_tp_fd(struct util_rdm_ep *ep, struct util_wait *w)
 {
-	int ret;
+	int fd0, fd1, ret;
 
-	if (!w || !ep->tp->wait_fd)
+	if (!w)
 		return false;
-	if (ep->wait_fd < 0)
-		ep->wait_fd = ep->tp->wait_fd(ep);
-	if (ep->wait_fd < 0)
+	fd0 = xport_wait_fd(ep->xp);
+	fd1 = xport_wait_fd(ep->local);
+	if (fd0 < 0 || fd1 == -1)
 		return false;
-	ret = util_wait_add_fd(w, ep->wait_fd, POLLIN, ep);
-	return !ret || ret == -FI_EALREADY;
+	ret = util_wait_add_fd(w, fd0, POLLIN, ep);
+	if (ret && ret != -FI_EALREADY)
+		return false;
+	if (fd1 >= 0) {
+		ret = util_wait_add_fd(w, fd1, POLLIN, ep);
+		if (ret && ret != -FI_EALREADY) {
+			util_wait_del_fd(w, fd0);
+			return false;
+		}
+	}
+	ep->wait_fds = true;
+	return true;
 }
 
 static void wait_del_tp_fd(struct util_rdm_ep *ep, struct util_wait *w)
 {
-	if (w && ep->wait_fd >= 0)
-		util_wait_del_fd(w, ep->wait_fd);
+	if (!w || !ep->wait_fds)
+		return;
+	if (ep->xp->wait_fd >= 0)
+		util_wait_del_fd(w, ep->xp->wait_fd);
+	if (ep->local && ep->local->wait_fd >= 0)
+		util_wait_del_fd(w, ep->local->wait_fd);
 }
 
 static int bind_cq(struct util_rdm_ep *ep, struct util_cq *cq, uint64_t flags)
@@ -2273,19 +2319,39 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 
 /* ---- setup and teardown ------------------------------------------------- */
 
+/* A new peer: every transport's part is set up, and the local transport
+ * takes it if it reaches it. */
 static int rdm_peer_init(void *ctx, struct util_peer *peer)
 {
 	struct util_rdm_ep *ep = ctx;
+	struct util_rdm_xport *xp = ep->xp, *lo = ep->local;
+	int ret;
 
-	return ep->tp->peer_init ? ep->tp->peer_init(ep, peer) : 0;
+	ret = xp->ops->peer_init ? xp->ops->peer_init(xp, peer) : 0;
+	if (ret)
+		return ret;
+	peer->xp = xp;
+	if (!lo)
+		return 0;
+	ret = lo->ops->peer_init ? lo->ops->peer_init(lo, peer) : 0;
+	if (ret) {
+		if (xp->ops->peer_fini)
+			xp->ops->peer_fini(xp, peer);
+		return ret;
+	}
+	if (lo->ops->reaches && lo->ops->reaches(lo, peer))
+		peer->xp = lo;
+	return 0;
 }
 
 static void rdm_peer_fini(void *ctx, struct util_peer *peer)
 {
 	struct util_rdm_ep *ep = ctx;
 
-	if (ep->tp->peer_fini)
-		ep->tp->peer_fini(ep, peer);
+	if (ep->local && ep->local->ops->peer_fini)
+		ep->local->ops->peer_fini(ep->local, peer);
+	if (ep->xp->ops->peer_fini)
+		ep->xp->ops->peer_fini(ep->xp, peer);
 }
 
 int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
@@ -2299,7 +2365,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	int ret;
 
 	struct util_peer_map_attr peer_attr = {
-		.peer_size = attr->transport->peer_size,
+		.peer_size = attr->xport->ops->peer_size,
 		.addr_len = attr->peer_addr_len,
 		.peer_init = rdm_peer_init,
 		.peer_fini = rdm_peer_fini,
@@ -2309,10 +2375,22 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	memset(ep, 0, sizeof(*ep));
 	dlist_init(&ep->tx_waiting);
 	dlist_init(&ep->blocked);
-	ep->wait_fd = -1;
 	ep->domain = domain;
-	ep->tp = attr->transport;
-	ep->eager_max = attr->eager_max;
+	ep->xp = attr->xport;
+	ep->xp->ep = ep;
+	ep->xp->peer_off = 0;
+	ep->xp->wait_fd = -1;
+	if (attr->local) {
+		/* Its part follows the primary's, aligned. */
+		ep->local = attr->local;
+		ep->local->ep = ep;
+		ep->local->wait_fd = -1;
+		ep->local->peer_off =
+			(WEFT_MAX(peer_attr.peer_size, sizeof(struct util_peer)) +
+			 63) & ~(size_t)63;
+		peer_attr.peer_size =
+			ep->local->peer_off + ep->local->ops->peer_size;
+	}
 	ep->inject_max = attr->inject_max;
 	ep->atomic_max = attr->atomic_max;
 	ep->connected = attr->connected;

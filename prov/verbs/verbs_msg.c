@@ -130,6 +130,7 @@ enum verbs_cm_state {
 
 struct verbs_msg_ep {
 	struct util_rdm_ep rdm; /* first */
+	struct util_rdm_xport xp; /* the engine's handle of this transport */
 	struct verbs_domain *domain;
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *id;
@@ -406,8 +407,9 @@ static int poll_cq(struct verbs_msg_ep *ep)
  * The transport's progress (called by the engine, endpoint lock held):
  * read the CQ, nothing more, so that polling costs no system call.
  */
-static int verbs_msg_progress(struct util_rdm_ep *rdm)
+static int verbs_msg_progress(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
 
 	return ep->cq ? poll_cq(ep) : 0;
@@ -419,8 +421,9 @@ static int verbs_msg_progress(struct util_rdm_ep *rdm)
  * next completion, and look once more, since one may have come before
  * the arming.
  */
-static int verbs_msg_arm(struct util_rdm_ep *rdm)
+static int verbs_msg_arm(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
@@ -439,18 +442,25 @@ static int verbs_msg_arm(struct util_rdm_ep *rdm)
 	return poll_cq(ep);
 }
 
-static int verbs_msg_wait_fd(struct util_rdm_ep *rdm)
+static int verbs_msg_wait_fd(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_msg_ep *ep = container_of(rdm, struct verbs_msg_ep, rdm);
 
 	return ep->comp_ch ? ep->comp_ch->fd : -1;
 }
 
-static int verbs_msg_no_eager(struct util_rdm_ep *ep, struct util_peer *peer,
+static int verbs_msg_no_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 			      const struct util_rdm_hdr *hdr,
 			      const struct iovec *iov, void **desc,
 			      size_t iov_count)
 {
+	(void)xp;
+	(void)peer;
+	(void)hdr;
+	(void)iov;
+	(void)desc;
+	(void)iov_count;
 	return -FI_ENOSYS; /* the MSG data calls never reach the engine's */
 }
 
@@ -1789,7 +1799,6 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		      struct fid_ep **ep_fid, void *context)
 {
 	struct util_rdm_ep_attr attr = {
-		.transport = &verbs_msg_transport,
 		.connected = true,
 	};
 	const struct verbs_dev *d = &domain->dev;
@@ -1835,7 +1844,9 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	}
 	attr.inject_max = ep->inline_max;
-	attr.eager_max = ep->inline_max;
+	ep->xp.ops = &verbs_msg_transport;
+	ep->xp.eager_max = ep->inline_max;
+	attr.xport = &ep->xp;
 	ret = util_rdm_ep_init(&ep->rdm, &domain->base.util, info, &attr,
 			       context);
 	if (ret) {

@@ -235,6 +235,7 @@ _Static_assert(sizeof(struct vstash) <= UTIL_RDM_STASH_MAX, "stash fits");
 
 struct verbs_rdm_ep {
 	struct util_rdm_ep rdm; /* first */
+	struct util_rdm_xport xp; /* the engine's handle of this transport */
 	struct verbs_domain *domain;
 	struct sockaddr_storage addr; /* AV stored form */
 	size_t addrlen;
@@ -1034,12 +1035,13 @@ static inline uint16_t wire_flags(uint32_t op, uint32_t rdm_flags)
 			  ((rdm_flags & UTIL_RDM_ACK_REQ) ? VRDM_F_ACK_REQ : 0));
 }
 
-static int verbs_rdm_send_eager(struct util_rdm_ep *rdm,
+static int verbs_rdm_send_eager(struct util_rdm_xport *xp,
 				struct util_peer *peer,
 				const struct util_rdm_hdr *hdr,
 				const struct iovec *iov, void **desc,
 				size_t iov_count)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct vrdm_hdr h;
 	struct vconn *conn;
@@ -1099,8 +1101,9 @@ static int mr_for(struct verbs_rdm_ep *ep, struct vop *op, void *desc,
 	return 0;
 }
 
-static int verbs_rdm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+static int verbs_rdm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct {
 		struct vrdm_hdr h;
@@ -1160,8 +1163,9 @@ static inline size_t wr_max(struct verbs_rdm_ep *ep)
 					    (1u << 31);
 }
 
-static int verbs_rdm_rma(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
+static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct vconn *conn;
 	struct vop *op;
@@ -1377,10 +1381,11 @@ static void fetch_finish(struct verbs_rdm_ep *ep, struct vop *op)
 	util_rdm_fetch_done(&ep->rdm, cookie, err);
 }
 
-static int verbs_rdm_fetch(struct util_rdm_ep *rdm, const void *stash,
+static int verbs_rdm_fetch(struct util_rdm_xport *xp, const void *stash,
 			   const struct iovec *iov, void **desc,
 			   size_t iov_count, size_t len, void *cookie)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct vstash st;
 	struct vop *op;
@@ -1472,8 +1477,9 @@ static int fetch_start(struct verbs_rdm_ep *ep, struct vop *op)
 	return 0;
 }
 
-static void verbs_rdm_discard(struct util_rdm_ep *rdm, const void *stash)
+static void verbs_rdm_discard(struct util_rdm_xport *xp, const void *stash)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct vstash st;
 
@@ -1484,15 +1490,17 @@ static void verbs_rdm_discard(struct util_rdm_ep *rdm, const void *stash)
 		ctrl_send(st.conn, VRDM_OP_FIN, st.tx_id, st.rts.cookie, 0);
 }
 
-static int verbs_rdm_ack(struct util_rdm_ep *rdm, void *reply, uint64_t tx_id,
+static int verbs_rdm_ack(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 			 int err)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	(void)rdm;
 	return ctrl_send(reply, VRDM_OP_ACK, tx_id, 0, (uint32_t)err);
 }
 
-static int verbs_rdm_wait_fd(struct util_rdm_ep *rdm)
+static int verbs_rdm_wait_fd(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	return vep_of(rdm)->epfd;
 }
 
@@ -1561,7 +1569,7 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		msg.stash = &st;
 		msg.stash_len = sizeof(st);
 	}
-	ret = util_rdm_msg_arrived(&ep->rdm, &msg);
+	ret = util_rdm_msg_arrived(&ep->xp, &msg);
 	return ret == -FI_EAGAIN ? ret : 0;
 bad:
 	FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
@@ -1790,8 +1798,9 @@ static int poll_cq(struct verbs_rdm_ep *ep)
  * events only now and then once connections are made, since each look at
  * the rdma_cm channel is a system call.  The completion channel is left
  * alone here: verbs_rdm_arm arms it when a thread is about to sleep. */
-static int verbs_rdm_progress(struct util_rdm_ep *rdm)
+static int verbs_rdm_progress(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	int k, n;
 
@@ -1816,8 +1825,9 @@ static int verbs_rdm_progress(struct util_rdm_ep *rdm)
  * and arm the CQ for the next completion, then look once more, since one
  * may have come before the arming.
  */
-static int verbs_rdm_arm(struct util_rdm_ep *rdm)
+static int verbs_rdm_arm(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct ibv_cq *cq;
 	void *ctx;
@@ -1835,8 +1845,9 @@ static int verbs_rdm_arm(struct util_rdm_ep *rdm)
 	return n + poll_cq(ep);
 }
 
-static int verbs_rdm_peer_init(struct util_rdm_ep *rdm, struct util_peer *peer)
+static int verbs_rdm_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 {
+	struct util_rdm_ep *rdm = xp->ep;
 	(void)rdm;
 	vpeer_of(peer)->conn = NULL;
 	return 0;
@@ -2174,9 +2185,7 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		      struct fid_ep **ep_fid, void *context)
 {
 	struct util_rdm_ep_attr attr = {
-		.transport = &verbs_rdm_transport,
 		.sweep_domain = true,
-		.eager_max = VRDM_EAGER_MAX,
 		.inject_max = WEFT_MIN(info->tx_attr && info->tx_attr->inject_size ?
 					       info->tx_attr->inject_size :
 					       256,
@@ -2210,11 +2219,13 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ret = ep_listen(ep, info);
 	if (ret)
 		goto err;
+	ep->xp.ops = &verbs_rdm_transport;
+	ep->xp.eager_max = VRDM_EAGER_MAX;
+	attr.xport = &ep->xp;
 	ret = util_rdm_ep_init(&ep->rdm, &domain->base.util, info, &attr,
 			       context);
 	if (ret)
 		goto err;
-	ep->rdm.tp_ctx = ep;
 	ep->rdm.ep_fid.fid.ops = &verbs_rdm_fi_ops;
 	ep->rdm.ep_fid.cm = &verbs_rdm_cm_ops;
 	if (ep->rdm.ep_fid.atomic) {

@@ -81,6 +81,7 @@ struct rec {
 
 struct mock_ep {
 	struct util_rdm_ep rdm;
+	struct util_rdm_xport xp;
 	int idx;
 	bool open;
 	struct fid_av *av;
@@ -132,7 +133,7 @@ static struct sockaddr_in addr_of_idx(int idx)
 
 /* ---- the mock transport ----------------------------------------------- */
 
-static int mock_peer_init(struct util_rdm_ep *ep, struct util_peer *peer)
+static int mock_peer_init(struct util_rdm_xport *xp __attribute__((unused)), struct util_peer *peer)
 {
 	struct mock_peer *mp = (struct mock_peer *)peer;
 	const struct sockaddr_in *sin = peer->addr;
@@ -155,11 +156,12 @@ static struct mock_msg *fifo_push(int to)
 	return m;
 }
 
-static int mock_send_eager(struct util_rdm_ep *ep, struct util_peer *peer,
+static int mock_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 			   const struct util_rdm_hdr *hdr,
 			   const struct iovec *iov, void **desc,
 			   size_t iov_count)
 {
+	struct util_rdm_ep *ep = xp->ep;
 	struct mock_peer *mp = (struct mock_peer *)peer;
 	struct mock_msg *m;
 	size_t i, off = 0;
@@ -194,8 +196,9 @@ static int mock_send_eager(struct util_rdm_ep *ep, struct util_peer *peer,
 	return 0;
 }
 
-static int mock_send_rndv(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
+static int mock_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
+	struct util_rdm_ep *ep = xp->ep;
 	struct mock_peer *mp = (struct mock_peer *)tx->peer;
 	struct mock_msg *m;
 
@@ -244,10 +247,11 @@ static int fetch_copy(const struct mock_stash *s, const struct iovec *iov,
 	return 0;
 }
 
-static int mock_fetch(struct util_rdm_ep *ep, const void *stash,
+static int mock_fetch(struct util_rdm_xport *xp, const void *stash,
 		      const struct iovec *iov, void **desc, size_t iov_count,
 		      size_t len, void *cookie)
 {
+	struct util_rdm_ep *ep = xp->ep;
 	struct mock_fetch *f;
 
 	mock.fetch_calls++;
@@ -279,7 +283,7 @@ static void mock_fetches_done(void)
 	mock.nfetches = 0;
 }
 
-static void mock_discard(struct util_rdm_ep *ep, const void *stash)
+static void mock_discard(struct util_rdm_xport *xp __attribute__((unused)), const void *stash)
 {
 	const struct mock_stash *s = stash;
 	struct util_rdm_ep *sender = &eps[s->from].rdm;
@@ -290,7 +294,7 @@ static void mock_discard(struct util_rdm_ep *ep, const void *stash)
 		util_rdm_tx_done(sender, tx, 0);
 }
 
-static int mock_ack(struct util_rdm_ep *ep, void *reply, uint64_t tx_id,
+static int mock_ack(struct util_rdm_xport *xp __attribute__((unused)), void *reply, uint64_t tx_id,
 		    int err)
 {
 	struct mock_ep *to = &eps[(uintptr_t)reply - 1];
@@ -303,8 +307,9 @@ static int mock_ack(struct util_rdm_ep *ep, void *reply, uint64_t tx_id,
 	return 0;
 }
 
-static int mock_progress(struct util_rdm_ep *ep)
+static int mock_progress(struct util_rdm_xport *xp)
 {
+	struct util_rdm_ep *ep = xp->ep;
 	struct mock_ep *me = mock_ep_of(ep);
 	size_t i, nacks = me->nacks;
 	int n = 0, ret;
@@ -338,7 +343,7 @@ static int mock_progress(struct util_rdm_ep *ep)
 		} else {
 			msg.payload = m->data;
 		}
-		ret = util_rdm_msg_arrived(ep, &msg);
+		ret = util_rdm_msg_arrived(&mock_ep_of(ep)->xp, &msg);
 		if (ret == -FI_EAGAIN)
 			break; /* kept: offered again, first, next time */
 		cr_assert_eq(ret, 0, "arrival failed: %d", ret);
@@ -381,8 +386,7 @@ static void ep_open(int idx, const struct ep_cfg *cfg)
 		.domain_attr = &domain_attr,
 	};
 	struct util_rdm_ep_attr attr = {
-		.transport = &mock_tp,
-		.eager_max = EAGER_MAX,
+		.xport = &eps[idx].xp,
 		.inject_max = INJECT_MAX,
 		.atomic_max = 64,
 		.peer_addr_len = cfg->connected ? sizeof(struct sockaddr_in) : 0,
@@ -398,6 +402,8 @@ static void ep_open(int idx, const struct ep_cfg *cfg)
 	int i;
 
 	memset(me, 0, sizeof(*me));
+	me->xp.ops = &mock_tp;
+	me->xp.eager_max = EAGER_MAX;
 	me->idx = idx;
 	for (i = 0; i < NEP; i++)
 		me->addr_of[i] = FI_ADDR_NOTAVAIL;
@@ -1327,7 +1333,7 @@ Test(rdm_engine, unexp_max_holds_back)
 	cr_assert_eq(eps[EP_A].nrecs, 10);
 	cr_assert_eq(eps[EP_B].count, 7, "the transport keeps what the engine refused");
 	cr_assert_leq(eps[EP_B].rdm.unexp_bytes, cfg.unexp_max);
-	cr_assert_eq(util_rdm_msg_arrived(&eps[EP_B].rdm, &(struct util_rdm_msg){
+	cr_assert_eq(util_rdm_msg_arrived(&eps[EP_B].xp, &(struct util_rdm_msg){
 			     .op = UTIL_RDM_MSG, .len = 4, .payload = &v[0],
 			     .src = to(EP_B, EP_A) }),
 		     -FI_EAGAIN);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The shm transport inside another provider's RDM endpoint.
+ *
+ * A tcp (or verbs) RDM endpoint reaches the peers on its own host through
+ * shared memory and every other peer through the network, behind one AV,
+ * one matching queue and one set of completions: the engine
+ * (util_rdm.h) asks this transport first about each new peer
+ * (util_rdm_ep_attr.local).  Addresses stay the owner's socket addresses;
+ * the region of an endpoint is named after its address and its network
+ * namespace, so a peer's region is found from the address the application
+ * inserted, and a sender's address from the region name in its slots:
+ *
+ *     <netns inode>-4-<IPv4, hex>-<port, hex>
+ *     <netns inode>-6-<IPv6, hex>-<port, hex>
+ *
+ * The same address in another network namespace (another container, a
+ * test's second host) is another endpoint, and another user's regions are
+ * never opened (shm's names are per user): such peers stay on the network.
+ * A peer whose region cannot be found or claimed stays on the network too.
+ */
+#ifndef WEFT_SHM_LOCAL_H
+#define WEFT_SHM_LOCAL_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "weft/util_rdm.h"
+
+struct shm_xp;
+
+/* Set up (NULL: no memory).  Its xport goes to util_rdm_ep_attr.local. */
+struct shm_xp *shm_local_new(void);
+struct util_rdm_xport *shm_local_xport(struct shm_xp *x);
+/*
+ * At FI_ENABLE: create this endpoint's region, named after the address
+ * fi_getname reports (addrlen bytes: the AV's stored form).  An error
+ * leaves the transport idle (every peer then goes through the network);
+ * the caller may warn and carry on.
+ */
+int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
+		    size_t addrlen);
+/* Before util_rdm_ep_fini: peers stop sending here.  After it: free. */
+void shm_local_closing(struct shm_xp *x);
+void shm_local_free(struct shm_xp *x);
+
+/* The region name of an address, or -FI_EINVAL (exposed for tests). */
+int shm_local_name(const void *addr, size_t addrlen, char *name,
+		   size_t size);
+
+#endif /* WEFT_SHM_LOCAL_H */

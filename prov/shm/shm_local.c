@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The shm transport inside another provider's RDM endpoint: region names
+ * from socket addresses and back (weft/shm_local.h).
+ */
+#include "weft/core.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "weft/shm_local.h"
+
+#include "shm.h"
+
+/* This process's network namespace, as part of region names; 0: unknown
+ * (then nothing is local). */
+static unsigned long netns_id(void)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/net", &st))
+		return 0;
+	return (unsigned long)st.st_ino;
+}
+
+int shm_local_name(const void *addr, size_t addrlen, char *name, size_t size)
+{
+	const struct sockaddr *sa = addr;
+	unsigned long ns = netns_id();
+	char hex[33];
+	const uint8_t *ip;
+	size_t iplen, i;
+	unsigned int port;
+	int n;
+
+	if (!addr || !ns || addrlen < sizeof(struct sockaddr_in))
+		return -FI_EINVAL;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = addr;
+
+		ip = (const uint8_t *)&sin->sin_addr;
+		iplen = 4;
+		port = ntohs(sin->sin_port);
+	} else if (sa->sa_family == AF_INET6 &&
+		   addrlen >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *sin6 = addr;
+
+		ip = sin6->sin6_addr.s6_addr;
+		iplen = 16;
+		port = ntohs(sin6->sin6_port);
+	} else {
+		return -FI_EINVAL;
+	}
+	for (i = 0; i < iplen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", ip[i]);
+	n = snprintf(name, size, "%lx-%c-%s-%x", ns, iplen == 4 ? '4' : '6',
+		     hex, port);
+	return n > 0 && (size_t)n < size ? 0 : -FI_EINVAL;
+}
+
+static int local_name_of(const struct shm_xp *x, const void *addr,
+			 char name[SHM_NAME_MAX])
+{
+	if (shm_local_name(addr, x->addr_len, name, SHM_NAME_MAX))
+		name[0] = '\0'; /* no region: never reached through us */
+	return 0;
+}
+
+static int hexbytes(const char *s, size_t n, uint8_t *out)
+{
+	size_t i;
+	unsigned int v;
+
+	if (strspn(s, "0123456789abcdef") < 2 * n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* A region name back to the address it was made from; a name of another
+ * namespace, or no such name, is -FI_EINVAL. */
+static int local_addr_of(const struct shm_xp *x, const char *name, void *addr)
+{
+	unsigned long ns;
+	unsigned int port;
+	char fam;
+	int off = 0;
+	const char *p;
+
+	if (sscanf(name, "%lx-%c-%n", &ns, &fam, &off) != 2 || !off ||
+	    ns != netns_id())
+		return -FI_EINVAL;
+	p = name + off;
+	memset(addr, 0, x->addr_len);
+	if (fam == '4') {
+		struct sockaddr_in sin = { .sin_family = AF_INET };
+
+		if (hexbytes(p, 4, (uint8_t *)&sin.sin_addr) || p[8] != '-' ||
+		    sscanf(p + 9, "%x", &port) != 1 || port > 0xffff ||
+		    x->addr_len < sizeof(sin))
+			return -FI_EINVAL;
+		sin.sin_port = htons((uint16_t)port);
+		memcpy(addr, &sin, sizeof(sin));
+		return (int)x->addr_len;
+	}
+	if (fam == '6') {
+		struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+
+		if (hexbytes(p, 16, sin6.sin6_addr.s6_addr) || p[32] != '-' ||
+		    sscanf(p + 33, "%x", &port) != 1 || port > 0xffff ||
+		    x->addr_len < sizeof(sin6))
+			return -FI_EINVAL;
+		sin6.sin6_port = htons((uint16_t)port);
+		memcpy(addr, &sin6, sizeof(sin6));
+		return (int)x->addr_len;
+	}
+	return -FI_EINVAL;
+}
+
+static const struct shm_naming local_naming = {
+	.name_of = local_name_of,
+	.addr_of = local_addr_of,
+};
+
+struct shm_xp *shm_local_new(void)
+{
+	struct shm_xp *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	/* addr_len is set when the owner's address is known (start); until
+	 * then nothing is reached. */
+	if (shm_xp_init(x, &local_naming, 0)) {
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+struct util_rdm_xport *shm_local_xport(struct shm_xp *x)
+{
+	return &x->base;
+}
+
+int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
+		    size_t addrlen)
+{
+	int ret;
+
+	if (addrlen > SHM_ADDRLEN)
+		return -FI_EINVAL;
+	ret = shm_local_name(addr, addrlen, x->name, sizeof(x->name));
+	if (ret)
+		return ret;
+	x->addr_len = addrlen;
+	ret = shm_xp_start(x);
+	if (ret)
+		x->addr_len = 0;
+	return ret;
+}
+
+void shm_local_closing(struct shm_xp *x)
+{
+	shm_xp_closing(x);
+}
+
+void shm_local_free(struct shm_xp *x)
+{
+	shm_xp_fini(x);
+	free(x);
+}
