@@ -661,6 +661,11 @@ static struct shm_rxpeer *rxpeer_learn(struct shm_xp *ep, uint32_t src)
 		rp->gen = 0;
 		return NULL;
 	}
+	/* A sender of a new generation under the name of a peer we lost:
+	 * most likely its successor, so the next send looks for it at once
+	 * rather than failing until SHM_PEER_RETRY_MS has passed. */
+	if (rp->conn->dead)
+		rp->conn->retry_ms = 0;
 	rp->gen = gen;
 	rp->fi_addr = FI_ADDR_NOTAVAIL;
 	ret = ep->naming->addr_of(ep, name, rp->addr);

@@ -563,10 +563,6 @@ void shm_region_sweep(void)
 			reclaim_unpublished(d->d_name, new_prefix);
 			continue;
 		}
-		if (!strncmp(d->d_name, bell_prefix, strlen(bell_prefix))) {
-			reclaim_bell(d->d_name + strlen(bell_prefix));
-			continue;
-		}
 		if (strncmp(d->d_name, prefix, plen) ||
 		    strlen(d->d_name) >= sizeof(path) - 1)
 			continue;
@@ -577,5 +573,12 @@ void shm_region_sweep(void)
 				"removed %s, left by a process that is gone\n",
 				d->d_name);
 	}
+	/* Bells after regions: a bell is stale once its region is gone,
+	 * and the directory may list a bell before the region this sweep
+	 * removes (tmpfs lists the newest first). */
+	rewinddir(dir);
+	while ((d = readdir(dir)))
+		if (!strncmp(d->d_name, bell_prefix, strlen(bell_prefix)))
+			reclaim_bell(d->d_name + strlen(bell_prefix));
 	closedir(dir);
 }
