@@ -2,42 +2,22 @@
 /* NIC locality from hwloc (weft/util_nic.h). */
 #include "config.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
-#include <hwloc.h>
 #include <rdma/fi_errno.h>
 
 #include "weft/util_nic.h"
-
-static pthread_once_t nic_once = PTHREAD_ONCE_INIT;
-static hwloc_topology_t nic_topo;
-static bool nic_loaded;
-
-static void nic_load(void)
-{
-	if (hwloc_topology_init(&nic_topo))
-		return;
-	/* Only what lies on the way to NICs: PCI devices, bridges and OS
-	 * devices, not every cache of every core. */
-	hwloc_topology_set_io_types_filter(nic_topo,
-					   HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-	if (hwloc_topology_load(nic_topo)) {
-		hwloc_topology_destroy(nic_topo);
-		return;
-	}
-	nic_loaded = true;
-}
+#include "weft/util_topo.h"
 
 /* The PCI device above the OS device called name, or NULL. */
-static hwloc_obj_t pci_of(const char *name)
+static hwloc_obj_t pci_of(hwloc_topology_t topo, const char *name)
 {
 	hwloc_obj_t o = NULL, p;
 
 	if (!name || !*name)
 		return NULL;
-	while ((o = hwloc_get_next_osdev(nic_topo, o))) {
+	while ((o = hwloc_get_next_osdev(topo, o))) {
 		if (!o->name || strcmp(o->name, name))
 			continue;
 		for (p = o->parent; p; p = p->parent)
@@ -51,14 +31,14 @@ static hwloc_obj_t pci_of(const char *name)
 int util_nic_bus(const char *osdev, const char *netdev,
 		 struct fi_bus_attr *bus)
 {
+	hwloc_topology_t topo = util_topo();
 	hwloc_obj_t p;
 
-	pthread_once(&nic_once, nic_load);
-	if (!nic_loaded)
+	if (!topo)
 		return -FI_ENODATA;
-	p = pci_of(osdev);
+	p = pci_of(topo, osdev);
 	if (!p)
-		p = pci_of(netdev);
+		p = pci_of(topo, netdev);
 	if (!p)
 		return -FI_ENODATA;
 	memset(bus, 0, sizeof(*bus));
