@@ -14,10 +14,28 @@ static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
 static hwloc_topology_t topo;
 static bool topo_loaded;
 
+/*
+ * Discovery that would cost more than it tells here: GPU and coprocessor
+ * plugins load their vendors' runtimes (threads, seconds), and the x86
+ * backend runs cpuid on each CPU by binding the calling thread to it in
+ * turn, which would also lose where the thread was (util_topo_here).
+ * Linux's sysfs gives all that is asked of the topology.
+ */
+static const char *const topo_skip[] = { "x86",	 "opencl", "gl",
+					  "cuda", "nvml",   "rsmi",
+					  "levelzero" };
+
 static void topo_load(void)
 {
+	size_t i;
+
 	if (hwloc_topology_init(&topo))
 		return;
+	/* An unknown name (a plugin not installed) is no error. */
+	for (i = 0; i < sizeof(topo_skip) / sizeof(topo_skip[0]); i++)
+		hwloc_topology_set_components(
+			topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+			topo_skip[i]);
 	/* Of I/O, only what lies on the way to NICs: PCI devices, bridges
 	 * and OS devices. */
 	hwloc_topology_set_io_types_filter(topo,
