@@ -39,6 +39,12 @@ size_t util_sockaddr_len(const void *addr);
  */
 size_t util_iface_list(const char *only, struct util_iface *out, size_t max);
 
+/*
+ * The class util_iface_list orders by, lowest first: 0 for IPv4, 1 for
+ * IPv6, plus 2 for loopback.  Addresses of one class rank equal.
+ */
+int util_iface_rank(const struct util_iface *ifc);
+
 /* Whether sa (port ignored) is on the interface's subnet. */
 bool util_iface_has(const struct util_iface *ifc, const struct sockaddr *sa);
 

@@ -16,6 +16,7 @@
 
 #include "shm_queue.h"
 #include "shm_region.h"
+#include "weft/util_topo.h"
 
 #define SHM_PAGE 4096
 
@@ -303,6 +304,30 @@ static int shm_link(const char *from, const char *to)
 	return link(f, t);
 }
 
+/*
+ * Bind a new region's memory, not yet allocated, to the NUMA node of the
+ * calling thread (the one enabling the endpoint, which will read it).
+ * Nothing to do on a machine of one node, or where memory cannot be bound.
+ */
+static void bind_near(const char *name, void *addr, size_t size)
+{
+	int node = util_topo_bind_here(addr, size);
+
+	if (node >= 0)
+		FI_INFO(&shm_prov, FI_LOG_EP_CTRL,
+			"region %s: memory bound to NUMA node %d\n", name,
+			node);
+	else
+		FI_INFO(&shm_prov, FI_LOG_EP_CTRL,
+			"region %s: memory left where the system puts it: "
+			"%s\n",
+			name,
+			node == -FI_ENOSYS ? "memory binding is not supported" :
+			node != -FI_ENODATA ? "binding failed" :
+			util_topo_numa_count() <= 1 ? "one NUMA node" :
+			"the thread's NUMA node is unknown");
+}
+
 int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		      struct shm_map *map)
 {
@@ -330,6 +355,16 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 		if (errno != EEXIST || tries == 16)
 			return weft_errno(errno);
 	}
+	hdr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (hdr == MAP_FAILED) {
+		ret = weft_errno(errno);
+		goto err_unlink;
+	}
+	/* Peers write the queue and the inbound buffers, the owner reads
+	 * them: their pages go on the owner's NUMA node.  The policy is set
+	 * before any page exists, so the reservation below takes them
+	 * there. */
+	bind_near(name, hdr, size);
 	/* Reserve the memory now: a file merely sized would be sparse, and
 	 * the first write to a page tmpfs has no room for kills with SIGBUS. */
 	ret = posix_fallocate(fd, 0, (off_t)size);
@@ -340,11 +375,7 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 				"%zu bytes\n",
 				name, size);
 		ret = weft_errno(ret);
-		goto err_unlink;
-	}
-	hdr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (hdr == MAP_FAILED) {
-		ret = weft_errno(errno);
+		munmap(hdr, size);
 		goto err_unlink;
 	}
 	close(fd);

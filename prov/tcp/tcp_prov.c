@@ -28,6 +28,7 @@
 #include "weft/util_cq.h"
 #include "weft/util_getinfo.h"
 #include "weft/util_ifaddr.h"
+#include "weft/util_nic.h"
 #include "weft/util_poll.h"
 #include "weft/util_wait.h"
 
@@ -257,6 +258,23 @@ static const struct util_prov tcp_util_prov = {
 
 #define TCP_IFACE_MAX 64
 
+/*
+ * Among addresses that rank equal (util_iface_list: others before
+ * loopback, IPv4 before IPv6), those of NICs near the calling thread
+ * first; interfaces without a PCI device keep their places.
+ */
+static void tcp_order_near(struct util_iface *ifs, size_t n)
+{
+	int rank[TCP_IFACE_MAX], near[TCP_IFACE_MAX];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		rank[i] = util_iface_rank(&ifs[i]);
+		near[i] = util_nic_near(NULL, ifs[i].name);
+	}
+	util_nic_order(ifs, n, sizeof(*ifs), rank, near);
+}
+
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
@@ -283,6 +301,7 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		free(ifs);
 		return -FI_ENODATA;
 	}
+	tcp_order_near(ifs, n);
 	/* The candidates: RDM and MSG on each interface address. */
 	for (i = 0; i < n; i++) {
 		fab[i] = tcp_fabric_attr;

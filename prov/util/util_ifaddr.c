@@ -91,6 +91,11 @@ size_t util_iface_list(const char *only, struct util_iface *out, size_t max)
 	return n;
 }
 
+int util_iface_rank(const struct util_iface *ifc)
+{
+	return (ifc->loopback ? 2 : 0) + (ifc->addr.ss_family == AF_INET6);
+}
+
 /* A source address names the interface it belongs to (all of 127.0.0.0/8
  * is lo). */
 bool util_iface_has(const struct util_iface *ifc, const struct sockaddr *sa)

@@ -656,6 +656,63 @@ static bool same_site(const struct fi_info *a, const struct fi_info *b)
 	       !strcmp(a->fabric_attr->name, b->fabric_attr->name);
 }
 
+/* The site a candidate was made from, or NULL. */
+static const struct verbs_site *site_of(const struct fi_info *fi)
+{
+	size_t i;
+
+	if (!fi->domain_attr || !fi->domain_attr->name || !fi->fabric_attr ||
+	    !fi->fabric_attr->name)
+		return NULL;
+	for (i = 0; i < verbs_found.count; i++) {
+		const struct verbs_site *s = &verbs_found.sites[i];
+
+		if (!strcmp(fi->domain_attr->name, s->dev.name) &&
+		    !strcmp(fi->fabric_attr->name, s->ifc.subnet))
+			return s;
+	}
+	return NULL;
+}
+
+/*
+ * Among entries that rank equal (their interfaces' class: IPv4 before
+ * IPv6), those of devices near the calling thread first; devices without
+ * a PCI device of their own (soft RDMA devices) keep their places.
+ */
+static void order_near(struct fi_info **list)
+{
+	struct fi_info *fi, **items;
+	int *rank, *near;
+	size_t n = 0, i;
+
+	for (fi = *list; fi; fi = fi->next)
+		n++;
+	if (n < 2)
+		return;
+	items = calloc(n, sizeof(*items));
+	rank = calloc(n, sizeof(*rank));
+	near = calloc(n, sizeof(*near));
+	if (items && rank && near) {
+		for (fi = *list, i = 0; fi; fi = fi->next, i++) {
+			const struct verbs_site *s = site_of(fi);
+
+			items[i] = fi;
+			rank[i] = s ? util_iface_rank(&s->ifc) : -1;
+			near[i] = s ? util_nic_near(s->dev.name, s->ifc.name) :
+				      -1;
+		}
+		if (!util_nic_order(items, n, sizeof(*items), rank, near)) {
+			for (i = 0; i + 1 < n; i++)
+				items[i]->next = items[i + 1];
+			items[n - 1]->next = NULL;
+			*list = items[0];
+		}
+	}
+	free(items);
+	free(rank);
+	free(near);
+}
+
 static int verbs_getinfo(uint32_t version, const char *node,
 			 const char *service, uint64_t flags,
 			 const struct fi_info *hints, struct fi_info **info)
@@ -664,7 +721,6 @@ static int verbs_getinfo(uint32_t version, const char *node,
 	struct fi_info *far = NULL, **far_tail = &far;
 	struct util_prov up = verbs_util_prov;
 	struct fi_info *last_msg = NULL;
-	size_t i;
 	int ret;
 
 	verbs_params_init();
@@ -681,7 +737,8 @@ static int verbs_getinfo(uint32_t version, const char *node,
 		return ret;
 	/* Addresses per site: drop the candidates that cannot serve. */
 	for (fi = got; fi; fi = next) {
-		const struct util_iface *ifc = NULL;
+		const struct verbs_site *site;
+		const struct util_iface *ifc;
 
 		next = fi->next;
 		fi->next = NULL;
@@ -691,15 +748,8 @@ static int verbs_getinfo(uint32_t version, const char *node,
 			fi_freeinfo(fi);
 			continue;
 		}
-		for (i = 0; i < verbs_found.count && !ifc; i++) {
-			const struct verbs_site *s = &verbs_found.sites[i];
-
-			if (fi->domain_attr && fi->domain_attr->name &&
-			    !strcmp(fi->domain_attr->name, s->dev.name) &&
-			    fi->fabric_attr && fi->fabric_attr->name &&
-			    !strcmp(fi->fabric_attr->name, s->ifc.subnet))
-				ifc = &s->ifc;
-		}
+		site = site_of(fi);
+		ifc = site ? &site->ifc : NULL;
 		ret = ifc ? util_iface_fill_addrs(fi, ifc, node, service,
 						  flags) :
 			    -FI_ENODATA;
@@ -727,6 +777,11 @@ static int verbs_getinfo(uint32_t version, const char *node,
 		*tail = fi;
 		tail = &fi->next;
 	}
+	/* Then, as a tiebreak, the devices nearest the calling thread. */
+	order_near(&all);
+	order_near(&far);
+	for (tail = &all; *tail; tail = &(*tail)->next)
+		;
 	*tail = far;
 	if (!all) {
 		weft_explain(&verbs_prov, "no RDMA device serves \"%s%s%s\"",

@@ -15,6 +15,7 @@
 #include "weft/core.h"
 #include "shm_queue.h"
 #include "shm_region.h"
+#include "weft/util_topo.h"
 
 static const struct shm_region_attr attr = {
 	.queue_slots = 64,
@@ -460,4 +461,71 @@ Test(shm_region, sweep_spares_a_region_made_while_it_judged, .timeout = 60)
 	cr_assert_eq(m.hdr->pid, getpid());
 	shm_region_unmap(&m);
 	shm_region_unmap(&own);
+}
+
+/*
+ * A region's memory is on the NUMA node of the thread that creates it
+ * (the endpoint's owner, which reads what peers write there).  With more
+ * than one node, the thread's own memory policy points at another node,
+ * so only the region's binding puts the pages where they are expected.
+ */
+Test(shm_region, memory_on_the_creators_node)
+{
+	hwloc_topology_t t = util_topo();
+	hwloc_membind_policy_t policy;
+	hwloc_bitmap_t nodes, cpu;
+	struct shm_map m;
+	char name[SHM_NAME_MAX];
+	int node, other = -1;
+	size_t off;
+
+	cr_assert_not_null(t);
+	cpu = hwloc_bitmap_alloc();
+	nodes = hwloc_bitmap_alloc();
+	cr_assert_eq(hwloc_get_last_cpu_location(t, cpu, HWLOC_CPUBIND_THREAD),
+		     0);
+	cr_assert_eq(hwloc_set_cpubind(t, cpu, HWLOC_CPUBIND_THREAD), 0);
+	node = util_topo_here_numa();
+	cr_assert_geq(node, 0);
+	if (util_topo_numa_count() > 1) {
+		hwloc_obj_t o = NULL;
+
+		while ((o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE,
+						       o)))
+			if ((int)o->os_index != node)
+				other = (int)o->os_index;
+		hwloc_bitmap_only(nodes, (unsigned)other);
+		if (hwloc_set_membind(t, nodes, HWLOC_MEMBIND_BIND,
+				      HWLOC_MEMBIND_THREAD |
+					      HWLOC_MEMBIND_BYNODESET))
+			cr_skip_test("memory cannot be bound here: %s",
+				     strerror(errno));
+	}
+
+	unique_name(name, sizeof(name), "numa");
+	cr_assert_eq(shm_region_create(name, &attr, &m), 0);
+	for (off = 0; off < m.size; off += 4096)
+		(void)*(volatile char *)((char *)m.hdr + off);
+	hwloc_bitmap_zero(nodes);
+	if (hwloc_get_area_memlocation(t, m.hdr, m.size, nodes,
+				       HWLOC_MEMBIND_BYNODESET))
+		cr_skip_test("where pages are cannot be asked here: %s",
+			     strerror(errno));
+	cr_assert(hwloc_bitmap_isset(nodes, (unsigned)node),
+		  "not on node %d", node);
+	cr_assert_eq(hwloc_bitmap_weight(nodes), 1,
+		     "pages on nodes other than %d", node);
+	if (other >= 0) {
+		cr_assert_eq(hwloc_get_area_membind(t, m.hdr, m.size, nodes,
+						    &policy,
+						    HWLOC_MEMBIND_BYNODESET),
+			     0);
+		cr_assert_eq(policy, HWLOC_MEMBIND_BIND);
+		cr_assert(hwloc_bitmap_isset(nodes, (unsigned)node));
+		cr_assert_eq(hwloc_bitmap_weight(nodes), 1);
+	}
+	cr_log_info("region on node %d of %d", node, util_topo_numa_count());
+	shm_region_unmap(&m);
+	hwloc_bitmap_free(nodes);
+	hwloc_bitmap_free(cpu);
 }
