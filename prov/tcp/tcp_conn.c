@@ -55,7 +55,8 @@ int tcp_errno_fi(int err)
 	}
 }
 
-struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state)
+struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
+			      uint8_t state)
 {
 	struct tcp_conn *conn = calloc(1, sizeof(*conn));
 	struct epoll_event ev = { 0 };
@@ -69,6 +70,9 @@ struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state)
 		free(conn);
 		return NULL;
 	}
+	/* An endpoint's set is the domain's: once the fd is in it, another
+	 * endpoint's progress may read its event and look for the owner. */
+	conn->ep = ep;
 	conn->fd = fd;
 	conn->epfd = epfd;
 	conn->state = state;
