@@ -55,8 +55,8 @@ int tcp_errno_fi(int err)
 	}
 }
 
-struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state,
-			      struct tcp_ep *ep)
+struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
+			      uint8_t state)
 {
 	struct tcp_conn *conn = calloc(1, sizeof(*conn));
 	struct epoll_event ev = { 0 };
@@ -70,11 +70,11 @@ struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state,
 		free(conn);
 		return NULL;
 	}
+	/* An endpoint's set is the domain's: once the fd is in it, another
+	 * endpoint's progress may read its event and look for the owner. */
+	conn->ep = ep;
 	conn->fd = fd;
 	conn->epfd = epfd;
-	/* Before it is in the set: another thread's epoll_wait on the
-	 * domain's set may return it at once, and finds its owner by it. */
-	conn->ep = ep;
 	conn->state = state;
 	conn->rx_state = TCP_RX_HDR;
 	conn->handle.fclass = FI_CLASS_CONNREQ;

@@ -40,7 +40,7 @@ static void pep_accept(struct tcp_pep *pep)
 			return;
 		}
 		tcp_sock_opts(fd);
-		conn = tcp_conn_new(pep->epfd, fd, TCP_CONN_ACCEPTED, NULL);
+		conn = tcp_conn_new(NULL, pep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);
 			continue;
@@ -143,7 +143,8 @@ int tcp_pep_claim(fid_t handle, struct tcp_ep *ep)
 	dlist_remove(&conn->entry);
 	conn->pep = NULL;
 	pthread_mutex_unlock(&pep->lock);
-	/* Owned before it enters the domain's set (tcp_conn_new). */
+	/* Named before it enters the domain's set, where the progress of
+	 * the domain's other endpoints looks for its owner. */
 	conn->ep = ep;
 	conn->peer = ep->mpeer;
 	ret = conn->fd >= 0 ? tcp_conn_move(conn, ep->epfd) : 0;

@@ -387,6 +387,59 @@ static int case_cq_sread_shared(const char *prov)
 }
 
 /*
+ * The first message between two new endpoints, sent by a second thread
+ * while the main thread blocks in fi_cq_sread on the receiver's CQ, over
+ * and over with new endpoints: where the first send opens a connection
+ * (tcp between sockets), the sleeper's progress of the domain may see
+ * the new socket at once, before the sending thread returns, and must
+ * find it in a state it can handle.  No round may crash, and each
+ * returns the entry.
+ */
+#define FIRST_SEND_ROUNDS 300
+
+static int case_cq_sread_first_send(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG,
+			    .threading = FI_THREAD_SAFE,
+			    .cq_wait = FI_WAIT_UNSPEC};
+	struct fi_cq_tagged_entry e;
+	struct fi_context2 rc;
+	struct cf_mem sm, rm;
+	struct sender s;
+	struct cf_fix f;
+	pthread_t th;
+	ssize_t ret;
+	int round;
+
+	for (round = 0; round < FIRST_SEND_ROUNDS; round++) {
+		memset(&e, 0, sizeof(e));
+		cf_open(&f, prov, &o);
+		cf_mem_reg(&f, 0, &sm, WAIT_MSG_LEN, FI_SEND);
+		cf_mem_reg(&f, 1, &rm, WAIT_MSG_LEN, FI_RECV);
+		cf_fill(sm.p, WAIT_MSG_LEN, 77 + round);
+		cf_post(&f, fi_recv(f.ep[1].ep, rm.p, WAIT_MSG_LEN, rm.desc,
+				    FI_ADDR_UNSPEC, &rc));
+		/* At once, or once the sleeper is likely asleep. */
+		sender_start(&s, &th, &f, &sm, round & 1);
+		cf_mark("fi_cq_sread(5 s) while a new endpoint sends its "
+			"first message");
+		ret = fi_cq_sread(f.ep[1].cq, &e, 1, NULL, WAIT_WAKE_MS);
+		sender_join(&s, th);
+		cf_assert(ret == 1,
+			  "round %d: fi_cq_sread while the first message "
+			  "comes: %zd (%s)",
+			  round, ret,
+			  ret < 0 ? fi_strerror((int)-ret) : "entries");
+		check_recv(&e, &rc, &rm, 77 + round,
+			   "entry returned by fi_cq_sread");
+		cf_mem_free(&sm);
+		cf_mem_free(&rm);
+		cf_close(&f);
+	}
+	return 0;
+}
+
+/*
  * A CQ with FI_WAIT_FD: fi_control(FI_GETWAIT) gives an fd the application
  * puts in its own epoll set.  fi_trywait says blocking is safe while
  * nothing is pending; epoll_wait(5 s) wakes for a message sent 100 ms
@@ -632,6 +685,10 @@ const struct cf_case cf_cases_wait[] = {
      "fi_cq_sread wakes for an arrival after another endpoint of the "
      "domain bound to the same CQ was closed",
      case_cq_sread_shared},
+    {"cq_sread_first_send",
+     "fi_cq_sread blocks while a second thread sends the first message "
+     "of new endpoints, 300 rounds",
+     case_cq_sread_first_send},
     {"cq_wait_fd_epoll",
      "FI_WAIT_FD CQ: FI_GETWAIT fd in an app epoll set, fi_trywait, "
      "wake-up by an arrival, fi_trywait 0 after draining",
