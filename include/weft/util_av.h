@@ -184,6 +184,10 @@ struct util_av {
 	/* Below here: under the lock. */
 	uint32_t next_idx;  /* slots [0, next_idx) have been used */
 	uint32_t count;     /* live entries */
+	/* Inserts ever made, read without the lock: an endpoint holding
+	 * messages from senders it could not name yet looks again when it
+	 * changes. */
+	atomic_uint_fast64_t inserts;
 	uint64_t *free_map; /* bit set: slot below next_idx is free */
 	size_t free_words;
 	size_t free_hint;   /* no free bit in words below this */

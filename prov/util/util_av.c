@@ -586,6 +586,7 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 	av_hash_add(av, idx, slot);
 	__atomic_store_n(&slot->used, 1, __ATOMIC_RELEASE);
 	av->count++;
+	atomic_fetch_add_explicit(&av->inserts, 1, memory_order_release);
 	*fi_addr = av_fi_addr(av, idx, slot);
 	return 0;
 }
@@ -1313,6 +1314,7 @@ int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
 	av->priv_off = av->addr_off + ((full.addrlen + 7) & ~(size_t)7);
 	av->slot_size = av->priv_off + ((full.priv_size + 7) & ~(size_t)7);
 	atomic_init(&av->ref, 0);
+	atomic_init(&av->inserts, 0);
 
 	ret = weft_lock_init(&av->lock, util_domain_needs_lock(domain));
 	if (ret)
