@@ -537,10 +537,22 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 			    const fi_addr_t *user_id, fi_addr_t *fi_addr)
 {
 	struct util_av_slot *slot;
+	fi_addr_t have;
 	bool reused;
 	uint32_t idx;
 	int ret;
 
+	/* FI_AV_MAP: an address has one fi_addr_t, however often inserted. */
+	if (av->type == FI_AV_MAP && !user_id) {
+		have = av_hash_find(av, addr);
+		slot = have == FI_ADDR_NOTAVAIL ? NULL :
+						  util_av_slot_get(av, have);
+		if (slot && !slot->has_user_id && slot->refs < UINT32_MAX) {
+			slot->refs++;
+			*fi_addr = have;
+			return 0;
+		}
+	}
 	idx = av_free_lowest(av);
 	reused = idx != AV_NO_SLOT;
 	if (!reused) {
@@ -566,6 +578,7 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 	memcpy(av_slot_addr(av, slot), addr, av->addrlen);
 	memset(av_slot_priv(av, slot), 0, av->ops.priv_size);
 	slot->has_user_id = user_id != NULL;
+	slot->refs = 1;
 	slot->user_id = user_id ? *user_id : 0;
 	slot->serial = atomic_fetch_add_explicit(&av_serial, 1,
 						 memory_order_relaxed) + 1;
@@ -1083,7 +1096,9 @@ static int util_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
 	for (i = 0; i < count; i++) {
 		/* NULL again if the array names an address twice. */
 		slot = util_av_slot_get(av, fi_addr[i]);
-		if (slot)
+		if (slot && slot->refs > 1)
+			slot->refs--; /* inserted again: the last remove goes */
+		else if (slot)
 			av_remove_locked(av, util_av_index(av, fi_addr[i]),
 					 slot);
 	}
