@@ -109,11 +109,15 @@ for ((r = 1; r <= rounds; r++)); do
 	echo "bench: round $r of $rounds done"
 done
 
-stats() {	# VALUES... -> "median (min-max)"
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+stats() {	# DECIMALS VALUES... -> "median (min-max)"
+	local d=$1
+	shift
+	[ $# -gt 0 ] || { echo "-"; return; }
+	printf '%s\n' "$@" | sort -g | awk -v d="$d" '{ v[NR] = $1 }
 		END { if (!NR) { print "-"; exit }
 			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			printf "%.4g (%.4g-%.4g)\n", m, v[1], v[NR] }'
+			f = "%." d "f (%." d "f-%." d "f)\n"
+			printf f, m, v[1], v[NR] }'
 }
 echo
 echo "bench: load at the end $(loadavg) (busy-polling ranks need a CPU each)"
@@ -123,6 +127,6 @@ for i in "${!names[@]}"; do
 	# shellcheck disable=SC2086
 	n=$(echo ${lat[$i]:-} | wc -w)
 	# shellcheck disable=SC2086
-	printf '%-18s %-26s %-26s %s\n' "${names[$i]}" "$(stats ${lat[$i]:-})" \
-		"$(stats ${bw[$i]:-})" "$n/$rounds"
+	printf '%-18s %-26s %-26s %s\n' "${names[$i]}" "$(stats 2 ${lat[$i]:-})" \
+		"$(stats 0 ${bw[$i]:-})" "$n/$rounds"
 done
