@@ -7,6 +7,8 @@
 # tests/vm (make check-vm) boots Debian's kernel in QEMU with soft-RDMA
 # devices: QEMU, the RDMA user tools, and xz and gcc-12 (build-essential)
 # to unpack the kernel and build siw.ko; it downloads the kernel packages.
+# tests/mpi (make check-mpi) runs Open MPI's mpirun and mpicc over weft;
+# util-linux's unshare gives each namespace host its own hostname.
 set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -17,5 +19,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libfabric-dev libfabric1 libfabric-bin \
 	libhwloc-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers \
 	libcriterion-dev gnuplot-nox man-db git iproute2 procps \
-	qemu-system-x86 ibverbs-utils rdmacm-utils perftest xz-utils >/dev/null
+	qemu-system-x86 ibverbs-utils rdmacm-utils perftest xz-utils \
+	openmpi-bin libopenmpi-dev util-linux >/dev/null
 echo "weft: build and test dependencies installed"

@@ -3,8 +3,10 @@
 # Run weft's whole test suite: builds first if needed (in the tree when it is
 # configured there, else in build/), then `make check`, an install into a
 # scratch directory, the verbs tests in a QEMU VM (make check-vm: see
-# tests/vm/README.md; WEFT_VM=0 skips them, visibly), and a summary whose
-# last line reads "N passed, N failed, N skipped".
+# tests/vm/README.md; WEFT_VM=0 skips them, visibly), the MPI programs
+# under Open MPI over this build (make check-mpi: see tests/mpi/README.md;
+# WEFT_MPI=0 skips them, visibly), and a summary whose last line reads
+# "N passed, N failed, N skipped".
 #
 # --sanitizers: the same under AddressSanitizer, LeakSanitizer and
 # UndefinedBehaviorSanitizer, in build-san/ (./configure --enable-sanitizers).
@@ -104,6 +106,33 @@ else
 	echo "== verbs tests in a VM: not under sanitizers (the plain run has them)"
 fi
 
+# Open MPI over this build (tests/mpi/run.sh): in the plain run only (an
+# MPI program cannot load a sanitized library).  Its last line "mpi: N
+# passed, N failed, N skipped", or one skip when nothing could run ("mpi:
+# SKIPPED (reason)"), counts in the summary below; its SKIP and XFAIL lines
+# are repeated there.
+mpi_pass=0 mpi_fail=0 mpi_skip=0 mpi_why= mpi_skips=
+if [ $san = no ]; then
+	echo "== MPI programs over weft (make check-mpi)"
+	mpi_out=$(mktemp)
+	make -j"$jobs" check-mpi 2>&1 | tee "$mpi_out"
+	sum=$(sed -n 's/^mpi: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$mpi_out" | tail -n 1)
+	if [ -n "$sum" ]; then
+		set -- $sum
+		mpi_pass=$1 mpi_fail=$2 mpi_skip=$3
+		mpi_skips=$(sed -n '/^== summary/,$p' "$mpi_out" | grep '^\(SKIP\|XFAIL\): ')
+	elif grep -q '^mpi: SKIPPED' "$mpi_out"; then
+		mpi_skip=1
+		mpi_why=$(grep '^mpi: SKIPPED' "$mpi_out" | tail -n 1)
+	else
+		mpi_fail=1
+	fi
+	rm -f "$mpi_out"
+	[ $mpi_fail = 0 ] || rc=1
+else
+	echo "== MPI programs: not under sanitizers (the plain run has them)"
+fi
+
 # What was skipped, and why: a skip must never pass for a pass unseen.
 for f in $(trs_files); do
 	grep -q '^:test-result: SKIP' "$f" || continue
@@ -115,6 +144,9 @@ for f in $(trs_files); do
 	fi
 done
 [ -z "$vm_why" ] || echo "SKIP: tests/vm/check.sh: $vm_why"
+[ -z "$mpi_why" ] || echo "SKIP: tests/mpi/run.sh: $mpi_why"
+[ -z "$mpi_skips" ] || echo "$mpi_skips" | sed 's|^\([A-Z]*\): |\1: tests/mpi |'
+
 
 # One summary line over every test automake ran (each Criterion case counts).
 pass=0 fail=0 skip=0
@@ -126,6 +158,7 @@ for f in $(trs_files); do
 done
 [ $inst = pass ] && pass=$((pass + 1)) || fail=$((fail + 1))
 pass=$((pass + vm_pass)) fail=$((fail + vm_fail)) skip=$((skip + vm_skip))
+pass=$((pass + mpi_pass)) fail=$((fail + mpi_fail)) skip=$((skip + mpi_skip))
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ] || rc=1
 exit $rc

@@ -24,6 +24,15 @@
  * invalid even when its slot is reused.  Both fit below the bits fi_rx_addr
  * uses for rx_ctx_bits (at most 16).
  *
+ * The same address inserted again.  FI_AV_MAP: the insert answers the
+ * fi_addr_t the address has already and counts one more reference;
+ * fi_av_remove drops one, and the entry goes with the last.  A sender has
+ * one fi_addr_t only, so directed receives and FI_SOURCE agree however
+ * often an application inserts it (Open MPI's MTL, under
+ * MPI_THREAD_MULTIPLE, may insert a peer from two threads at once).
+ * FI_AV_TABLE (indices in insertion order) and inserts with FI_AV_USER_ID
+ * (an id per insert) take a new entry each time.
+ *
  * Address formats.  `addr_format` is the format the application exchanges
  * with fi_av_insert / fi_av_lookup / fi_av_straddr.  For binary formats the
  * stored form is that address, canonicalised by ->normalize.  For
@@ -152,6 +161,7 @@ struct util_av_slot {
 	uint16_t gen;       /* FI_AV_MAP generation, bumped on each reuse */
 	uint8_t used;
 	uint8_t has_user_id;
+	uint32_t refs;      /* FI_AV_MAP: inserts of this address, less removes */
 	uint64_t user_id;   /* FI_AV_USER_ID */
 	uint64_t serial;    /* this insert's, unique in the process: caches
 			     * keyed by index tell a reused slot apart */
@@ -184,6 +194,10 @@ struct util_av {
 	/* Below here: under the lock. */
 	uint32_t next_idx;  /* slots [0, next_idx) have been used */
 	uint32_t count;     /* live entries */
+	/* Inserts ever made, read without the lock: an endpoint holding
+	 * messages from senders it could not name yet looks again when it
+	 * changes. */
+	atomic_uint_fast64_t inserts;
 	uint64_t *free_map; /* bit set: slot below next_idx is free */
 	size_t free_words;
 	size_t free_hint;   /* no free bit in words below this */

@@ -47,16 +47,23 @@
  *     util_cq_write_reserved (or the slot is given back with
  *     util_cq_unreserve, e.g. before util_cq_write_err for a failed op).
  *   - Unsolicited completions (remote CQ data, errors of unposted work)
- *     use util_cq_write, which takes a slot that nobody reserved.  When
- *     none is free, the completion goes to an overflow list (allocated,
- *     in order) instead of being lost, and the CQ enters the overrun
- *     state: every completion is still delivered in order, and once the
- *     ring and the list are empty, fi_cq_read returns -FI_EAVAIL until
- *     fi_cq_readerr takes the report: err = FI_EOVERRUN, data = the number of
- *     completions that overflowed and olen = the number lost for lack of
- *     memory (0 unless malloc failed).  While the list is not empty, later
- *     writes append to it too, to keep the order, and util_cq_reserve
- *     fails with -FI_EAGAIN.
+ *     and those of posted receives use util_cq_write, which takes a slot
+ *     that nobody reserved.  When none is free, the completion goes to an
+ *     overflow list (allocated, in order) instead of being lost: every
+ *     completion is still delivered in order.  While the list is not
+ *     empty, later writes append to it too, to keep the order, and
+ *     util_cq_reserve fails with -FI_EAGAIN.
+ *   - Under FI_RM_ENABLED (the default) that parking is the provider's
+ *     own business, hidden from the application as fi_domain(3) asks:
+ *     nothing is reported unless a completion was lost for lack of
+ *     memory.  Under FI_RM_DISABLED, and whenever one was lost, the CQ
+ *     enters the overrun state: once the ring and the list are empty,
+ *     fi_cq_read returns -FI_EAVAIL until fi_cq_readerr takes the report:
+ *     err = FI_EOVERRUN (op_context NULL), data = the number of
+ *     completions that overflowed and olen = the number lost (0 unless
+ *     malloc failed).  A receive-heavy application (an MPI library
+ *     posting more receives than its CQ has slots) must not see it: it
+ *     cannot tell it from the failure of an operation of its own.
  *
  * Manual progress: endpoints bind a struct util_progress (util_wait.h); fi_cq_read,
  * readfrom, sread, sreadfrom and the wait-set / poll-set "has data" check
@@ -162,6 +169,7 @@ struct util_cq {
 	atomic_size_t overrun_entries; /* overflowed since last report */
 	atomic_size_t overrun_lost;    /* lost (no memory) since last report */
 	atomic_bool overrun_pending;   /* an FI_EOVERRUN report is owed */
+	bool overrun_report; /* FI_RM_DISABLED: report every overflow */
 	bool overrun_next; /* reader: fi_cq_read announced the report */
 	struct util_cq_err overrun_err; /* handed out by readerr */
 

@@ -33,6 +33,7 @@ struct util_domain {
 	const struct fi_provider *prov;
 	char *name;
 	enum fi_threading threading;
+	enum fi_resource_mgmt resource_mgmt; /* FI_RM_UNSPEC: enabled */
 	enum fi_progress control_progress;
 	enum fi_progress data_progress;
 	enum fi_av_type av_type;

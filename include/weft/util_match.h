@@ -321,6 +321,20 @@ int util_match_claim(struct util_match *q, struct util_rx_entry *rx,
 struct util_rx_entry *util_match_cancel(struct util_match *q, void *context);
 
 /*
+ * Name the senders of unexpected messages that arrived from an unknown
+ * source (addr FI_ADDR_NOTAVAIL), e.g. before the sender's address was
+ * inserted into the AV: resolve() returns the address of each such entry
+ * or FI_ADDR_NOTAVAIL (still unknown).  Each per-source bucket keeps
+ * arrival order, so a directed receive takes the renamed messages before
+ * those that came later from the same sender.  Returns how many remain
+ * unknown.  O(unexpected messages + buckets) when any was renamed.
+ */
+size_t util_match_resolve_unexp(struct util_match *q,
+				fi_addr_t (*resolve)(void *ctx,
+						     struct util_unexp_entry *ue),
+				void *ctx);
+
+/*
  * Drain at close: return and unlink any one posted receive (then the
  * caller reports FI_ECANCELED or drops it), or NULL when none is left.  A
  * multi-recv buffer with slices outstanding is handled as by cancel.

@@ -355,6 +355,10 @@ struct util_rdm_ep {
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
 	size_t unexp_bytes; /* held by unexpected messages now */
+	/* Unexpected messages may wait from senders the AV did not name
+	 * when they came; looked at again when the AV's inserts change. */
+	bool unexp_unknown;
+	uint64_t unexp_av_inserts;
 	bool enabled;
 
 	struct util_av *av;

@@ -537,10 +537,22 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 			    const fi_addr_t *user_id, fi_addr_t *fi_addr)
 {
 	struct util_av_slot *slot;
+	fi_addr_t have;
 	bool reused;
 	uint32_t idx;
 	int ret;
 
+	/* FI_AV_MAP: an address has one fi_addr_t, however often inserted. */
+	if (av->type == FI_AV_MAP && !user_id) {
+		have = av_hash_find(av, addr);
+		slot = have == FI_ADDR_NOTAVAIL ? NULL :
+						  util_av_slot_get(av, have);
+		if (slot && !slot->has_user_id && slot->refs < UINT32_MAX) {
+			slot->refs++;
+			*fi_addr = have;
+			return 0;
+		}
+	}
 	idx = av_free_lowest(av);
 	reused = idx != AV_NO_SLOT;
 	if (!reused) {
@@ -566,6 +578,7 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 	memcpy(av_slot_addr(av, slot), addr, av->addrlen);
 	memset(av_slot_priv(av, slot), 0, av->ops.priv_size);
 	slot->has_user_id = user_id != NULL;
+	slot->refs = 1;
 	slot->user_id = user_id ? *user_id : 0;
 	slot->serial = atomic_fetch_add_explicit(&av_serial, 1,
 						 memory_order_relaxed) + 1;
@@ -586,6 +599,7 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 	av_hash_add(av, idx, slot);
 	__atomic_store_n(&slot->used, 1, __ATOMIC_RELEASE);
 	av->count++;
+	atomic_fetch_add_explicit(&av->inserts, 1, memory_order_release);
 	*fi_addr = av_fi_addr(av, idx, slot);
 	return 0;
 }
@@ -1082,7 +1096,9 @@ static int util_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
 	for (i = 0; i < count; i++) {
 		/* NULL again if the array names an address twice. */
 		slot = util_av_slot_get(av, fi_addr[i]);
-		if (slot)
+		if (slot && slot->refs > 1)
+			slot->refs--; /* inserted again: the last remove goes */
+		else if (slot)
 			av_remove_locked(av, util_av_index(av, fi_addr[i]),
 					 slot);
 	}
@@ -1313,6 +1329,7 @@ int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
 	av->priv_off = av->addr_off + ((full.addrlen + 7) & ~(size_t)7);
 	av->slot_size = av->priv_off + ((full.priv_size + 7) & ~(size_t)7);
 	atomic_init(&av->ref, 0);
+	atomic_init(&av->inserts, 0);
 
 	ret = weft_lock_init(&av->lock, util_domain_needs_lock(domain));
 	if (ret)

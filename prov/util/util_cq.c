@@ -81,6 +81,11 @@ int util_cq_write_overflow(struct util_cq *cq, const struct util_cq_slot *slot,
 	slist_insert_tail(&node->entry, &cq->overflow);
 	atomic_fetch_add_explicit(&cq->overflow_count, 1, memory_order_release);
 	pthread_mutex_unlock(&cq->overflow_lock);
+	if (!cq->overrun_report) {
+		/* Resource management hides the parking: no report. */
+		util_cq_signal_wait(cq);
+		return 0;
+	}
 	atomic_fetch_add(&cq->overrun_entries, 1);
 out:
 	if (!atomic_exchange(&cq->overrun_pending, true))
@@ -696,6 +701,7 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 
 	cq->domain = domain;
 	cq->wait_cond = attr->wait_cond;
+	cq->overrun_report = domain && domain->resource_mgmt == FI_RM_DISABLED;
 	cq->mask = cap - 1;
 	cq->api_version =
 	    domain && domain->fabric && domain->fabric->fabric_fid.api_version

@@ -64,6 +64,7 @@ int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
 	domain->data_progress = attr && attr->data_progress ?
 					attr->data_progress :
 					FI_PROGRESS_MANUAL;
+	domain->resource_mgmt = attr ? attr->resource_mgmt : FI_RM_UNSPEC;
 	domain->av_type = attr ? attr->av_type : FI_AV_UNSPEC;
 	domain->mr_mode = attr ? attr->mr_mode : 0;
 	domain->cq_data_size = attr ? attr->cq_data_size : 0;

@@ -222,6 +222,42 @@ static void util_match_unlink_unexp(struct util_match *q,
 		dlist_remove(&ue->src_list);
 }
 
+size_t util_match_resolve_unexp(struct util_match *q,
+				fi_addr_t (*resolve)(void *ctx,
+						     struct util_unexp_entry *ue),
+				void *ctx)
+{
+	struct util_unexp_entry *ue;
+	struct dlist_entry *it;
+	size_t unknown = 0, renamed = 0, i;
+	fi_addr_t addr;
+
+	for (it = q->unexp.next; it != &q->unexp; it = it->next) {
+		ue = container_of(it, struct util_unexp_entry, list);
+		if (ue->addr != FI_ADDR_NOTAVAIL)
+			continue;
+		addr = resolve(ctx, ue);
+		if (addr == FI_ADDR_NOTAVAIL) {
+			unknown++;
+			continue;
+		}
+		ue->addr = addr;
+		renamed++;
+	}
+	if (!renamed || !(q->flags & UTIL_MATCH_DIRECTED))
+		return unknown;
+	/* Rebuild the buckets from the arrival list: a renamed message goes
+	 * before the later ones of its sender. */
+	for (i = 0; i < q->nbuckets; i++)
+		dlist_init(&q->unexp_src[i]);
+	for (it = q->unexp.next; it != &q->unexp; it = it->next) {
+		ue = container_of(it, struct util_unexp_entry, list);
+		dlist_insert_tail(&ue->src_list,
+				  &q->unexp_src[util_match_bucket(q, ue->addr)]);
+	}
+	return unknown;
+}
+
 /* The earliest-arrived unexpected message that rx matches, or NULL. */
 static struct util_unexp_entry *
 util_match_find_unexp(const struct util_match *q,

@@ -1427,6 +1427,45 @@ static void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
 	util_bufpool_put(ep->unexp_pool, ue);
 }
 
+/* The sender of an unexpected message of unknown source, if the AV names
+ * it now. */
+static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
+{
+	struct util_rdm_ep *ep = ctx;
+	struct util_rdm_unexp *ue = container_of(m, struct util_rdm_unexp, m);
+	fi_addr_t fa;
+
+	if (!ue->src_raw_len)
+		return FI_ADDR_NOTAVAIL;
+	fa = util_av_lookup_addr(ep->av, ue->src_raw);
+	return util_av_slot_get(ep->av, fa) ? fa : FI_ADDR_NOTAVAIL;
+}
+
+/*
+ * Before a receive matches: messages that came from a sender before its
+ * address was in the AV carry no source, so a receive directed to that
+ * sender would pass them and take its later ones first (MPI over a job
+ * whose ranks insert each other's addresses at different times).  Once
+ * the AV has changed, name them.
+ */
+static void unexp_resolve(struct util_rdm_ep *ep)
+{
+	uint64_t n;
+	size_t left;
+
+	if (!ep->av) {
+		ep->unexp_unknown = false;
+		return;
+	}
+	n = atomic_load_explicit(&ep->av->inserts, memory_order_acquire);
+	if (n == ep->unexp_av_inserts)
+		return;
+	ep->unexp_av_inserts = n;
+	left = util_match_resolve_unexp(&ep->msgq, unexp_src_now, ep) +
+	       util_match_resolve_unexp(&ep->tagq, unexp_src_now, ep);
+	ep->unexp_unknown = left > 0;
+}
+
 /* ---- arrivals (transport -> engine) ------------------------------------- */
 
 static struct util_match *queue_of(struct util_rdm_ep *ep, uint32_t op)
@@ -1471,11 +1510,19 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 	ue->heap = NULL;
 	ue->hold = msg->payload ? 0 : msg->stash_hold;
 	ue->src_raw_len = 0;
+	/* A sender the AV does not name yet (its address is inserted after
+	 * its first messages came): keep its address, so that a receive
+	 * posted later can name it (unexp_resolve), and for FI_SOURCE_ERR. */
 	if (msg->src == FI_ADDR_NOTAVAIL && msg->src_raw &&
-	    (ep->caps & FI_SOURCE_ERR)) {
+	    (ep->caps & (FI_SOURCE_ERR | FI_SOURCE | FI_DIRECTED_RECV))) {
 		ue->src_raw_len = WEFT_MIN(msg->src_raw_len,
 					   sizeof(ue->src_raw));
 		memcpy(ue->src_raw, msg->src_raw, ue->src_raw_len);
+		if (ep->av && !ep->unexp_unknown) {
+			ep->unexp_unknown = true;
+			ep->unexp_av_inserts = atomic_load_explicit(
+			    &ep->av->inserts, memory_order_acquire);
+		}
 	}
 	ue->stashed = !msg->payload;
 	if (ue->stashed) {
@@ -1615,6 +1662,8 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
+	if (weft_unlikely(ep->unexp_unknown))
+		unexp_resolve(ep);
 	rx = util_bufpool_get(ep->rx_pool);
 	if (!rx) {
 		ret = -FI_EAGAIN;

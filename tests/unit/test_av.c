@@ -1212,3 +1212,46 @@ Test(av, addr_str_bad_packed_string_reported_on_eq)
 	av = NULL;
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
+
+/* FI_AV_MAP: the same address inserted again keeps its one fi_addr_t (an
+ * MPI library may insert a peer from two threads at once); the entry goes
+ * with the last remove.  FI_AV_TABLE keeps its indices in insertion order:
+ * a new one each time. */
+Test(av, map_same_address_one_fi_addr)
+{
+	struct sockaddr_in a = sin_n(1), b = sin_n(2), two[2];
+	fi_addr_t fa, again, pair[2], fb;
+
+	open_av(FI_AV_MAP, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_insert(av, &a, 1, &fa, 0, NULL), 1);
+	cr_assert_eq(fi_av_insert(av, &a, 1, &again, 0, NULL), 1);
+	cr_assert_eq(again, fa, "a second insert answers the same fi_addr");
+	two[0] = b;
+	two[1] = a;
+	cr_assert_eq(fi_av_insert(av, two, 2, pair, 0, NULL), 2);
+	cr_assert_eq(pair[1], fa);
+	fb = pair[0];
+	cr_assert_neq(fb, fa);
+	cr_assert_eq(util_av_lookup_addr(util_av_from_fid(av), &a), fa);
+	/* three inserts of a: two removes leave it, the third takes it */
+	cr_assert_eq(fi_av_remove(av, &fa, 1, 0), 0);
+	cr_assert_eq(fi_av_remove(av, &fa, 1, 0), 0);
+	assert_lookup_in(fa, &a);
+	cr_assert_eq(fi_av_remove(av, &fa, 1, 0), 0);
+	cr_assert_eq(util_av_lookup_addr(util_av_from_fid(av), &a),
+		     FI_ADDR_NOTAVAIL);
+	cr_assert_eq(fi_av_remove(av, &fa, 1, 0), -FI_EINVAL);
+	assert_lookup_in(fb, &b);
+}
+
+Test(av, table_same_address_new_index)
+{
+	struct sockaddr_in a = sin_n(1);
+	fi_addr_t f[2];
+
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_insert(av, &a, 1, &f[0], 0, NULL), 1);
+	cr_assert_eq(fi_av_insert(av, &a, 1, &f[1], 0, NULL), 1);
+	cr_assert_eq(f[0], 0);
+	cr_assert_eq(f[1], 1);
+}
