@@ -229,9 +229,7 @@ int tcp_iface_addr(const char *name, int family,
 uint64_t tcp_now_ms(void);
 int tcp_errno_fi(int err); /* errno -> positive FI_E* */
 void tcp_sock_opts(int fd);
-/* A connection of endpoint ep (NULL: a passive endpoint's), in epfd. */
-struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
-			      uint8_t state);
+struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state);
 int tcp_conn_move(struct tcp_conn *conn, int epfd);
 void tcp_conn_close(struct tcp_conn *conn, int err);
 void tcp_conn_free(struct tcp_conn *conn);

@@ -55,8 +55,7 @@ int tcp_errno_fi(int err)
 	}
 }
 
-struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
-			      uint8_t state)
+struct tcp_conn *tcp_conn_new(int epfd, int fd, uint8_t state)
 {
 	struct tcp_conn *conn = calloc(1, sizeof(*conn));
 	struct epoll_event ev = { 0 };
@@ -70,10 +69,6 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 		free(conn);
 		return NULL;
 	}
-	/* The owner first: once in a domain's epoll set, the connection's
-	 * events may reach another thread's progress, which finds the
-	 * endpoint to lock through it. */
-	conn->ep = ep;
 	conn->fd = fd;
 	conn->epfd = epfd;
 	conn->state = state;

@@ -344,7 +344,7 @@ static int peer_connect(struct tcp_ep *ep, struct tcp_peer *tp)
 		close(fd);
 		return -tcp_errno_fi(err);
 	}
-	conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_CONNECTING);
+	conn = tcp_conn_new(ep->epfd, fd, TCP_CONN_CONNECTING);
 	if (!conn) {
 		close(fd);
 		return -FI_ENOMEM;
@@ -1040,7 +1040,7 @@ static void ep_accept(struct tcp_ep *ep)
 			return;
 		}
 		tcp_sock_opts(fd);
-		conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_ACCEPTED);
+		conn = tcp_conn_new(ep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);
 			continue;
@@ -1452,7 +1452,7 @@ static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 		ret = -tcp_errno_fi(err);
 		goto out;
 	}
-	conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_CONNECTING);
+	conn = tcp_conn_new(ep->epfd, fd, TCP_CONN_CONNECTING);
 	if (!conn) {
 		close(fd);
 		ret = -FI_ENOMEM;

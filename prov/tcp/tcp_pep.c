@@ -40,7 +40,7 @@ static void pep_accept(struct tcp_pep *pep)
 			return;
 		}
 		tcp_sock_opts(fd);
-		conn = tcp_conn_new(NULL, pep->epfd, fd, TCP_CONN_ACCEPTED);
+		conn = tcp_conn_new(pep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);
 			continue;
@@ -143,11 +143,9 @@ int tcp_pep_claim(fid_t handle, struct tcp_ep *ep)
 	dlist_remove(&conn->entry);
 	conn->pep = NULL;
 	pthread_mutex_unlock(&pep->lock);
-	/* Owner and peer first: in the domain's set, the connection's events
-	 * may reach another endpoint's progress, which locks its owner. */
+	ret = conn->fd >= 0 ? tcp_conn_move(conn, ep->epfd) : 0;
 	conn->ep = ep;
 	conn->peer = ep->mpeer;
-	ret = conn->fd >= 0 ? tcp_conn_move(conn, ep->epfd) : 0;
 	dlist_insert_tail(&conn->entry, &ep->conns);
 	ep->conn = conn;
 	ep->mpeer->conn = conn;
