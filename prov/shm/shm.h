@@ -100,7 +100,6 @@ struct shm_ep {
 	bool name_held;
 	struct shm_map own;
 	pthread_t owner_thread; /* holds own's owner mutex */
-	int bell; /* doorbell: peers wake a sleeping owner through it */
 	uint32_t out_next; /* the outbound bounce buffer to look at next */
 	bool cma;
 

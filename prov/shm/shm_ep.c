@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -461,27 +459,22 @@ static void conn_died(struct shm_ep *ep, struct shm_conn *c)
 	util_rdm_fail_peer(&ep->rdm, &c->peer, FI_ECONNRESET);
 }
 
-/* With transfers in flight, look (rarely) for peers that died; returns
- * how many did. */
-static int check_peers(struct shm_ep *ep, bool now)
+/* With transfers in flight, look (rarely) for peers that died. */
+static void check_peers(struct shm_ep *ep, bool now)
 {
 	uint64_t t = coarse_ms();
 	struct dlist_entry *e;
-	int n = 0;
 
 	if (!now && t - ep->last_check_ms < SHM_PEER_CHECK_MS)
-		return 0;
+		return;
 	ep->last_check_ms = t;
 	dlist_foreach(&ep->rdm.peers.list, e) {
 		struct shm_conn *c = container_of(e, struct shm_conn, peer.entry);
 
 		if (c->map.hdr && !c->dead &&
-		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr))) {
+		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
 			conn_died(ep, c);
-			n++;
-		}
 	}
-	return n;
 }
 
 /* ---- senders as the receiver sees them ---------------------------------- */
@@ -631,52 +624,6 @@ static inline bool conn_held(struct shm_conn *c)
 	return atomic_load_explicit(c->hold, memory_order_relaxed);
 }
 
-/*
- * The doorbell.  An owner about to sleep (fi_trywait, fi_cq_sread: the
- * engine calls shm_arm) sets its queue's `sleeping` flag, then looks at
- * the queue once more; a producer publishes its slot, then looks at the
- * flag.  With a full fence on each side, either the owner sees the slot
- * or the producer sees the flag: it clears it and sends one byte to the
- * owner's datagram socket, whose fd is in the owner's wait objects.  The
- * socket's abstract name is the owner's pid and region name.
- */
-static int bell_addr(struct sockaddr_un *sun, int32_t pid, const char *name)
-{
-	int n;
-
-	memset(sun, 0, sizeof(*sun));
-	sun->sun_family = AF_UNIX;
-	n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1,
-		     "weft-shm-bell-%d-%.*s", (int)pid, SHM_NAME_MAX, name);
-	return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
-static void bell_ring(struct shm_ep *ep, struct shm_conn *c)
-{
-	struct sockaddr_un sun;
-	socklen_t len = (socklen_t)bell_addr(&sun, c->map.hdr->pid,
-					     c->map.hdr->name);
-	char b = 0;
-
-	/* Nobody there (gone, another network namespace) or a full socket
-	 * (already readable): nothing more to do. */
-	(void)sendto(ep->bell, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-		     (struct sockaddr *)&sun, len);
-}
-
-static inline void conn_publish(struct shm_ep *ep, struct shm_conn *c,
-				struct shm_slot *s, uint64_t pos)
-{
-	struct shm_queue *q = c->map.queue;
-
-	shm_queue_publish(s, pos);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (weft_unlikely(atomic_load_explicit(&q->sleeping,
-					       memory_order_relaxed)) &&
-	    atomic_exchange_explicit(&q->sleeping, 0, memory_order_acq_rel))
-		bell_ring(ep, c);
-}
-
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
 	return shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
@@ -704,7 +651,7 @@ static int send_ctrl_data(struct shm_ep *ep, struct shm_conn *c, uint16_t op,
 			s->aux = aux;
 			s->data = data;
 			s->len = len;
-			conn_publish(ep, c, s, pos);
+			shm_queue_publish(s, pos);
 			return 0;
 		}
 	}
@@ -757,7 +704,7 @@ static void flush_pending(struct shm_ep *ep)
 		s->aux = p->aux;
 		s->data = p->data;
 		s->len = p->len;
-		conn_publish(ep, p->conn, s, pos);
+		shm_queue_publish(s, pos);
 		slist_remove_head(&ep->pending);
 		free(p);
 	}
@@ -875,7 +822,7 @@ static int shm_send_eager(struct util_rdm_ep *rdm, struct util_peer *peer,
 		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
 	}
-	conn_publish(ep, c, s, pos);
+	shm_queue_publish(s, pos);
 	return 0;
 }
 
@@ -917,7 +864,7 @@ static int shm_send_rndv(struct util_rdm_ep *rdm, struct util_rdm_tx *tx)
 	s->len = 0;
 	s->aux = 0;
 	memcpy(s->payload, &rts, sizeof(rts));
-	conn_publish(ep, c, s, pos);
+	shm_queue_publish(s, pos);
 	return 0;
 }
 
@@ -1068,7 +1015,7 @@ static bool push_continue(struct shm_ep *ep, struct shm_push *push)
 		s->aux = bidx;
 		s->data = push->sent;
 		s->len = (uint32_t)chunk;
-		conn_publish(ep, push->conn, s, pos);
+		shm_queue_publish(s, pos);
 		push->sent += chunk;
 	}
 	return true;
@@ -1541,7 +1488,7 @@ static int rma_issue(struct shm_ep *ep, struct util_rdm_tx *tx,
 	s->len = 0;
 	s->aux = 0;
 	memcpy(s->payload, &req, sizeof(req));
-	conn_publish(ep, c, s, pos);
+	shm_queue_publish(s, pos);
 	return 0;
 }
 
@@ -1802,42 +1749,6 @@ static void handle_rma_resp(struct shm_ep *ep, struct shm_slot *s)
 	util_rdm_tx_done(&ep->rdm, tx, (int)err);
 }
 
-static int shm_wait_fd(struct util_rdm_ep *rdm)
-{
-	return shm_ep_of(rdm)->bell;
-}
-
-/*
- * About to sleep on the doorbell: ask to be woken, then look again.  Work
- * only polling moves on (a full peer queue, buffers a peer has yet to give
- * back, held requests) keeps the caller awake.  A peer's death rings no
- * bell: with transfers waiting on peers, each way to sleep looks for dead
- * ones (at most every SHM_PEER_CHECK_MS), so that an application waking
- * now and then (a poll timeout) sees its transfers to a dead peer fail.
- */
-static int shm_arm(struct util_rdm_ep *rdm)
-{
-	struct shm_ep *ep = shm_ep_of(rdm);
-	struct shm_queue *q = ep->own.queue;
-	char b[64];
-
-	if (!q)
-		return 0;
-	if ((util_rdm_tx_waiting(rdm) || !dlist_empty(&ep->pull_list)) &&
-	    check_peers(ep, false))
-		return 1;
-	while (recv(ep->bell, b, sizeof(b), MSG_DONTWAIT) > 0)
-		;
-	atomic_store_explicit(&q->sleeping, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (shm_queue_peek(q, ep->own.queue_slots) ||
-	    !slist_empty(&ep->pending) || !dlist_empty(&ep->pushes) ||
-	    !dlist_empty(&ep->chunked) || !dlist_empty(&ep->held_list) ||
-	    !dlist_empty(&rdm->blocked))
-		return 1;
-	return 0;
-}
-
 static const struct util_rdm_transport shm_transport = {
 	.peer_size = sizeof(struct shm_conn),
 	.peer_init = shm_peer_init,
@@ -1849,8 +1760,6 @@ static const struct util_rdm_transport shm_transport = {
 	.ack = shm_ack,
 	.rma = shm_rma,
 	.progress = shm_progress,
-	.wait_fd = shm_wait_fd,
-	.arm = shm_arm,
 };
 
 /* ---- fid ops ------------------------------------------------------------ */
@@ -1882,8 +1791,6 @@ static int shm_ep_close(struct fid *fid)
 	if (ep->own.hdr)
 		owner_unmap(ep);
 	shm_name_release(ep);
-	if (ep->bell >= 0)
-		close(ep->bell);
 	free(ep->rxpeers);
 	if (ep->held_pool) {
 		while (!dlist_empty(&ep->held_list)) {
@@ -1970,19 +1877,6 @@ static int shm_ep_control(struct fid *fid, int command, void *arg)
 	ret = owner_lock(ep);
 	if (ret)
 		goto err_unmap;
-	{
-		struct sockaddr_un sun;
-		socklen_t len = (socklen_t)bell_addr(&sun, ep->own.hdr->pid,
-						     ep->own.hdr->name);
-
-		if (bind(ep->bell, (struct sockaddr *)&sun, len)) {
-			ret = -errno;
-			FI_WARN(&shm_prov, FI_LOG_EP_CTRL,
-				"%s: doorbell socket: %s\n", ep->name,
-				strerror(errno));
-			goto err_unlock;
-		}
-	}
 	ret = util_rdm_ep_control(fid, command, arg);
 	if (ret)
 		goto err_unlock;
@@ -2091,15 +1985,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		}
 	}
 	ep->cma = shm_cma_probe();
-	/* The doorbell's socket: its fd goes into wait objects at bind
-	 * time, its name (the region's) is bound at fi_enable. */
-	ep->bell = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			  0);
-	if (ep->bell < 0) {
-		ret = -errno;
-		free(ep);
-		return ret;
-	}
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);
@@ -2113,7 +1998,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 
 		ret = util_bufpool_create(&pattr, &ep->pulls);
 		if (ret) {
-			close(ep->bell);
 			free(ep);
 			return ret;
 		}
@@ -2122,7 +2006,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		ret = util_bufpool_create(&pattr, &ep->push_pool);
 		if (ret) {
 			util_bufpool_destroy(ep->pulls);
-			close(ep->bell);
 			free(ep);
 			return ret;
 		}
@@ -2134,7 +2017,6 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (ret) {
 		util_bufpool_destroy(ep->push_pool);
 		util_bufpool_destroy(ep->pulls);
-		close(ep->bell);
 		free(ep);
 		return ret;
 	}

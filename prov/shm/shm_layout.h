@@ -32,7 +32,7 @@
 #include <rdma/fi_rma.h>
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
-#define SHM_VERSION 3
+#define SHM_VERSION 2
 #define SHM_NAME_MAX 48 /* including the NUL */
 #define SHM_SLOT_SIZE 256
 #define SHM_SLOT_HDR 40
@@ -168,7 +168,7 @@ static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
  */
 struct shm_queue {
 	uint32_t slots; /* power of two */
-	_Atomic uint32_t sleeping; /* 1: the owner may sleep on its doorbell */
+	uint32_t pad0;
 	union {
 		pthread_mutex_t lock; /* held by the owner while it lives */
 		uint8_t pad1[SHM_CACHELINE - 8];
