@@ -48,14 +48,55 @@ struct fi_provider weft_core_prov = {
  */
 static const char *const layered_suffixes[] = { "ofi_rxm", "ofi_rxd" };
 
+/*
+ * Provider names of libfabric 1.17 that weft has no provider of its own for,
+ * each answered by the provider that does the same job.  "sockets" (still
+ * the default of some client setups) is served by tcp: its entries come back
+ * named "sockets", as "tcp;ofi_rxm" comes back under that name.  This table
+ * is the only place an alias is known; fi_getinfo, fi_fabric, FI_PROVIDER
+ * and FI_PROV_ATTR_ONLY listings all go through it.
+ */
+static const struct {
+	const char *alias;
+	const char *prov;
+} prov_aliases[] = {
+	{ "sockets", "tcp" },
+};
+
+/* The alias `name` is of a provider, or NULL: "sockets" -> "tcp". */
+static const char *alias_target(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
+		if (strlen(prov_aliases[i].alias) == len &&
+		    !strncasecmp(name, prov_aliases[i].alias, len))
+			return prov_aliases[i].prov;
+	return NULL;
+}
+
+/* The alias a provider answers to, or NULL. */
+static const char *prov_alias(const struct fi_provider *prov)
+{
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
+		if (!strcasecmp(prov->name, prov_aliases[i].prov))
+			return prov_aliases[i].alias;
+	return NULL;
+}
+
 bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
 {
 	size_t len = strlen(prov->name);
-	const char *rest;
+	const char *rest, *target;
 	size_t i;
 
 	if (!asked)
 		return true;
+	target = alias_target(asked, strlen(asked));
+	if (target)
+		return !strcasecmp(target, prov->name);
 	if (strncasecmp(asked, prov->name, len))
 		return false;
 	rest = asked + len;
@@ -91,6 +132,12 @@ static const struct {
 static const char *missing_reason(const char *asked)
 {
 	size_t i, len = strcspn(asked, ";");
+	const char *target = alias_target(asked, len);
+
+	if (target) {
+		asked = target;
+		len = strlen(target);
+	}
 
 	for (i = 0; missing_provs[i].name; i++)
 		if (strlen(missing_provs[i].name) == len &&
@@ -126,15 +173,39 @@ static bool env_list_has(const char *list, const char *name)
 	return false;
 }
 
-static bool prov_env_allows(const struct fi_provider *prov)
+static bool env_allows(const char *env, const char *name)
 {
-	const char *env = getenv("FI_PROVIDER");
-
 	if (!env || !*env)
 		return true;
 	if (*env == '^')
-		return !env_list_has(env + 1, prov->name);
-	return env_list_has(env, prov->name);
+		return !env_list_has(env + 1, name);
+	return env_list_has(env, name);
+}
+
+/*
+ * The name `prov` answers to in this request, or NULL when FI_PROVIDER or
+ * the hints leave it out.  Asked by name (maybe layered or an alias), it is
+ * the name asked, which FI_PROVIDER must allow; otherwise its own name, or
+ * its alias when FI_PROVIDER lists only that ("FI_PROVIDER=sockets").
+ */
+static const char *prov_selected(const struct fi_provider *prov,
+				 const char *asked)
+{
+	const char *env = getenv("FI_PROVIDER");
+	const char *alias = prov_alias(prov);
+
+	if (asked) {
+		if (!weft_prov_name_matches(prov, asked))
+			return NULL;
+		if (alias_target(asked, strlen(asked)))
+			return env_allows(env, alias) ? asked : NULL;
+		return env_allows(env, prov->name) ? asked : NULL;
+	}
+	if (env_allows(env, prov->name))
+		return prov->name;
+	if (alias && env && *env && *env != '^' && env_list_has(env, alias))
+		return alias;
+	return NULL;
 }
 
 /* ---- explanations -------------------------------------------------------- */
@@ -155,14 +226,14 @@ void weft_explain(const struct fi_provider *prov, const char *fmt, ...)
 
 /* ---- fi_getinfo ---------------------------------------------------------- */
 
-static int prov_attr_only(const struct fi_provider *prov,
+static int prov_attr_only(const struct fi_provider *prov, const char *name,
 			  struct fi_info **tail)
 {
 	struct fi_info *info = weft_info_dup(NULL);
 
 	if (!info)
 		return -FI_ENOMEM;
-	info->fabric_attr->prov_name = strdup(prov->name);
+	info->fabric_attr->prov_name = strdup(name);
 	if (!info->fabric_attr->prov_name) {
 		weft_info_free(info);
 		return -FI_ENOMEM;
@@ -231,15 +302,28 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 
 	for (i = 0; (prov = weft_prov_at(i)); i++) {
 		struct fi_info *list = NULL;
+		const char *name = prov_selected(prov, asked);
+		const char *alias = prov_alias(prov);
 
-		if (!prov_env_allows(prov) || !weft_prov_name_matches(prov, asked))
+		if (!name)
 			continue;
 		tried++;
 		if (flags & FI_PROV_ATTR_ONLY) {
-			ret = prov_attr_only(prov, tail);
+			ret = prov_attr_only(prov, name, tail);
 			if (ret)
 				goto err_free;
 			tail = &(*tail)->next;
+			/*
+			 * A listing of every provider names the alias too,
+			 * right after the provider that answers to it.
+			 */
+			if (!asked && alias && name == prov->name &&
+			    env_allows(getenv("FI_PROVIDER"), alias)) {
+				ret = prov_attr_only(prov, alias, tail);
+				if (ret)
+					goto err_free;
+				tail = &(*tail)->next;
+			}
 			continue;
 		}
 		if (!prov->getinfo)
@@ -253,7 +337,7 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 				fi_strerror(-ret));
 			continue;
 		}
-		ret = label_infos(list, prov, asked, version);
+		ret = label_infos(list, prov, name, version);
 		*tail = list;
 		while (*tail)
 			tail = &(*tail)->next;

@@ -7,7 +7,7 @@
 top_srcdir=${top_srcdir:-.}
 cd "$top_srcdir" || exit 99
 missing=$(find . \( -name .git -o -name autom4te.cache -o -name build \
-		-o -name 'build-*' -o -name .libs -o -name .deps -o -name config \) -prune -o \
+		-o -name 'build-*' -o -name _build -o -name _inst -o -name .libs -o -name .deps -o -name config \) -prune -o \
 	\( -path ./config.h -o -path ./tests/vm/cache \) -prune -o \
 	-type f \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o -name '*.mk' \
 		-o -name 'Makefile.include' -o -name 'Makefile.am' \

@@ -6,7 +6,11 @@
 # server in the first and a client in the second, so that every byte
 # crosses a network link rather than loopback:
 #   - fi_rdm_tagged_pingpong -p tcp -v, sizes 1, 4k, 64k, 1m;
-#   - fi_msg_pingpong -p tcp -e msg -v.
+#   - fi_msg_pingpong -p tcp -e msg -v;
+#   - fi_rpc -p "tcp;ofi_rxm": RPCs with bulk data pulled and pushed by
+#     RMA, requests into multi-recv buffers, both sides sleeping on their
+#     CQ's fd; then a server killed (SIGKILL, by the PID it prints) with
+#     RPCs in flight, which the client must report as errors, not hang.
 # Data is verified (-v); each program is bounded in time and the server
 # is stopped by its PID.  The namespaces, the link and anything still
 # running in them are removed on every exit.
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--lib) [ $# -ge 2 ] || { echo "--lib needs a directory" >&2; exit 2; }
 		lib=$2; shift 2 ;;
 	--lib=*) lib=${1#--lib=}; shift ;;
-	-h | --help) sed -n '3,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,26s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "unknown argument '$1' (--help for usage)" >&2; exit 2 ;;
 	esac
 done
@@ -59,6 +63,7 @@ find_prog() {	# directory name
 info=$(find_prog "$bld/util" fi_info) || exit 99
 rdm_pp=$(find_prog "$bld/fabtests" fi_rdm_tagged_pingpong) || exit 99
 msg_pp=$(find_prog "$bld/fabtests" fi_msg_pingpong) || exit 99
+rpc=$(find_prog "$bld/fabtests" fi_rpc) || exit 99
 
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
 command -v ip >/dev/null 2>&1 || skip "no ip(8) (iproute2) to make network namespaces"
@@ -216,6 +221,75 @@ pair "fi_rdm_tagged_pingpong -p tcp (rdm), $ns_a -> $ns_b" "$rdm_pp" \
 	-p tcp -v -S 1,4k,64k,1m -I 100 -w 2 -T 20
 pair "fi_msg_pingpong -p tcp -e msg, $ns_a -> $ns_b" "$msg_pp" \
 	-p tcp -e msg -v -S 1,4k,64k,1m -I 100 -w 2 -T 20
+
+pair "fi_rpc -p tcp;ofi_rxm -o multi, $ns_a -> $ns_b" "$rpc" \
+	-p "tcp;ofi_rxm" -o multi -I 200 -W 8 -S 1,4k,64k,1m -T 20
+
+# The same with the server killed while the client has RPCs in flight.
+rpc_kill() {
+	name="fi_rpc -p tcp;ofi_rxm -o multi-kill, $ns_a -> $ns_b"
+	echo
+	echo "=== $name"
+	: >"$tmp/server.err"
+	: >"$tmp/client.err"
+	set -- -p "tcp;ofi_rxm" -o multi-kill -I 100 -W 8 -S 4k,1m -T 20
+	echo "+ ip netns exec $ns_a env LD_LIBRARY_PATH=$lib FI_TCP_IFACE=$if_a" \
+		"timeout -k 5 $limit $rpc $* -s $addr_a -B 0 &"
+	ip netns exec "$ns_a" env LD_LIBRARY_PATH="$lib" FI_TCP_IFACE="$if_a" \
+		timeout -k 5 "$limit" "$rpc" "$@" -s "$addr_a" -B 0 \
+		>"$tmp/server.out" 2>"$tmp/server.err" &
+	server=$!
+	port=
+	i=0
+	while [ $i -lt 100 ] && [ -z "$port" ] && kill -0 "$server" 2>/dev/null; do
+		sleep 0.1
+		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
+		i=$((i + 1))
+	done
+	if [ -z "$port" ]; then
+		kill "$server" 2>/dev/null
+		wait "$server"
+		server=
+		sed 's/^/  server: /' "$tmp/server.out" "$tmp/server.err"
+		echo "=== $name: FAIL (the server reported no port)"
+		status=1
+		return
+	fi
+	echo "+ ip netns exec $ns_b env LD_LIBRARY_PATH=$lib FI_TCP_IFACE=$if_b" \
+		"timeout -k 5 $limit $rpc $* -P $port $addr_a &"
+	ip netns exec "$ns_b" env LD_LIBRARY_PATH="$lib" FI_TCP_IFACE="$if_b" \
+		timeout -k 5 "$limit" "$rpc" "$@" -P "$port" "$addr_a" \
+		>"$tmp/client.out" 2>"$tmp/client.err" &
+	client=$!
+	killed=
+	i=0
+	while [ $i -lt 300 ] && kill -0 "$client" 2>/dev/null; do
+		if grep -q '^rpcs in flight' "$tmp/client.err" &&
+		   grep -q '^server stalled, pid ' "$tmp/server.err"; then
+			spid=$(sed -n 's/^server stalled, pid \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
+			echo "+ kill -KILL $spid (the server, RPCs in flight)"
+			kill -KILL "$spid" && killed=yes
+			break
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	wait "$client"
+	c=$?
+	kill "$server" 2>/dev/null
+	wait "$server"
+	server=
+	sed 's/^/  server: /' "$tmp/server.out"
+	grep -v '^listening on port' "$tmp/server.err" | sed 's/^/  server: /'
+	sed 's/^/  client: /' "$tmp/client.out" "$tmp/client.err"
+	if [ $c = 0 ] && [ -n "$killed" ]; then
+		echo "=== $name: pass"
+	else
+		echo "=== $name: FAIL (client exit $c${killed:+, server killed})"
+		status=1
+	fi
+}
+rpc_kill
 
 echo
 [ $status = 0 ] && echo "PASS: tcp across two network namespaces" ||

@@ -1,0 +1,149 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Clients set up for the "sockets" provider of libfabric 1.17 get weft's
+# tcp under that name:
+#   - fi_info -l lists sockets next to tcp;
+#   - fi_info -p sockets, and FI_PROVIDER=sockets fi_info, return tcp's
+#     entries, every one named "sockets", as many as -p tcp returns;
+#   - FI_PROVIDER=^sockets leaves tcp itself alone, FI_PROVIDER=tcp with
+#     -p sockets finds nothing;
+#   - fi_rdm_tagged_pingpong and fi_msg_pingpong run with -p sockets over
+#     loopback (data verified), reporting prov=sockets.
+# Skips (77) when this build has no tcp provider.
+set -u
+
+bld=${top_builddir:-.}
+real() {	# the ELF binary behind a libtool wrapper
+	if [ -x "$1/.libs/$2" ]; then
+		echo "$1/.libs/$2"
+	else
+		echo "$1/$2"
+	fi
+}
+info=$(real "$bld/util" fi_info)
+rdm_pp=$(real "$bld/fabtests" fi_rdm_tagged_pingpong)
+msg_pp=$(real "$bld/fabtests" fi_msg_pingpong)
+LD_LIBRARY_PATH=$bld/.libs
+export LD_LIBRARY_PATH
+for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+
+tmp=$(mktemp -d) || exit 99
+server=
+cleanup() {
+	[ -n "$server" ] && kill "$server" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fails=0
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+}
+
+timeout 30 "$info" -l >"$tmp/l" 2>&1
+grep -q '^tcp:$' "$tmp/l" || { echo "SKIP: no tcp provider in this build"; exit 77; }
+if grep -q '^sockets:$' "$tmp/l"; then
+	echo "ok: fi_info -l lists sockets"
+else
+	fail "fi_info -l does not list sockets:"
+	cat "$tmp/l"
+fi
+
+ntcp=$(timeout 30 "$info" -p tcp | grep -c '^provider: ')
+[ "$ntcp" -gt 0 ] || fail "fi_info -p tcp returns nothing"
+
+# entries LABEL [VAR=value] -- ARGS: every entry named sockets, $ntcp of them
+entries() {
+	label=$1
+	shift
+	env "$@" >"$tmp/out" 2>"$tmp/err"
+	s=$?
+	n=$(grep -c '^provider: ' "$tmp/out")
+	other=$(grep '^provider: ' "$tmp/out" | grep -vc '^provider: sockets$')
+	if [ $s != 0 ] || [ "$n" != "$ntcp" ] || [ "$other" != 0 ]; then
+		fail "$label: exit $s, $n entries ($other not named sockets), tcp has $ntcp"
+		head -n 20 "$tmp/out" "$tmp/err"
+	else
+		echo "ok: $label: $n entries, all named sockets"
+	fi
+}
+entries "fi_info -p sockets" timeout 30 "$info" -p sockets
+entries "FI_PROVIDER=sockets fi_info" FI_PROVIDER=sockets timeout 30 "$info"
+entries "FI_PROVIDER=sockets fi_info -p sockets" FI_PROVIDER=sockets \
+	timeout 30 "$info" -p sockets
+
+if FI_PROVIDER=sockets timeout 30 "$info" -l | grep -q '^sockets:$'; then
+	echo "ok: FI_PROVIDER=sockets fi_info -l lists sockets"
+else
+	fail "FI_PROVIDER=sockets fi_info -l does not list sockets"
+fi
+FI_PROVIDER='^sockets' timeout 30 "$info" >"$tmp/out" 2>&1
+if grep -q '^provider: tcp$' "$tmp/out" && ! grep -q '^provider: sockets$' "$tmp/out"; then
+	echo "ok: FI_PROVIDER=^sockets keeps tcp, lists no sockets"
+else
+	fail "FI_PROVIDER=^sockets:"
+	grep '^provider' "$tmp/out" | sort | uniq -c
+fi
+if FI_PROVIDER=tcp timeout 30 "$info" -p sockets >"$tmp/out" 2>&1; then
+	fail "FI_PROVIDER=tcp fi_info -p sockets found entries"
+else
+	echo "ok: FI_PROVIDER=tcp fi_info -p sockets finds nothing"
+fi
+# Without a name, tcp's entries stay tcp's, not listed twice.
+if timeout 30 "$info" | grep -q '^provider: sockets$'; then
+	fail "fi_info without -p lists sockets entries besides tcp's"
+else
+	echo "ok: fi_info without -p names tcp's entries tcp"
+fi
+
+# pingpong NAME PROGRAM ARGS...: server and client on 127.0.0.1.
+pingpong() {
+	name=$1
+	prog=$2
+	shift 2
+	: >"$tmp/server.err"
+	timeout -k 5 60 "$prog" "$@" -s 127.0.0.1 -B 0 >"$tmp/server.out" \
+		2>"$tmp/server.err" &
+	server=$!
+	port=
+	i=0
+	while [ $i -lt 100 ]; do
+		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
+		[ -n "$port" ] && break
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -z "$port" ]; then
+		kill "$server" 2>/dev/null
+		wait "$server"
+		server=
+		fail "$name: the server reported no port"
+		cat "$tmp/server.err"
+		return
+	fi
+	timeout -k 5 60 "$prog" "$@" -P "$port" 127.0.0.1 >"$tmp/client.out" 2>&1
+	c=$?
+	wait "$server"
+	s=$?
+	server=
+	if [ $c = 0 ] && [ $s = 0 ] && grep -q 'prov=sockets ' "$tmp/client.out"; then
+		echo "ok: $name"
+	else
+		fail "$name: server exit $s, client exit $c"
+		cat "$tmp/client.out" "$tmp/server.err"
+	fi
+}
+pingpong "fi_rdm_tagged_pingpong -p sockets" "$rdm_pp" -p sockets -v -m \
+	-S 1,64k -I 20 -w 1 -T 20
+pingpong "fi_msg_pingpong -p sockets -e msg" "$msg_pp" -p sockets -e msg -v \
+	-m -S 1,64k -I 20 -w 1 -T 20
+
+[ $fails = 0 ] || exit 1
+echo "PASS: sockets is answered by tcp"
