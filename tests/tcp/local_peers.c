@@ -289,7 +289,10 @@ struct op {
 	int err;
 	fi_addr_t src;
 	size_t got;
+	struct op *all_next; /* every op made, freed at exit */
 };
+
+static struct op *all_ops;
 
 static void (*on_rx)(struct op *o);
 static void (*on_tx)(struct op *o);
@@ -396,12 +399,29 @@ static void wait_op(struct op *o, const char *what)
 	}
 }
 
+/* The ops a process made are its until it exits: freed then, so that a
+ * leak checker sees only the library's. */
+static void free_ops(void)
+{
+	struct op *o;
+
+	while ((o = all_ops)) {
+		all_ops = o->all_next;
+		free(o->buf);
+		free(o);
+	}
+}
+
 static struct op *new_op(int kind, unsigned c, unsigned seq, size_t len)
 {
 	struct op *o = calloc(1, sizeof(*o));
 
 	if (!o || !(o->buf = malloc(len ? len : 1)))
 		FAIL("out of memory");
+	if (!all_ops)
+		atexit(free_ops);
+	o->all_next = all_ops;
+	all_ops = o;
 	o->kind = kind;
 	o->client = c;
 	o->seq = seq;
@@ -898,6 +918,7 @@ static int client(unsigned c)
 	if (lmr)
 		CHECK(fi_close(&lmr->fid));
 	close_ep();
+	free(local);
 	printf("c%u: %u messages sent, %u replies, RMA write, read and "
 	       "fetch-add checked\n",
 	       c, 2 * K, K);
