@@ -106,6 +106,7 @@ struct ft_ep {
 	uint64_t rx_done;
 	uint64_t tx_cq_seen;	/* counter mode: CQ entries seen */
 	uint64_t rx_cq_seen;
+	unsigned int tx_idle_reads; /* receive waits that left the tx CQ */
 	uint64_t last_cq_data;
 	uint64_t tx_seq;		/* sequence number of the next operation */
 	bool no_oob;		/* driven by a thread: no side-channel use */

@@ -1949,7 +1949,7 @@ static struct fi_ops_tagged rdm_tagged_ops = {
 /* ---- progress ----------------------------------------------------------- */
 
 /* One pass: the transport's arrivals, then queued transmits. */
-static int rdm_progress_once(struct util_rdm_ep *ep);
+static inline int rdm_progress_once(struct util_rdm_ep *ep);
 
 /* The domain's other sweeping endpoints whose locks are free now: one
  * round of their progress.  Never nested, never waits for a lock. */
@@ -2017,17 +2017,30 @@ static int domain_arm(struct util_rdm_ep *ep)
 	return n;
 }
 
-static int rdm_progress_once(struct util_rdm_ep *ep)
+/* Blocked peers, and every 64th pass the domain's other endpoints: out
+ * of line, off the polling path that inlines rdm_progress_once. */
+static __attribute__((noinline)) int rdm_progress_more(struct util_rdm_ep *ep,
+						       bool sweep)
+{
+	int n = 0;
+
+	if (!dlist_empty(&ep->blocked))
+		n += peers_drain(ep);
+	if (sweep)
+		n += domain_sweep(ep);
+	return n;
+}
+
+static inline int rdm_progress_once(struct util_rdm_ep *ep)
 {
 	int n = ep->xp->ops->progress(ep->xp);
+	bool sweep = weft_unlikely(ep->sweep) && !(++ep->sweep_calls & 63);
 
 	if (ep->local)
 		n += ep->local->ops->progress(ep->local);
 
-	if (weft_unlikely(!dlist_empty(&ep->blocked)))
-		n += peers_drain(ep);
-	if (weft_unlikely(ep->sweep) && !(++ep->sweep_calls & 63))
-		n += domain_sweep(ep);
+	if (weft_unlikely(!dlist_empty(&ep->blocked) || sweep))
+		n += rdm_progress_more(ep, sweep);
 	return n;
 }
 

@@ -15,15 +15,24 @@
  * (verbs_msg_progress) from fi_cq_read and friends, which polls the ibv_cq
  * and writes the bound util_cq and counters; the channel's fd is the
  * transport's wait_fd, so fi_cq_sread and FI_WAIT_FD CQs sleep on it.
- * Every work request is signalled; its wr_id is its slot in a ring of
- * transmits or receives (an RC QP completes each queue in order), which
- * holds the application's context, with VERBS_WR_RX set for receives: a
- * completion in error has only wr_id and status valid (ibv_poll_cq(3);
- * rxe leaves the opcode of a flushed receive 0, IBV_WC_SEND), so the
- * queue it belongs to is read from wr_id, never from the opcode.  A
- * completion's CQ slot is reserved when the operation is posted
- * (util_cq_reserve), so a full CQ makes the post return -FI_EAGAIN rather
- * than lose a completion.
+ * A work request's wr_id is its slot in a ring of transmits or receives
+ * (an RC QP completes each queue in order), which holds the application's
+ * context, with VERBS_WR_RX set for receives: a completion in error has
+ * only wr_id and status valid (ibv_poll_cq(3); rxe leaves the opcode of a
+ * flushed receive 0, IBV_WC_SEND), so the queue it belongs to is read
+ * from wr_id, never from the opcode.  A completion's CQ slot is reserved
+ * when the operation is posted (util_cq_reserve), so a full CQ makes the
+ * post return -FI_EAGAIN rather than lose a completion.
+ *
+ * Receives, reads and atomics are always signalled.  A send or write that
+ * reports nothing (fi_inject, FI_SELECTIVE_COMPLETION without
+ * FI_COMPLETION) and counts nothing (no counter bound for it) is posted
+ * unsignalled: the device then writes no completion and the progress
+ * loop reads none.  A signalled completion retires the transmits before
+ * it too (the ring's tail moves to its slot), and after tx_size / 2
+ * unsignalled transmits the next is signalled whatever it asked, so that
+ * the ring never fills with transmits nothing would retire.  A work
+ * request that fails completes in error whether signalled or not.
  *
  * Errors.  A work request that fails is reported in error whatever its
  * flags asked (fi_cq(3): error completions are generated for all
@@ -153,6 +162,8 @@ struct verbs_msg_ep {
 	uint32_t max_sge, inline_max;
 	struct verbs_tx *tx; /* ring of tx_size */
 	uint64_t tx_head, tx_tail;
+	uint64_t tx_signaled; /* slot after the last signalled transmit */
+	uint32_t tx_signal_every; /* at most this many transmits unsignalled */
 	struct verbs_rx *rx; /* ring of rx_size */
 	uint64_t rx_head, rx_tail, rx_on_qp;
 	/* fi_atomic without a result: the device writes it here */
@@ -293,7 +304,8 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	}
 	if (cq)
 		util_cq_writer_unlock(cq);
-	ep->tx_tail++;
+	/* The unsignalled transmits before it are done too. */
+	ep->tx_tail = wc->wr_id + 1;
 }
 
 /*
@@ -499,7 +511,7 @@ static int qp_create(struct verbs_msg_ep *ep)
 		.send_cq = ep->cq,
 		.recv_cq = ep->cq,
 		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 1,
+		.sq_sig_all = 0,
 		.cap = {
 			.max_send_wr = (uint32_t)ep->tx_size,
 			.max_recv_wr = (uint32_t)ep->rx_size,
@@ -771,6 +783,14 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	}
 	if (p->flags & FI_FENCE)
 		wr.send_flags |= IBV_SEND_FENCE;
+	/* Unsignalled: nothing to report or count, a send or a write (see
+	 * Completions above); else signalled, and so every Nth. */
+	if (report || tx_cntr(ep, p->cntr) ||
+	    (p->opcode != IBV_WR_SEND && p->opcode != IBV_WR_SEND_WITH_IMM &&
+	     p->opcode != IBV_WR_RDMA_WRITE &&
+	     p->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
+	    ep->tx_head - ep->tx_signaled >= ep->tx_signal_every)
+		wr.send_flags |= IBV_SEND_SIGNALED;
 	ret = ibv_post_send(ep->qp, &wr, &bad);
 	if (ret) {
 		if (report) {
@@ -782,6 +802,8 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 		goto out;
 	}
 	ep->tx_head++;
+	if (wr.send_flags & IBV_SEND_SIGNALED)
+		ep->tx_signaled = ep->tx_head;
 out:
 	weft_unlock(&ep->rdm.lock);
 	return ret;
@@ -1833,6 +1855,7 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	if (info->tx_attr && info->tx_attr->inject_size &&
 	    info->tx_attr->inject_size < ep->inline_max)
 		ep->inline_max = (uint32_t)info->tx_attr->inject_size;
+	ep->tx_signal_every = (uint32_t)(ep->tx_size / 2); /* < tx_size */
 	ep->tx = calloc(ep->tx_size, sizeof(*ep->tx));
 	ep->rx = calloc(ep->rx_size, sizeof(*ep->rx));
 	ep->scratch = calloc(ep->tx_size, sizeof(uint64_t));

@@ -123,6 +123,8 @@ _Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
 #define VRDM_POLL 32
 #define VRDM_HASH 256
 #define VRDM_OP_WR_MAX 8
+/* Receive buffers handed back at most, before they go to the SRQ. */
+#define VRDM_REPOST_MAX 16
 
 /* ---- objects ------------------------------------------------------------- */
 
@@ -263,6 +265,10 @@ struct verbs_rdm_ep {
 	struct util_bufpool *op_pool;
 	struct vconn *hash[VRDM_HASH];
 	struct vconn *last; /* the conn of the last receive */
+	/* Receive buffers done with, not yet back in the SRQ (rx_done):
+	 * reposted together when the CQ is found empty or this fills. */
+	uint32_t nrepost;
+	struct vbuf *repost[VRDM_REPOST_MAX];
 	struct fi_ops_atomic atomic_ops;
 };
 
@@ -1654,16 +1660,58 @@ static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 	}
 }
 
-/* A receive buffer is free again: back to the SRQ, and the credit it
- * stands for to the QP whose message used it. */
-static void rx_done(struct verbs_rdm_ep *ep, struct vbuf *b,
-		    struct vconn *conn)
+/*
+ * Put the buffers rx_done collected back in the SRQ, in one call, and
+ * only then give the credits they stand for to the QPs whose messages
+ * used them (a peer never sends to a buffer not posted: iWARP would
+ * break the connection).
+ */
+static void repost_flush(struct verbs_rdm_ep *ep)
 {
-	rx_repost(ep, b);
-	if (weft_likely(conn != NULL)) {
-		conn->credit_return++;
-		credit_maybe(conn);
+	struct ibv_recv_wr wr[VRDM_REPOST_MAX], *bad;
+	struct ibv_sge sge[VRDM_REPOST_MAX];
+	uint32_t i, n = ep->nrepost;
+
+	ep->nrepost = 0;
+	for (i = 0; i < n; i++) {
+		struct vbuf *b = ep->repost[i];
+
+		sge[i].addr = (uintptr_t)b->data;
+		sge[i].length = VRDM_BUF_SIZE;
+		sge[i].lkey = b->lkey;
+		wr[i].wr_id = wr_id(b, VWR_RECV);
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
+	if (ibv_post_srq_recv(ep->srq, wr, &bad)) {
+		FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
+			"could not repost %u receive buffers\n",
+			(unsigned int)(n - (uint32_t)(bad - wr)));
+		n = (uint32_t)(bad - wr);
+	}
+	for (i = 0; i < n; i++) {
+		struct vconn *conn = conn_by_qpn(ep, ep->repost[i]->qpn);
+
+		if (weft_likely(conn != NULL)) {
+			conn->credit_return++;
+			credit_maybe(conn);
+		}
+	}
+}
+
+/*
+ * A receive buffer is free again: back to the SRQ, and the credit it
+ * stands for to the QP (b->qpn) whose message used it.  Not at once: the
+ * repost waits for the next empty look at the CQ (verbs_rdm_progress), so
+ * that it is off the path from a message's arrival to the application's
+ * answer; the credit goes back in a later header.
+ */
+static void rx_done(struct verbs_rdm_ep *ep, struct vbuf *b)
+{
+	ep->repost[ep->nrepost++] = b;
+	if (weft_unlikely(ep->nrepost == VRDM_REPOST_MAX))
+		repost_flush(ep);
 }
 
 /* Offer the held receives again, oldest first. */
@@ -1678,7 +1726,7 @@ static int held_run(struct verbs_rdm_ep *ep)
 		if (rx_one(ep, b) == -FI_EAGAIN)
 			break;
 		dlist_remove(&b->entry);
-		rx_done(ep, b, conn_by_qpn(ep, b->qpn));
+		rx_done(ep, b);
 		n++;
 	}
 	return n;
@@ -1702,15 +1750,15 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 	conn = conn_by_qpn(ep, wc->qp_num);
 	if (weft_unlikely(conn && conn->state != VC_OPEN))
 		conn_open(conn); /* something arrived: the peer is there */
+	b->byte_len = wc->byte_len;
+	b->qpn = wc->qp_num;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		util_rdm_remote_event(&ep->rdm,
 				      FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 				      wc->byte_len, wc->imm_data);
-		rx_done(ep, b, conn);
+		rx_done(ep, b);
 		return;
 	}
-	b->byte_len = wc->byte_len;
-	b->qpn = wc->qp_num;
 	if (weft_likely(conn && wc->byte_len >= sizeof(*h) &&
 			h->version == VRDM_VERSION))
 		conn->credits += h->credits;
@@ -1725,7 +1773,7 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 		/* Answers pass held messages: they are not the engine's. */
 		rx_one(ep, b);
 	}
-	rx_done(ep, b, conn);
+	rx_done(ep, b);
 }
 
 static void wc_op(struct verbs_rdm_ep *ep, struct ibv_wc *wc, struct vop *op)
@@ -1794,10 +1842,22 @@ static int poll_cq(struct verbs_rdm_ep *ep)
 	return k > 0 ? k : 0;
 }
 
+/* The CQ was empty: what waits for that (reposts), or for time. */
+static __attribute__((noinline)) int progress_idle(struct verbs_rdm_ep *ep)
+{
+	if (ep->nrepost)
+		repost_flush(ep);
+	if (ep->cm_busy || !(ep->calls & 4095))
+		return cm_progress(ep);
+	return 0;
+}
+
 /* Progress: the CQ, and what waits on credits or buffers; connection
  * events only now and then once connections are made, since each look at
  * the rdma_cm channel is a system call.  The completion channel is left
- * alone here: verbs_rdm_arm arms it when a thread is about to sleep. */
+ * alone here: verbs_rdm_arm arms it when a thread is about to sleep.  An
+ * empty look at the CQ, what a busy-polling reader does most, costs a few
+ * tests besides the device's poll. */
 static int verbs_rdm_progress(struct util_rdm_xport *xp)
 {
 	struct util_rdm_ep *rdm = xp->ep;
@@ -1807,13 +1867,14 @@ static int verbs_rdm_progress(struct util_rdm_xport *xp)
 	if (weft_unlikely(ep->closing))
 		return 0;
 	n = k = poll_cq(ep);
+	ep->calls++;
+	if (!k && (ep->nrepost || ep->cm_busy || !(ep->calls & 4095)))
+		n += progress_idle(ep);
 	if (weft_unlikely(!dlist_empty(&ep->held)))
 		n += held_run(ep);
 	if (weft_unlikely(ep->ndeferred))
 		deferred_run(ep);
-	ep->calls++;
-	if (ep->cm_busy || (!k && !(ep->calls & 4095)) ||
-	    !(ep->calls & 16383))
+	if (k && (ep->cm_busy || !(ep->calls & 16383)))
 		n += cm_progress(ep);
 	return n;
 }
@@ -1836,6 +1897,9 @@ static int verbs_rdm_arm(struct util_rdm_xport *xp)
 	if (weft_unlikely(ep->closing))
 		return 0;
 	n = cm_progress(ep);
+	/* Credits a sleeping peer may wait for go back before we sleep. */
+	if (ep->nrepost)
+		repost_flush(ep);
 	while (!ibv_get_cq_event(ep->comp_ch, &cq, &ctx)) {
 		ibv_ack_cq_events(cq, 1);
 		ep->cq_armed = false;
