@@ -47,6 +47,15 @@ static void topo_load(void)
 	topo_loaded = true;
 }
 
+/* The library unloads (dlclose, exit): the topology goes with it. */
+__attribute__((destructor)) static void topo_unload(void)
+{
+	if (topo_loaded) {
+		topo_loaded = false;
+		hwloc_topology_destroy(topo);
+	}
+}
+
 hwloc_topology_t util_topo(void)
 {
 	pthread_once(&topo_once, topo_load);
