@@ -26,18 +26,9 @@ esac
 
 bld=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
 lib=${lib:-$bld/.libs}
-real() {	# the ELF binary behind a libtool wrapper
-	if [ -x "$1/.libs/$2" ]; then
-		echo "$1/.libs/$2"
-	elif [ -x "$1/$2" ] && [ "$(head -c 2 "$1/$2")" != "#!" ]; then
-		echo "$1/$2"
-	else
-		echo "no $2 under $1 (build first)" >&2
-		exit 99
-	fi
-}
-rpc=$(real "$bld/fabtests" fi_rpc) || exit 99
-info=$(real "$bld/util" fi_info) || exit 99
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+rpc=$(find_prog "$bld/fabtests" fi_rpc) || exit 99
+info=$(find_prog "$bld/util" fi_info) || exit 99
 command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout(1)"; exit 77; }
 LD_LIBRARY_PATH=$lib
 export LD_LIBRARY_PATH
@@ -66,18 +57,6 @@ limit=120	# seconds for a client; its own -T is 20
 ran=0
 fails=0
 
-# wait_line FILE REGEX PID: up to 30 s for a line in FILE while PID lives.
-wait_line() {
-	i=0
-	while [ $i -lt 300 ]; do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		kill -0 "$3" 2>/dev/null || { grep -q "$2" "$1" 2>/dev/null; return; }
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-
 # run NAME PROV OP ARGS...
 run() {
 	name=$1 p=$2 op=$3
@@ -98,7 +77,7 @@ run() {
 		fails=$((fails + 1))
 		return
 	fi
-	port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/s.err")
+	port=$(listen_port "$tmp/s.err")
 	echo "+ fi_rpc -p '$p' -o $op $* -P $port 127.0.0.1 (client)"
 	timeout -k 5 $limit "$rpc" -p "$p" -o "$op" "$@" -P "$port" 127.0.0.1 \
 		>"$tmp/c.out" 2>"$tmp/c.err" &

@@ -10,38 +10,24 @@
 # ns_a under a hostname of its own, its daemon for the other host comes
 # through nsrsh.sh (WEFT_NSRSH_HOSTS maps each address to its namespace).
 
-ns_made=
+# shellcheck source=tests/lib.sh
+. "$here/../lib.sh"
 host_a=()
 addr_a=192.0.2.1
 addr_b=192.0.2.2
 ifname=wmpi0	# the veth end in each namespace has this name
 
+# Stops what still runs on the hosts.
 ns_kill_all() {
-	local ns pids i
-	for ns in $ns_made; do
-		pids=$(ip netns pids "$ns" 2>/dev/null)
-		# shellcheck disable=SC2086
-		[ -n "$pids" ] && kill $pids 2>/dev/null
-	done
-	for ns in $ns_made; do
-		i=0
-		while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ $i -lt 30 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		pids=$(ip netns pids "$ns" 2>/dev/null)
-		# shellcheck disable=SC2086
-		[ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-	done
+	# shellcheck disable=SC2086 # a list of names
+	ns_stop $ns_made
 }
 
 cleanup() {
 	trap - EXIT INT TERM HUP
 	if [ -n "$ns_made" ]; then
-		ns_kill_all
-		for ns in $ns_made; do
-			ip netns del "$ns" 2>/dev/null
-		done
+		# shellcheck disable=SC2086
+		ns_remove $ns_made
 		ns_made=
 	fi
 	ns_a= ns_b= host_a=()
@@ -52,26 +38,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # Make the two hosts (names unique to this run); ns_why says why not.
-ns_why=
 hosts_up() {
 	[ "$(id -u)" = 0 ] || { ns_why="network namespaces need root (running as uid $(id -u))"; return 1; }
 	command -v ip >/dev/null 2>&1 || { ns_why="no ip(8) (iproute2)"; return 1; }
 	command -v unshare >/dev/null 2>&1 || { ns_why="no unshare(1) for a hostname per host"; return 1; }
-	local a=weft-mpi-$$-a b=weft-mpi-$$-b o
-	step() {
-		o=$("$@" 2>&1) || { ns_why="cannot make the two hosts: '$*': $o"; return 1; }
-	}
-	step ip netns add "$a" || return 1
-	ns_made=$a
-	step ip netns add "$b" || return 1
-	ns_made="$a $b"
-	step ip link add "$ifname" netns "$a" type veth peer name "$ifname" netns "$b" || return 1
-	step ip -n "$a" addr add "$addr_a/24" dev "$ifname" || return 1
-	step ip -n "$b" addr add "$addr_b/24" dev "$ifname" || return 1
-	for n in $a $b; do
-		step ip -n "$n" link set lo up || return 1
-		step ip -n "$n" link set "$ifname" up || return 1
-	done
+	local a=weft-mpi-$$-a b=weft-mpi-$$-b
+	veth_hosts "$a" "$b" "$ifname" "$ifname" "$addr_a" "$addr_b" >/dev/null ||
+		return 1
 	ns_a=$a ns_b=$b
 	# the prefix that runs a command on host a under its own hostname
 	host_a=(ip netns exec "$ns_a" unshare -u

@@ -12,12 +12,11 @@
 # Needs top_srcdir and top_builddir (make check exports them).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/lib.sh"
 export LD_LIBRARY_PATH=$top_builddir/.libs
 unset FI_PROVIDER
 pair=$top_builddir/tests/shm/name_pair
-pp=$top_builddir/fabtests/fi_rdm_tagged_pingpong
-[ -x "$top_builddir/fabtests/.libs/fi_rdm_tagged_pingpong" ] &&
-	pp=$top_builddir/fabtests/.libs/fi_rdm_tagged_pingpong
+pp=$(find_prog "$top_builddir/fabtests" fi_rdm_tagged_pingpong) || exit 99
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -33,16 +32,6 @@ fail() {
 	fails=$((fails + 1))
 }
 
-# wait_line FILE PATTERN: up to 10 s for a line of FILE to match PATTERN.
-wait_line() {
-	local i
-	for i in $(seq 100); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # Services no other run uses: this script's pid is unique while it runs.
 svc1=${$}1 svc2=${$}2
 
@@ -53,7 +42,7 @@ for s in $svc1 $svc2; do
 	eval "srv_$s=$!"
 done
 for s in $svc1 $svc2; do
-	wait_line "$tmp/srv.$s" '^ready' || fail "server $s did not start: $(cat "$tmp/srv.$s")"
+	wait_line "$tmp/srv.$s" '^ready' "" 100 || fail "server $s did not start: $(cat "$tmp/srv.$s")"
 done
 for s in $svc1 $svc2; do
 	timeout -k 5 30 "$pair" -s 127.0.0.1 -P "$s" 127.0.0.1 >"$tmp/cli.$s" 2>&1 &
@@ -78,11 +67,11 @@ for i in 1 2; do
 	eval "pps_$i=$!"
 done
 for i in 1 2; do
-	wait_line "$tmp/pp.srv.$i" '^listening on port' ||
+	wait_line "$tmp/pp.srv.$i" '^listening on port' "" 100 ||
 		fail "pingpong server $i did not start: $(cat "$tmp/pp.srv.$i")"
 done
 for i in 1 2; do
-	port=$(sed -n 's/^listening on port \([0-9]*\).*/\1/p' "$tmp/pp.srv.$i")
+	port=$(listen_port "$tmp/pp.srv.$i")
 	timeout -k 5 60 "$pp" -p shm -P "${port:-1}" -v -S 1,4k,64k -I 20 \
 		-T 20 127.0.0.1 >/dev/null 2>"$tmp/pp.cli.$i" &
 	pids+=($!)

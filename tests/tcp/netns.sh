@@ -38,28 +38,13 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
 bld=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
 lib=${lib:-$bld/.libs}
 [ -e "$lib/libfabric.so.1" ] || { echo "no libfabric.so.1 in $lib" >&2; exit 99; }
 lib=$(cd "$lib" && pwd)
 
-# The programs themselves, not libtool's wrapper scripts: a wrapper would
-# put the build's own library first whatever LD_LIBRARY_PATH says.
-find_prog() {	# directory name
-	if [ -x "$1/.libs/$2" ]; then
-		echo "$1/.libs/$2"
-	elif [ -x "$1/$2" ] && [ "$(head -c 2 "$1/$2")" != "#!" ]; then
-		echo "$1/$2"
-	else
-		echo "no $2 under $1 (build first)" >&2
-		exit 99
-	fi
-}
 info=$(find_prog "$bld/util" fi_info) || exit 99
 rdm_pp=$(find_prog "$bld/fabtests" fi_rdm_tagged_pingpong) || exit 99
 msg_pp=$(find_prog "$bld/fabtests" fi_msg_pingpong) || exit 99
@@ -85,7 +70,6 @@ if_a=weft-a		# the veth end inside each namespace
 if_b=weft-b
 addr_a=192.0.2.1
 addr_b=192.0.2.2
-made=
 tmp=
 server=
 
@@ -96,25 +80,13 @@ cleanup() {
 		kill "$server" 2>/dev/null
 		server=
 	fi
-	# Anything still running inside this run's namespaces is this run's.
-	for ns in $made; do
-		pids=$(ip netns pids "$ns" 2>/dev/null)
-		[ -n "$pids" ] && kill $pids 2>/dev/null
-	done
-	for ns in $made; do
-		i=0
-		while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ $i -lt 20 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		pids=$(ip netns pids "$ns" 2>/dev/null)
-		[ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-	done
-	# The veth pair goes with the namespaces that hold its ends.
-	for ns in $made; do
-		echo "+ ip netns del $ns"
-		ip netns del "$ns"
-	done
+	# Anything still running inside this run's namespaces is this run's;
+	# the veth pair goes with the namespaces that hold its ends.
+	if [ -n "$ns_made" ]; then
+		echo "+ ip netns del$ns_made"
+		# shellcheck disable=SC2086 # a list of names
+		ns_remove $ns_made
+	fi
 	[ -n "$tmp" ] && rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -122,25 +94,9 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# A step of making the hosts; its failure means this machine cannot have
-# them here, which is a skip, not a failure of the provider.
-setup() {
-	echo "+ $*"
-	out=$("$@" 2>&1) || skip "cannot make the two hosts: '$*': $out"
-}
-
-setup ip netns add "$ns_a"
-made=$ns_a
-setup ip netns add "$ns_b"
-made="$ns_a $ns_b"
-setup ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b"
-setup ip -n "$ns_a" addr add "$addr_a/24" dev "$if_a"
-setup ip -n "$ns_b" addr add "$addr_b/24" dev "$if_b"
-for ns in $ns_a $ns_b; do
-	setup ip -n "$ns" link set lo up
-done
-setup ip -n "$ns_a" link set "$if_a" up
-setup ip -n "$ns_b" link set "$if_b" up
+# Failing to make the hosts means this machine cannot have them here,
+# which is a skip, not a failure of the provider.
+veth_hosts "$ns_a" "$ns_b" "$if_a" "$if_b" "$addr_a" "$addr_b" || skip "$ns_why"
 echo "+ ip -n $ns_a -br addr show dev $if_a; ip -n $ns_b -br addr show dev $if_b"
 ip -n "$ns_a" -br addr show dev "$if_a"
 ip -n "$ns_b" -br addr show dev "$if_b"
@@ -166,15 +122,8 @@ pair() {
 		timeout -k 5 "$limit" "$prog" "$@" -s "$addr_a" -B 0 \
 		>"$tmp/server.out" 2>"$tmp/server.err" &
 	server=$!
-	port=
-	i=0
-	while [ $i -lt 100 ]; do
-		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
-		[ -n "$port" ] && break
-		kill -0 "$server" 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_line "$tmp/server.err" '^listening on port ' "$server" 100
+	port=$(listen_port "$tmp/server.err")
 	if [ -z "$port" ]; then
 		echo "the server reported no port:"
 		kill "$server" 2>/dev/null
@@ -239,13 +188,8 @@ rpc_kill() {
 		timeout -k 5 "$limit" "$rpc" "$@" -s "$addr_a" -B 0 \
 		>"$tmp/server.out" 2>"$tmp/server.err" &
 	server=$!
-	port=
-	i=0
-	while [ $i -lt 100 ] && [ -z "$port" ] && kill -0 "$server" 2>/dev/null; do
-		sleep 0.1
-		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
-		i=$((i + 1))
-	done
+	wait_line "$tmp/server.err" '^listening on port ' "$server" 100
+	port=$(listen_port "$tmp/server.err")
 	if [ -z "$port" ]; then
 		kill "$server" 2>/dev/null
 		wait "$server"

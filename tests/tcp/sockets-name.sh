@@ -14,16 +14,10 @@
 set -u
 
 bld=${top_builddir:-.}
-real() {	# the ELF binary behind a libtool wrapper
-	if [ -x "$1/.libs/$2" ]; then
-		echo "$1/.libs/$2"
-	else
-		echo "$1/$2"
-	fi
-}
-info=$(real "$bld/util" fi_info)
-rdm_pp=$(real "$bld/fabtests" fi_rdm_tagged_pingpong)
-msg_pp=$(real "$bld/fabtests" fi_msg_pingpong)
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+info=$(find_prog "$bld/util" fi_info) || exit 99
+rdm_pp=$(find_prog "$bld/fabtests" fi_rdm_tagged_pingpong) || exit 99
+msg_pp=$(find_prog "$bld/fabtests" fi_msg_pingpong) || exit 99
 LD_LIBRARY_PATH=$bld/.libs
 export LD_LIBRARY_PATH
 for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
@@ -111,15 +105,8 @@ pingpong() {
 	timeout -k 5 60 "$prog" "$@" -s 127.0.0.1 -B 0 >"$tmp/server.out" \
 		2>"$tmp/server.err" &
 	server=$!
-	port=
-	i=0
-	while [ $i -lt 100 ]; do
-		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/server.err")
-		[ -n "$port" ] && break
-		kill -0 "$server" 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_line "$tmp/server.err" '^listening on port ' "$server" 100
+	port=$(listen_port "$tmp/server.err")
 	if [ -z "$port" ]; then
 		kill "$server" 2>/dev/null
 		wait "$server"
