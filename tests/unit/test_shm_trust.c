@@ -37,6 +37,11 @@
 extern struct fi_provider shm_prov;
 static struct fi_provider *const link_shm __attribute__((used)) = &shm_prov;
 
+/* tcp too, for its endpoints that embed shm */
+extern struct fi_provider tcp_prov;
+static struct fi_provider *const link_tcp __attribute__((used)) = &tcp_prov;
+
+
 /* Unprivileged users for the tests that need two of them. */
 #define VICTIM_UID 65533
 #define ATTACKER_UID 65534
@@ -552,6 +557,283 @@ Test(shm_trust, full_dev_shm_fails_send_to_unreserved_peer, .timeout = 60)
 		_exit(ret < 0 && ret != -FI_EAGAIN ? 0 : 1);
 	}
 	child_result(pid, "send on a full /dev/shm",
+		     "cannot mount a small /dev/shm (needs root and mount "
+		     "namespaces)");
+}
+
+/* ---- an older layout, another user's bell ---------------------------------- */
+
+/* A region a weft of the previous layout made: refused, not misread. */
+Test(shm_trust, older_layout_version_is_refused)
+{
+	char tname[SHM_NAME_MAX], name[SHM_NAME_MAX], path[128];
+	struct shm_region_hdr *old;
+	struct shm_map tmpl;
+	struct tep t;
+	int fd;
+
+	unique_name(tname, sizeof(tname), "old-tmpl");
+	unique_name(name, sizeof(name), "old");
+	cr_assert_eq(shm_region_create(tname, &attr, &tmpl), 0);
+	old = malloc(tmpl.size);
+	cr_assert_not_null(old);
+	memcpy(old, tmpl.hdr, tmpl.size);
+	old->version = SHM_VERSION - 1;
+	snprintf(old->name, sizeof(old->name), "%s", name);
+	region_path(path, sizeof(path), geteuid(), name);
+	fd = copy_region(path, old, tmpl.size, tmpl.size, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(tep_open(&t, NULL), 0);
+	assert_send_refused(&t, name, "a region of layout version N-1");
+	tep_close(&t);
+	shm_unlink(path);
+	shm_region_unmap(&tmpl);
+	free(old);
+}
+
+/*
+ * Another user made a file where our bell goes, before our endpoint took
+ * the name: the endpoint works without a bell (its waits poll), and nothing
+ * is ever written into that file.
+ */
+Test(shm_trust, other_users_bell_is_not_used, .timeout = 60)
+{
+	char name[SHM_NAME_MAX], bell[160];
+	struct stat st;
+	pid_t pid;
+	int fd;
+
+	if (geteuid())
+		cr_skip_test("needs root to act as two other users");
+	unique_name(name, sizeof(name), "bell");
+	snprintf(bell, sizeof(bell), "/dev/shm/weft-bell.%u.%s", VICTIM_UID,
+		 name);
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		if (!become(ATTACKER_UID))
+			_exit(77);
+		fd = open(bell, O_RDWR | O_CREAT | O_EXCL, 0666);
+		_exit(fd < 0 ? 1 : 0);
+	}
+	child_result(pid, "attacker", "cannot switch to an unprivileged user");
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG,
+					      .wait_obj = FI_WAIT_UNSPEC };
+		struct fi_cq_msg_entry e;
+		struct fid_cq *wcq;
+		uint64_t got = 0;
+		struct tep t;
+		pid_t sender;
+		ssize_t n;
+		int status;
+
+		if (!become(VICTIM_UID))
+			_exit(77);
+		if (tep_open(&t, name))
+			_exit(2);
+		/* A second CQ that can be waited on, for receives. */
+		if (fi_cq_open(t.domain, &cq_attr, &wcq, NULL))
+			_exit(2);
+		fi_close(&t.ep->fid);
+		if (fi_endpoint(t.domain, t.info, &t.ep, NULL) ||
+		    fi_ep_bind(t.ep, &t.av->fid, 0) ||
+		    fi_ep_bind(t.ep, &t.cq->fid, FI_TRANSMIT) ||
+		    fi_ep_bind(t.ep, &wcq->fid, FI_RECV))
+			_exit(2);
+		{
+			char addr[FI_NAME_MAX];
+
+			snprintf(addr, sizeof(addr), "fi_shm://%s", name);
+			if (fi_setname(&t.ep->fid, addr, strlen(addr) + 1) ||
+			    fi_enable(t.ep))
+				_exit(2);
+		}
+		if (fi_recv(t.ep, &got, sizeof(got), NULL, FI_ADDR_UNSPEC,
+			    NULL))
+			_exit(2);
+		sender = fork();
+		if (!sender) {
+			struct tep s;
+
+			usleep(200 * 1000); /* the receiver is asleep by now */
+			if (tep_open(&s, NULL))
+				_exit(2);
+			n = tep_send(&s, name);
+			/* Until the receiver has it: our sends are progressed
+			 * by us, the receiver only polls its queue. */
+			usleep(300 * 1000);
+			tep_close(&s);
+			_exit(n ? 3 : 0);
+		}
+		n = fi_cq_sread(wcq, &e, 1, NULL, 10000);
+		fprintf(stderr, "receive with another user's file as bell: "
+				"%zd, %#llx\n",
+			n, (unsigned long long)got);
+		waitpid(sender, &status, 0);
+		fi_close(&t.ep->fid);
+		fi_close(&wcq->fid);
+		t.ep = NULL;
+		tep_close(&t);
+		_exit(n == 1 && got == 0x5ec2e75ec2e7 && WIFEXITED(status) &&
+				      !WEXITSTATUS(status) ?
+			      0 :
+			      1);
+	}
+	child_result(pid, "victim", "cannot switch to an unprivileged user");
+
+	/* The attacker's file: still theirs, still empty. */
+	cr_assert_eq(stat(bell, &st), 0, "the attacker's file was removed");
+	cr_assert_eq(st.st_uid, ATTACKER_UID);
+	cr_assert(S_ISREG(st.st_mode));
+	cr_assert_eq(st.st_size, 0, "%lld bytes were written into it",
+		     (long long)st.st_size);
+	unlink(bell);
+}
+
+/* Whether this process maps a weft shm region. */
+static bool maps_a_region(void)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/dev/shm/weft-shm.") != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Two tcp RDM endpoints on 127.0.0.1 exchange a message each way; 0 when
+ * both arrive intact.  *mapped: whether a region was mapped meanwhile. */
+static int tcp_exchange(bool *mapped)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG };
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct fid_fabric *fabric = NULL;
+	struct fid_domain *domain = NULL;
+	struct fid_av *av = NULL;
+	struct fid_cq *cq[2] = { NULL };
+	struct fid_ep *ep[2] = { NULL };
+	fi_addr_t dest[2];
+	char name[2][64];
+	uint64_t got[2] = { 0 }, v[2] = { 0x1111, 0x2222 };
+	struct fi_cq_msg_entry e;
+	int i, ret, done = 0, spins;
+	size_t len;
+
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->addr_format = FI_SOCKADDR_IN;
+	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
+			 hints, &info);
+	fi_freeinfo(hints);
+	if (ret)
+		return ret;
+	ret = fi_fabric(info->fabric_attr, &fabric, NULL);
+	if (!ret)
+		ret = fi_domain(fabric, info, &domain, NULL);
+	if (!ret)
+		ret = fi_av_open(domain, &av_attr, &av, NULL);
+	for (i = 0; i < 2 && !ret; i++) {
+		ret = fi_cq_open(domain, &cq_attr, &cq[i], NULL);
+		if (!ret)
+			ret = fi_endpoint(domain, info, &ep[i], NULL);
+		if (!ret)
+			ret = fi_ep_bind(ep[i], &av->fid, 0);
+		if (!ret)
+			ret = fi_ep_bind(ep[i], &cq[i]->fid,
+					 FI_TRANSMIT | FI_RECV);
+		if (!ret)
+			ret = fi_enable(ep[i]);
+		len = sizeof(name[i]);
+		if (!ret)
+			ret = fi_getname(&ep[i]->fid, name[i], &len);
+		if (!ret && fi_av_insert(av, name[i], 1, &dest[i], 0, NULL) != 1)
+			ret = -FI_EINVAL;
+	}
+	for (i = 0; i < 2 && !ret; i++)
+		ret = (int)fi_recv(ep[i], &got[i], sizeof(got[i]), NULL,
+				   FI_ADDR_UNSPEC, &got[i]);
+	for (i = 0; i < 2 && !ret; i++)
+		ret = (int)fi_send(ep[i], &v[i], sizeof(v[i]), NULL,
+				   dest[1 - i], &v[i]);
+	for (spins = 0; !ret && done < 4 && spins < 2000000; spins++) {
+		for (i = 0; i < 2; i++) {
+			ssize_t n = fi_cq_read(cq[i], &e, 1);
+
+			if (n == 1)
+				done++;
+			else if (n != -FI_EAGAIN)
+				ret = (int)n;
+		}
+	}
+	if (!ret && (done != 4 || got[0] != v[1] || got[1] != v[0]))
+		ret = -FI_EIO;
+	*mapped = maps_a_region();
+	for (i = 0; i < 2; i++) {
+		if (ep[i])
+			fi_close(&ep[i]->fid);
+		if (cq[i])
+			fi_close(&cq[i]->fid);
+	}
+	if (av)
+		fi_close(&av->fid);
+	if (domain)
+		fi_close(&domain->fid);
+	if (fabric)
+		fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	return ret;
+}
+
+/*
+ * tcp reaches peers of its host through shared memory; with no room in
+ * /dev/shm for its region it reaches them through the network instead.
+ * The control first: with room, the same exchange maps a region.
+ */
+Test(shm_trust, tcp_falls_back_on_full_dev_shm, .timeout = 60)
+{
+	pid_t pid;
+
+	unsetenv("FI_TCP_SHM");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		bool mapped = false;
+		int ret = tcp_exchange(&mapped);
+
+		fprintf(stderr, "tcp, room in /dev/shm: %d, region %s\n", ret,
+			mapped ? "mapped" : "none");
+		_exit(ret == -FI_ENODATA ? 77 : ret || !mapped ? 1 : 0);
+	}
+	child_result(pid, "tcp with room in /dev/shm", "no tcp provider");
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		bool mapped = true;
+		int ret;
+
+		if (!small_dev_shm("64k"))
+			_exit(77);
+		ret = tcp_exchange(&mapped);
+		fprintf(stderr, "tcp, a 64 KiB /dev/shm: %d, region %s\n", ret,
+			mapped ? "mapped" : "none");
+		_exit(ret || mapped ? 1 : 0);
+	}
+	child_result(pid, "tcp on a full /dev/shm",
 		     "cannot mount a small /dev/shm (needs root and mount "
 		     "namespaces)");
 }
