@@ -67,6 +67,10 @@ const char *ft_ep_type_str(enum fi_ep_type type)
  * system call (a VM whose clock source has no vDSO path).
  */
 static _Atomic unsigned long ft_heartbeat;
+/* The heartbeat the watchdog has seen stand still for -T seconds (0: none);
+ * the waits compare it with the heartbeat instead of reading the clock. */
+static _Atomic unsigned long ft_stalled_at;
+static bool ft_watchdog_runs;
 
 void ft_alive(void)
 {
@@ -83,6 +87,9 @@ static void *ft_watchdog(void *arg)
 		now = atomic_load_explicit(&ft_heartbeat, memory_order_relaxed);
 		idle = now == last ? idle + 1 : 0;
 		last = now;
+		if (idle >= ft.opts.timeout)
+			atomic_store_explicit(&ft_stalled_at, now,
+					      memory_order_relaxed);
 		if (idle > limit) {
 			ft_err("watchdog: no progress for %ld s, a call into "
 			       "the provider did not return", idle);
@@ -104,7 +111,28 @@ static void ft_watchdog_start(void)
 	if (pthread_create(&thread, NULL, ft_watchdog, NULL))
 		ft_err("pthread_create(watchdog) failed; runs are not bounded");
 	else
-		pthread_detach(thread);
+		pthread_detach(thread), ft_watchdog_runs = true;
+}
+
+/*
+ * Whether a wait has seen no progress for -T seconds.  With the watchdog
+ * running, that is its verdict on the heartbeat (two loads); without it,
+ * the clock, from *since (0: start counting now).
+ */
+static bool ft_stalled(double *since)
+{
+	unsigned long at;
+
+	if (ft_watchdog_runs) {
+		at = atomic_load_explicit(&ft_stalled_at, memory_order_relaxed);
+		return at && at == atomic_load_explicit(&ft_heartbeat,
+							memory_order_relaxed);
+	}
+	if (!*since) {
+		*since = ft_now();
+		return false;
+	}
+	return ft_now() - *since > ft.opts.timeout;
 }
 
 /* ---- options ---- */
@@ -1360,9 +1388,7 @@ int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx)
 		}
 		if ((++spin & 255) && ft.opts.wait_obj == FI_WAIT_NONE)
 			continue;
-		if (!last) {
-			last = ft_now();
-		} else if (ft_now() - last > ft.opts.timeout) {
+		if (ft_stalled(&last)) {
 			ft_err("no progress for %d s: transmit %llu of %llu, "
 			       "receive %llu of %llu completions",
 			       ft.opts.timeout,
@@ -1389,9 +1415,7 @@ static int ft_retry(struct ft_ep *e, ssize_t ret, double *start,
 	ret = ft_progress(e);
 	if (ret)
 		return (int)ret;
-	if (!*start)
-		*start = ft_now();
-	else if (ft_now() - *start > ft.opts.timeout) {
+	if (ft_stalled(start)) {
 		ft_err("%s: -FI_EAGAIN for %d s", call, ft.opts.timeout);
 		return -FI_ETIMEDOUT;
 	}
