@@ -177,6 +177,8 @@ void tcp_conn_lost(struct tcp_conn *conn)
 		ep->hot = NULL;
 	if (conn->prev_state == TCP_CONN_OPEN)
 		ep->nopen--;
+	else if (conn->prev_state == TCP_CONN_ACCEPTED)
+		ep->npending--;
 	if (tp && tp->conn == conn) {
 		tp->conn = NULL;
 		tp->peer.state = conn->error ? UTIL_PEER_FAILED : UTIL_PEER_IDLE;
@@ -211,6 +213,8 @@ static void conn_opened(struct tcp_conn *conn)
 {
 	struct tcp_ep *ep = conn->ep;
 
+	if (conn->state == TCP_CONN_ACCEPTED)
+		ep->npending--;
 	conn->state = TCP_CONN_OPEN;
 	ep->nopen++;
 	ep->hot = ep->nopen == 1 ? conn : NULL;
@@ -1032,12 +1036,39 @@ int tcp_frame_staged(struct tcp_conn *conn)
 
 /* ---- progress ----------------------------------------------------------- */
 
+/*
+ * Room for one more accepted connection waiting for its HELLO: past
+ * tcp_params.pending_max the oldest such one is closed.  A peer that
+ * connects and says nothing (or half a HELLO) holds one socket until its
+ * handshake times out or newer ones push it out, whatever their number.
+ */
+static void ep_pending_room(struct tcp_ep *ep)
+{
+	struct tcp_conn *conn;
+	struct dlist_entry *e;
+
+	if (ep->npending < tcp_params.pending_max)
+		return;
+	dlist_foreach(&ep->conns, e) {
+		conn = container_of(e, struct tcp_conn, entry);
+		if (conn->state != TCP_CONN_ACCEPTED)
+			continue;
+		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
+			"%d connections wait for a HELLO: the oldest is "
+			"closed\n", ep->npending);
+		tcp_conn_close(conn, FI_ETIMEDOUT);
+		return;
+	}
+}
+
 static void ep_accept(struct tcp_ep *ep)
 {
 	struct tcp_conn *conn;
-	int fd;
+	int fd, i;
 
-	for (;;) {
+	/* A bounded number per call: a flood of connections does not keep
+	 * the endpoint from its established ones. */
+	for (i = 0; i < TCP_ACCEPT_BURST; i++) {
 		fd = accept4(ep->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
@@ -1049,12 +1080,14 @@ static void ep_accept(struct tcp_ep *ep)
 			return;
 		}
 		tcp_sock_opts(fd);
+		ep_pending_room(ep);
 		conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);
 			continue;
 		}
 		ep_conn_link(ep, conn);
+		ep->npending++;
 	}
 }
 
