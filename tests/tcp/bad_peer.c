@@ -11,6 +11,17 @@
  * which must arrive intact, and the target's CQ must hold nothing else.
  * The target must not leak the sockets of connections it dropped.
  *
+ * Then the limits of docs/tcp-protocol.md ("What a peer can make an
+ * endpoint hold"): headers announcing 2^63 and 2^64-1 bytes for every data
+ * op close the connection with no allocation of that size (this program's
+ * malloc watches the sizes asked for) and no growth of RSS; a peer that
+ * reads nothing gets at most its share of the target's transmits (1000
+ * sends of 1 MiB: the rest return -FI_EAGAIN, RSS stays), and the honest
+ * peer's traffic goes on both ways meanwhile; 10000 connections that never
+ * finish their handshake (half of them after half a HELLO) cost the target
+ * at most FI_TCP_PENDING_MAX sockets while the honest peer's messages keep
+ * flowing: their trip times are printed.
+ *
  * Uses the public API, plus raw sockets on loopback.  Progress is manual:
  * reading the CQs drives both endpoints.  Exit 0 pass, 77 no tcp
  * provider, 1 fail.
