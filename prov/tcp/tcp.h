@@ -63,7 +63,8 @@ extern struct tcp_params tcp_params;
 #define TCP_STAGE_MIN 4096
 /* Payload left from which an empty socket is waited for with epoll. */
 #define TCP_DRY_MIN 65536
-/* Connections an RDM endpoint accepts per progress call, at most. */
+/* Connections an endpoint or passive endpoint accepts per progress call,
+ * at most. */
 #define TCP_ACCEPT_BURST 64
 void tcp_params_init(void);
 
@@ -248,6 +249,8 @@ void tcp_sock_opts(int fd);
 struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 			      uint8_t state);
 int tcp_conn_move(struct tcp_conn *conn, int epfd);
+/* Close the oldest connection of list still waiting for its HELLO. */
+void tcp_pending_evict(struct dlist_entry *list);
 void tcp_conn_close(struct tcp_conn *conn, int err);
 void tcp_conn_free(struct tcp_conn *conn);
 int tcp_conn_watch(struct tcp_conn *conn, bool want_out);

@@ -1036,31 +1036,6 @@ int tcp_frame_staged(struct tcp_conn *conn)
 
 /* ---- progress ----------------------------------------------------------- */
 
-/*
- * Room for one more accepted connection waiting for its HELLO: past
- * tcp_params.pending_max the oldest such one is closed.  A peer that
- * connects and says nothing (or half a HELLO) holds one socket until its
- * handshake times out or newer ones push it out, whatever their number.
- */
-static void ep_pending_room(struct tcp_ep *ep)
-{
-	struct tcp_conn *conn;
-	struct dlist_entry *e;
-
-	if (ep->npending < tcp_params.pending_max)
-		return;
-	dlist_foreach(&ep->conns, e) {
-		conn = container_of(e, struct tcp_conn, entry);
-		if (conn->state != TCP_CONN_ACCEPTED)
-			continue;
-		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
-			"%d connections wait for a HELLO: the oldest is "
-			"closed\n", ep->npending);
-		tcp_conn_close(conn, FI_ETIMEDOUT);
-		return;
-	}
-}
-
 static void ep_accept(struct tcp_ep *ep)
 {
 	struct tcp_conn *conn;
@@ -1080,7 +1055,8 @@ static void ep_accept(struct tcp_ep *ep)
 			return;
 		}
 		tcp_sock_opts(fd);
-		ep_pending_room(ep);
+		if (ep->npending >= tcp_params.pending_max)
+			tcp_pending_evict(&ep->conns);
 		conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);

@@ -47,6 +47,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
@@ -1260,6 +1261,127 @@ static void case_stalled_handshakes(void)
 	spin(300);
 }
 
+/* The same against an MSG passive endpoint: its FI_CONNREQ still comes. */
+#define PEP_FLOOD 3000
+
+static void pep_drive(struct fid_eq *eq, struct fi_eq_cm_entry *cm,
+		      uint32_t *event)
+{
+	ssize_t n = fi_eq_read(eq, event, cm, sizeof(*cm) + 64, 0);
+
+	if (n == -FI_EAVAIL) {
+		struct fi_eq_err_entry err = { 0 };
+
+		fi_eq_readerr(eq, &err, 0);
+		fail("passive endpoint EQ error: %s", fi_strerror(err.err));
+	} else if (n < 0 && n != -FI_EAGAIN) {
+		fail("fi_eq_read: %s", fi_strerror((int)-n));
+	} else if (n < 0) {
+		*event = 0;
+	}
+}
+
+static void case_pep_stalled(void)
+{
+	static int fds[PEP_FLOOD];
+	struct fi_info *hints = fi_allocinfo(), *pinfo = NULL;
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} cm;
+	struct fid_pep *pep;
+	struct fid_eq *eq;
+	struct sockaddr_in sa;
+	size_t salen = sizeof(sa);
+	uint8_t buf[TCP_HDR_MAX + 64];
+	uint32_t event = 0;
+	uint64_t end;
+	int i, k, open = 0, base, held, held_max = 0, fd;
+	size_t hl;
+
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	if (fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints,
+		       &pinfo)) {
+		fail("no tcp FI_EP_MSG on 127.0.0.1");
+		fi_freeinfo(hints);
+		return;
+	}
+	fi_freeinfo(hints);
+	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
+	CHECK(fi_passive_ep(fabric, pinfo, &pep, NULL));
+	CHECK(fi_pep_bind(pep, &eq->fid, 0));
+	CHECK(fi_listen(pep));
+	CHECK(fi_getname(&pep->fid, &sa, &salen));
+	base = count_fds();
+	for (i = 0; i < PEP_FLOOD; i += STALL_BATCH) {
+		for (k = i; k < i + STALL_BATCH; k++) {
+			fds[k] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
+							 SOCK_CLOEXEC, 0);
+			if (fds[k] < 0) {
+				fail("socket: %s", strerror(errno));
+				break;
+			}
+			open++;
+			if (connect(fds[k], (struct sockaddr *)&sa,
+				    sizeof(sa)) && errno != EINPROGRESS)
+				fail("connect: %s", strerror(errno));
+		}
+		if (k < i + STALL_BATCH)
+			break;
+		end = now_ms() + 50;
+		while (now_ms() < end) {
+			pep_drive(eq, &cm.e, &event);
+			if (event)
+				fail("an event from a connection that said "
+				     "nothing: %u", event);
+		}
+		held = count_fds() - base - open;
+		if (held > held_max)
+			held_max = held;
+	}
+	/* An MSG HELLO during the flood: its FI_CONNREQ comes, with its
+	 * data, and fi_reject answers it. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fail("connect to the passive endpoint: %s", strerror(errno));
+	} else {
+		hl = tcp_put_hello(buf, TCP_EPK_MSG, 0, 5);
+		memcpy(buf + hl, "hello", 5);
+		raw_send(fd, buf, hl + 5);
+		end = now_ms() + WAIT_MS;
+		event = 0;
+		while (event != FI_CONNREQ && now_ms() < end)
+			pep_drive(eq, &cm.e, &event);
+		if (event != FI_CONNREQ) {
+			fail("no FI_CONNREQ within %d ms of the flood", WAIT_MS);
+		} else {
+			if (memcmp(cm.e.data, "hello", 5))
+				fail("FI_CONNREQ without its data");
+			CHECK(fi_reject(pep, cm.e.info->handle, NULL, 0));
+			fi_freeinfo(cm.e.info);
+			expect_hello_ack(fd, FI_ECONNREFUSED,
+					 "MSG HELLO during a flood");
+			fd = -1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	printf("# %d stalled connections to a passive endpoint: it held at "
+	       "most %d sockets more\n", open, held_max);
+	if (held_max > TCP_PENDING_CAP + 64)
+		fail("the passive endpoint held %d sockets (cap %d)", held_max,
+		     TCP_PENDING_CAP);
+	for (k = 0; k < open; k++)
+		close(fds[k]);
+	CHECK(fi_close(&pep->fid));
+	CHECK(fi_close(&eq->fid));
+	fi_freeinfo(pinfo);
+}
+
 struct bad_case {
 	const char *name;
 	void (*run)(void);
@@ -1279,6 +1401,8 @@ static const struct bad_case cases[] = {
 	{ "headers announcing 2^63 and 2^64-1 bytes", case_giant },
 	{ "a peer that stops reading", case_half_open },
 	{ "10000 handshakes never finished", case_stalled_handshakes },
+	{ "3000 handshakes never finished, passive endpoint",
+	  case_pep_stalled },
 };
 
 int main(void)
