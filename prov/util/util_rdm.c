@@ -2527,7 +2527,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	/* The endpoint holds at most tx_size transmits: past it a call
 	 * returns -FI_EAGAIN (util_rdm.h, back-pressure). */
 	pattr.max_cnt = info->tx_attr ? info->tx_attr->size : 0;
-	ep->peer_tx_max = pattr.max_cnt ?
+	/* (A connected endpoint has one peer: all of them are its.) */
+	ep->peer_tx_max = pattr.max_cnt && !ep->connected ?
 		(uint32_t)WEFT_MAX(pattr.max_cnt - pattr.max_cnt / 4, 1) :
 		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
