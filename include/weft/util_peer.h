@@ -51,6 +51,7 @@ struct util_peer {
 	struct dlist_entry queued; /* struct util_rdm_tx.waiting */
 	struct dlist_entry blocked; /* on the engine's list while queued */
 	bool draining; /* the engine is handing the queue over */
+	uint32_t ntx; /* the engine's transmits to it, not finished */
 	void *addr; /* map->addr_len bytes, the AV's stored form */
 	/* The RDM engine's: the transport that reaches it (util_rdm.h). */
 	struct util_rdm_xport *xp;

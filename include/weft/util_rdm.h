@@ -166,7 +166,9 @@ struct util_rdm_xport;
  * the peer's queue and progress hands it over, in order: later transmits
  * to that peer queue behind it.  The rule the application sees: a call
  * returns -FI_EAGAIN when the endpoint holds tx_size transmits already,
- * when the CQ has no room for the completion, or when the transmit has no
+ * when the destination peer holds three quarters of them on an endpoint
+ * of many peers (so that one peer that stops reading cannot take every
+ * transmit and stall the endpoint's traffic to the others), when the CQ has no room for the completion, or when the transmit has no
  * completion to report it (fi_inject, FI_SELECTIVE_COMPLETION without
  * FI_COMPLETION) and its peer cannot take it now; the application then
  * drives progress (fi_cq_read) and calls again (fi_msg(3)).  A transport
@@ -376,6 +378,9 @@ struct util_rdm_ep {
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
+	/* Transmits one peer may hold: three quarters of tx_size (all of
+	 * them on a connected endpoint). */
+	uint32_t peer_tx_max;
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	struct util_peer_map peers;
 	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */

@@ -52,6 +52,7 @@ struct tcp_params {
 	size_t staging;      /* bytes of a connection's receive buffer */
 	size_t unexp_max;
 	int conn_timeout_ms; /* a connect (with its handshake) gives up */
+	int pending_max;     /* accepted connections waiting for HELLO */
 	size_t max_msg;
 	bool nodelay;
 	bool shm; /* FI_TCP_SHM: RDM endpoints use shm for local peers */
@@ -62,6 +63,9 @@ extern struct tcp_params tcp_params;
 #define TCP_STAGE_MIN 4096
 /* Payload left from which an empty socket is waited for with epoll. */
 #define TCP_DRY_MIN 65536
+/* Connections an endpoint or passive endpoint accepts per progress call,
+ * at most. */
+#define TCP_ACCEPT_BURST 64
 void tcp_params_init(void);
 
 struct tcp_domain {
@@ -190,6 +194,7 @@ struct tcp_ep {
 	struct dlist_entry closed; /* MSG: its connection, once closed */
 	struct tcp_conn *hot; /* the only open connection, or NULL */
 	int nopen;
+	int npending; /* accepted, HELLO not read yet (TCP_CONN_ACCEPTED) */
 	unsigned int calls;
 	unsigned int looks; /* at the domain's set */
 	bool closing;
@@ -244,6 +249,8 @@ void tcp_sock_opts(int fd);
 struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 			      uint8_t state);
 int tcp_conn_move(struct tcp_conn *conn, int epfd);
+/* Close the oldest connection of list still waiting for its HELLO. */
+void tcp_pending_evict(struct dlist_entry *list);
 void tcp_conn_close(struct tcp_conn *conn, int err);
 void tcp_conn_free(struct tcp_conn *conn);
 int tcp_conn_watch(struct tcp_conn *conn, bool want_out);

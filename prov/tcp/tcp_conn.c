@@ -92,6 +92,31 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 	return conn;
 }
 
+/*
+ * Close the oldest connection of list (struct tcp_conn.entry, oldest
+ * first) that was accepted and still waits for its HELLO: an endpoint
+ * that holds tcp_params.pending_max of them makes room so for one more.
+ * A peer that connects and says nothing (or half a HELLO) holds one
+ * socket until its handshake times out or newer ones push it out,
+ * whatever their number.
+ */
+void tcp_pending_evict(struct dlist_entry *list)
+{
+	struct tcp_conn *conn;
+	struct dlist_entry *e;
+
+	dlist_foreach(list, e) {
+		conn = container_of(e, struct tcp_conn, entry);
+		if (conn->state != TCP_CONN_ACCEPTED)
+			continue;
+		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
+			"%d connections wait for a HELLO: the oldest is "
+			"closed\n", tcp_params.pending_max);
+		tcp_conn_close(conn, FI_ETIMEDOUT);
+		return;
+	}
+}
+
 /* Move a connection to another epoll set (a passive endpoint's to an
  * endpoint's). */
 int tcp_conn_move(struct tcp_conn *conn, int epfd)

@@ -177,6 +177,8 @@ void tcp_conn_lost(struct tcp_conn *conn)
 		ep->hot = NULL;
 	if (conn->prev_state == TCP_CONN_OPEN)
 		ep->nopen--;
+	else if (conn->prev_state == TCP_CONN_ACCEPTED)
+		ep->npending--;
 	if (tp && tp->conn == conn) {
 		tp->conn = NULL;
 		tp->peer.state = conn->error ? UTIL_PEER_FAILED : UTIL_PEER_IDLE;
@@ -211,6 +213,8 @@ static void conn_opened(struct tcp_conn *conn)
 {
 	struct tcp_ep *ep = conn->ep;
 
+	if (conn->state == TCP_CONN_ACCEPTED)
+		ep->npending--;
 	conn->state = TCP_CONN_OPEN;
 	ep->nopen++;
 	ep->hot = ep->nopen == 1 ? conn : NULL;
@@ -1035,9 +1039,11 @@ int tcp_frame_staged(struct tcp_conn *conn)
 static void ep_accept(struct tcp_ep *ep)
 {
 	struct tcp_conn *conn;
-	int fd;
+	int fd, i;
 
-	for (;;) {
+	/* A bounded number per call: a flood of connections does not keep
+	 * the endpoint from its established ones. */
+	for (i = 0; i < TCP_ACCEPT_BURST; i++) {
 		fd = accept4(ep->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
@@ -1049,12 +1055,15 @@ static void ep_accept(struct tcp_ep *ep)
 			return;
 		}
 		tcp_sock_opts(fd);
+		if (ep->npending >= tcp_params.pending_max)
+			tcp_pending_evict(&ep->conns);
 		conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);
 			continue;
 		}
 		ep_conn_link(ep, conn);
+		ep->npending++;
 	}
 }
 

@@ -27,12 +27,26 @@ static void pep_drop(struct tcp_conn *conn)
 	tcp_conn_free(conn);
 }
 
+/* Accepted connections that have not said HELLO yet. */
+static int pep_npending(struct tcp_pep *pep)
+{
+	struct dlist_entry *e;
+	int n = 0;
+
+	dlist_foreach(&pep->pending, e)
+		n += container_of(e, struct tcp_conn, entry)->state ==
+		     TCP_CONN_ACCEPTED;
+	return n;
+}
+
+/* As an RDM endpoint does (ep_accept): a bounded number per call, and at
+ * most tcp_params.pending_max waiting for their HELLO. */
 static void pep_accept(struct tcp_pep *pep)
 {
 	struct tcp_conn *conn;
-	int fd;
+	int fd, i, npending = pep_npending(pep);
 
-	for (;;) {
+	for (i = 0; i < TCP_ACCEPT_BURST; i++) {
 		fd = accept4(pep->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -40,6 +54,10 @@ static void pep_accept(struct tcp_pep *pep)
 			return;
 		}
 		tcp_sock_opts(fd);
+		if (npending >= tcp_params.pending_max)
+			tcp_pending_evict(&pep->pending);
+		else
+			npending++;
 		conn = tcp_conn_new(NULL, pep->epfd, fd, TCP_CONN_ACCEPTED);
 		if (!conn) {
 			close(fd);

@@ -41,6 +41,7 @@ struct tcp_params tcp_params = {
 	.staging = 65536 + TCP_HDR_MAX,
 	.unexp_max = 64u << 20,
 	.conn_timeout_ms = 10000,
+	.pending_max = 1024,
 	.max_msg = (size_t)1 << 40,
 	.nodelay = true,
 	.shm = true,
@@ -68,6 +69,11 @@ static void tcp_params_read(void)
 			"Milliseconds a connection attempt may take "
 			"(default %d)",
 			tcp_params.conn_timeout_ms);
+	fi_param_define(&tcp_prov, "pending_max", FI_PARAM_INT,
+			"Connections an RDM endpoint accepted and still waits "
+			"on for a HELLO; past it the oldest is closed "
+			"(default %d)",
+			tcp_params.pending_max);
 	fi_param_define(&tcp_prov, "nodelay", FI_PARAM_BOOL,
 			"Set TCP_NODELAY on every socket (default yes)");
 	fi_param_define(&tcp_prov, "shm", FI_PARAM_BOOL,
@@ -83,6 +89,8 @@ static void tcp_params_read(void)
 		tcp_params.unexp_max = v;
 	if (!fi_param_get_int(&tcp_prov, "conn_timeout", &b) && b > 0)
 		tcp_params.conn_timeout_ms = b;
+	if (!fi_param_get_int(&tcp_prov, "pending_max", &b) && b > 0)
+		tcp_params.pending_max = b;
 	if (!fi_param_get_bool(&tcp_prov, "nodelay", &b))
 		tcp_params.nodelay = b;
 	if (!fi_param_get_bool(&tcp_prov, "shm", &b))

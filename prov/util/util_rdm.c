@@ -79,11 +79,19 @@ struct util_rdm_tx *util_rdm_tx_of(struct util_rdm_ep *ep, uint64_t tx_id)
 	return tx;
 }
 
-static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep)
+/* A transmit to peer, or NULL when the endpoint has none left or the
+ * peer holds its share already (back-pressure, util_rdm.h). */
+static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep,
+				  struct util_peer *peer)
 {
-	struct util_rdm_tx *tx = util_bufpool_get(ep->tx_pool);
+	struct util_rdm_tx *tx;
 
+	if (peer->ntx >= ep->peer_tx_max)
+		return NULL;
+	tx = util_bufpool_get(ep->tx_pool);
 	if (tx) {
+		tx->peer = peer;
+		peer->ntx++;
 		dlist_init(&tx->waiting);
 		tx->gen++;
 		tx->live = true;
@@ -100,6 +108,7 @@ static void tx_wait(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 
 static void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
+	tx->peer->ntx--;
 	tx->live = false;
 	util_bufpool_put(ep->tx_pool, tx);
 }
@@ -466,7 +475,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	}
 
 	/* Rendezvous, acknowledged, or queued behind its peer's others. */
-	tx = tx_get(ep);
+	tx = tx_get(ep, peer);
 	if (!tx) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -672,7 +681,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	ret = util_peer_get(&ep->peers, addr, &peer);
 	if (weft_unlikely(ret))
 		goto out;
-	tx = tx_get(ep);
+	tx = tx_get(ep, peer);
 	if (!tx) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -916,7 +925,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	ret = util_peer_get(&ep->peers, a->addr, &peer);
 	if (weft_unlikely(ret))
 		goto out;
-	tx = tx_get(ep);
+	tx = tx_get(ep, peer);
 	if (!tx) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -2518,6 +2527,10 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	/* The endpoint holds at most tx_size transmits: past it a call
 	 * returns -FI_EAGAIN (util_rdm.h, back-pressure). */
 	pattr.max_cnt = info->tx_attr ? info->tx_attr->size : 0;
+	/* (A connected endpoint has one peer: all of them are its.) */
+	ep->peer_tx_max = pattr.max_cnt && !ep->connected ?
+		(uint32_t)WEFT_MAX(pattr.max_cnt - pattr.max_cnt / 4, 1) :
+		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
 		goto err_fetch_pool;

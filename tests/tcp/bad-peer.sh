@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # A hostile or broken peer on raw sockets against a tcp RDM endpoint over
 # loopback: the endpoint drops only the offending connection and goes on
-# serving an honest peer.  Bounded: a hang fails the test.
+# serving an honest peer; giant lengths, a peer that stops reading and
+# 10000 stalled handshakes stay within the endpoint's bounds.  Bounded: a
+# hang fails the test.
 prog="${top_builddir:-.}/tests/tcp/bad_peer"
 unset FI_PROVIDER FI_TCP_IFACE
 # A peer may announce a message of up to 2^40 bytes; the endpoint tries to

@@ -11,6 +11,17 @@
  * which must arrive intact, and the target's CQ must hold nothing else.
  * The target must not leak the sockets of connections it dropped.
  *
+ * Then the limits of docs/tcp-protocol.md ("What a peer can make an
+ * endpoint hold"): headers announcing 2^63 and 2^64-1 bytes for every data
+ * op close the connection with no allocation of that size (this program's
+ * malloc watches the sizes asked for) and no growth of RSS; a peer that
+ * reads nothing gets at most its share of the target's transmits (1000
+ * sends of 1 MiB: the rest return -FI_EAGAIN, RSS stays), and the honest
+ * peer's traffic goes on both ways meanwhile; 10000 connections that never
+ * finish their handshake (half of them after half a HELLO) cost the target
+ * at most FI_TCP_PENDING_MAX sockets while the honest peer's messages keep
+ * flowing: their trip times are printed.
+ *
  * Uses the public API, plus raw sockets on loopback.  Progress is manual:
  * reading the CQs drives both endpoints.  Exit 0 pass, 77 no tcp
  * provider, 1 fail.
@@ -27,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -35,6 +47,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
@@ -68,6 +81,15 @@ static uint8_t region[REGION];
 static int failures;
 static const char *cur_case = "setup";
 static int honest_seq;
+static uint64_t honest_last_us; /* the last honest message's trip */
+
+/* Pending handshakes the target keeps (FI_TCP_PENDING_MAX, set below). */
+#define TCP_PENDING_CAP 1024
+
+/* Send completions at the target for contexts in [stuck_lo, stuck_hi)
+ * are counted, not kept (the half-open case). */
+static char *stuck_lo, *stuck_hi;
+static int stuck_done, stuck_err;
 
 /* Completions seen at the target while driving progress. */
 static struct fi_cq_tagged_entry tgt_seen[16];
@@ -103,6 +125,14 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* ---- the endpoints ------------------------------------------------------ */
@@ -174,14 +204,21 @@ static void progress(void)
 	ssize_t n;
 
 	n = fi_cq_read(tgt.cq, &e, 1);
-	if (n == 1) {
+	if (n == 1 && (char *)e.op_context >= stuck_lo &&
+	    (char *)e.op_context < stuck_hi) {
+		stuck_done++;
+	} else if (n == 1) {
 		if (tgt_nseen < 16)
 			tgt_seen[tgt_nseen] = e;
 		tgt_nseen++;
 	} else if (n == -FI_EAVAIL) {
 		struct fi_cq_err_entry err = { 0 };
 
-		if (fi_cq_readerr(tgt.cq, &err, 0) == 1) {
+		if (fi_cq_readerr(tgt.cq, &err, 0) == 1 &&
+		    (char *)err.op_context >= stuck_lo &&
+		    (char *)err.op_context < stuck_hi) {
+			stuck_err++;
+		} else if (err.op_context || err.err) {
 			if (tgt_nerr < 16)
 				tgt_err[tgt_nerr] = err;
 			tgt_nerr++;
@@ -226,7 +263,7 @@ static void honest_check(void)
 	uint8_t sbuf[200], rbuf[256];
 	uint64_t tag = HONEST_TAG | (uint64_t)++honest_seq;
 	bool sent = false, got = false;
-	uint64_t end;
+	uint64_t end, t0 = 0;
 	ssize_t n;
 	size_t i;
 	int ret;
@@ -248,6 +285,7 @@ static void honest_check(void)
 		fail("honest fi_tsend: %s", fi_strerror(-ret));
 		return;
 	}
+	t0 = now_us();
 	while ((!sent || !got) && now_ms() < end) {
 		n = fi_cq_read(hon.cq, &e, 1);
 		if (n == 1 && e.op_context == sbuf) {
@@ -269,6 +307,7 @@ static void honest_check(void)
 				fail("honest message damaged (len %zu)",
 				     tgt_seen[i].len);
 			got = true;
+			honest_last_us = now_us() - t0;
 			memmove(tgt_seen + i, tgt_seen + i + 1,
 				(15 - i) * sizeof(*tgt_seen));
 			tgt_nseen--;
@@ -880,6 +919,485 @@ static void case_flood(void)
 		     "connections", heap1 - heap0, FLOOD);
 }
 
+/* ---- giant announcements ------------------------------------------------- */
+
+/*
+ * The largest single allocation the process asked for since the last
+ * reset: malloc, calloc and realloc of this program (and of the library it
+ * loads) pass through here.  Not under AddressSanitizer, whose allocator
+ * these would bypass.
+ */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define WATCH_ALLOC 1
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+static size_t alloc_max;
+
+static void alloc_note(size_t size)
+{
+	if (size > __atomic_load_n(&alloc_max, __ATOMIC_RELAXED))
+		__atomic_store_n(&alloc_max, size, __ATOMIC_RELAXED);
+}
+
+/* (Default visibility: the library's calls must find them.) */
+#define WATCHED __attribute__((visibility("default")))
+
+WATCHED void *malloc(size_t size)
+{
+	alloc_note(size);
+	return __libc_malloc(size);
+}
+
+WATCHED void *calloc(size_t n, size_t size)
+{
+	alloc_note(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
+	return __libc_calloc(n, size);
+}
+
+WATCHED void *realloc(void *p, size_t size)
+{
+	alloc_note(size);
+	return __libc_realloc(p, size);
+}
+#endif
+
+/* Resident memory of this process, in KiB (0 if unknown). */
+static long rss_kib(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	long v = 0;
+	size_t n = strlen(field);
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = atol(line + n + 1);
+	fclose(f);
+	return v;
+}
+
+/* A header of frame (len bytes) announcing a payload it never sends: the
+ * target closes the connection without trying to make room for it. */
+static void giant_frame(const char *what, const void *frame, size_t len)
+{
+	int fd = raw_open();
+
+	raw_send(fd, frame, len);
+	expect_closed(fd, what);
+}
+
+static void case_giant(void)
+{
+	static const uint64_t lens[] = { (uint64_t)1 << 63, UINT64_MAX };
+	static const char *const names[] = { "2^63", "2^64-1" };
+	uint8_t buf[TCP_HDR_MAX];
+	char what[96];
+	long rss0 = rss_kib("VmRSS"), rss1;
+	size_t i, n;
+
+#ifdef WATCH_ALLOC
+	__atomic_store_n(&alloc_max, 0, __ATOMIC_RELAXED);
+#endif
+	for (i = 0; i < 2; i++) {
+		uint64_t L = lens[i];
+		struct fi_rma_iov iov = { 0, L, MR_KEY };
+		struct fi_rma_iov two[2] = { { 0, L, MR_KEY },
+					     { 0, L, MR_KEY } };
+
+#define GIANT(desc, expr)                                                     \
+	do {                                                                  \
+		snprintf(what, sizeof(what), "%s of %s bytes", desc,          \
+			 names[i]);                                           \
+		n = (expr);                                                   \
+		giant_frame(what, buf, n);                                    \
+	} while (0)
+		GIANT("MSG", tcp_put_msg(buf, TCP_OP_MSG, 0, 0, 0, 0, L));
+		GIANT("TAGGED", tcp_put_msg(buf, TCP_OP_TAGGED, 0, 9, 0, 0, L));
+		/* What a rendezvous send with delivery-complete carries. */
+		GIANT("TAGGED with ACK_REQ",
+		      tcp_put_msg(buf, TCP_OP_TAGGED, TCP_F_ACK_REQ, 9, 0, 5,
+				  L));
+		GIANT("WRITE", tcp_put_rma(buf, TCP_OP_WRITE, 0, 1, 0, &iov, 1,
+					   L));
+		/* The lengths of two iovs that wrap 64 bits when added. */
+		GIANT("WRITE of two iovs, each",
+		      tcp_put_rma(buf, TCP_OP_WRITE, 0, 1, 0, two, 2, 16));
+		GIANT("READ_REQ", tcp_put_rma(buf, TCP_OP_READ_REQ, 0, 2, 0,
+					      &iov, 1, 0));
+		GIANT("READ_REQ of two iovs, each",
+		      tcp_put_rma(buf, TCP_OP_READ_REQ, 0, 2, 0, two, 2, 0));
+		GIANT("ATOMIC payload",
+		      tcp_put_atomic(buf, 0, 3, 0, MR_KEY, 0, FI_SUM, FI_UINT64,
+				     1, L));
+		GIANT("RESP", tcp_put_resp(buf, TCP_OP_RESP, 4, 0, L));
+#undef GIANT
+		/* Before the handshake: a HELLO announcing that much. */
+		snprintf(what, sizeof(what), "HELLO of %s bytes", names[i]);
+		L = htole64(L);
+		bad_hello(what, 8, &L, sizeof(L));
+	}
+	rss1 = rss_kib("VmRSS");
+	if (rss0 && rss1 > rss0 + 32 * 1024)
+		fail("RSS grew by %ld KiB over the giant headers", rss1 - rss0);
+#ifdef WATCH_ALLOC
+	if (alloc_max > ((size_t)64 << 20))
+		fail("an allocation of %zu bytes was attempted", alloc_max);
+	printf("# giant headers: largest allocation %zu bytes, RSS %ld -> "
+	       "%ld KiB\n", alloc_max, rss0, rss1);
+#endif
+}
+
+/* ---- a peer that stops reading ------------------------------------------ */
+
+#define HALF_OPEN_SENDS 1000
+#define HALF_OPEN_LEN (1u << 20)
+
+static fi_addr_t hon_from_tgt = FI_ADDR_NOTAVAIL;
+
+/* The target sends the honest peer len bytes: they arrive intact. */
+static void reverse_check(size_t len, const char *what)
+{
+	static uint8_t sbuf[HALF_OPEN_LEN], rbuf[HALF_OPEN_LEN];
+	uint64_t tag = HONEST_TAG | 0xff000000ULL | (uint64_t)++honest_seq;
+	uint64_t end = now_ms() + WAIT_MS;
+	struct fi_cq_tagged_entry e;
+	bool got = false, sent = false;
+	size_t i;
+	ssize_t n;
+	int ret;
+
+	for (i = 0; i < len; i++)
+		sbuf[i] = (uint8_t)(i * 13 + honest_seq);
+	memset(rbuf, 0, len);
+	CHECK(fi_trecv(hon.ep, rbuf, len, NULL, FI_ADDR_UNSPEC, tag, 0, rbuf));
+	while ((ret = (int)fi_tsend(tgt.ep, sbuf, len, NULL, hon_from_tgt, tag,
+				    sbuf)) == -FI_EAGAIN &&
+	       now_ms() < end) {
+		progress();
+		fi_cq_read(hon.cq, &e, 0);
+	}
+	if (ret) {
+		fail("%s: the target's fi_tsend to the honest peer: %s", what,
+		     fi_strerror(-ret));
+		fi_cancel(&hon.ep->fid, rbuf);
+		spin(50);
+		fi_cq_read(hon.cq, &e, 1);
+		return;
+	}
+	while ((!got || !sent) && now_ms() < end) {
+		n = fi_cq_read(hon.cq, &e, 1);
+		if (n == 1 && e.op_context == rbuf) {
+			if (e.len != len || e.tag != tag || memcmp(rbuf, sbuf, len))
+				fail("%s: damaged at the honest peer", what);
+			got = true;
+		} else if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(hon.cq, &err, 0);
+			fail("%s: error at the honest peer: %s", what,
+			     fi_strerror(err.err));
+			got = true;
+		}
+		progress();
+		for (i = 0; i < (size_t)tgt_nseen && i < 16; i++) {
+			if (tgt_seen[i].op_context != sbuf)
+				continue;
+			sent = true;
+			memmove(tgt_seen + i, tgt_seen + i + 1,
+				(15 - i) * sizeof(*tgt_seen));
+			tgt_nseen--;
+			break;
+		}
+	}
+	if (!got || !sent)
+		fail("%s: not %s within %d ms", what,
+		     got ? "completed at the target" : "delivered", WAIT_MS);
+}
+
+static void case_half_open(void)
+{
+	static uint8_t big[HALF_OPEN_LEN], small[64];
+	static char ctx[HALF_OPEN_SENDS + 1];
+	struct sockaddr_in sa;
+	fi_addr_t stuck;
+	long rss0, rss1, rss2;
+	uint64_t end, quiet;
+	int fd = raw_open(), accepted = 0, injected = 0, ret, i;
+
+	raw_addr(fd, &sa);
+	if (fi_av_insert(tgt.av, &sa, 1, &stuck, 0, NULL) != 1) {
+		fail("fi_av_insert of the half-open peer");
+		close(fd);
+		return;
+	}
+	if (hon_from_tgt == FI_ADDR_NOTAVAIL &&
+	    fi_av_insert(tgt.av, hon.addr, 1, &hon_from_tgt, 0, NULL) != 1) {
+		fail("fi_av_insert of the honest peer at the target");
+		close(fd);
+		return;
+	}
+	stuck_lo = ctx;
+	stuck_hi = ctx + sizeof(ctx);
+	stuck_done = stuck_err = 0;
+	memset(big, 0x5c, sizeof(big));
+	rss0 = rss_kib("VmRSS");
+	/* 1000 x 1 MiB to a peer that reads nothing: the target takes what
+	 * its queue holds, then says -FI_EAGAIN (for 500 ms in a row). */
+	quiet = now_ms() + 500;
+	while (accepted < HALF_OPEN_SENDS && now_ms() < quiet) {
+		ret = (int)fi_tsend(tgt.ep, big, sizeof(big), NULL, stuck, 0x51,
+				    ctx + accepted);
+		if (!ret) {
+			accepted++;
+			quiet = now_ms() + 500;
+		} else if (ret == -FI_EAGAIN) {
+			progress();
+		} else {
+			fail("fi_tsend to the half-open peer: %s",
+			     fi_strerror(-ret));
+			break;
+		}
+	}
+	rss1 = rss_kib("VmRSS");
+	if (accepted >= HALF_OPEN_SENDS)
+		fail("all %d sends of 1 MiB taken by a peer that reads nothing",
+		     accepted);
+	/* Injects copy: past the queue's cap they must be refused too. */
+	for (i = 0; i < 10000; i++) {
+		ret = (int)fi_tinject(tgt.ep, small, sizeof(small), stuck, 0x52);
+		if (!ret)
+			injected++;
+		else if (ret != -FI_EAGAIN)
+			break;
+		if (!(i & 63))
+			progress();
+	}
+	rss2 = rss_kib("VmRSS");
+	if (injected > 1024)
+		fail("%d injects taken by a peer that reads nothing", injected);
+	if (rss0 && (rss1 > rss0 + 64 * 1024 || rss2 > rss0 + 64 * 1024))
+		fail("the sender's RSS grew from %ld to %ld / %ld KiB", rss0,
+		     rss1, rss2);
+	printf("# half-open peer: %d of %d sends of 1 MiB taken (%d done), "
+	       "%d injects; RSS %ld -> %ld -> %ld KiB\n",
+	       accepted, HALF_OPEN_SENDS, stuck_done, injected, rss0, rss1,
+	       rss2);
+
+	/* The other peers go on, both ways, eager and streamed. */
+	honest_check();
+	reverse_check(200, "small message to the honest peer");
+	reverse_check(HALF_OPEN_LEN, "1 MiB to the honest peer");
+
+	/* The peer goes away: every send taken completes, once. */
+	close(fd);
+	end = now_ms() + WAIT_MS;
+	while (stuck_done + stuck_err < accepted && now_ms() < end)
+		progress();
+	spin(50);
+	if (stuck_done + stuck_err != accepted)
+		fail("%d sends taken, %d completed and %d failed", accepted,
+		     stuck_done, stuck_err);
+	stuck_lo = stuck_hi = NULL;
+	fi_av_remove(tgt.av, &stuck, 1, 0);
+}
+
+/* ---- connections that never finish their handshake ---------------------- */
+
+#define STALLED 10000
+#define STALL_BATCH 250
+
+static void case_stalled_handshakes(void)
+{
+	static int fds[STALLED];
+	uint8_t hello[TCP_HDR_MAX + 64];
+	uint64_t t, sum = 0, worst = 0, t0;
+	int i, k, open = 0, rounds = 0, base = count_fds(), held, held_max = 0;
+	uint64_t quiet_sum = 0;
+	size_t hl;
+
+	/* The honest peer's trip without an attack, to compare. */
+	for (i = 0; i < 10; i++) {
+		honest_check();
+		quiet_sum += honest_last_us;
+	}
+	t0 = now_ms();
+	for (i = 0; i < STALLED; i += STALL_BATCH) {
+		for (k = i; k < i + STALL_BATCH; k++) {
+			int fd = socket(AF_INET,
+					SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+					0);
+
+			fds[k] = fd;
+			if (fd < 0) {
+				fail("socket %d: %s", k, strerror(errno));
+				break;
+			}
+			open++;
+			if (connect(fd, (struct sockaddr *)&tgt_sa,
+				    sizeof(tgt_sa)) &&
+			    errno != EINPROGRESS) {
+				fail("connect %d: %s", k, strerror(errno));
+				continue;
+			}
+			/* Half of them send half a HELLO, and no more. */
+			if (k & 1) {
+				hl = hello_frame(hello, fd, TCP_EPK_RDM);
+				(void)send(fd, hello, hl / 2,
+					   MSG_NOSIGNAL | MSG_DONTWAIT);
+			}
+		}
+		if (k < i + STALL_BATCH)
+			break;
+		/* The honest peer's messages flow meanwhile. */
+		honest_check();
+		t = honest_last_us;
+		sum += t;
+		rounds++;
+		if (t > worst)
+			worst = t;
+		held = count_fds() - base - open;
+		if (held > held_max)
+			held_max = held;
+	}
+	printf("# %d stalled handshakes in %llu ms: honest message trip "
+	       "%llu us mean (%llu us without the attack), %llu us worst over "
+	       "%d rounds; the target held at most %d sockets more\n",
+	       open, (unsigned long long)(now_ms() - t0),
+	       (unsigned long long)(rounds ? sum / (uint64_t)rounds : 0),
+	       (unsigned long long)(quiet_sum / 10), (unsigned long long)worst,
+	       rounds, held_max);
+	if (held_max > TCP_PENDING_CAP + 64)
+		fail("the target held %d sockets of stalled handshakes "
+		     "(cap %d)", held_max, TCP_PENDING_CAP);
+	for (k = 0; k < open; k++)
+		close(fds[k]);
+	spin(300);
+}
+
+/* The same against an MSG passive endpoint: its FI_CONNREQ still comes. */
+#define PEP_FLOOD 3000
+
+static void pep_drive(struct fid_eq *eq, struct fi_eq_cm_entry *cm,
+		      uint32_t *event)
+{
+	ssize_t n = fi_eq_read(eq, event, cm, sizeof(*cm) + 64, 0);
+
+	if (n == -FI_EAVAIL) {
+		struct fi_eq_err_entry err = { 0 };
+
+		fi_eq_readerr(eq, &err, 0);
+		fail("passive endpoint EQ error: %s", fi_strerror(err.err));
+	} else if (n < 0 && n != -FI_EAGAIN) {
+		fail("fi_eq_read: %s", fi_strerror((int)-n));
+	} else if (n < 0) {
+		*event = 0;
+	}
+}
+
+static void case_pep_stalled(void)
+{
+	static int fds[PEP_FLOOD];
+	struct fi_info *hints = fi_allocinfo(), *pinfo = NULL;
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} cm;
+	struct fid_pep *pep;
+	struct fid_eq *eq;
+	struct sockaddr_in sa;
+	size_t salen = sizeof(sa);
+	uint8_t buf[TCP_HDR_MAX + 64];
+	uint32_t event = 0;
+	uint64_t end;
+	int i, k, open = 0, base, held, held_max = 0, fd;
+	size_t hl;
+
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	if (fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE, hints,
+		       &pinfo)) {
+		fail("no tcp FI_EP_MSG on 127.0.0.1");
+		fi_freeinfo(hints);
+		return;
+	}
+	fi_freeinfo(hints);
+	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
+	CHECK(fi_passive_ep(fabric, pinfo, &pep, NULL));
+	CHECK(fi_pep_bind(pep, &eq->fid, 0));
+	CHECK(fi_listen(pep));
+	CHECK(fi_getname(&pep->fid, &sa, &salen));
+	base = count_fds();
+	for (i = 0; i < PEP_FLOOD; i += STALL_BATCH) {
+		for (k = i; k < i + STALL_BATCH; k++) {
+			fds[k] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
+							 SOCK_CLOEXEC, 0);
+			if (fds[k] < 0) {
+				fail("socket: %s", strerror(errno));
+				break;
+			}
+			open++;
+			if (connect(fds[k], (struct sockaddr *)&sa,
+				    sizeof(sa)) && errno != EINPROGRESS)
+				fail("connect: %s", strerror(errno));
+		}
+		if (k < i + STALL_BATCH)
+			break;
+		end = now_ms() + 50;
+		while (now_ms() < end) {
+			pep_drive(eq, &cm.e, &event);
+			if (event)
+				fail("an event from a connection that said "
+				     "nothing: %u", event);
+		}
+		held = count_fds() - base - open;
+		if (held > held_max)
+			held_max = held;
+	}
+	/* An MSG HELLO during the flood: its FI_CONNREQ comes, with its
+	 * data, and fi_reject answers it. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fail("connect to the passive endpoint: %s", strerror(errno));
+	} else {
+		hl = tcp_put_hello(buf, TCP_EPK_MSG, 0, 5);
+		memcpy(buf + hl, "hello", 5);
+		raw_send(fd, buf, hl + 5);
+		end = now_ms() + WAIT_MS;
+		event = 0;
+		while (event != FI_CONNREQ && now_ms() < end)
+			pep_drive(eq, &cm.e, &event);
+		if (event != FI_CONNREQ) {
+			fail("no FI_CONNREQ within %d ms of the flood", WAIT_MS);
+		} else {
+			if (memcmp(cm.e.data, "hello", 5))
+				fail("FI_CONNREQ without its data");
+			CHECK(fi_reject(pep, cm.e.info->handle, NULL, 0));
+			fi_freeinfo(cm.e.info);
+			expect_hello_ack(fd, FI_ECONNREFUSED,
+					 "MSG HELLO during a flood");
+			fd = -1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	printf("# %d stalled connections to a passive endpoint: it held at "
+	       "most %d sockets more\n", open, held_max);
+	if (held_max > TCP_PENDING_CAP + 64)
+		fail("the passive endpoint held %d sockets (cap %d)", held_max,
+		     TCP_PENDING_CAP);
+	for (k = 0; k < open; k++)
+		close(fds[k]);
+	CHECK(fi_close(&pep->fid));
+	CHECK(fi_close(&eq->fid));
+	fi_freeinfo(pinfo);
+}
+
 struct bad_case {
 	const char *name;
 	void (*run)(void);
@@ -896,6 +1414,11 @@ static const struct bad_case cases[] = {
 	{ "a truncated message taken by a receive", case_truncated_taken },
 	{ "a peer that never sends", case_silent },
 	{ "1000 connections opened and closed", case_flood },
+	{ "headers announcing 2^63 and 2^64-1 bytes", case_giant },
+	{ "a peer that stops reading", case_half_open },
+	{ "10000 handshakes never finished", case_stalled_handshakes },
+	{ "3000 handshakes never finished, passive endpoint",
+	  case_pep_stalled },
 };
 
 int main(void)
@@ -906,6 +1429,16 @@ int main(void)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	/* A silent peer is dropped after this; the default is longer. */
 	setenv("FI_TCP_CONN_TIMEOUT", "1500", 0);
+	setenv("FI_TCP_PENDING_MAX", "1024", 1);
+	{
+		/* The stalled-handshake case holds 10000 sockets. */
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	ret = setup();
 	if (ret)
 		return ret;
