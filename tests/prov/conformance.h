@@ -101,6 +101,9 @@ struct cf_opts {
 	bool no_insert;		  /* leave the AV empty */
 	const void *name;	  /* fi_setname of endpoint 0 before enable */
 	size_t namelen;
+	uint64_t mr_mode;	  /* hints' mr_mode; 0: every mode the suite handles */
+	size_t cq_size;		  /* 0: 4096 */
+	enum fi_resource_mgmt resource_mgmt; /* 0: the provider's choice */
 };
 
 struct cf_fix {
