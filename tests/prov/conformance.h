@@ -142,6 +142,7 @@ extern const struct cf_case cf_cases_misc[];
 extern const struct cf_case cf_cases_proc[];
 extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
+extern const struct cf_case cf_cases_err[];
 
 /* The peer side of two-process cases (conformance -p PROV -R ROLE ...). */
 int cf_peer_main(const char *role, int argc, char **argv);
