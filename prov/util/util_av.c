@@ -1214,6 +1214,8 @@ static int util_av_close(struct fid *fid)
 	free(av->bucket);
 	free(av->free_map);
 	weft_lock_destroy(&av->lock);
+	if (av->eq)
+		util_eq_put(util_eq_of(av->eq));
 	util_domain_put(av->domain);
 	free(av);
 	return 0;
@@ -1230,6 +1232,8 @@ static int util_av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (av->eq)
 		return -FI_EALREADY;
 	av->eq = container_of(bfid, struct fid_eq, fid);
+	/* fi_close of the EQ is -FI_EBUSY while the AV may write to it. */
+	util_eq_get(util_eq_of(av->eq));
 	return 0;
 }
 

@@ -82,8 +82,15 @@ struct rec_event {
 	struct fi_eq_err_entry err_entry;
 };
 
+/*
+ * The AV counts itself on the util_eq behind an EQ it is bound to, so the
+ * recording EQ is a util_eq as far as that count goes.
+ */
 struct rec_eq {
-	struct fid_eq eq;
+	union {
+		struct util_eq util;
+		struct fid_eq eq;
+	};
 	struct rec_event ev[64];
 	size_t n;
 };
@@ -1137,6 +1144,20 @@ Test(av, async_completion_read_from_util_eq)
 	cr_assert_eq(entry.context, &ctx);
 	cr_assert_eq(entry.data, 2);
 	cr_assert_eq(fa[1], 1);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	av = NULL;
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+/* fi_eq(3): an EQ still bound to an AV does not close. */
+Test(av, bound_eq_close_is_busy)
+{
+	struct fid_eq *eq;
+
+	cr_assert_eq(util_eq_open(NULL, NULL, &eq, NULL), 0);
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(fi_close(&eq->fid), -FI_EBUSY);
 	cr_assert_eq(fi_close(&av->fid), 0);
 	av = NULL;
 	cr_assert_eq(fi_close(&eq->fid), 0);
