@@ -615,17 +615,22 @@ static int case_av_notavail(const char *prov)
 	} while (0)
 
 /*
- * fi_close in the wrong order: a fabric with a domain, a domain with its
- * endpoints, CQs, AV, counter and MR, a CQ, AV and counter bound to an
- * endpoint all answer -FI_EBUSY and stay usable (a message still goes
- * through); closed children first, each parent closes with 0.
+ * fi_close in the wrong order: a fabric with a domain or an EQ, a domain
+ * with its endpoints, CQs, AV, counter and MR, a CQ, AV and counter bound
+ * to an endpoint, an EQ bound to an AV all answer -FI_EBUSY and stay
+ * usable (a message still goes through); closed children first, each
+ * parent closes with 0.
  */
 static int case_close_busy(const char *prov)
 {
 	struct cf_opts o = {.caps = FI_MSG, .cntr_mask = 1 << CF_CNTR_SEND};
 	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
 	struct fi_cq_attr qa = {.format = FI_CQ_FORMAT_CONTEXT};
+	struct fi_eq_attr ea = {.size = 16, .wait_obj = FI_WAIT_NONE};
+	struct fi_av_attr aa = {.count = 4};
 	struct fid_cntr *cntr;
+	struct fid_eq *eq;
+	struct fid_av *av;
 	struct fid_cq *cq;
 	struct fid_mr *mr;
 	struct cf_fix f;
@@ -676,8 +681,16 @@ static int case_close_busy(const char *prov)
 	busy(&f.domain->fid, "a domain with an MR");
 	busy(&f.fabric->fid, "a fabric with a domain");
 	cf_ok(fi_close(&mr->fid));
+	/* An EQ with an AV bound to it, then a fabric with an EQ. */
+	cf_ok(fi_eq_open(f.fabric, &ea, &eq, NULL));
+	cf_ok(fi_av_open(f.domain, &aa, &av, NULL));
+	if (!fi_av_bind(av, &eq->fid, 0))
+		busy(&eq->fid, "an EQ bound to an AV");
+	cf_ok(fi_close(&av->fid));
 	cf_ok(fi_close(&f.domain->fid));
 	f.domain = NULL;
+	busy(&f.fabric->fid, "a fabric with an EQ");
+	cf_ok(fi_close(&eq->fid));
 	cf_ok(fi_close(&f.fabric->fid));
 	f.fabric = NULL;
 	cf_close(&f);
