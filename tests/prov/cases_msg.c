@@ -1059,8 +1059,10 @@ static int case_source_err(const char *prov)
  */
 static int case_truncation(const char *prov)
 {
-	static const size_t slen[2] = {300, 1 << 20};
-	static const size_t rlen[2] = {100, 65536};
+	/* eager into eager, rendezvous into eager, rendezvous into
+	 * rendezvous */
+	static const size_t slen[3] = {300, 1 << 20, (4 << 20) - 3};
+	static const size_t rlen[3] = {100, 65536, (1 << 20) + 5};
 	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 sc, rc;
 	struct cf_mem sm, rm;
@@ -1069,7 +1071,7 @@ static int case_truncation(const char *prov)
 	int k, t;
 
 	cf_open(&f, prov, &o);
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < 3; k++) {
 		for (t = 0; t < 2; t++) {
 			cf_mem_reg(&f, 0, &sm, slen[k], FI_SEND);
 			cf_mem_reg(&f, 1, &rm, rlen[k] + GUARD, FI_RECV);
@@ -1096,6 +1098,10 @@ static int case_truncation(const char *prov)
 				  "%zu bytes into %zu: olen %zu, want %zu",
 				  slen[k], rlen[k], c.olen, slen[k] - rlen[k]);
 			cf_assert(c.len <= rlen[k], "truncated len %zu", c.len);
+			/* The posted buffer is filled with the prefix. */
+			cf_expect(c.len == rlen[k],
+				  "%zu bytes into %zu: len %zu, want %zu",
+				  slen[k], rlen[k], c.len, rlen[k]);
 			cf_check_fill(rm.p, c.len, 40 + k, "truncated data");
 			check_guard(rm.p, rlen[k], "truncated receive");
 			c = cf_wait_ctx(&f, 0, &sc);
