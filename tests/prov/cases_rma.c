@@ -574,7 +574,7 @@ enum ba_bad {
 	BA_BEFORE_START,
 	BA_WRAP,
 	BA_WRAP_MAX,
-	BA_ZERO_AT_END, /* legal */
+	BA_ZERO_AT_END, /* legal; every illegal one comes before */
 	BA_NBAD,
 };
 
@@ -833,10 +833,10 @@ static void ba_run(const char *prov, uint64_t mr_mode, bool *virt_seen,
 	struct cf_comp c;
 	struct cf_fix f;
 	struct fi_info *fi;
-	char line[1024], note[BA_NBAD][48];
+	char line[1024], note[BA_NOPS][BA_NBAD][48];
 	size_t cnt;
 	bool atomics = true;
-	int op, bad, ret, len;
+	int op, bad, ret, len, nops;
 
 	fi = cf_getinfo(prov, &o, &ret);
 	if (ret) {
@@ -882,17 +882,26 @@ static void ba_run(const char *prov, uint64_t mr_mode, bool *virt_seen,
 	cf_assert(!memcmp(t.area, t.snap, sizeof(t.snap)),
 		  "a good write changed bytes outside its range");
 
-	for (op = 0; op < BA_NOPS; op++) {
-		if (op >= BA_ATOMIC && !atomics)
-			break;
-		len = snprintf(line, sizeof(line), "%s %s:", ba_virt(&f) ?
-			       "virtual addresses" : "offsets", ba_op_name[op]);
-		for (bad = 0; bad < BA_NBAD; bad++) {
-			ba_one(&f, &t, &lm, op, bad, note[bad],
-			       sizeof(note[bad]));
+	/*
+	 * The legal zero-length accesses first: a provider may take its
+	 * path to the target down after an access error (a verbs QP does).
+	 */
+	nops = atomics ? BA_NOPS : BA_ATOMIC;
+	for (op = 0; op < nops; op++)
+		ba_one(&f, &t, &lm, op, BA_ZERO_AT_END, note[op][BA_ZERO_AT_END],
+		       sizeof(note[op][BA_ZERO_AT_END]));
+	for (op = 0; op < nops; op++)
+		for (bad = 0; bad < BA_ZERO_AT_END; bad++)
+			ba_one(&f, &t, &lm, op, bad, note[op][bad],
+			       sizeof(note[op][bad]));
+	for (op = 0; op < nops; op++) {
+		len = snprintf(line, sizeof(line), "%s %s:",
+			       ba_virt(&f) ? "virtual addresses" : "offsets",
+			       ba_op_name[op]);
+		for (bad = 0; bad < BA_NBAD; bad++)
 			len += snprintf(line + len, sizeof(line) - len,
-					" %s=%s", ba_bad_short[bad], note[bad]);
-		}
+					" %s=%s", ba_bad_short[bad],
+					note[op][bad]);
 		cf_note("%s", line);
 	}
 	/* Whether the path survives access errors is not promised. */
