@@ -552,8 +552,10 @@ static int case_rma_cntr(const char *prov)
  * Bad RMA against a registered buffer that sits between guard zones.  The
  * target maps five pages: an inaccessible page, a guard page, the 4 KiB
  * buffer, a guard page, an inaccessible page; guards and buffer carry a
- * known fill and only the buffer is registered (three times: remote read
- * and write, remote read only, remote write only).  Every illegal fi_write,
+ * known fill and only the buffer is registered (four times: remote read
+ * and write, remote read only, remote write only, local access only).
+ * A fetching atomic is tried on both one-sided registrations.  Every
+ * illegal fi_write,
  * fi_read, fi_atomic, fi_fetch_atomic and fi_compare_atomic must fail:
  * an error return from the post or an error completion at the initiator
  * (any error code passes; a success completion fails), nothing at the
@@ -570,6 +572,7 @@ enum ba_bad {
 	BA_NEVER_KEY,
 	BA_CLOSED_KEY,
 	BA_NO_ACCESS,
+	BA_NO_ACCESS2,
 	BA_PAST_END,
 	BA_BEFORE_START,
 	BA_WRAP,
@@ -584,12 +587,14 @@ static const char *const ba_op_name[BA_NOPS] = {
 };
 static const char *const ba_bad_name[BA_NBAD] = {
     "never-issued key", "closed MR's key", "MR without the access",
+    "MR without the other access (or any remote access)",
     "one byte past the end", "one byte before the start",
     "addr + len wraps", "addr UINT64_MAX", "zero length at the end",
 };
 /* The same, short, for the note that lists what each one got. */
 static const char *const ba_bad_short[BA_NBAD] = {
-    "never", "closed", "access", "past", "before", "wrap", "max", "zero",
+    "never", "closed", "access", "access2", "past", "before", "wrap", "max",
+    "zero",
 };
 
 struct ba_target {
@@ -597,8 +602,9 @@ struct ba_target {
 	uint8_t *area; /* guard page, buffer, guard page */
 	uint8_t *buf;
 	uint8_t snap[3 * BA_PAGE];
-	struct fid_mr *mr[3]; /* read+write, read only, write only */
-	uint64_t key[3];
+	/* remote read+write, remote read only, remote write only, local only */
+	struct fid_mr *mr[4];
+	uint64_t key[4];
 	uint64_t closed_key, never_key;
 	uint64_t base; /* the buffer's first byte as a peer names it */
 };
@@ -628,8 +634,9 @@ static struct fid_mr *ba_reg(struct cf_fix *f, void *p, uint64_t access,
 
 static void ba_target_open(struct cf_fix *f, struct ba_target *t)
 {
-	static const uint64_t access[3] = {
-	    FI_REMOTE_READ | FI_REMOTE_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE};
+	static const uint64_t access[4] = {FI_REMOTE_READ | FI_REMOTE_WRITE,
+					   FI_REMOTE_READ, FI_REMOTE_WRITE,
+					   FI_READ | FI_WRITE};
 	struct fid_mr *gone;
 	uint8_t *other;
 	int i;
@@ -643,7 +650,7 @@ static void ba_target_open(struct cf_fix *f, struct ba_target *t)
 	t->area = t->map + BA_PAGE;
 	t->buf = t->area + BA_PAGE;
 	cf_fill(t->area, 3 * BA_PAGE, 71);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		t->mr[i] = ba_reg(f, t->buf, access[i], 0xba00 + i);
 		t->key[i] = fi_mr_key(t->mr[i]);
 	}
@@ -655,7 +662,7 @@ static void ba_target_open(struct cf_fix *f, struct ba_target *t)
 	cf_ok(fi_close(&gone->fid));
 	free(other);
 	t->never_key = 0x5eedbad0c0ffee11ULL;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		if (t->never_key == t->key[i] || t->never_key == t->closed_key)
 			t->never_key ^= 0x100000000ULL << i;
 	t->base = ba_virt(f) ? (uint64_t)(uintptr_t)t->buf : 0;
@@ -665,7 +672,7 @@ static void ba_target_close(struct ba_target *t)
 {
 	int i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		cf_ok(fi_close(&t->mr[i]->fid));
 	munmap(t->map, 5 * BA_PAGE);
 }
@@ -762,6 +769,11 @@ static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
 	case BA_NO_ACCESS:
 		/* A fetching atomic needs both; the read-only MR lacks one. */
 		key = writes ? t->key[1] : t->key[2];
+		break;
+	case BA_NO_ACCESS2:
+		/* ... and the write-only one the other; else no remote access */
+		key = writes && op != BA_WRITE && op != BA_ATOMIC ? t->key[2]
+								  : t->key[3];
 		break;
 	case BA_PAST_END:
 		addr = t->base + BA_LEN - n + 1;
