@@ -557,15 +557,33 @@ static int av_batch(struct cf_fix *f, uint64_t flags, int *errs,
 static int case_av_notavail(const char *prov)
 {
 	static const enum fi_av_type types[2] = {FI_AV_MAP, FI_AV_TABLE};
-	uint32_t fmt;
+	uint32_t fmt, want_fmt = 0;
 	fi_addr_t fa[4];
-	int errs[4], t, i;
-	char what[64];
+	int errs[4], t, i, ret;
+	char what[96];
 
-	for (t = 0; t < 2; t++) {
-		struct cf_opts o = {.caps = FI_MSG, .av_type = types[t]};
+	/* The provider's own format, then FI_ADDR_STR if it offers both. */
+	for (t = 0; t < 4; t++) {
+		struct cf_opts o = {.caps = FI_MSG,
+				    .av_type = types[t & 1],
+				    .addr_format = want_fmt};
 		struct cf_fix f;
 
+		if (t == 2) {
+			struct fi_info *fi = cf_getinfo(prov, &o, &ret);
+
+			fmt = ret ? FI_ADDR_STR : fi->addr_format;
+			fi_freeinfo(fi);
+			o.addr_format = want_fmt = FI_ADDR_STR;
+			fi = cf_getinfo(prov, &o, &ret);
+			fi_freeinfo(fi);
+			if (fmt == FI_ADDR_STR || ret) {
+				cf_note("FI_ADDR_STR %s",
+					fmt == FI_ADDR_STR ? "is the default"
+							   : "not offered");
+				break;
+			}
+		}
 		cf_open(&f, prov, &o);
 		fmt = f.info->addr_format;
 		if (fmt != FI_ADDR_STR && fmt != FI_SOCKADDR &&
@@ -575,14 +593,16 @@ static int case_av_notavail(const char *prov)
 				"FI_ADDR_STR",
 				fmt);
 		}
-		snprintf(what, sizeof(what), "%s",
-			 t ? "FI_AV_TABLE" : "FI_AV_MAP");
+		snprintf(what, sizeof(what), "%s, %s",
+			 fmt == FI_ADDR_STR ? "FI_ADDR_STR" : "sockaddr",
+			 t & 1 ? "FI_AV_TABLE" : "FI_AV_MAP");
 		av_batch(&f, 0, NULL, fa, what);
 		if (fa[2] != FI_ADDR_NOTAVAIL)
 			msg_to(&f, fa[2], "a message to a good batch entry");
 
-		snprintf(what, sizeof(what), "%s, FI_SYNC_ERR",
-			 t ? "FI_AV_TABLE" : "FI_AV_MAP");
+		snprintf(what, sizeof(what), "%s, %s, FI_SYNC_ERR",
+			 fmt == FI_ADDR_STR ? "FI_ADDR_STR" : "sockaddr",
+			 t & 1 ? "FI_AV_TABLE" : "FI_AV_MAP");
 		for (i = 0; i < 4; i++)
 			errs[i] = 12345;
 		av_batch(&f, FI_SYNC_ERR, errs, fa, what);
@@ -591,9 +611,10 @@ static int case_av_notavail(const char *prov)
 					  : errs[i] == 0,
 				  "%s: entry %d (%s): error %d", what, i,
 				  i & 1 ? "bad" : "good", errs[i]);
-		if (!t)
-			cf_note("FI_SYNC_ERR codes of the bad entries: %d, %d",
-				errs[1], errs[3]);
+		if (!(t & 1))
+			cf_note("%s: FI_SYNC_ERR codes of the bad entries: "
+				"%d, %d",
+				what, errs[1], errs[3]);
 		if (fa[2] != FI_ADDR_NOTAVAIL)
 			msg_to(&f, fa[2], "a message to a good entry, FI_SYNC_ERR");
 		cf_close(&f);

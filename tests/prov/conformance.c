@@ -269,6 +269,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	if (o->mr_mode)
 		hints->domain_attr->mr_mode = o->mr_mode;
 	hints->domain_attr->resource_mgmt = o->resource_mgmt;
+	hints->addr_format = o->addr_format;
 	hints->domain_attr->threading = o->threading;
 	hints->domain_attr->av_type = o->av_type;
 	hints->tx_attr->msg_order = o->msg_order;

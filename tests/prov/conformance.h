@@ -104,6 +104,7 @@ struct cf_opts {
 	uint64_t mr_mode;	  /* hints' mr_mode; 0: every mode the suite handles */
 	size_t cq_size;		  /* 0: 4096 */
 	enum fi_resource_mgmt resource_mgmt; /* 0: the provider's choice */
+	uint32_t addr_format;		     /* 0: the provider's choice */
 };
 
 struct cf_fix {
