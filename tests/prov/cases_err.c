@@ -636,9 +636,10 @@ static int case_av_notavail(const char *prov)
 	} while (0)
 
 /*
- * fi_close in the wrong order: a fabric with a domain or an EQ, a domain
- * with its endpoints, CQs, AV, counter and MR, a CQ, AV and counter bound
- * to an endpoint, an EQ bound to an AV all answer -FI_EBUSY and stay
+ * fi_close in the wrong order: a fabric with a domain, an EQ or a wait
+ * set, a domain with its endpoints, CQs, AV, counter, MR or poll set, a
+ * CQ, AV and counter bound to an endpoint, an EQ bound to an AV, a wait
+ * set a CQ waits on all answer -FI_EBUSY and stay
  * usable (a message still goes through); closed children first, each
  * parent closes with 0.
  */
@@ -649,6 +650,10 @@ static int case_close_busy(const char *prov)
 	struct fi_cq_attr qa = {.format = FI_CQ_FORMAT_CONTEXT};
 	struct fi_eq_attr ea = {.size = 16, .wait_obj = FI_WAIT_NONE};
 	struct fi_av_attr aa = {.count = 4};
+	struct fi_poll_attr pa = {0};
+	struct fi_wait_attr wa = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fid_poll *ps;
+	struct fid_wait *ws;
 	struct fid_cntr *cntr;
 	struct fid_eq *eq;
 	struct fid_av *av;
@@ -708,6 +713,29 @@ static int case_close_busy(const char *prov)
 	if (!fi_av_bind(av, &eq->fid, 0))
 		busy(&eq->fid, "an EQ bound to an AV");
 	cf_ok(fi_close(&av->fid));
+	/* A poll set is the domain's, a wait set the fabric's. */
+	if (!fi_poll_open(f.domain, &pa, &ps)) {
+		busy(&f.domain->fid, "a domain with a poll set");
+		cf_ok(fi_close(&ps->fid));
+	} else {
+		cf_note("no fi_poll_open: poll set not tried");
+	}
+	if (!fi_wait_open(f.fabric, &wa, &ws)) {
+		struct fi_cq_attr wqa = {.format = FI_CQ_FORMAT_CONTEXT,
+					 .wait_obj = FI_WAIT_SET,
+					 .wait_set = ws};
+
+		busy(&f.fabric->fid, "a fabric with a wait set");
+		if (!fi_cq_open(f.domain, &wqa, &cq, NULL)) {
+			busy(&ws->fid, "a wait set a CQ waits on");
+			cf_ok(fi_close(&cq->fid));
+		} else {
+			cf_note("no CQ on a wait set: not tried");
+		}
+		cf_ok(fi_close(&ws->fid));
+	} else {
+		cf_note("no fi_wait_open: wait set not tried");
+	}
 	cf_ok(fi_close(&f.domain->fid));
 	f.domain = NULL;
 	busy(&f.fabric->fid, "a fabric with an EQ");
