@@ -735,8 +735,10 @@ static void av_insert_result(struct av_insert_call *call, size_t i, int ret,
 {
 	if (call->fi_addr)
 		call->fi_addr[i] = ret ? FI_ADDR_NOTAVAIL : fi_addr;
+	/* fi_av(3): "a fabric errno code", positive as in error entries
+	 * (and as the 1.17 library writes it). */
 	if (call->sync_err)
-		call->sync_err[i] = ret;
+		call->sync_err[i] = -ret;
 	if (!ret)
 		call->done++;
 	else if (call->async)
