@@ -735,8 +735,10 @@ static void av_insert_result(struct av_insert_call *call, size_t i, int ret,
 {
 	if (call->fi_addr)
 		call->fi_addr[i] = ret ? FI_ADDR_NOTAVAIL : fi_addr;
+	/* fi_av(3): "a fabric errno code", positive as in error entries
+	 * (and as the 1.17 library writes it). */
 	if (call->sync_err)
-		call->sync_err[i] = ret;
+		call->sync_err[i] = -ret;
 	if (!ret)
 		call->done++;
 	else if (call->async)
@@ -1214,6 +1216,8 @@ static int util_av_close(struct fid *fid)
 	free(av->bucket);
 	free(av->free_map);
 	weft_lock_destroy(&av->lock);
+	if (av->eq)
+		util_eq_put(util_eq_of(av->eq));
 	util_domain_put(av->domain);
 	free(av);
 	return 0;
@@ -1230,6 +1234,8 @@ static int util_av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (av->eq)
 		return -FI_EALREADY;
 	av->eq = container_of(bfid, struct fid_eq, fid);
+	/* fi_close of the EQ is -FI_EBUSY while the AV may write to it. */
+	util_eq_get(util_eq_of(av->eq));
 	return 0;
 }
 

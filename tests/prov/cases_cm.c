@@ -1027,6 +1027,120 @@ plain:
 	return 0;
 }
 
+/*
+ * A listener whose EQ holds 4 entries gets 8 connection requests before it
+ * is read: 8 FI_CONNREQ events, or an FI_EOVERRUN error for those it could
+ * not keep (fi_eq(3)); fewer without that is a silent loss.  Each request
+ * is rejected, and every client gets its FI_ECONNREFUSED exactly once.
+ */
+#define CM_OVR_N 8
+
+static int case_cm_eq_overrun(const char *prov)
+{
+	struct fi_eq_attr small = {.size = 4, .wait_obj = FI_WAIT_UNSPEC};
+	uint64_t raw[(sizeof(struct fi_eq_cm_entry) + CM_DATA_MAX) / 8 + 1];
+	struct fi_eq_cm_entry *entry = (struct fi_eq_cm_entry *)raw;
+	int nreq = 0, overruns = 0, refused = 0, seen[CM_OVR_N] = {0};
+	struct fid_ep *cl[CM_OVR_N];
+	struct fi_eq_err_entry err;
+	struct fid_eq *leq;
+	struct cm_fix cm;
+	uint32_t event;
+	uint64_t end;
+	ssize_t n;
+	int i, k;
+
+	cm_open(&cm, prov, 0, 0);
+	cf_ok(fi_eq_open(cm.f.fabric, &small, &leq, NULL));
+	cf_ok(fi_passive_ep(cm.f.fabric, cm.f.info, &cm.pep, NULL));
+	cf_ok(fi_pep_bind(cm.pep, &leq->fid, 0));
+	cf_ok(fi_listen(cm.pep));
+	cm.pnamelen = sizeof(cm.pname);
+	cf_ok(fi_getname(&cm.pep->fid, cm.pname, &cm.pnamelen));
+	for (i = 0; i < CM_OVR_N; i++) {
+		cf_ok(fi_endpoint(cm.f.domain, cm.f.info, &cl[i], NULL));
+		cf_ok(fi_ep_bind(cl[i], &cm.eq[CM_CLIENT]->fid, 0));
+		cf_ok(fi_ep_bind(cl[i], &cm.f.ep[CM_CLIENT].cq->fid,
+				 FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_enable(cl[i]));
+		cf_ok(fi_connect(cl[i], cm.pname, NULL, 0));
+	}
+	/* The requests arrive while only the clients' side is read. */
+	end = cf_now_ms() + 300;
+	while (cf_now_ms() < end) {
+		n = fi_eq_read(cm.eq[CM_CLIENT], &event, raw, sizeof(raw),
+			       FI_PEEK);
+		cf_assert(n == -FI_EAGAIN, "a client event before any answer: "
+					   "%zd",
+			  n);
+		cf_progress(&cm.f);
+	}
+	end = cf_now_ms() + CM_EVENT_MS;
+	while (nreq < CM_OVR_N && cf_now_ms() < end) {
+		cf_mark("fi_eq_read of the listener's EQ");
+		n = fi_eq_read(leq, &event, raw, sizeof(raw), 0);
+		if (n == -FI_EAGAIN) {
+			cf_progress(&cm.f);
+			continue;
+		}
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			cf_assert(fi_eq_readerr(leq, &err, 0) > 0,
+				  "fi_eq_readerr after -FI_EAVAIL");
+			cf_assert(err.err == FI_EOVERRUN,
+				  "listener EQ error %d (%s)", err.err,
+				  fi_strerror(err.err));
+			overruns++;
+			continue;
+		}
+		cf_assert(n >= (ssize_t)sizeof(*entry) && event == FI_CONNREQ,
+			  "listener EQ: %zd bytes, event %s", n,
+			  cm_event_str(event));
+		cf_assert(entry->info && entry->info->handle,
+			  "FI_CONNREQ without info or handle");
+		cf_ok(fi_reject(cm.pep, entry->info->handle, NULL, 0));
+		fi_freeinfo(entry->info);
+		nreq++;
+	}
+	cf_expect(nreq == CM_OVR_N || overruns,
+		  "%d of %d FI_CONNREQ in an EQ of 4, no FI_EOVERRUN", nreq,
+		  CM_OVR_N);
+	cf_note("%d of %d FI_CONNREQ in an EQ of 4, %d FI_EOVERRUN", nreq,
+		CM_OVR_N, overruns);
+	/* Every rejected client hears so once. */
+	end = cf_now_ms() + CM_EVENT_MS;
+	while (refused < nreq && cf_now_ms() < end) {
+		n = fi_eq_read(cm.eq[CM_CLIENT], &event, raw, sizeof(raw), 0);
+		if (n == -FI_EAGAIN) {
+			cf_progress(&cm.f);
+			continue;
+		}
+		cf_assert(n == -FI_EAVAIL, "client event %s instead of a "
+					   "rejection",
+			  cm_event_str(event));
+		memset(&err, 0, sizeof(err));
+		cf_assert(fi_eq_readerr(cm.eq[CM_CLIENT], &err, 0) > 0,
+			  "fi_eq_readerr after -FI_EAVAIL");
+		cf_expect(err.err == FI_ECONNREFUSED,
+			  "rejection: err %d (%s)", err.err,
+			  fi_strerror(err.err));
+		for (k = 0; k < CM_OVR_N && err.fid != &cl[k]->fid; k++)
+			;
+		cf_assert(k < CM_OVR_N, "rejection for an unknown fid");
+		cf_expect(!seen[k]++, "client %d rejected twice", k);
+		refused++;
+	}
+	cf_expect(refused == nreq, "%d of %d rejected clients told so",
+		  refused, nreq);
+	for (i = 0; i < CM_OVR_N; i++)
+		cf_ok(fi_close(&cl[i]->fid));
+	cf_ok(fi_close(&cm.pep->fid));
+	cm.pep = NULL;
+	cf_ok(fi_close(&leq->fid));
+	cm_close(&cm);
+	return 0;
+}
+
 const struct cf_case cf_cases_cm[] = {
     {"cm_connect",
      "FI_EP_MSG: private data in FI_CONNREQ and FI_CONNECTED, messages "
@@ -1052,6 +1166,10 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: connect nobody answers: no FI_CONNECTED, fi_close of "
      "the pending endpoint within 2 s",
      case_cm_no_answer},
+    {"cm_eq_overrun",
+     "FI_EP_MSG: listener EQ of 4, 8 requests: all FI_CONNREQ or "
+     "FI_EOVERRUN; each rejection heard once",
+     case_cm_eq_overrun},
     {"cm_rma",
      "FI_EP_MSG: fi_writedata with remote CQ data, fi_write/fi_read 1 B "
      "to 1 MiB",

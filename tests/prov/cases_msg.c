@@ -1059,8 +1059,12 @@ static int case_source_err(const char *prov)
  */
 static int case_truncation(const char *prov)
 {
-	static const size_t slen[2] = {300, 1 << 20};
-	static const size_t rlen[2] = {100, 65536};
+	/* eager into eager, rendezvous into eager, rendezvous into
+	 * rendezvous */
+	static const size_t slen[3] = {300, 1 << 20, (4 << 20) - 3};
+	static const size_t rlen[3] = {100, 65536, (1 << 20) + 5};
+	static const char *const trunc_how[4] = {
+	    "msg", "tagged", "msg, unexpected", "tagged, unexpected"};
 	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 sc, rc;
 	struct cf_mem sm, rm;
@@ -1069,41 +1073,65 @@ static int case_truncation(const char *prov)
 	int k, t;
 
 	cf_open(&f, prov, &o);
-	for (k = 0; k < 2; k++) {
-		for (t = 0; t < 2; t++) {
+	for (k = 0; k < 3; k++) {
+		/* t & 1: tagged; t & 2: the message arrives unexpected */
+		for (t = 0; t < 4; t++) {
+			uint64_t end;
+
 			cf_mem_reg(&f, 0, &sm, slen[k], FI_SEND);
 			cf_mem_reg(&f, 1, &rm, rlen[k] + GUARD, FI_RECV);
 			cf_fill(sm.p, slen[k], 40 + k);
 			memset(rm.p, GUARD_BYTE, rlen[k] + GUARD);
-			if (t) {
+			if (!(t & 2) && (t & 1))
 				trecv(&f, 1, &rm, rlen[k], 3, 0, &rc);
-				tsend(&f, 0, 1, &sm, slen[k], 3, &sc);
-			} else {
+			else if (!(t & 2))
 				cf_post(&f,
 					fi_recv(f.ep[1].ep, rm.p, rlen[k],
 						rm.desc, FI_ADDR_UNSPEC, &rc));
+			if (t & 1)
+				tsend(&f, 0, 1, &sm, slen[k], 3, &sc);
+			else
 				cf_post(&f,
 					fi_send(f.ep[0].ep, sm.p, slen[k],
 						sm.desc, f.ep[1].addr, &sc));
+			if (t & 2) {
+				end = cf_now_ms() + 50;
+				while (cf_now_ms() < end)
+					cf_progress(&f);
+				if (t & 1)
+					trecv(&f, 1, &rm, rlen[k], 3, 0, &rc);
+				else
+					cf_post(&f, fi_recv(f.ep[1].ep, rm.p,
+							    rlen[k], rm.desc,
+							    FI_ADDR_UNSPEC,
+							    &rc));
 			}
 			c = cf_wait_ctx(&f, 1, &rc);
 			cf_assert(c.err == FI_ETRUNC,
-				  "%zu bytes into %zu: err %d (%s), want "
+				  "%zu bytes into %zu (%s): err %d (%s), want "
 				  "FI_ETRUNC",
-				  slen[k], rlen[k], c.err, fi_strerror(c.err));
+				  slen[k], rlen[k], trunc_how[t], c.err,
+				  fi_strerror(c.err));
 			/* Upstream 1.17 shm and tcp leave olen 0. */
 			cf_expect(c.olen == slen[k] - rlen[k],
-				  "%zu bytes into %zu: olen %zu, want %zu",
-				  slen[k], rlen[k], c.olen, slen[k] - rlen[k]);
+				  "%zu bytes into %zu (%s): olen %zu, want %zu",
+				  slen[k], rlen[k], trunc_how[t], c.olen,
+				  slen[k] - rlen[k]);
 			cf_assert(c.len <= rlen[k], "truncated len %zu", c.len);
+			/* The posted buffer is filled with the prefix. */
+			cf_expect(c.len == rlen[k],
+				  "%zu bytes into %zu (%s): len %zu, want %zu",
+				  slen[k], rlen[k], trunc_how[t], c.len,
+				  rlen[k]);
 			cf_check_fill(rm.p, c.len, 40 + k, "truncated data");
 			check_guard(rm.p, rlen[k], "truncated receive");
 			c = cf_wait_ctx(&f, 0, &sc);
 			cf_assert(!c.err || c.err == FI_ETRUNC,
 				  "sender of truncated message: err %d", c.err);
 			if (c.err)
-				cf_note("sender also got FI_ETRUNC (%s)",
-					t ? "tagged" : "msg");
+				cf_note("sender also got FI_ETRUNC (%s%s)",
+					t & 1 ? "tagged" : "msg",
+					t & 2 ? ", unexpected" : "");
 			cf_mem_free(&sm);
 			cf_mem_free(&rm);
 		}

@@ -291,22 +291,57 @@ static bool holds_fill(const uint8_t *p, size_t len, unsigned int seed)
 	return ok;
 }
 
+/*
+ * The guarded region of the RMA target: a 4 KiB registration with a guard
+ * page of known fill on each side, for accesses that must be rejected.
+ */
+#define RMA_GUARDED 4096
+#define RMA_GUARD_SEED 81
+
 /* The target side: answer fill and check requests until told to quit. */
 static void rma_target(struct cf_fix *f)
 {
 	struct rma_cmd cmd;
-	struct cf_mem t;
+	struct cf_mem t, g, gone;
+	uint8_t *area;
 	uint64_t end;
 	char r;
 
 	cf_mem_reg(f, 0, &t, RMA_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE);
 	write_all(PEER_OUT, &t.key, sizeof(t.key));
 	write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	/* g registers only the middle page of area. */
+	cf_assert(!posix_memalign((void **)&area, 4096, 3 * RMA_GUARDED),
+		  "posix_memalign");
+	cf_fill(area, 3 * RMA_GUARDED, RMA_GUARD_SEED);
+	memset(&g, 0, sizeof(g));
+	cf_ok(fi_mr_reg(f->domain, area + RMA_GUARDED, RMA_GUARDED,
+			FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0xf00d, 0, &g.mr,
+			NULL));
+	if (f->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		cf_ok(fi_mr_bind(g.mr, &f->ep[0].ep->fid, 0));
+		cf_ok(fi_mr_enable(g.mr));
+	}
+	g.key = fi_mr_key(g.mr);
+	g.raddr = t.raddr ? (uint64_t)(uintptr_t)(area + RMA_GUARDED) : 0;
+	cf_mem_reg(f, 0, &gone, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	cf_mem_free(&gone);
+	write_all(PEER_OUT, &g.key, sizeof(g.key));
+	write_all(PEER_OUT, &g.raddr, sizeof(g.raddr));
+	write_all(PEER_OUT, &gone.key, sizeof(gone.key));
 	for (;;) {
 		await_fd(f, PEER_IN);
 		read_all(PEER_IN, &cmd, sizeof(cmd), CF_WAIT_MS);
 		if (cmd.op == 'Q')
 			break;
+		if (cmd.op == 'G') {
+			/* Guards and guarded buffer as they were filled. */
+			r = holds_fill(area, 3 * RMA_GUARDED, RMA_GUARD_SEED)
+				? 'Y'
+				: 'N';
+			write_all(PEER_OUT, &r, 1);
+			continue;
+		}
 		cf_assert(cmd.off + cmd.len <= RMA_REGION, "request past the "
 							   "region");
 		if (cmd.op == 'F') {
@@ -323,6 +358,8 @@ static void rma_target(struct cf_fix *f)
 		}
 		write_all(PEER_OUT, &r, 1);
 	}
+	cf_ok(fi_close(&g.mr->fid));
+	free(area);
 	cf_mem_free(&t);
 }
 
@@ -458,6 +495,71 @@ static char ask(struct cf_fix *f, struct peer_link *l, char op,
 }
 
 /*
+ * Rejected RMA across processes (shm moves bulk data with CMA there): a
+ * write and a read with a never-issued key, a closed registration's key,
+ * one byte past the end, one byte before the start and a wrapping address,
+ * against the target's guarded 4 KiB.  Each fails (post or completion),
+ * and the target process finds its guards and buffer as they were.
+ */
+static void proc_rma_bad(struct cf_fix *f, struct peer_link *l,
+			 fi_addr_t peer, struct cf_mem *lm, uint64_t gkey,
+			 uint64_t graddr, uint64_t closed)
+{
+	const struct {
+		const char *what;
+		uint64_t key, addr;
+	} bad[] = {
+	    {"never-issued key", gkey ^ 0x5eed0000c0ffeeULL, graddr},
+	    {"closed registration's key", closed, graddr},
+	    {"one byte past the end", gkey, graddr + RMA_GUARDED - 63},
+	    {"one byte before the start", gkey, graddr - 1},
+	    {"a wrapping address", gkey, UINT64_MAX - 31},
+	};
+	struct fi_context2 ctx;
+	struct cf_comp c;
+	ssize_t ret;
+	size_t i;
+	int rd;
+
+	cf_fill(lm->p, 64, 90);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		for (rd = 0; rd < 2; rd++) {
+			cf_mark(rd ? "fi_read" : "fi_write");
+			do {
+				ret = rd ? fi_read(f->ep[0].ep, lm->p, 64,
+						   lm->desc, peer, bad[i].addr,
+						   bad[i].key, &ctx)
+					 : fi_write(f->ep[0].ep, lm->p, 64,
+						    lm->desc, peer, bad[i].addr,
+						    bad[i].key, &ctx);
+				if (ret == -FI_EAGAIN)
+					cf_progress(f);
+			} while (ret == -FI_EAGAIN);
+			if (ret) {
+				cf_note("%s with %s: post %zd",
+					rd ? "read" : "write", bad[i].what,
+					ret);
+				continue;
+			}
+			c = cf_wait_ctx(f, 0, &ctx);
+			cf_expect(c.err, "%s with %s: completed successfully",
+				  rd ? "read" : "write", bad[i].what);
+		}
+		cf_expect(ask(f, l, 'G', 0, 0, 0) == 'Y',
+			  "the target's guarded buffer changed after accesses "
+			  "with %s",
+			  bad[i].what);
+	}
+	/* Whether the path survives access errors is not promised. */
+	cf_post(f, fi_write(f->ep[0].ep, lm->p, 64, lm->desc, peer, graddr,
+			    gkey, &ctx));
+	c = cf_wait_ctx(f, 0, &ctx);
+	if (c.err)
+		cf_note("a good write after bad ones: err %d (%s)", c.err,
+			fi_strerror(c.err));
+}
+
+/*
  * RMA into another process's memory: writes checked by the target process
  * itself, reads of data the target process wrote, 1 byte to 4 MiB.
  */
@@ -469,7 +571,7 @@ static int case_proc_rma(const char *prov)
 	struct cf_mem lm;
 	struct cf_comp c;
 	struct cf_fix f;
-	uint64_t key, raddr;
+	uint64_t key, raddr, gkey, graddr, closed;
 	fi_addr_t peer;
 	int status;
 	size_t i;
@@ -481,6 +583,9 @@ static int case_proc_rma(const char *prov)
 	peer = recv_name(l.rfd, &f);
 	read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
 	read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	read_all(l.rfd, &gkey, sizeof(gkey), CF_WAIT_MS);
+	read_all(l.rfd, &graddr, sizeof(graddr), CF_WAIT_MS);
+	read_all(l.rfd, &closed, sizeof(closed), CF_WAIT_MS);
 	cf_mem_reg(&f, 0, &lm, 4 << 20, FI_READ | FI_WRITE);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t len = sizes[i];
@@ -506,6 +611,7 @@ static int case_proc_rma(const char *prov)
 		cf_check_fill(lm.p, len, 600 + i,
 			      "data read from the other process");
 	}
+	proc_rma_bad(&f, &l, peer, &lm, gkey, graddr, closed);
 	{
 		struct rma_cmd q = {'Q', 0, 0, 0};
 

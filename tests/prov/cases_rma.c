@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "conformance.h"
 
@@ -547,6 +548,408 @@ static int case_rma_cntr(const char *prov)
 	return 0;
 }
 
+/*
+ * Bad RMA against a registered buffer that sits between guard zones.  The
+ * target maps five pages: an inaccessible page, a guard page, the 4 KiB
+ * buffer, a guard page, an inaccessible page; guards and buffer carry a
+ * known fill and only the buffer is registered (four times: remote read
+ * and write, remote read only, remote write only, local access only).
+ * A fetching atomic is tried on both one-sided registrations.  Every
+ * illegal fi_write,
+ * fi_read, fi_atomic, fi_fetch_atomic and fi_compare_atomic must fail:
+ * an error return from the post or an error completion at the initiator
+ * (any error code passes; a success completion fails), nothing at the
+ * target's CQ, and guards and buffer byte-identical afterwards.  A
+ * zero-length access at the buffer's end is legal and changes nothing.
+ */
+#define BA_PAGE 4096
+#define BA_LEN 4096 /* the registered buffer */
+#define BA_RMA 64   /* bytes of one RMA */
+#define BA_AMO 8    /* FI_UINT8 elements of one atomic */
+
+enum ba_op { BA_WRITE, BA_READ, BA_ATOMIC, BA_FETCH, BA_CSWAP, BA_NOPS };
+enum ba_bad {
+	BA_NEVER_KEY,
+	BA_CLOSED_KEY,
+	BA_NO_ACCESS,
+	BA_NO_ACCESS2,
+	BA_PAST_END,
+	BA_BEFORE_START,
+	BA_WRAP,
+	BA_WRAP_MAX,
+	BA_ZERO_AT_END, /* legal; every illegal one comes before */
+	BA_NBAD,
+};
+
+static const char *const ba_op_name[BA_NOPS] = {
+    "fi_write", "fi_read", "fi_atomic", "fi_fetch_atomic",
+    "fi_compare_atomic",
+};
+static const char *const ba_bad_name[BA_NBAD] = {
+    "never-issued key", "closed MR's key", "MR without the access",
+    "MR without the other access (or any remote access)",
+    "one byte past the end", "one byte before the start",
+    "addr + len wraps", "addr UINT64_MAX", "zero length at the end",
+};
+/* The same, short, for the note that lists what each one got. */
+static const char *const ba_bad_short[BA_NBAD] = {
+    "never", "closed", "access", "access2", "past", "before", "wrap", "max",
+    "zero",
+};
+
+struct ba_target {
+	uint8_t *map; /* BA_PAGE * 5 */
+	uint8_t *area; /* guard page, buffer, guard page */
+	uint8_t *buf;
+	uint8_t snap[3 * BA_PAGE];
+	/* remote read+write, remote read only, remote write only, local only */
+	struct fid_mr *mr[4];
+	uint64_t key[4];
+	uint64_t closed_key, never_key;
+	uint64_t base; /* the buffer's first byte as a peer names it */
+};
+
+static bool ba_virt(const struct cf_fix *f)
+{
+	uint64_t mode = f->info->domain_attr->mr_mode;
+
+	return mode == FI_MR_BASIC || (mode & FI_MR_VIRT_ADDR);
+}
+
+static struct fid_mr *ba_reg(struct cf_fix *f, void *p, uint64_t access,
+			     uint64_t want_key)
+{
+	struct fid_mr *mr;
+
+	cf_ok(fi_mr_reg(f->domain, p, BA_LEN, access, 0, want_key, 0, &mr,
+			NULL));
+	if (f->info->domain_attr->mr_mode & FI_MR_ENDPOINT &&
+	    f->info->domain_attr->mr_mode != FI_MR_BASIC) {
+		cf_ok(fi_mr_bind(mr, &f->ep[1].ep->fid, 0));
+		cf_ok(fi_mr_enable(mr));
+	}
+	cf_assert(fi_mr_key(mr) != FI_KEY_NOTAVAIL, "fi_mr_key: FI_KEY_NOTAVAIL");
+	return mr;
+}
+
+static void ba_target_open(struct cf_fix *f, struct ba_target *t)
+{
+	static const uint64_t access[4] = {FI_REMOTE_READ | FI_REMOTE_WRITE,
+					   FI_REMOTE_READ, FI_REMOTE_WRITE,
+					   FI_READ | FI_WRITE};
+	struct fid_mr *gone;
+	uint8_t *other;
+	int i;
+
+	t->map = mmap(NULL, 5 * BA_PAGE, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cf_assert(t->map != MAP_FAILED, "mmap of the target area failed");
+	cf_assert(!mprotect(t->map, BA_PAGE, PROT_NONE) &&
+		      !mprotect(t->map + 4 * BA_PAGE, BA_PAGE, PROT_NONE),
+		  "mprotect of the outer pages failed");
+	t->area = t->map + BA_PAGE;
+	t->buf = t->area + BA_PAGE;
+	cf_fill(t->area, 3 * BA_PAGE, 71);
+	for (i = 0; i < 4; i++) {
+		t->mr[i] = ba_reg(f, t->buf, access[i], 0xba00 + i);
+		t->key[i] = fi_mr_key(t->mr[i]);
+	}
+	/* A key that was issued, then closed with its registration. */
+	other = malloc(BA_LEN);
+	cf_assert(other, "malloc");
+	gone = ba_reg(f, other, access[0], 0xba10);
+	t->closed_key = fi_mr_key(gone);
+	cf_ok(fi_close(&gone->fid));
+	free(other);
+	t->never_key = 0x5eedbad0c0ffee11ULL;
+	for (i = 0; i < 4; i++)
+		if (t->never_key == t->key[i] || t->never_key == t->closed_key)
+			t->never_key ^= 0x100000000ULL << i;
+	t->base = ba_virt(f) ? (uint64_t)(uintptr_t)t->buf : 0;
+}
+
+static void ba_target_close(struct ba_target *t)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		cf_ok(fi_close(&t->mr[i]->fid));
+	munmap(t->map, 5 * BA_PAGE);
+}
+
+/* Post one operation, retrying -FI_EAGAIN; returns the post's result. */
+static ssize_t ba_post(struct cf_fix *f, struct cf_mem *lm, enum ba_op op,
+		       uint64_t addr, size_t n, uint64_t key, void *ctx)
+{
+	struct fid_ep *ep = f->ep[0].ep;
+	fi_addr_t dst = f->ep[1].addr;
+	uint8_t *res = lm->p + BA_PAGE, *cmp = lm->p + 2 * BA_PAGE;
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	ssize_t ret;
+
+	cf_mark(ba_op_name[op]);
+	do {
+		switch (op) {
+		case BA_WRITE:
+			ret = fi_write(ep, lm->p, n, lm->desc, dst, addr, key,
+				       ctx);
+			break;
+		case BA_READ:
+			ret = fi_read(ep, lm->p, n, lm->desc, dst, addr, key,
+				      ctx);
+			break;
+		case BA_ATOMIC:
+			ret = fi_atomic(ep, lm->p, n, lm->desc, dst, addr, key,
+					FI_UINT8, FI_SUM, ctx);
+			break;
+		case BA_FETCH:
+			ret = fi_fetch_atomic(ep, lm->p, n, lm->desc, res,
+					      lm->desc, dst, addr, key,
+					      FI_UINT8, FI_SUM, ctx);
+			break;
+		default:
+			ret = fi_compare_atomic(ep, lm->p, n, lm->desc, cmp,
+						lm->desc, res, lm->desc, dst,
+						addr, key, FI_UINT8, FI_CSWAP,
+						ctx);
+			break;
+		}
+		if (ret == -FI_EAGAIN)
+			cf_progress(f);
+	} while (ret == -FI_EAGAIN && cf_now_ms() < end);
+	return ret;
+}
+
+/* A short name for the error codes a rejected access is likely to get. */
+static const char *ba_err_name(int err)
+{
+	static char num[16];
+
+	switch (err) {
+	case 0:
+		return "ok";
+	case FI_ENOKEY:
+		return "ENOKEY";
+	case FI_EKEYREJECTED:
+		return "EKEYREJECTED";
+	case FI_EACCES:
+		return "EACCES";
+	case FI_EINVAL:
+		return "EINVAL";
+	case FI_EFAULT:
+		return "EFAULT";
+	case FI_EIO:
+		return "EIO";
+	default:
+		snprintf(num, sizeof(num), "%d", err);
+		return num;
+	}
+}
+
+/* Run one (op, bad) pair; the outcome goes into note, e.g. "EINVAL". */
+static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
+		   enum ba_op op, enum ba_bad bad, char *note, size_t notelen)
+{
+	bool rma = op == BA_WRITE || op == BA_READ;
+	bool writes = op != BA_READ;
+	size_t n = rma ? BA_RMA : BA_AMO;
+	uint64_t key = t->key[0], addr = t->base;
+	struct fi_context2 ctx;
+	struct cf_comp c;
+	ssize_t ret;
+	size_t j;
+
+	switch (bad) {
+	case BA_NEVER_KEY:
+		key = t->never_key;
+		break;
+	case BA_CLOSED_KEY:
+		key = t->closed_key;
+		break;
+	case BA_NO_ACCESS:
+		/* A fetching atomic needs both; the read-only MR lacks one. */
+		key = writes ? t->key[1] : t->key[2];
+		break;
+	case BA_NO_ACCESS2:
+		/* ... and the write-only one the other; else no remote access */
+		key = writes && op != BA_WRITE && op != BA_ATOMIC ? t->key[2]
+								  : t->key[3];
+		break;
+	case BA_PAST_END:
+		addr = t->base + BA_LEN - n + 1;
+		break;
+	case BA_BEFORE_START:
+		addr = t->base - 1;
+		break;
+	case BA_WRAP:
+		addr = UINT64_MAX - n / 2;
+		break;
+	case BA_WRAP_MAX:
+		addr = UINT64_MAX;
+		break;
+	default:
+		addr = t->base + BA_LEN;
+		n = 0;
+		break;
+	}
+	ret = ba_post(f, lm, op, addr, n, key, &ctx);
+	if (bad == BA_ZERO_AT_END && !rma && ret) {
+		/* fi_atomic(3) does not say whether count 0 is valid. */
+		snprintf(note, notelen, "post -%s", ba_err_name((int)-ret));
+	} else if (bad == BA_ZERO_AT_END) {
+		cf_expect(!ret, "%s, %s: post returned %zd (%s)",
+			  ba_op_name[op], ba_bad_name[bad], ret,
+			  fi_strerror((int)-ret));
+		if (!ret) {
+			c = cf_wait_ctx(f, 0, &ctx);
+			if (rma)
+				cf_expect(!c.err, "%s, %s: err %d (%s)",
+					  ba_op_name[op], ba_bad_name[bad],
+					  c.err, fi_strerror(c.err));
+			snprintf(note, notelen, "%s", ba_err_name(c.err));
+		}
+	} else if (ret) {
+		cf_expect(ret != -FI_EAGAIN, "%s, %s: -FI_EAGAIN for %d ms",
+			  ba_op_name[op], ba_bad_name[bad], CF_WAIT_MS);
+		snprintf(note, notelen, "post -%s", ba_err_name((int)-ret));
+		/* A refused post completes nothing. */
+		cf_expect_none(f, 0, 10);
+	} else {
+		c = cf_wait_ctx(f, 0, &ctx);
+		cf_expect(c.err, "%s, %s: completed successfully",
+			  ba_op_name[op], ba_bad_name[bad]);
+		snprintf(note, notelen, "%s",
+			 c.err ? ba_err_name(c.err) : "SUCCESS");
+	}
+	/* No completion at the target, and not one byte changed there. */
+	cf_expect_none(f, 1, 10);
+	if (memcmp(t->area, t->snap, sizeof(t->snap))) {
+		for (j = 0; j < sizeof(t->snap); j++)
+			if (t->area[j] != t->snap[j])
+				break;
+		cf_expect(0, "%s, %s: target byte %ld (from the buffer's start) "
+			     "changed",
+			  ba_op_name[op], ba_bad_name[bad],
+			  (long)j - BA_PAGE);
+		memcpy(t->area, t->snap, sizeof(t->snap));
+	}
+}
+
+static void ba_run(const char *prov, uint64_t mr_mode, bool *virt_seen,
+		   bool *offset_seen)
+{
+	struct cf_opts o = {.caps = FI_RMA | FI_ATOMIC, .mr_mode = mr_mode};
+	struct fi_context2 ctx;
+	struct ba_target t;
+	struct cf_mem lm;
+	struct cf_comp c;
+	struct cf_fix f;
+	struct fi_info *fi;
+	char line[1024], note[BA_NOPS][BA_NBAD][48];
+	size_t cnt;
+	bool atomics = true;
+	int op, bad, ret, len, nops;
+
+	fi = cf_getinfo(prov, &o, &ret);
+	if (ret) {
+		o.caps = FI_RMA;
+		atomics = false;
+		fi = cf_getinfo(prov, &o, &ret);
+	}
+	if (ret) {
+		if (!mr_mode)
+			cf_skip("fi_getinfo %d for FI_RMA", ret);
+		cf_note("mr_mode 0x%llx refused (%d): that addressing not "
+			"tested",
+			(unsigned long long)mr_mode, ret);
+		return;
+	}
+	fi_freeinfo(fi);
+	cf_open(&f, prov, &o);
+	if (ba_virt(&f) ? *virt_seen : *offset_seen) {
+		cf_close(&f);
+		return;
+	}
+	*(ba_virt(&f) ? virt_seen : offset_seen) = true;
+	if (atomics &&
+	    (fi_atomicvalid(f.ep[0].ep, FI_UINT8, FI_SUM, &cnt) ||
+	     fi_fetch_atomicvalid(f.ep[0].ep, FI_UINT8, FI_SUM, &cnt) ||
+	     fi_compare_atomicvalid(f.ep[0].ep, FI_UINT8, FI_CSWAP, &cnt)))
+		atomics = false;
+	if (!atomics)
+		cf_note("no FI_UINT8 FI_SUM/FI_CSWAP atomics: RMA only");
+	cf_mem_reg(&f, 0, &lm, 3 * BA_PAGE, FI_READ | FI_WRITE);
+	ba_target_open(&f, &t);
+	cf_fill(lm.p, 3 * BA_PAGE, 72);
+
+	/* The target is reachable: a good write lands where it should. */
+	cf_post(&f, fi_write(f.ep[0].ep, lm.p, BA_RMA, lm.desc, f.ep[1].addr,
+			     t.base + 100, t.key[0], &ctx));
+	c = cf_wait_ctx(&f, 0, &ctx);
+	cf_assert(!c.err, "a good write: err %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_fill(t.snap, sizeof(t.snap), 71);
+	memcpy(t.snap + BA_PAGE + 100, lm.p, BA_RMA);
+	wait_target(&f, t.area + BA_PAGE + 100, BA_RMA, 72, "a good write");
+	cf_assert(!memcmp(t.area, t.snap, sizeof(t.snap)),
+		  "a good write changed bytes outside its range");
+
+	/*
+	 * The legal zero-length accesses first: a provider may take its
+	 * path to the target down after an access error (a verbs QP does).
+	 */
+	nops = atomics ? BA_NOPS : BA_ATOMIC;
+	for (op = 0; op < nops; op++)
+		ba_one(&f, &t, &lm, op, BA_ZERO_AT_END, note[op][BA_ZERO_AT_END],
+		       sizeof(note[op][BA_ZERO_AT_END]));
+	for (op = 0; op < nops; op++)
+		for (bad = 0; bad < BA_ZERO_AT_END; bad++)
+			ba_one(&f, &t, &lm, op, bad, note[op][bad],
+			       sizeof(note[op][bad]));
+	for (op = 0; op < nops; op++) {
+		len = snprintf(line, sizeof(line), "%s %s:",
+			       ba_virt(&f) ? "virtual addresses" : "offsets",
+			       ba_op_name[op]);
+		for (bad = 0; bad < BA_NBAD; bad++)
+			len += snprintf(line + len, sizeof(line) - len,
+					" %s=%s", ba_bad_short[bad],
+					note[op][bad]);
+		cf_note("%s", line);
+	}
+	/* Whether the path survives access errors is not promised. */
+	cf_post(&f, fi_read(f.ep[0].ep, lm.p, BA_RMA, lm.desc, f.ep[1].addr,
+			    t.base + 100, t.key[0], &ctx));
+	c = cf_wait_ctx(&f, 0, &ctx);
+	if (c.err)
+		cf_note("a good read after the bad ones failed: err %d (%s)",
+			c.err, fi_strerror(c.err));
+	else
+		cf_check_fill(lm.p, BA_RMA, 72, "a good read after bad ones");
+	cf_expect_none(&f, 0, 10);
+	cf_expect_none(&f, 1, 0);
+	ba_target_close(&t);
+	cf_mem_free(&lm);
+	cf_close(&f);
+}
+
+/*
+ * Both ways a peer names remote memory: offsets into the registration
+ * (FI_MR_SCALABLE, mr_mode without FI_MR_VIRT_ADDR) and virtual addresses
+ * (FI_MR_VIRT_ADDR, FI_MR_BASIC), whichever the provider offers.
+ */
+static int case_rma_bad_access(const char *prov)
+{
+	bool virt = false, offset = false;
+
+	ba_run(prov, 0, &virt, &offset);
+	ba_run(prov, FI_MR_BASIC, &virt, &offset);
+	ba_run(prov, FI_MR_SCALABLE, &virt, &offset);
+	if (!virt || !offset)
+		cf_note("only %s addressing offered",
+			virt ? "virtual-address" : "offset");
+	return 0;
+}
+
 const struct cf_case cf_cases_rma[] = {
     {"rma_sizes",
      "fi_write/fi_read 1 B to 4 MiB at an unaligned offset, "
@@ -562,6 +965,9 @@ const struct cf_case cf_cases_rma[] = {
      case_rma_iov},
     {"rma_bad_key", "stale key and out-of-range RMA complete in error",
      case_rma_bad_key},
+    {"rma_bad_access",
+     "bad keys, access and ranges around guard zones: error, guards intact",
+     case_rma_bad_access},
     {"rma_selective",
      "FI_SELECTIVE_COMPLETION on writes; the write counter counts all",
      case_rma_selective},

@@ -266,6 +266,10 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				      FI_MR_ENDPOINT;
+	if (o->mr_mode)
+		hints->domain_attr->mr_mode = o->mr_mode;
+	hints->domain_attr->resource_mgmt = o->resource_mgmt;
+	hints->addr_format = o->addr_format;
 	hints->domain_attr->threading = o->threading;
 	hints->domain_attr->av_type = o->av_type;
 	hints->tx_attr->msg_order = o->msg_order;
@@ -311,7 +315,7 @@ void cf_ep_open(struct cf_fix *f, int i)
 {
 	struct cf_ep *e = &f->ep[i];
 	struct fi_cq_attr cq_attr = {
-	    .size = 4096,
+	    .size = f->o.cq_size ? f->o.cq_size : 4096,
 	    .format = f->o.cq_format ? f->o.cq_format : FI_CQ_FORMAT_TAGGED,
 	    .wait_obj = f->o.cq_wait,
 	};
@@ -654,7 +658,10 @@ void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 	m->desc = fi_mr_desc(m->mr);
 	m->key = fi_mr_key(m->mr);
 	cf_assert(m->key != FI_KEY_NOTAVAIL, "fi_mr_key: FI_KEY_NOTAVAIL");
-	m->raddr = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)m->p : 0;
+	/* FI_MR_BASIC (asked for by name) addresses by virtual address. */
+	m->raddr = (mode == FI_MR_BASIC || (mode & FI_MR_VIRT_ADDR))
+		       ? (uint64_t)(uintptr_t)m->p
+		       : 0;
 }
 
 void cf_mem_close(struct cf_mem *m)
@@ -674,6 +681,7 @@ void cf_mem_free(struct cf_mem *m)
 static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
     cf_cases_misc, cf_cases_proc, cf_cases_cm, cf_cases_wait,
+    cf_cases_err,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

@@ -101,6 +101,10 @@ struct cf_opts {
 	bool no_insert;		  /* leave the AV empty */
 	const void *name;	  /* fi_setname of endpoint 0 before enable */
 	size_t namelen;
+	uint64_t mr_mode;	  /* hints' mr_mode; 0: every mode the suite handles */
+	size_t cq_size;		  /* 0: 4096 */
+	enum fi_resource_mgmt resource_mgmt; /* 0: the provider's choice */
+	uint32_t addr_format;		     /* 0: the provider's choice */
 };
 
 struct cf_fix {
@@ -139,6 +143,7 @@ extern const struct cf_case cf_cases_misc[];
 extern const struct cf_case cf_cases_proc[];
 extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
+extern const struct cf_case cf_cases_err[];
 
 /* The peer side of two-process cases (conformance -p PROV -R ROLE ...). */
 int cf_peer_main(const char *role, int argc, char **argv);

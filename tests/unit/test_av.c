@@ -82,8 +82,15 @@ struct rec_event {
 	struct fi_eq_err_entry err_entry;
 };
 
+/*
+ * The AV counts itself on the util_eq behind an EQ it is bound to, so the
+ * recording EQ is a util_eq as far as that count goes.
+ */
 struct rec_eq {
-	struct fid_eq eq;
+	union {
+		struct util_eq util;
+		struct fid_eq eq;
+	};
 	struct rec_event ev[64];
 	size_t n;
 };
@@ -512,8 +519,8 @@ Test(av, addr_str_too_long_fails_that_address_only)
 	open_av(FI_AV_TABLE, &util_av_str_ops);
 	cr_assert_eq(fi_av_insert(av, names, 3, fa, FI_SYNC_ERR, err), 1);
 	cr_assert_eq(err[0], 0);
-	cr_assert_eq(err[1], -FI_EINVAL);
-	cr_assert_eq(err[2], -FI_EINVAL);
+	cr_assert_eq(err[1], FI_EINVAL);
+	cr_assert_eq(err[2], FI_EINVAL);
 	cr_assert_eq(fa[0], 0);
 	cr_assert_eq(fa[1], FI_ADDR_NOTAVAIL);
 	cr_assert_eq(fa[2], FI_ADDR_NOTAVAIL);
@@ -567,7 +574,7 @@ static void insert_expect(const void *addr, size_t count, const int *want)
 			cr_assert_eq(err[i], 0, "address %zu", i);
 			cr_assert_neq(fa[i], FI_ADDR_NOTAVAIL, "address %zu", i);
 		} else {
-			cr_assert_eq(err[i], -FI_EINVAL, "address %zu: %d", i,
+			cr_assert_eq(err[i], FI_EINVAL, "address %zu: %d", i,
 				     err[i]);
 			cr_assert_eq(fa[i], FI_ADDR_NOTAVAIL, "address %zu", i);
 		}
@@ -739,7 +746,7 @@ Test(av, sync_err_reports_each_address)
 	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
 	cr_assert_eq(fi_av_insert(av, a, 3, fa, FI_SYNC_ERR, err), 2);
 	cr_assert_eq(err[0], 0);
-	cr_assert_eq(err[1], -FI_EINVAL);
+	cr_assert_eq(err[1], FI_EINVAL);
 	cr_assert_eq(err[2], 0);
 	cr_assert_eq(fa[0], 0);
 	cr_assert_eq(fa[1], FI_ADDR_NOTAVAIL);
@@ -924,7 +931,7 @@ Test(av, provider_hooks_and_private_data)
 	a[1] = sin4("1.1.1.1", 666);
 	a[2] = sin4("1.1.1.1", 2);
 	cr_assert_eq(fi_av_insert(av, a, 3, fa, FI_SYNC_ERR, err), 2);
-	cr_assert_eq(err[1], -FI_EHOSTUNREACH);
+	cr_assert_eq(err[1], FI_EHOSTUNREACH);
 	cr_assert_eq(fa[1], FI_ADDR_NOTAVAIL);
 	cr_assert_eq(fa[2], 1, "a failed address used up an index");
 	cr_assert_eq(*(uint64_t *)util_av_priv(util_av_from_fid(av), fa[2]),
@@ -1137,6 +1144,20 @@ Test(av, async_completion_read_from_util_eq)
 	cr_assert_eq(entry.context, &ctx);
 	cr_assert_eq(entry.data, 2);
 	cr_assert_eq(fa[1], 1);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	av = NULL;
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+/* fi_eq(3): an EQ still bound to an AV does not close. */
+Test(av, bound_eq_close_is_busy)
+{
+	struct fid_eq *eq;
+
+	cr_assert_eq(util_eq_open(NULL, NULL, &eq, NULL), 0);
+	open_av(FI_AV_TABLE, &util_av_sockaddr_in_ops);
+	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(fi_close(&eq->fid), -FI_EBUSY);
 	cr_assert_eq(fi_close(&av->fid), 0);
 	av = NULL;
 	cr_assert_eq(fi_close(&eq->fid), 0);
