@@ -73,9 +73,12 @@ struct shm_conn {
 	 * help from it (shm_ep.c, rma_direct). */
 	struct shm_mrt_map mrt;
 	bool mrt_tried;
-	/* Our RMA requests in its queue, not answered yet: while there are
-	 * any, further RMA goes the same way, in order behind them. */
+	/* Our RMA requests in its queue, not answered yet, and the queue
+	 * position past our last message or RMA request: until the peer has
+	 * served them, further RMA goes the same way, in order behind them
+	 * (FI_ORDER_RAW, WAW, RAS, WAS, ...). */
 	uint32_t rma_queued;
+	uint64_t order_pos;
 };
 
 /* What the owner knows of the sender behind one entry of its peer table. */

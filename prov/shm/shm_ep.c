@@ -183,6 +183,9 @@ static void conn_ring(struct shm_conn *c)
 static inline void conn_publish(struct shm_conn *c, struct shm_slot *s,
 				uint64_t pos)
 {
+	/* Messages and RMA requests are ordered; answers are not. */
+	if (s->op <= SHM_OP_RTS || s->op == SHM_OP_RMA)
+		c->order_pos = pos + 1;
 	shm_queue_publish(s, pos);
 	if (shm_queue_wants_bell(c->map.queue))
 		conn_ring(c);
@@ -198,6 +201,7 @@ static void conn_unmap(struct shm_conn *c)
 	shm_mrt_unmap(&c->mrt);
 	c->mrt_tried = false;
 	c->rma_queued = 0;
+	c->order_pos = 0;
 	shm_region_unmap(&c->map);
 }
 
@@ -1805,8 +1809,8 @@ static void rma_direct_event(struct shm_xp *ep, struct shm_conn *c,
  * registration table, pin the entries, move the data with
  * process_vm_readv/writev, unpin, and complete.  Returns 0 (done, tx
  * completed, in error or not), or 1 when the target must serve it (no
- * table, key not published, CMA refused, our earlier requests still in its
- * queue).
+ * table, key not published, CMA refused, our earlier messages or requests
+ * still in its queue).
  */
 static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 		      struct util_rdm_tx *tx)
@@ -1819,7 +1823,11 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 	ssize_t got;
 	int ret = 0;
 
-	if (!c->cma || c->rma_queued || !(m = conn_mrt(ep, c)))
+	/* Behind our messages and requests the peer has not served yet
+	 * (or holds back), in its queue. */
+	if (!c->cma || c->rma_queued || conn_held(c) ||
+	    !shm_queue_consumed(c->map.queue, c->order_pos) ||
+	    !(m = conn_mrt(ep, c)))
 		return 1;
 	for (i = 0; i < tx->rma_count; i++) {
 		ret = shm_mrt_pin(m, tx->rma_iov[i].key, tx->rma_iov[i].addr,
