@@ -23,6 +23,7 @@
 
 #include "weft/core.h"
 #include "shm_mrt.h"
+#include "shm_region.h"
 
 extern struct fi_provider shm_prov;
 static struct fi_provider *const link_shm __attribute__((used)) = &shm_prov;
@@ -261,4 +262,34 @@ Test(shm_mrt, table_others_may_write_is_refused)
 	cr_expect_eq(shm_mrt_map("weft-shm.0.x", getpid(), &m), -FI_EINVAL);
 	cr_expect_eq(shm_mrt_map("weft-shm-mrt.0/../x", getpid(), &m),
 		     -FI_EINVAL);
+}
+
+Test(shm_mrt, sweep_removes_tables_of_dead_creators)
+{
+	char dead[SHM_NAME_MAX + 1], live[SHM_NAME_MAX + 1];
+	int status, fd;
+	pid_t pid;
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(0);
+	waitpid(pid, &status, 0);
+	snprintf(dead, sizeof(dead), "/weft-shm-mrt.%u.%d.0badf00d",
+		 (unsigned)geteuid(), (int)pid);
+	fd = shm_open(dead, O_RDWR | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(live, sizeof(live), "/%s", mrt->name);
+	shm_region_sweep();
+	fd = shm_open(dead, O_RDONLY, 0);
+	cr_expect_lt(fd, 0, "a dead creator's table survived the sweep");
+	if (fd >= 0) {
+		close(fd);
+		shm_unlink(dead);
+	}
+	fd = shm_open(live, O_RDONLY, 0);
+	cr_expect_geq(fd, 0, "the sweep removed a live table");
+	if (fd >= 0)
+		close(fd);
 }
