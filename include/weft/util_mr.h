@@ -158,8 +158,9 @@ int util_mr_map_verify(struct util_mr_map *map, uint64_t key, uint64_t addr,
 
 /*
  * Attach a publisher (at most one; -FI_EBUSY if another is attached) and
- * publish what is registered already; util_mr_map_detach undoes it.
- * util_mr_map_publisher returns the attached one, or NULL.  Control path.
+ * publish what is registered already; util_mr_map_detach withdraws what
+ * is still registered and detaches it.  util_mr_map_publisher returns the
+ * attached one, or NULL.  Control path.
  */
 int util_mr_map_attach(struct util_mr_map *map, struct util_mr_publisher *pub);
 void util_mr_map_detach(struct util_mr_map *map, struct util_mr_publisher *pub);

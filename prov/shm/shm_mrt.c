@@ -310,24 +310,17 @@ out:
 void shm_mrt_put(struct shm_mrt *t)
 {
 	char path[SHM_NAME_MAX + 1];
-	uint32_t i;
 
 	pthread_mutex_lock(&mrt_lock);
 	if (--t->refs) {
 		pthread_mutex_unlock(&mrt_lock);
 		return;
 	}
-	/* No more publishing; then withdraw what is left (registrations
-	 * may outlive the endpoints), so that no peer that still maps the
-	 * table touches that memory once the last endpoint is closed. */
+	/* Registrations may outlive the endpoints: the map withdraws what
+	 * is left, so that no peer that still maps the table touches that
+	 * memory once the last endpoint is closed. */
 	util_mr_map_detach(t->map, &t->pub);
 	pthread_mutex_unlock(&mrt_lock);
-	for (i = 0; i < t->m.entries; i++) {
-		struct shm_mrt_entry *e = &t->m.entry[i];
-
-		if (e->live)
-			mrt_kill(t, e);
-	}
 	snprintf(path, sizeof(path), "/%s", t->name);
 	if (t->creator == getpid())
 		shm_unlink(path);

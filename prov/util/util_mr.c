@@ -149,9 +149,19 @@ int util_mr_map_attach(struct util_mr_map *map, struct util_mr_publisher *pub)
 
 void util_mr_map_detach(struct util_mr_map *map, struct util_mr_publisher *pub)
 {
+	struct util_mr_entry *e;
+	size_t i;
+
 	weft_lock(&map->lock);
-	if (map->pub == pub)
+	if (map->pub == pub) {
+		/* Registrations may outlive the publisher: withdraw them
+		 * now, as their close would have. */
+		for (i = 0; map->bucket && i <= map->bucket_mask; i++)
+			for (e = map->bucket[i]; e; e = e->next)
+				if (e->iov_count == 1)
+					pub->withdraw(pub, e->key);
 		map->pub = NULL;
+	}
 	weft_unlock(&map->lock);
 }
 

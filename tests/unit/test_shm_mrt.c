@@ -293,3 +293,36 @@ Test(shm_mrt, sweep_removes_tables_of_dead_creators)
 	if (fd >= 0)
 		close(fd);
 }
+
+Test(shm_mrt, last_put_withdraws_what_is_still_registered)
+{
+	struct util_mr_map m2;
+	struct shm_mrt *t2;
+	struct shm_mrt_map pm;
+	_Atomic int32_t *pin;
+	uint64_t key, raddr;
+	struct iovec iov = { buf, 128 };
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov, .iov_count = 1, .access = FI_REMOTE_WRITE,
+	};
+
+	cr_assert_eq(util_mr_map_init(&m2, NULL,
+				      FI_MR_VIRT_ADDR | FI_MR_PROV_KEY, 0,
+				      true),
+		     0);
+	cr_assert_eq(shm_mrt_get(&m2, &t2), 0);
+	cr_assert_eq(util_mr_map_insert(&m2, &attr, NULL, &key), 0);
+	cr_assert_eq(shm_mrt_map(t2->name, getpid(), &pm), 0);
+	cr_assert_eq(shm_mrt_pin(&pm, key, (uintptr_t)buf, 64,
+				 FI_REMOTE_WRITE, &raddr, &pin),
+		     0);
+	shm_mrt_unpin(pin);
+	/* The endpoints are gone, the registration is not: a peer that
+	 * still maps the table must not use it any more. */
+	shm_mrt_put(t2);
+	cr_expect_eq(shm_mrt_pin(&pm, key, (uintptr_t)buf, 64,
+				 FI_REMOTE_WRITE, &raddr, &pin),
+		     1);
+	shm_mrt_unmap(&pm);
+	util_mr_map_fini(&m2);
+}
