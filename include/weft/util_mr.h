@@ -51,6 +51,36 @@
 
 struct util_mr_entry;
 
+/*
+ * What a registration looks like to a publisher: a transport that lets
+ * peers reach registered memory without this process (shm's table of
+ * registrations, prov/shm/shm_mrt.c).  One contiguous local range.
+ */
+struct util_mr_pub {
+	uint64_t key;
+	uint64_t access;
+	uint64_t base; /* peers' address of byte 0 */
+	uint64_t len;
+	void *addr; /* local address of byte 0 */
+};
+
+/*
+ * A publisher attached to a map (util_mr_map_attach).  publish is called,
+ * under the map's lock, for every single-iovec registration added, and for
+ * those already there at attach time; withdraw for each of them when it is
+ * removed, before util_mr_map_remove returns: once it returns, no peer may
+ * touch the memory any more.  atomic_lock/atomic_unlock (optional) bracket
+ * every atomic the target applies itself, so that atomics peers apply
+ * directly and the target's own are serialised.
+ */
+struct util_mr_publisher {
+	void (*publish)(struct util_mr_publisher *pub,
+			const struct util_mr_pub *reg);
+	void (*withdraw)(struct util_mr_publisher *pub, uint64_t key);
+	void (*atomic_lock)(struct util_mr_publisher *pub);
+	void (*atomic_unlock)(struct util_mr_publisher *pub);
+};
+
 struct util_mr_map {
 	const struct fi_provider *prov;
 	int mr_mode;      /* FI_MR_BASIC / FI_MR_SCALABLE already expanded */
@@ -63,6 +93,7 @@ struct util_mr_map {
 	struct util_mr_entry **bucket;
 	size_t bucket_mask;
 	size_t count;
+	struct util_mr_publisher *pub; /* or NULL */
 };
 
 /*
@@ -124,6 +155,23 @@ int util_mr_map_verify_iov(struct util_mr_map *map, uint64_t key,
  */
 int util_mr_map_verify(struct util_mr_map *map, uint64_t key, uint64_t addr,
 		       size_t len, uint64_t access, void **local);
+
+/*
+ * Attach a publisher (at most one; -FI_EBUSY if another is attached) and
+ * publish what is registered already; util_mr_map_detach withdraws what
+ * is still registered and detaches it.  util_mr_map_publisher returns the
+ * attached one, or NULL.  Control path.
+ */
+int util_mr_map_attach(struct util_mr_map *map, struct util_mr_publisher *pub);
+void util_mr_map_detach(struct util_mr_map *map, struct util_mr_publisher *pub);
+struct util_mr_publisher *util_mr_map_publisher(struct util_mr_map *map);
+
+/*
+ * Bracket an atomic applied by the target to registered memory (the
+ * publisher's lock, if it has one; nothing otherwise).
+ */
+void util_mr_map_atomic_lock(struct util_mr_map *map);
+void util_mr_map_atomic_unlock(struct util_mr_map *map);
 
 /*
  * The minimal MR object.  fi_mr_desc returns the util_mr itself, so a

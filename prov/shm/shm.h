@@ -24,6 +24,7 @@
 #include "weft/util_mr.h"
 #include "weft/util_rdm.h"
 
+#include "shm_mrt.h"
 #include "shm_region.h"
 
 #define SHM_PREFIX "fi_shm://"
@@ -67,6 +68,17 @@ struct shm_conn {
 	bool hint_unreliable; /* its owner mutex said "died", wrongly */
 	int bell_fd; /* its owner's bell, open for writing; -1 */
 	bool bell_tried; /* bell_fd was looked for in this mapping */
+	/* Its owner's registration table, mapped at the first RMA (once
+	 * per region mapping: mrt_tried), so that RMA and atomics need no
+	 * help from it (shm_ep.c, rma_direct). */
+	struct shm_mrt_map mrt;
+	bool mrt_tried;
+	/* Our RMA requests in its queue, not answered yet, and the queue
+	 * position past our last message or RMA request: until the peer has
+	 * served them, further RMA goes the same way, in order behind them
+	 * (FI_ORDER_RAW, WAW, RAS, WAS, ...). */
+	uint32_t rma_queued;
+	uint64_t order_pos;
 };
 
 /* What the owner knows of the sender behind one entry of its peer table. */
@@ -119,6 +131,7 @@ struct shm_xp {
 	pthread_t owner_thread; /* holds own's owner mutex */
 	uint32_t out_next; /* the outbound bounce buffer to look at next */
 	bool cma;
+	struct shm_mrt *mrt; /* the domain's registration table, or NULL */
 
 	struct shm_rxpeer *rxpeers; /* [own table index] */
 	/* Requests that could not be served yet (held_push). */

@@ -183,6 +183,9 @@ static void conn_ring(struct shm_conn *c)
 static inline void conn_publish(struct shm_conn *c, struct shm_slot *s,
 				uint64_t pos)
 {
+	/* Messages and RMA requests are ordered; answers are not. */
+	if (s->op <= SHM_OP_RTS || s->op == SHM_OP_RMA)
+		c->order_pos = pos + 1;
 	shm_queue_publish(s, pos);
 	if (shm_queue_wants_bell(c->map.queue))
 		conn_ring(c);
@@ -195,6 +198,10 @@ static void conn_unmap(struct shm_conn *c)
 		close(c->bell_fd);
 	c->bell_tried = false;
 	c->bell_fd = -1;
+	shm_mrt_unmap(&c->mrt);
+	c->mrt_tried = false;
+	c->rma_queued = 0;
+	c->order_pos = 0;
 	shm_region_unmap(&c->map);
 }
 
@@ -546,6 +553,7 @@ static void conn_died(struct shm_xp *ep, struct shm_conn *c)
 	struct slist_entry *cur;
 
 	c->dead = true;
+	c->rma_queued = 0;
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"%s: peer %s is gone; its transfers fail\n", ep->name,
 		c->name);
@@ -1373,6 +1381,16 @@ static bool serve_answer(struct shm_xp *ep, struct shm_slot *s)
 	case SHM_OP_DATA:
 		handle_data(ep, s);
 		return true;
+	case SHM_OP_RMA_EVENT:
+		/* A peer read or wrote our memory itself (rma_direct). */
+		util_rdm_remote_event(
+			ep->base.ep,
+			(s->aux & SHM_EVENT_WRITE ? FI_REMOTE_WRITE :
+						    FI_REMOTE_READ) |
+				(s->aux & SHM_EVENT_CQ_DATA ? FI_REMOTE_CQ_DATA :
+							      0),
+			s->len, s->data);
+		return true;
 	default:
 		return false;
 	}
@@ -1633,6 +1651,7 @@ static int rma_issue(struct shm_xp *ep, struct util_rdm_tx *tx,
 	s->aux = 0;
 	memcpy(s->payload, &req, sizeof(req));
 	conn_publish(c, s, pos);
+	c->rma_queued++;
 	return 0;
 }
 
@@ -1649,6 +1668,202 @@ static bool chunk_issue(struct shm_xp *ep, struct shm_rma_chunked *ch)
 	return true;
 }
 
+/* ---- one-sided: the initiator moves the data itself --------------------- */
+
+/* The peer's registration table, mapped once per mapping of its region;
+ * NULL when it has none (no CMA there, or the table is unusable). */
+static struct shm_mrt_map *conn_mrt(struct shm_xp *ep, struct shm_conn *c)
+{
+	char name[SHM_NAME_MAX];
+	int ret;
+
+	if (weft_likely(c->mrt_tried))
+		return c->mrt.hdr ? &c->mrt : NULL;
+	c->mrt_tried = true;
+	memcpy(name, c->map.hdr->mrt, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (!name[0])
+		return NULL;
+	ret = shm_mrt_map(name, c->map.hdr->pid, &c->mrt);
+	if (ret) {
+		FI_INFO(&shm_prov, FI_LOG_EP_DATA,
+			"%s: registration table of %s unusable (%s): its RMA "
+			"goes through its progress\n",
+			ep->name, c->name, fi_strerror(-ret));
+		return NULL;
+	}
+	return &c->mrt;
+}
+
+/* What the target must grant, as handle_rma checks it. */
+static uint64_t rma_access(int kind)
+{
+	switch (kind) {
+	case UTIL_RDM_TX_WRITE:
+	case UTIL_RDM_TX_ATOMIC:
+		return FI_REMOTE_WRITE;
+	case UTIL_RDM_TX_READ:
+		return FI_REMOTE_READ;
+	default:
+		return FI_REMOTE_READ | FI_REMOTE_WRITE;
+	}
+}
+
+/*
+ * A CMA call toward the target moved `n` of `want` bytes: 0, 1 when CMA
+ * is refused (fall back to the target's progress; nothing was moved), or
+ * -FI_EIO.
+ */
+static int cma_result(struct shm_xp *ep, struct shm_conn *c, ssize_t n,
+		      size_t want)
+{
+	if (n == (ssize_t)want)
+		return 0;
+	if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
+		cma_unavailable(ep, errno);
+		c->cma = false;
+		return 1;
+	}
+	if (n < 0 && errno == ESRCH)
+		return 1; /* gone: the queue path finds out and says so */
+	return -FI_EIO;
+}
+
+/*
+ * An atomic on the target's memory `remote` (n ranges, whole elements
+ * each), under the target's atomic lock: read the old values, apply, write
+ * the new ones back, and hand fetched values to the initiator.
+ */
+static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
+			 struct shm_mrt_map *m, struct util_rdm_tx *tx,
+			 const struct iovec *remote, size_t n)
+{
+	size_t len = tx->hdr.len, elem = util_atomic_dt_size(tx->datatype);
+	bool fetch = tx->kind != UTIL_RDM_TX_ATOMIC;
+	uint8_t *buf, *src = NULL, *cmp = NULL, *res = NULL;
+	struct iovec tgt;
+	ssize_t got;
+	size_t i;
+	int ret;
+
+	if (!elem)
+		return -FI_EINVAL;
+	for (i = 0; i < n; i++)
+		if (remote[i].iov_len % elem)
+			return -FI_EINVAL;
+	buf = malloc(len ? 4 * len : 1);
+	if (!buf)
+		return -FI_ENOMEM;
+	tgt.iov_base = buf;
+	tgt.iov_len = len;
+	if (tx->atomic_op != FI_ATOMIC_READ) {
+		src = buf + len;
+		util_iov_copy_from(src, tx->iov, tx->iov_count, 0, len);
+	}
+	if (tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC) {
+		cmp = buf + 2 * len;
+		util_iov_copy_from(cmp, tx->cmp_iov, tx->cmp_count, 0, len);
+	}
+	if (fetch)
+		res = buf + 3 * len;
+
+	shm_mrt_lock(m);
+	got = process_vm_readv(m->pid, &tgt, 1, remote, n, 0);
+	ret = cma_result(ep, c, got, len);
+	if (!ret)
+		ret = util_rdm_target_atomic(tx->atomic_op, tx->datatype, &tgt,
+					     1, src, cmp, res);
+	if (!ret && tx->atomic_op != FI_ATOMIC_READ) {
+		got = process_vm_writev(m->pid, &tgt, 1, remote, n, 0);
+		ret = cma_result(ep, c, got, len);
+		if (ret > 0)
+			ret = -FI_EIO; /* read but not written: no retry */
+	}
+	shm_mrt_unlock(m);
+	if (!ret && fetch)
+		util_iov_copy_to(tx->res_iov, tx->res_count, 0, res, len);
+	free(buf);
+	return ret;
+}
+
+/* Tell the target what happened to its memory, when it counts or wants
+ * remote CQ data; after the data is in place. */
+static void rma_direct_event(struct shm_xp *ep, struct shm_conn *c,
+			     struct util_rdm_tx *tx)
+{
+	bool cq_data = tx->hdr.flags & UTIL_RDM_CQ_DATA;
+	uint32_t aux = 0;
+
+	if (!cq_data && !(c->map.hdr->flags & SHM_REGION_RMA_EVENT))
+		return;
+	if (tx->kind != UTIL_RDM_TX_READ)
+		aux |= SHM_EVENT_WRITE;
+	if (cq_data)
+		aux |= SHM_EVENT_CQ_DATA;
+	send_ctrl_data(ep, c, SHM_OP_RMA_EVENT, 0, aux, tx->hdr.data,
+		       (uint32_t)WEFT_MIN(tx->hdr.len, UINT32_MAX));
+}
+
+/*
+ * RMA or an atomic without the target's help: look the keys up in its
+ * registration table, pin the entries, move the data with
+ * process_vm_readv/writev, unpin, and complete.  Returns 0 (done, tx
+ * completed, in error or not), or 1 when the target must serve it (no
+ * table, key not published, CMA refused, our earlier messages or requests
+ * still in its queue).
+ */
+static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
+		      struct util_rdm_tx *tx)
+{
+	_Atomic int32_t *pin[UTIL_RDM_IOV_MAX];
+	struct iovec remote[UTIL_RDM_IOV_MAX];
+	uint64_t access = rma_access(tx->kind), raddr;
+	struct shm_mrt_map *m;
+	size_t i, n = 0;
+	ssize_t got;
+	int ret = 0;
+
+	/* Behind our messages and requests the peer has not served yet
+	 * (or holds back), in its queue. */
+	if (!c->cma || c->rma_queued || conn_held(c) ||
+	    !shm_queue_consumed(c->map.queue, c->order_pos) ||
+	    !(m = conn_mrt(ep, c)))
+		return 1;
+	for (i = 0; i < tx->rma_count; i++) {
+		ret = shm_mrt_pin(m, tx->rma_iov[i].key, tx->rma_iov[i].addr,
+				  tx->rma_iov[i].len, access, &raddr, &pin[n]);
+		if (ret)
+			break;
+		remote[n].iov_base = (void *)(uintptr_t)raddr;
+		remote[n++].iov_len = tx->rma_iov[i].len;
+	}
+	if (!ret) {
+		switch (tx->kind) {
+		case UTIL_RDM_TX_WRITE:
+			got = process_vm_writev(m->pid, tx->iov, tx->iov_count,
+						remote, n, 0);
+			ret = cma_result(ep, c, got, tx->hdr.len);
+			break;
+		case UTIL_RDM_TX_READ:
+			got = process_vm_readv(m->pid, tx->iov, tx->iov_count,
+					       remote, n, 0);
+			ret = cma_result(ep, c, got, tx->hdr.len);
+			break;
+		default:
+			ret = atomic_direct(ep, c, m, tx, remote, n);
+			break;
+		}
+	}
+	for (i = 0; i < n; i++)
+		shm_mrt_unpin(pin[i]);
+	if (ret > 0)
+		return 1;
+	if (!ret)
+		rma_direct_event(ep, c, tx);
+	util_rdm_tx_done(ep->base.ep, tx, -ret);
+	return 0;
+}
+
 static int shm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
 	struct shm_xp *ep = shm_xp_of(xp);
@@ -1661,11 +1876,12 @@ static int shm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	ret = conn_of_peer_ready(ep, tx->peer, &c);
 	if (ret)
 		return ret;
-	if (atomic) {
-		if (len * (tx->cmp_count ? 2 : 1) > shm_params.bounce_size)
-			return -FI_EINVAL;
+	if (atomic && len * (tx->cmp_count ? 2 : 1) > shm_params.bounce_size)
+		return -FI_EINVAL;
+	if (!rma_direct(ep, c, tx))
+		return 0;
+	if (atomic)
 		return rma_issue(ep, tx, c, 0, len, false, true);
-	}
 	if (c->cma || len <= shm_params.bounce_size)
 		return rma_issue(ep, tx, c, 0, len, false, true);
 
@@ -1795,6 +2011,8 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 		}
 		break;
 	default:
+		util_mr_map_atomic_lock(
+			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
 		ret = util_rdm_target_atomic(req.op, req.datatype, local, nlocal,
 				       ib && req.op != FI_ATOMIC_READ ?
 					       ib->data :
@@ -1804,6 +2022,8 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 					       ib->data + req.len :
 					       NULL,
 				       tb ? tb->data : NULL);
+		util_mr_map_atomic_unlock(
+			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
 		break;
 	}
 	if (!ret && req.last)
@@ -1851,8 +2071,13 @@ static void handle_rma_resp(struct shm_xp *ep, struct shm_slot *s)
 	uint32_t err = s->aux;
 	size_t off = 0, len = 0;
 
-	if (tx)
+	if (tx) {
+		struct shm_conn *tc = conn_of_peer(ep, tx->peer);
+
+		if (tc->rma_queued)
+			tc->rma_queued--;
 		ch = chunk_of(ep, tx);
+	}
 	if (ch) {
 		off = ch->off;
 		len = ch->inflight;
@@ -1959,6 +2184,8 @@ void shm_xp_closing(struct shm_xp *ep)
 				      memory_order_release);
 }
 
+static void xp_mrt_put(struct shm_xp *ep);
+
 void shm_xp_fini(struct shm_xp *ep)
 {
 	struct dlist_entry *e, *tmp;
@@ -1983,6 +2210,7 @@ void shm_xp_fini(struct shm_xp *ep)
 	ep->wait_fd = -1;
 	if (ep->own.hdr)
 		owner_unmap(ep);
+	xp_mrt_put(ep);
 	shm_name_release(ep);
 	free(ep->rxpeers);
 	if (ep->held_pool) {
@@ -2056,6 +2284,17 @@ int shm_xp_start(struct shm_xp *ep)
 	attr.bounce_count = (uint32_t)shm_params.bounce_count;
 	attr.bounce_size = (uint32_t)shm_params.bounce_size;
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
+	if (ep->base.ep->rem_write_cntr || ep->base.ep->rem_read_cntr)
+		attr.flags |= SHM_REGION_RMA_EVENT;
+	attr.mrt = NULL;
+	/* With CMA, peers reach registered memory through the domain's
+	 * table; without one they ask us (and still can). */
+	if (ep->cma && !ep->mrt &&
+	    shm_mrt_get(&util_mr_domain_of(ep->base.ep->domain)->mr_map,
+			&ep->mrt))
+		ep->mrt = NULL;
+	if (ep->mrt)
+		attr.mrt = ep->mrt->name;
 	/* Kept from an enable that failed: fi_close frees it. */
 	if (!ep->rxpeers)
 		ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
@@ -2088,8 +2327,16 @@ int shm_xp_start(struct shm_xp *ep)
 	return 0;
 }
 
+static void xp_mrt_put(struct shm_xp *ep)
+{
+	if (ep->mrt)
+		shm_mrt_put(ep->mrt);
+	ep->mrt = NULL;
+}
+
 void shm_xp_stop(struct shm_xp *ep)
 {
+	xp_mrt_put(ep);
 	bell_remove(ep);
 	pthread_mutex_unlock(&ep->own.queue->owner.lock);
 	shm_region_unmap(&ep->own);

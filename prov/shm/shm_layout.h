@@ -32,7 +32,7 @@
 #include <rdma/fi_rma.h>
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
-#define SHM_VERSION 3
+#define SHM_VERSION 4
 #define SHM_NAME_MAX 48 /* including the NUL */
 #define SHM_SLOT_SIZE 256
 #define SHM_SLOT_HDR 40
@@ -61,11 +61,18 @@ struct shm_region_hdr {
 	_Atomic uint32_t gone; /* 1: the owner closed, or a successor took
 				* the name over: send nothing more here */
 	char name[SHM_NAME_MAX];
+	/* The shm_open name of the owner's domain's registration table
+	 * (struct shm_mrt_hdr) without its '/', or "" when there is none. */
+	char mrt[SHM_NAME_MAX];
+	uint8_t pad[16];
 };
-static_assert(sizeof(struct shm_region_hdr) == 128, "shm_region_hdr size");
+static_assert(sizeof(struct shm_region_hdr) == 192, "shm_region_hdr size");
 
 /* The owner may be read and written with process_vm_readv/writev. */
 #define SHM_REGION_CMA (1u << 0)
+/* The owner counts remote reads or writes (remote counters bound): an
+ * initiator that moves data itself tells it with SHM_OP_RMA_EVENT. */
+#define SHM_REGION_RMA_EVENT (1u << 1)
 
 /*
  * One message slot.  seq carries the ring protocol (see shm_queue.h); the
@@ -98,7 +105,13 @@ enum shm_op {
 	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
 	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
 	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
+	SHM_OP_RMA_EVENT = 9, /* an initiator wrote or read our memory itself:
+			       * aux SHM_EVENT_*, len bytes, data CQ data */
 };
+
+/* SHM_OP_RMA_EVENT's aux. */
+#define SHM_EVENT_WRITE (1u << 0) /* else a read */
+#define SHM_EVENT_CQ_DATA (1u << 1)
 
 /* shm_slot.flags: the RDM engine's flags (util_rdm.h: bit 0 remote CQ data,
  * bit 1 the sender waits for delivery), and the message class. */
@@ -232,5 +245,62 @@ struct shm_bounce {
 	uint8_t data[];
 };
 static_assert(sizeof(struct shm_bounce) == SHM_CACHELINE, "shm_bounce size");
+
+/*
+ * The registration table of a domain: a file of its own in /dev/shm,
+ * "weft-shm-mrt.<uid>.<pid>.<n>.<random>", named in the region header of
+ * each of the domain's endpoints.  It lets a peer read, write and apply
+ * atomics to registered memory with process_vm_readv/writev while the
+ * owner computes or sleeps (docs/shm-layout.md, "One-sided RMA").
+ *
+ * Entries are found by key: slot hash(key) & (entries - 1) and the next
+ * SHM_MRT_PROBE - 1 after it.  The owner alone writes an entry's fields,
+ * between two increments of seq (odd while it writes); a peer reads seq,
+ * the fields, and seq again.  To use an entry a peer takes a pin (CAS of a
+ * free pin from 0 to its pid), then reads seq again: unchanged, the entry
+ * stays as read until the pin is dropped.  The owner withdraws an entry by
+ * making seq odd and waiting until no pin holds it (a pin whose process is
+ * gone is cleared), then clearing `live` and making seq even.
+ *
+ * `atomic_lock` is a robust process-shared mutex: whoever applies an atomic
+ * to the owner's registered memory (a peer, or the owner serving a request)
+ * holds it from reading the old values to writing the new ones.
+ */
+#define SHM_MRT_MAGIC 0x776d7274u /* "wmrt" */
+#define SHM_MRT_PROBE 16
+#define SHM_MRT_PINS 8
+
+struct shm_mrt_hdr {
+	uint32_t magic;
+	uint16_t version; /* SHM_VERSION */
+	uint16_t hdr_size;
+	uint32_t entries; /* power of two */
+	int32_t pid; /* owner */
+	uint64_t total_size;
+	uint8_t pad0[SHM_CACHELINE - 24];
+	union {
+		pthread_mutex_t lock;
+		uint8_t pad[SHM_CACHELINE];
+	} atomic_lock;
+};
+static_assert(sizeof(struct shm_mrt_hdr) == 2 * SHM_CACHELINE,
+	      "shm_mrt_hdr size");
+static_assert(sizeof(pthread_mutex_t) <= SHM_CACHELINE,
+	      "the atomic lock fits its line");
+
+struct shm_mrt_entry {
+	_Atomic uint64_t seq; /* even: stable; odd: being changed */
+	uint64_t key;
+	uint64_t base; /* peers' address of byte 0 */
+	uint64_t len;
+	uint64_t addr; /* the owner's address of byte 0 */
+	uint64_t access; /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+	uint32_t live; /* 1: a registration */
+	uint32_t pad0;
+	_Atomic int32_t pin[SHM_MRT_PINS]; /* pids of peers using it, or 0 */
+	uint8_t pad1[2 * SHM_CACHELINE - 56 - 4 * SHM_MRT_PINS];
+};
+static_assert(sizeof(struct shm_mrt_entry) == 2 * SHM_CACHELINE,
+	      "shm_mrt_entry size");
 
 #endif /* WEFT_SHM_LAYOUT_H */

@@ -189,6 +189,11 @@ static bool file_ours(const struct stat *st)
 	       !(st->st_mode & (S_IRWXG | S_IRWXO));
 }
 
+bool shm_stat_ours(const struct stat *st)
+{
+	return file_ours(st);
+}
+
 /*
  * Remove the file at path if it is still the one judged (`judged`, its
  * fstat): between the judging and now, another process may have taken a
@@ -397,6 +402,7 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	hdr->bounce_count = attr->bounce_count;
 	hdr->bounce_size = (uint32_t)align_up(attr->bounce_size, SHM_CACHELINE);
 	snprintf(hdr->name, sizeof(hdr->name), "%s", name);
+	snprintf(hdr->mrt, sizeof(hdr->mrt), "%s", attr->mrt ? attr->mrt : "");
 	map->hdr = hdr;
 	map->size = size;
 	ret = map_geometry(hdr, size, map);
@@ -578,12 +584,14 @@ void shm_region_sweep(void)
 	size_t plen;
 	DIR *dir;
 
-	char bell_prefix[32];
+	char bell_prefix[32], mrt_prefix[40];
 
 	snprintf(prefix, sizeof(prefix), "weft-shm.%u.", (unsigned)geteuid());
 	snprintf(bell_prefix, sizeof(bell_prefix), "weft-bell.%u.",
 		 (unsigned)geteuid());
 	snprintf(new_prefix, sizeof(new_prefix), "weft-shm-new.%u.",
+		 (unsigned)geteuid());
+	snprintf(mrt_prefix, sizeof(mrt_prefix), "weft-shm-mrt.%u.",
 		 (unsigned)geteuid());
 	plen = strlen(prefix);
 	dir = opendir("/dev/shm");
@@ -592,6 +600,11 @@ void shm_region_sweep(void)
 	while ((d = readdir(dir))) {
 		if (!strncmp(d->d_name, new_prefix, strlen(new_prefix))) {
 			reclaim_unpublished(d->d_name, new_prefix);
+			continue;
+		}
+		/* Registration tables: weft-shm-mrt.<uid>.<pid>.<random>. */
+		if (!strncmp(d->d_name, mrt_prefix, strlen(mrt_prefix))) {
+			reclaim_unpublished(d->d_name, mrt_prefix);
 			continue;
 		}
 		if (strncmp(d->d_name, prefix, plen) ||

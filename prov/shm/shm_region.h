@@ -18,6 +18,7 @@ struct shm_region_attr {
 	uint32_t bounce_count;
 	uint32_t bounce_size; /* payload bytes per bounce buffer */
 	uint32_t flags; /* SHM_REGION_* */
+	const char *mrt; /* the registration table's name, or NULL */
 };
 
 /*
@@ -109,6 +110,11 @@ static inline struct shm_bounce *shm_map_bounce_out(const struct shm_map *m,
  * name (shm_name_valid).
  */
 bool shm_peer_name(const struct shm_peer *p, char *name);
+
+/* Whether an open file (its fstat) is this user's alone: a regular file
+ * of our effective uid, no group or other permission bits. */
+struct stat;
+bool shm_stat_ours(const struct stat *st);
 
 /* Whether `name` can name a region (non-empty, < SHM_NAME_MAX, no '/'). */
 bool shm_name_valid(const char *name);

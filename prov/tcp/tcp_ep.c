@@ -890,12 +890,17 @@ static int atomic_in(struct tcp_conn *conn, const uint8_t *payload)
 	}
 	ret = util_rdm_target_iov(ep_mr_map(conn->ep), &r, 1, access, local,
 				  UTIL_RDM_IOV_MAX * 2, &n);
-	if (!ret)
+	if (!ret) {
+		/* Peers of this host may apply atomics to the same memory
+		 * themselves (shm's registration table): take their lock. */
+		util_mr_map_atomic_lock(ep_mr_map(conn->ep));
 		ret = util_rdm_target_atomic(
 			f->atomic.op, f->atomic.datatype, local, n, payload,
 			f->atomic.kind == TCP_ATOMIC_COMPARE ? payload + len :
 							       NULL,
 			res);
+		util_mr_map_atomic_unlock(ep_mr_map(conn->ep));
+	}
 	if (!ret)
 		util_rdm_remote_event(&conn->ep->rdm, FI_REMOTE_WRITE, len, 0);
 	ret = send_resp(conn, TCP_OP_RESP, f->atomic.tx_id, (uint32_t)-ret,

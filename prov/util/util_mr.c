@@ -114,6 +114,83 @@ static uint64_t mr_next_key(struct util_mr_map *map)
 	return key;
 }
 
+/* Lock held: tell the publisher about e (one iovec only). */
+static void mr_publish(struct util_mr_map *map, const struct util_mr_entry *e)
+{
+	struct util_mr_pub reg = {
+		.key = e->key,
+		.access = e->access,
+		.base = e->base,
+		.len = e->len,
+		.addr = e->iov[0].iov_base,
+	};
+
+	if (map->pub && e->iov_count == 1)
+		map->pub->publish(map->pub, &reg);
+}
+
+int util_mr_map_attach(struct util_mr_map *map, struct util_mr_publisher *pub)
+{
+	struct util_mr_entry *e;
+	size_t i;
+
+	weft_lock(&map->lock);
+	if (map->pub) {
+		weft_unlock(&map->lock);
+		return map->pub == pub ? 0 : -FI_EBUSY;
+	}
+	map->pub = pub;
+	for (i = 0; map->bucket && i <= map->bucket_mask; i++)
+		for (e = map->bucket[i]; e; e = e->next)
+			mr_publish(map, e);
+	weft_unlock(&map->lock);
+	return 0;
+}
+
+void util_mr_map_detach(struct util_mr_map *map, struct util_mr_publisher *pub)
+{
+	struct util_mr_entry *e;
+	size_t i;
+
+	weft_lock(&map->lock);
+	if (map->pub == pub) {
+		/* Registrations may outlive the publisher: withdraw them
+		 * now, as their close would have. */
+		for (i = 0; map->bucket && i <= map->bucket_mask; i++)
+			for (e = map->bucket[i]; e; e = e->next)
+				if (e->iov_count == 1)
+					pub->withdraw(pub, e->key);
+		map->pub = NULL;
+	}
+	weft_unlock(&map->lock);
+}
+
+struct util_mr_publisher *util_mr_map_publisher(struct util_mr_map *map)
+{
+	struct util_mr_publisher *pub;
+
+	weft_lock(&map->lock);
+	pub = map->pub;
+	weft_unlock(&map->lock);
+	return pub;
+}
+
+void util_mr_map_atomic_lock(struct util_mr_map *map)
+{
+	struct util_mr_publisher *pub = util_mr_map_publisher(map);
+
+	if (pub && pub->atomic_lock)
+		pub->atomic_lock(pub);
+}
+
+void util_mr_map_atomic_unlock(struct util_mr_map *map)
+{
+	struct util_mr_publisher *pub = util_mr_map_publisher(map);
+
+	if (pub && pub->atomic_unlock)
+		pub->atomic_unlock(pub);
+}
+
 int util_mr_map_init(struct util_mr_map *map, const struct fi_provider *prov,
 		     int mr_mode, size_t iov_limit, bool needs_lock)
 {
@@ -223,6 +300,7 @@ int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
 	*mr_bucket(map, e->key) = e;
 	map->count++;
 	*key = e->key;
+	mr_publish(map, e);
 	weft_unlock(&map->lock);
 	return 0;
 
@@ -240,6 +318,8 @@ int util_mr_map_remove(struct util_mr_map *map, uint64_t key)
 		if (e->key == key) {
 			*link = e->next;
 			map->count--;
+			if (map->pub && e->iov_count == 1)
+				map->pub->withdraw(map->pub, key);
 			weft_unlock(&map->lock);
 			free(e);
 			return 0;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -363,6 +364,134 @@ static void rma_target(struct cf_fix *f)
 	cf_mem_free(&t);
 }
 
+/*
+ * Passive RMA: the target's registered region is guard, data, guard, then
+ * PASSIVE_ATOMICS 64-bit words for atomics and a guard after them.
+ */
+#define PASSIVE_GUARD 64
+#define PASSIVE_DATA (4 << 20)
+#define PASSIVE_ATOMICS 8
+#define PASSIVE_ATOMIC_OFF (PASSIVE_GUARD + PASSIVE_DATA + PASSIVE_GUARD)
+#define PASSIVE_REGION (PASSIVE_ATOMIC_OFF + 8 * PASSIVE_ATOMICS + PASSIVE_GUARD)
+#define PASSIVE_GUARD_BYTE 0xa5
+#define PASSIVE_SEED 900
+
+/* What the initiator expects the target's region to hold at the end. */
+struct passive_want {
+	uint32_t seed; /* of the data section */
+	uint64_t word[PASSIVE_ATOMICS];
+};
+
+static bool all_bytes(const uint8_t *p, size_t len, uint8_t v)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* The target's check of its region: 0, or which part is wrong (1..). */
+static char passive_check(const uint8_t *r, const struct passive_want *w)
+{
+	uint64_t v;
+	int i;
+
+	if (!all_bytes(r, PASSIVE_GUARD, PASSIVE_GUARD_BYTE))
+		return '1';
+	if (!holds_fill(r + PASSIVE_GUARD, PASSIVE_DATA, w->seed))
+		return '2';
+	if (!all_bytes(r + PASSIVE_GUARD + PASSIVE_DATA, PASSIVE_GUARD,
+		       PASSIVE_GUARD_BYTE))
+		return '3';
+	for (i = 0; i < PASSIVE_ATOMICS; i++) {
+		memcpy(&v, r + PASSIVE_ATOMIC_OFF + 8 * i, 8);
+		if (v != w->word[i])
+			return (char)('a' + i);
+	}
+	if (!all_bytes(r + PASSIVE_ATOMIC_OFF + 8 * PASSIVE_ATOMICS,
+		       PASSIVE_GUARD, PASSIVE_GUARD_BYTE))
+		return '4';
+	return 'Y';
+}
+
+/*
+ * The passive target: register, hand out key and address, then block in
+ * read() on the pipe, calling nothing of the library until the initiator
+ * says what to expect ('C'); or, for a provider that needs our progress
+ * ('P' first), make progress until then.
+ */
+static void rma_passive_target(struct cf_fix *f)
+{
+	struct passive_want w;
+	struct cf_mem t;
+	char op, r;
+
+	cf_mem_reg(f, 0, &t, PASSIVE_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	memset(t.p, PASSIVE_GUARD_BYTE, PASSIVE_REGION);
+	memset(t.p + PASSIVE_GUARD, 0, PASSIVE_DATA);
+	memset(t.p + PASSIVE_ATOMIC_OFF, 0, 8 * PASSIVE_ATOMICS);
+	write_all(PEER_OUT, &t.key, sizeof(t.key));
+	write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	/* Blocks in poll()/read(): no progress of ours from here on. */
+	read_all(PEER_IN, &op, 1, PEER_ALARM_S * 1000);
+	if (op == 'P') {
+		await_fd(f, PEER_IN);
+		read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	}
+	cf_assert(op == 'C', "passive target: unexpected request %c", op);
+	read_all(PEER_IN, &w, sizeof(w), CF_WAIT_MS);
+	r = passive_check(t.p, &w);
+	write_all(PEER_OUT, &r, 1);
+	cf_mem_free(&t);
+}
+
+/*
+ * The closing target: once the initiator writes in a loop ('G'), close
+ * the MR while its writes land, overwrite the region, say so ('X'), make
+ * progress (a stale key is refused by us where the initiator cannot tell
+ * alone) until the initiator is done ('D'), and answer whether the region
+ * changed after fi_close returned.
+ */
+#define CLOSER_REGION (4 << 20)
+#define CLOSER_MARK 0x5a
+#define CLOSER_ROUNDS 8
+
+static void rma_closer_target(struct cf_fix *f)
+{
+	struct cf_mem t;
+	char op, r;
+	int round;
+
+	for (round = 0; round < CLOSER_ROUNDS; round++) {
+		cf_mem_reg(f, 0, &t, CLOSER_REGION,
+			   FI_REMOTE_READ | FI_REMOTE_WRITE);
+		write_all(PEER_OUT, &t.key, sizeof(t.key));
+		write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+		await_fd(f, PEER_IN);
+		read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+		cf_assert(op == 'G', "closing target: unexpected request %c",
+			  op);
+		/* Writes land meanwhile, with no progress of ours; a
+		 * different moment each round. */
+		cf_sleep_ms(10 + 3 * round);
+		cf_mem_close(&t);
+		/* Ours alone from now on: mark it at once (a write still
+		 * landing would undo the mark behind it). */
+		memset(t.p, CLOSER_MARK, CLOSER_REGION);
+		r = 'X';
+		write_all(PEER_OUT, &r, 1);
+		await_fd(f, PEER_IN);
+		read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+		cf_assert(op == 'D', "closing target: unexpected request %c",
+			  op);
+		r = all_bytes(t.p, CLOSER_REGION, CLOSER_MARK) ? 'Y' : 'N';
+		write_all(PEER_OUT, &r, 1);
+		free(t.p);
+	}
+}
+
 int cf_peer_main(const char *role, int argc, char **argv)
 {
 	struct cf_mem m;
@@ -389,14 +518,22 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		cf_open(&f, cf_prov, &o);
 	} else {
 		open_one(&f, cf_prov,
-			 !strcmp(role, "rma_target") ? FI_MSG | FI_RMA
-						     : FI_MSG | FI_TAGGED);
+			 !strcmp(role, "rma_target") ||
+					 !strcmp(role, "rma_closer")
+				 ? FI_MSG | FI_RMA
+			 : !strcmp(role, "rma_passive")
+				 ? FI_MSG | FI_RMA | FI_ATOMIC
+				 : FI_MSG | FI_TAGGED);
 	}
 	send_name(PEER_OUT, &f.ep[0]);
 	peer = recv_name(PEER_IN, &f);
 	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
 	if (!strcmp(role, "rma_target")) {
 		rma_target(&f);
+	} else if (!strcmp(role, "rma_passive")) {
+		rma_passive_target(&f);
+	} else if (!strcmp(role, "rma_closer")) {
+		rma_closer_target(&f);
 	} else if (!strcmp(role, "burst")) {
 		struct fi_context2 sc[NBURST];
 		struct cf_mem bm[NBURST];
@@ -622,6 +759,284 @@ static int case_proc_rma(const char *prov)
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_mem_free(&lm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/* Wait for the one operation under way; false after CF_WAIT_MS. */
+static bool passive_wait(struct cf_fix *f, void *ctx, struct cf_comp *c)
+{
+	if (!cf_poll(f, 0, c, CF_WAIT_MS))
+		return false;
+	cf_assert(c->ctx == ctx, "completion of another operation");
+	return true;
+}
+
+/* An environment variable set to a false boolean ("0", "no", "false"). */
+static bool env_false(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && (!strcmp(v, "0") || !strcasecmp(v, "no") ||
+		     !strcasecmp(v, "false") || !strcasecmp(v, "off"));
+}
+
+static bool env_true(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && !env_false(name);
+}
+
+/*
+ * Whether RMA between two processes of this host may need the target's
+ * progress: weft's shm (and tcp, which reaches peers of its host through
+ * shm) moves it with CMA, unless told not to.
+ */
+static bool passive_may_need_target(const char *prov)
+{
+	if (env_true("FI_SHM_DISABLE_CMA"))
+		return true;
+	if (!strcmp(prov, "shm"))
+		return false;
+	return strcmp(prov, "tcp") || env_false("FI_TCP_SHM");
+}
+
+/*
+ * One operation against the passive target.  Returns false when it did
+ * not complete in time: then a provider that offers FI_PROGRESS_AUTO, or
+ * shm and tcp between processes of this host (passive_may_need_target),
+ * fail; others get a note and the target's progress.
+ */
+static bool passive_done(struct cf_fix *f, struct peer_link *l, void *ctx,
+			 const char *what, size_t len, bool *helped)
+{
+	struct cf_comp c;
+
+	if (!passive_wait(f, ctx, &c)) {
+		cf_assert(f->info->domain_attr->data_progress !=
+				  FI_PROGRESS_AUTO,
+			  "%s of %zu bytes: no completion within %d ms while "
+			  "the target process does not call the provider",
+			  what, len, CF_WAIT_MS);
+		cf_assert(passive_may_need_target(cf_prov),
+			  "%s of %zu bytes: no completion within %d ms while "
+			  "the target process does not call the provider",
+			  what, len, CF_WAIT_MS);
+		cf_assert(!*helped, "%s of %zu bytes: no completion", what,
+			  len);
+		cf_note("%s of %zu bytes needs the target's progress "
+			"(data_progress is not FI_PROGRESS_AUTO)",
+			what, len);
+		write_all(l->wfd, "P", 1);
+		*helped = true;
+		c = cf_wait_ctx(f, 0, ctx);
+	}
+	cf_assert(!c.err, "%s of %zu bytes: error %d (%s)", what, len, c.err,
+		  fi_strerror(c.err));
+	return true;
+}
+
+/*
+ * One-sided RMA and atomics into a process that has stopped calling the
+ * provider (it blocks in read() on a pipe): fi_write and fi_read from
+ * 1 byte to 4 MiB, fi_atomic (FI_SUM), fi_fetch_atomic and
+ * fi_compare_atomic each complete within CF_WAIT_MS; then the target
+ * checks its region byte for byte, guard bytes included.
+ */
+static int case_proc_rma_passive(const char *prov)
+{
+	static const size_t sizes[] = {1, 4096, 65537, 1 << 20, PASSIVE_DATA};
+	struct passive_want w = {0};
+	struct fi_context2 ctx;
+	struct peer_link l;
+	struct cf_mem lm, rm, am;
+	struct cf_fix f;
+	uint64_t key, raddr, *a, *res;
+	fi_addr_t peer;
+	bool helped = false;
+	int status, i;
+	size_t k;
+	char b;
+
+	open_one(&f, prov, FI_MSG | FI_RMA | FI_ATOMIC);
+	spawn_peer("rma_passive", &l);
+	send_name(l.wfd, &f.ep[0]);
+	peer = recv_name(l.rfd, &f);
+	read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_mem_reg(&f, 0, &lm, PASSIVE_DATA, FI_READ | FI_WRITE);
+	cf_mem_reg(&f, 0, &rm, PASSIVE_DATA, FI_READ | FI_WRITE);
+	cf_mem_reg(&f, 0, &am, 4096, FI_READ | FI_WRITE);
+	a = (uint64_t *)am.p;
+	res = a + 64;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t len = sizes[k];
+		unsigned int seed = PASSIVE_SEED + (unsigned int)k;
+
+		cf_fill(lm.p, len, seed);
+		cf_post(&f, fi_write(f.ep[0].ep, lm.p, len, lm.desc, peer,
+				     raddr + PASSIVE_GUARD, key, &ctx));
+		passive_done(&f, &l, &ctx, "fi_write", len, &helped);
+		memset(rm.p, 0, len);
+		cf_post(&f, fi_read(f.ep[0].ep, rm.p, len, rm.desc, peer,
+				    raddr + PASSIVE_GUARD, key, &ctx));
+		passive_done(&f, &l, &ctx, "fi_read", len, &helped);
+		cf_check_fill(rm.p, len, seed, "data read back");
+		w.seed = seed;
+	}
+
+	/* word 0: 100 x FI_SUM 1; word 1: fetch-add 5 twice; word 2:
+	 * compare-swap 0 -> 42, then 0 -> 7 (no swap). */
+	a[0] = 1;
+	for (i = 0; i < 100; i++) {
+		cf_post(&f, fi_atomic(f.ep[0].ep, &a[0], 1, am.desc, peer,
+				      raddr + PASSIVE_ATOMIC_OFF, key,
+				      FI_UINT64, FI_SUM, &ctx));
+		passive_done(&f, &l, &ctx, "fi_atomic", 8, &helped);
+	}
+	w.word[0] = 100;
+	a[1] = 5;
+	for (i = 0; i < 2; i++) {
+		res[0] = ~0ull;
+		cf_post(&f, fi_fetch_atomic(f.ep[0].ep, &a[1], 1, am.desc,
+					    &res[0], am.desc, peer,
+					    raddr + PASSIVE_ATOMIC_OFF + 8, key,
+					    FI_UINT64, FI_SUM, &ctx));
+		passive_done(&f, &l, &ctx, "fi_fetch_atomic", 8, &helped);
+		cf_expect(res[0] == (uint64_t)(5 * i),
+			  "fi_fetch_atomic %d fetched %llu, want %d", i,
+			  (unsigned long long)res[0], 5 * i);
+	}
+	w.word[1] = 10;
+	for (i = 0; i < 2; i++) {
+		a[2] = i ? 7 : 42; /* swap value */
+		a[3] = 0;	   /* compare value */
+		res[1] = ~0ull;
+		cf_post(&f, fi_compare_atomic(f.ep[0].ep, &a[2], 1, am.desc,
+					      &a[3], am.desc, &res[1], am.desc,
+					      peer,
+					      raddr + PASSIVE_ATOMIC_OFF + 16,
+					      key, FI_UINT64, FI_CSWAP, &ctx));
+		passive_done(&f, &l, &ctx, "fi_compare_atomic", 8, &helped);
+		cf_expect(res[1] == (uint64_t)(i ? 42 : 0),
+			  "fi_compare_atomic %d fetched %llu, want %d", i,
+			  (unsigned long long)res[1], i ? 42 : 0);
+	}
+	w.word[2] = 42;
+
+	write_all(l.wfd, "C", 1);
+	write_all(l.wfd, &w, sizeof(w));
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_expect(b == 'Y',
+		  "the target process found its region wrong (part %c: 1-4 "
+		  "guards and data, a-h atomic words)",
+		  b);
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	cf_mem_free(&lm);
+	cf_mem_free(&rm);
+	cf_mem_free(&am);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/* Whether the peer has written a byte (without waiting). */
+static bool pipe_ready(int fd)
+{
+	struct pollfd pfd = {fd, POLLIN, 0};
+
+	return poll(&pfd, 1, 0) > 0;
+}
+
+/*
+ * An MR closed by its process while another one writes into it: once
+ * fi_close returns, the region never changes again, and writes with the
+ * closed key complete in error.  Each write is 256 KiB, so that closes
+ * meet writes under way.
+ */
+static int case_proc_rma_mr_close(const char *prov)
+{
+	const size_t len = CLOSER_REGION;
+	struct fi_context2 ctx;
+	struct peer_link l;
+	struct cf_mem lm[2];
+	struct cf_comp c;
+	struct cf_fix f;
+	uint64_t key, raddr, end;
+	fi_addr_t peer;
+	int status, n, failed, after, round;
+	char b;
+
+	open_one(&f, prov, FI_MSG | FI_RMA);
+	spawn_peer("rma_closer", &l);
+	send_name(l.wfd, &f.ep[0]);
+	peer = recv_name(l.rfd, &f);
+	cf_mem_reg(&f, 0, &lm[0], len, FI_WRITE);
+	cf_mem_reg(&f, 0, &lm[1], len, FI_WRITE);
+	cf_fill(lm[0].p, len, 1);
+	cf_fill(lm[1].p, len, 2);
+
+	for (round = 0; round < CLOSER_ROUNDS; round++) {
+		read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+		read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+		/* Write until the target says it closed the MR: two
+		 * patterns in turn, so that every write changes every
+		 * byte. */
+		end = cf_now_ms() + CF_WAIT_MS;
+		for (n = 0; !pipe_ready(l.rfd); n++) {
+			struct cf_mem *m = &lm[n & 1];
+
+			cf_assert(cf_now_ms() < end,
+				  "the target never closed its MR");
+			cf_post(&f, fi_write(f.ep[0].ep, m->p, len, m->desc,
+					     peer, raddr, key, &ctx));
+			/* (A write the close overtakes may fail.) */
+			c = cf_wait_ctx(&f, 0, &ctx);
+			cf_assert(!c.err || n,
+				  "round %d: the first write failed: %d (%s)",
+				  round, c.err, fi_strerror(c.err));
+			if (!n)
+				write_all(l.wfd, "G", 1);
+		}
+		read_all(l.rfd, &b, 1, CF_WAIT_MS);
+		cf_assert(b == 'X', "closing target said %c", b);
+		/* The key is stale now: every write fails (the target makes
+		 * progress from here on). */
+		for (failed = 0, after = 0; after < 4; after++) {
+			struct cf_mem *m = &lm[after & 1];
+
+			cf_post(&f, fi_write(f.ep[0].ep, m->p, len, m->desc,
+					     peer, raddr, key, &ctx));
+			c = cf_wait_ctx(&f, 0, &ctx);
+			if (c.err)
+				failed++;
+		}
+		cf_expect(failed == after,
+			  "round %d: %d of %d writes with the closed MR's key "
+			  "succeeded",
+			  round, after - failed, after);
+		write_all(l.wfd, "D", 1);
+		await_fd(&f, l.rfd);
+		read_all(l.rfd, &b, 1, CF_WAIT_MS);
+		cf_expect(b == 'Y',
+			  "round %d: the target's region changed after "
+			  "fi_close(mr) returned (%d writes before)",
+			  round, n);
+	}
+	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	cf_mem_free(&lm[0]);
+	cf_mem_free(&lm[1]);
 	cf_close(&f);
 	close(l.wfd);
 	close(l.rfd);
@@ -855,6 +1270,14 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: writes checked and reads filled by the "
      "target process, 1 B to 4 MiB",
      case_proc_rma},
+    {"proc_rma_passive",
+     "two processes: fi_write/fi_read 1 B to 4 MiB and atomics complete "
+     "while the target does not call the provider; guards intact",
+     case_proc_rma_passive},
+    {"proc_rma_mr_close",
+     "two processes: an MR closed under a peer's writes changes no more "
+     "once fi_close returns; its key then fails",
+     case_proc_rma_mr_close},
     {"proc_sender_exits",
      "two processes: a peer's completed sends arrive, once, intact and "
      "from it, after it closed and exited",

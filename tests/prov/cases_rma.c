@@ -329,16 +329,17 @@ static void bad_write(struct cf_fix *f, struct cf_mem *lm, size_t len,
 }
 
 /*
- * A write or read naming a key that was closed or never issued, or a range
- * past the region, completes in error at the initiator and leaves the
- * target memory alone.  The region is the first half of a larger buffer,
+ * A write or read naming a key that was closed or never issued, a range
+ * past the region (by one byte too), a range that wraps around 2^64, or a
+ * region without FI_REMOTE_WRITE, completes in error at the initiator and
+ * leaves the target memory alone.  The region is the first half of a larger buffer,
  * so a write past its end lands in memory this case owns and checks.
  */
 static int case_rma_bad_key(const char *prov)
 {
 	struct fi_context2 ctx;
 	struct cf_mem lm, tm, gone;
-	struct fid_mr *half;
+	struct fid_mr *half, *ronly;
 	uint64_t bad, key, raddr;
 	void *desc;
 	struct cf_comp c;
@@ -365,13 +366,29 @@ static int case_rma_bad_key(const char *prov)
 	cf_mem_close(&gone);
 	memset(tm.p, 0x5a, 8192);
 	cf_fill(lm.p, 4096, 3);
-	for (k = 0; k < 4; k++) {
+	/* The same memory registered for remote reads only. */
+	cf_ok(fi_mr_reg(f.domain, tm.p, 4096, FI_REMOTE_READ, 0,
+			tm.key + 2000, 0, &ronly, NULL));
+	if (f.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		cf_ok(fi_mr_bind(ronly, &f.ep[1].ep->fid, 0));
+		cf_ok(fi_mr_enable(ronly));
+	}
+	for (k = 0; k < 7; k++) {
 		const char *what = k == 0   ? "write with a closed MR's key"
 				   : k == 1 ? "read with a closed MR's key"
 				   : k == 2 ? "write past the region's end"
-					    : "write with a never-issued key";
+				   : k == 3 ? "write with a never-issued key"
+				   : k == 4 ? "write one byte past the end"
+				   : k == 5 ? "write whose range wraps 2^64"
+					    : "write to a read-only region";
 
-		if (k == 1)
+		if (k == 4)
+			bad_write(&f, &lm, 64, raddr + 4096 - 63, key, &ctx);
+		else if (k == 5)
+			bad_write(&f, &lm, 64, UINT64_MAX - 31, key, &ctx);
+		else if (k == 6)
+			bad_write(&f, &lm, 64, raddr, fi_mr_key(ronly), &ctx);
+		else if (k == 1)
 			cf_post(&f, fi_read(f.ep[0].ep, lm.p, 64, lm.desc,
 					    f.ep[1].addr, raddr, bad, &ctx));
 		else if (k == 2)
@@ -405,6 +422,7 @@ static int case_rma_bad_key(const char *prov)
 	else
 		wait_target(&f, tm.p, 4096, 3, "good write after bad ones");
 	cf_ok(fi_close(&half->fid));
+	cf_ok(fi_close(&ronly->fid));
 	cf_mem_free(&lm);
 	cf_mem_free(&tm);
 	free(gone.p);
