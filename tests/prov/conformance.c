@@ -34,9 +34,9 @@
 const char *cf_prov;
 const char *cf_case_name = "-";
 const char *cf_self_exe;
-const char *cf_cur_call = "setting up";
-const char *cf_cur_file = "";
-int cf_cur_line;
+const char *_Atomic cf_cur_call = "setting up";
+const char *_Atomic cf_cur_file = "";
+_Atomic int cf_cur_line;
 
 /* The case process tells the driver it printed its result line here. */
 static int cf_result_fd = -1;
