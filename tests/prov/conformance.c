@@ -268,6 +268,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 				      FI_MR_ENDPOINT;
 	hints->domain_attr->threading = o->threading;
 	hints->domain_attr->av_type = o->av_type;
+	hints->domain_attr->data_progress = o->data_progress;
 	hints->tx_attr->msg_order = o->msg_order;
 	hints->rx_attr->msg_order = o->msg_order;
 

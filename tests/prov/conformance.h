@@ -102,6 +102,7 @@ struct cf_opts {
 	bool no_insert;		  /* leave the AV empty */
 	const void *name;	  /* fi_setname of endpoint 0 before enable */
 	size_t namelen;
+	enum fi_progress data_progress; /* 0 (FI_PROGRESS_UNSPEC): any */
 };
 
 struct cf_fix {
