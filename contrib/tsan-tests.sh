@@ -34,7 +34,7 @@ unit_tests="tests/unit/test_av tests/unit/test_cntr tests/unit/test_core
 	tests/unit/test_cq tests/unit/test_eq tests/unit/test_shm_names
 	tests/unit/test_wait tests/unit/test_tostr tests/unit/test_mr_cache"
 # - conformance cases with a second thread, over shm and tcp (tcp with
-#   shm inside for peers on this host): FI_THREAD_SAFE endpoints driven
+#   shm inside for peers on this host, then tcp alone): FI_THREAD_SAFE endpoints driven
 #   by four threads (thread_safe), fi_cq_sread and fi_cntr_wait woken by
 #   another thread (cq_calls, cases_wait.c), and FI_PROGRESS_AUTO, the
 #   engine's progress thread (prov/util/util_rdm.c), against the
@@ -89,36 +89,45 @@ for t in $unit_tests; do
 	count "$p" "$x" "$s"
 done
 
-echo "== tsan: conformance cases over shm and tcp"
-out=$(mktemp)
-sel=
-for c in $conf_cases; do
-	sel="$sel -c $c"
-done
-# shellcheck disable=SC2086
-top_builddir=. timeout -k 10 900 tests/prov/run-conformance.sh $sel shm tcp \
-	>"$out" 2>&1
-grep '^\(PASS\|FAIL\|SKIP\|  fail\|WARNING: ThreadSanitizer\|SUMMARY\)' "$out"
-# A case that passed and then drew a report prints PASS, then FAIL (exit
-# status 66): it counts as failed, once.
-p=$(grep '^PASS: ' "$out" | sed 's/^PASS: //' | sort -u)
-f=$(grep '^FAIL: ' "$out" | sed 's/^FAIL: \([^:]*\):.*/\1/' | sort -u)
-s=$(grep -c '^SKIP: ' "$out")
-np=$(printf '%s\n' "$p" | grep -vcxF -e "$f" -e '')
-nf=$(printf '%s\n' "$f" | grep -c .)
-grep -q '^[0-9]* passed, [0-9]* failed' "$out" || {
-	echo "FAIL: conformance: no summary (crashed or timed out)"
-	nf=$((nf + 1))
+# One run of the conformance cases: conf_run LABEL VAR=VALUE PROVIDER...
+conf_run() {
+	_label=$1 _env=$2
+	shift 2
+	echo "== tsan: conformance cases, $_label"
+	out=$(mktemp)
+	sel=
+	for c in $conf_cases; do
+		sel="$sel -c $c"
+	done
+	# shellcheck disable=SC2086
+	env top_builddir=. "$_env" timeout -k 10 900 \
+		tests/prov/run-conformance.sh $sel "$@" >"$out" 2>&1
+	grep '^\(PASS\|FAIL\|SKIP\|  fail\|SUMMARY: ThreadSanitizer\)' "$out"
+	# A case that passed and then drew a report prints PASS, then FAIL
+	# (exit status 66): it counts as failed, once.
+	p=$(grep '^PASS: ' "$out" | sed 's/^PASS: //' | sort -u)
+	f=$(grep '^FAIL: ' "$out" | sed 's/^FAIL: \([^:]*\):.*/\1/' | sort -u)
+	s=$(grep -c '^SKIP: ' "$out")
+	np=$(printf '%s\n' "$p" | grep -vcxF -e "$f" -e '')
+	nf=$(printf '%s\n' "$f" | grep -c .)
+	grep -q '^[0-9]* passed, [0-9]* failed' "$out" || {
+		echo "FAIL: conformance: no summary (crashed or timed out)"
+		nf=$((nf + 1))
+	}
+	grep -q 'WARNING: ThreadSanitizer' "$out" && [ "$nf" = 0 ] && {
+		echo "FAIL: conformance: a ThreadSanitizer report, no failed case"
+		nf=1
+	}
+	[ "$nf" = 0 ] || sed -n '/WARNING: ThreadSanitizer/,/^SUMMARY/p' "$out" |
+		head -n 120
+	echo "conformance, $_label: $np passed, $nf failed, $s skipped"
+	count "$np" "$nf" "$s"
+	rm -f "$out"
 }
-grep -q 'WARNING: ThreadSanitizer' "$out" && [ "$nf" = 0 ] && {
-	echo "FAIL: conformance: a ThreadSanitizer report, no failed case"
-	nf=1
-}
-[ "$nf" = 0 ] || sed -n '/WARNING: ThreadSanitizer/,/^SUMMARY/p' "$out" |
-	head -n 120
-echo "conformance: $np passed, $nf failed, $s skipped"
-count "$np" "$nf" "$s"
-rm -f "$out"
+conf_run "shm and tcp" FI_TCP_SHM=1 shm tcp
+# tcp reaches peers on this host through shm; its sockets and their
+# progress run only with that off (as tests/prov/check-providers.sh does).
+conf_run "tcp with FI_TCP_SHM=0" FI_TCP_SHM=0 tcp
 
 echo "== tsan: fabtests ($ft_tests) over shm and tcp"
 if timeout -k 10 900 fabtests/scripts/run -q -p shm,tcp -t "$ft_tests" \
