@@ -16,8 +16,9 @@
 #
 # --tsan: only the tests that run threads, under ThreadSanitizer, in
 # build-tsan/ (./configure --enable-tsan; a copy of the sources as for
-# --sanitizers).  Any race report fails the run.  The list is below
-# (tsan_tests); its last line reads "tsan: N passed, N failed, N skipped".
+# --sanitizers).  Any race report fails the run.  What runs, and why, is
+# in contrib/tsan-tests.sh; its last line reads "tsan: N passed, N failed,
+# N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${JOBS:-2}
