@@ -13,27 +13,46 @@
 # Automake refuses a build directory beside a source tree configured in
 # place, so build-san/ holds a copy of the sources (the files git tracks, and
 # new ones it does not ignore), refreshed on each run.
+#
+# --tsan: only the tests that run threads, under ThreadSanitizer, in
+# build-tsan/ (./configure --enable-tsan; a copy of the sources as for
+# --sanitizers).  Any race report fails the run.  What runs, and why, is
+# in contrib/tsan-tests.sh; its last line reads "tsan: N passed, N failed,
+# N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${JOBS:-2}
 san=no
 case "${1:-}" in
 --sanitizers) san=yes ;;
+--tsan) san=tsan ;;
 "") ;;
-*) echo "usage: $0 [--sanitizers]" >&2; exit 2 ;;
+*) echo "usage: $0 [--sanitizers | --tsan]" >&2; exit 2 ;;
 esac
 
-if [ $san = yes ]; then
-	bld=$top/build-san
+# A copy of the sources in $1, configured with the options that follow.
+copy_tree() {
+	_dir=$1
+	shift
 	command -v git >/dev/null && git -C "$top" rev-parse >/dev/null 2>&1 ||
-		{ echo "--sanitizers copies the sources with git: none here"; exit 1; }
-	mkdir -p "$bld" || exit 1
+		{ echo "a sanitizer build copies the sources with git: none here"; exit 1; }
+	mkdir -p "$_dir" || exit 1
 	# cp -u: only what changed, so that make rebuilds only that.
 	(cd "$top" && git ls-files -z --cached --others --exclude-standard |
-		xargs -0 cp -u --parents -t "$bld") || exit 1
-	[ -x "$bld/configure" ] || (cd "$bld" && ./autogen.sh) || exit 1
-	[ -f "$bld/config.status" ] ||
-		(cd "$bld" && ./configure -q --enable-sanitizers) || exit 1
+		xargs -0 cp -u --parents -t "$_dir") || exit 1
+	[ -x "$_dir/configure" ] || (cd "$_dir" && ./autogen.sh) || exit 1
+	[ -f "$_dir/config.status" ] ||
+		(cd "$_dir" && ./configure -q "$@") || exit 1
+}
+
+if [ $san = tsan ]; then
+	bld=$top/build-tsan
+	copy_tree "$bld" --enable-tsan
+	cd "$bld" || exit 1
+	exec "$bld/contrib/tsan-tests.sh" "$jobs"
+elif [ $san = yes ]; then
+	bld=$top/build-san
+	copy_tree "$bld" --enable-sanitizers
 	# LeakSanitizer is on by default with ASan; say it anyway.  A UBSan
 	# finding aborts the program (-fno-sanitize-recover), with its stack.
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -48,10 +67,10 @@ else
 	[ -f "$bld/config.status" ] || (cd "$bld" && "$top/configure" -q) || exit 1
 fi
 cd "$bld" || exit 1
-# The results of this build: an in-tree build leaves out build/ and
-# build-san/ below it, which hold builds of their own.
+# The results of this build: an in-tree build leaves out build/,
+# build-san/ and build-tsan/ below it, which hold builds of their own.
 trs_files() {
-	find . \( -path ./build -o -path ./build-san \) -prune -o \
+	find . \( -path ./build -o -path ./build-san -o -path ./build-tsan \) -prune -o \
 		-name '*.trs' -print | sort
 }
 make -j"$jobs" >/dev/null || { echo "build failed"; exit 1; }

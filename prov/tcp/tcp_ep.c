@@ -129,9 +129,13 @@ void tcp_proto_error(struct tcp_conn *conn, const char *why)
 
 /* ---- connection events -------------------------------------------------- */
 
+/*
+ * conn->ep is the owner tcp_conn_new named before the fd entered the
+ * domain's set; from then on another endpoint's progress reads it without
+ * our lock (dom_event), so it is not written again here.
+ */
 static void ep_conn_link(struct tcp_ep *ep, struct tcp_conn *conn)
 {
-	conn->ep = ep;
 	dlist_insert_tail(&conn->entry, &ep->conns);
 }
 

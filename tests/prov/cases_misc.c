@@ -817,6 +817,104 @@ static int case_thread_safe(const char *prov)
 	return 0;
 }
 
+#define AUTO_N 8
+#define AUTO_LEN ((size_t)1 << 20)
+
+/*
+ * FI_PROGRESS_AUTO: once its sends are posted, the sending side makes no
+ * call at all, yet eight 1 MiB messages (more than a socket or a bounce
+ * buffer holds) arrive intact at a receiver that only reads its own CQ;
+ * the send completions are there when the sender looks at last.  The
+ * provider's progress thread runs beside the application's calls on
+ * both endpoints throughout.
+ */
+static int case_progress_auto(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED,
+			    .data_progress = FI_PROGRESS_AUTO};
+	struct fi_context2 sc[AUTO_N], rc[AUTO_N];
+	struct fi_cq_tagged_entry e;
+	bool got[AUTO_N] = {false};
+	struct cf_mem sm, rm;
+	struct cf_fix f;
+	int k, n, ret;
+	uint64_t end;
+
+	cf_open(&f, prov, &o);
+	cf_assert(f.info->domain_attr->data_progress == FI_PROGRESS_AUTO,
+		  "fi_getinfo answered data_progress %d to a request for "
+		  "FI_PROGRESS_AUTO",
+		  f.info->domain_attr->data_progress);
+	cf_mem_reg(&f, 0, &sm, AUTO_N * AUTO_LEN, FI_SEND);
+	cf_mem_reg(&f, 1, &rm, AUTO_N * AUTO_LEN, FI_RECV);
+	cf_fill(sm.p, AUTO_N * AUTO_LEN, 41);
+	for (k = 0; k < AUTO_N; k++)
+		cf_post(&f, fi_trecv(f.ep[1].ep, rm.p + k * AUTO_LEN, AUTO_LEN,
+				     rm.desc, FI_ADDR_UNSPEC, 500 + k, 0,
+				     &rc[k]));
+	end = cf_now_ms() + CF_WAIT_MS;
+	for (k = 0; k < AUTO_N; k++) {
+		cf_mark("fi_tsend under FI_PROGRESS_AUTO");
+		/* -FI_EAGAIN clears without our help: only sleep. */
+		while ((ret = (int)fi_tsend(f.ep[0].ep, sm.p + k * AUTO_LEN,
+					    AUTO_LEN, sm.desc, f.ep[1].addr,
+					    500 + k, &sc[k])) == -FI_EAGAIN &&
+		       cf_now_ms() < end)
+			cf_sleep_ms(1);
+		cf_assert(!ret, "fi_tsend %d: %d (%s)", k, ret,
+			  fi_strerror(-ret));
+	}
+	/* The receiver reads its own CQ only. */
+	cf_mark("fi_cq_read of the receiver's CQ alone");
+	for (n = 0; n < AUTO_N && cf_now_ms() < end;) {
+		ret = (int)fi_cq_read(f.ep[1].cq, &e, 1);
+		if (ret == -FI_EAGAIN) {
+			cf_sleep_ms(1);
+			continue;
+		}
+		cf_assert(ret == 1, "fi_cq_read: %d (%s)", ret,
+			  fi_strerror(-ret));
+		k = (int)(e.tag - 500);
+		cf_assert(k >= 0 && k < AUTO_N && e.op_context == &rc[k] &&
+			      !got[k] && e.len == AUTO_LEN,
+			  "receive completion: tag %llu ctx %p len %zu",
+			  (unsigned long long)e.tag, e.op_context, e.len);
+		got[k] = true;
+		n++;
+	}
+	cf_assert(n == AUTO_N,
+		  "%d of %d messages arrived in %d ms while the sender made "
+		  "no call",
+		  n, AUTO_N, CF_WAIT_MS);
+	cf_check_fill(rm.p, AUTO_N * AUTO_LEN, 41, "messages moved by the "
+		      "progress thread");
+	cf_mark("fi_cq_read of the sender's CQ");
+	memset(got, 0, sizeof(got));
+	for (n = 0; n < AUTO_N && cf_now_ms() < end;) {
+		ret = (int)fi_cq_read(f.ep[0].cq, &e, 1);
+		if (ret == -FI_EAGAIN) {
+			cf_sleep_ms(1);
+			continue;
+		}
+		cf_assert(ret == 1, "fi_cq_read (sender): %d (%s)", ret,
+			  fi_strerror(-ret));
+		for (k = 0; k < AUTO_N && e.op_context != &sc[k]; k++)
+			;
+		cf_assert(k < AUTO_N && !got[k],
+			  "send completion: ctx %p", e.op_context);
+		got[k] = true;
+		n++;
+	}
+	cf_assert(n == AUTO_N, "%d of %d send completions", n, AUTO_N);
+	cf_assert(fi_cq_read(f.ep[0].cq, &e, 1) == -FI_EAGAIN &&
+			  fi_cq_read(f.ep[1].cq, &e, 1) == -FI_EAGAIN,
+		  "a completion more than the operations posted");
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
 /* A thread blocked in fi_cq_sread on endpoint 1's CQ. */
 struct sread_arg {
 	struct fid_cq *cq;
@@ -962,6 +1060,10 @@ const struct cf_case cf_cases_misc[] = {
      "FI_CONTEXT/FI_CONTEXT2: only the context is written, "
      "returned as given",
      case_context},
+    {"progress_auto",
+     "FI_PROGRESS_AUTO: 1 MiB messages delivered while the sender makes no "
+     "call",
+     case_progress_auto},
     {"thread_safe",
      "FI_THREAD_SAFE: 2 sender and 2 receiver threads on "
      "two endpoints",

@@ -34,9 +34,9 @@
 const char *cf_prov;
 const char *cf_case_name = "-";
 const char *cf_self_exe;
-const char *cf_cur_call = "setting up";
-const char *cf_cur_file = "";
-int cf_cur_line;
+const char *_Atomic cf_cur_call = "setting up";
+const char *_Atomic cf_cur_file = "";
+_Atomic int cf_cur_line;
 
 /* The case process tells the driver it printed its result line here. */
 static int cf_result_fd = -1;
@@ -272,6 +272,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->addr_format = o->addr_format;
 	hints->domain_attr->threading = o->threading;
 	hints->domain_attr->av_type = o->av_type;
+	hints->domain_attr->data_progress = o->data_progress;
 	hints->tx_attr->msg_order = o->msg_order;
 	hints->rx_attr->msg_order = o->msg_order;
 

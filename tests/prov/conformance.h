@@ -11,6 +11,7 @@
 #ifndef WEFT_TESTS_CONFORMANCE_H
 #define WEFT_TESTS_CONFORMANCE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,6 +106,7 @@ struct cf_opts {
 	size_t cq_size;		  /* 0: 4096 */
 	enum fi_resource_mgmt resource_mgmt; /* 0: the provider's choice */
 	uint32_t addr_format;		     /* 0: the provider's choice */
+	enum fi_progress data_progress; /* 0 (FI_PROGRESS_UNSPEC): any */
 };
 
 struct cf_fix {
@@ -171,14 +173,19 @@ void cf_expect_at(const char *file, int line, const char *fmt, ...)
 
 /*
  * The call in progress, so a case stuck inside the provider can say where
- * when its alarm fires.
+ * when its alarm fires.  Every thread of a case marks its calls: atomics,
+ * so that they do not race (the three may then come from two threads).
  */
-extern const char *cf_cur_call;
-extern const char *cf_cur_file;
-extern int cf_cur_line;
-#define cf_mark(what)                                                          \
-	((void)(cf_cur_call = (what), cf_cur_file = __FILE__,                  \
-		cf_cur_line = __LINE__))
+extern const char *_Atomic cf_cur_call;
+extern const char *_Atomic cf_cur_file;
+extern _Atomic int cf_cur_line;
+static inline void cf_mark_at(const char *what, const char *file, int line)
+{
+	atomic_store_explicit(&cf_cur_call, what, memory_order_relaxed);
+	atomic_store_explicit(&cf_cur_file, file, memory_order_relaxed);
+	atomic_store_explicit(&cf_cur_line, line, memory_order_relaxed);
+}
+#define cf_mark(what) cf_mark_at((what), __FILE__, __LINE__)
 #define cf_assert(cond, ...)                                                   \
 	do {                                                                   \
 		if (!(cond))                                                   \

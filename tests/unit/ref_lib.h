@@ -16,19 +16,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define REF_LIB_ASAN 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define REF_LIB_SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define REF_LIB_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define REF_LIB_SANITIZED 1
 #endif
 #endif
 
 /*
  * Open the reference library, or skip the calling test (with the reason in
  * the test report) when there is none or when this program is built with
- * AddressSanitizer, whose runtime refuses RTLD_DEEPBIND: those comparisons
- * run in the plain build only.  Fails the test when the library is there
+ * AddressSanitizer or ThreadSanitizer, whose runtimes refuse RTLD_DEEPBIND:
+ * those comparisons run in the plain build only.  Fails the test when the library is there
  * but does not load.  Returns the dlopen handle.
  */
 static inline void *ref_lib_open(void)
@@ -37,9 +37,10 @@ static inline void *ref_lib_open(void)
 	char path[PATH_MAX];
 	void *dl;
 
-#ifdef REF_LIB_ASAN
-	cr_skip_test("needs RTLD_DEEPBIND, which AddressSanitizer refuses: "
-		     "compared with the reference in the plain build only");
+#ifdef REF_LIB_SANITIZED
+	cr_skip_test("needs RTLD_DEEPBIND, which the sanitizer runtimes "
+		     "refuse: compared with the reference in the plain build "
+		     "only");
 #endif
 	if (!dir || !*dir)
 		cr_skip_test("REF_LIBDIR not set: no reference libfabric");
