@@ -98,6 +98,8 @@ enum shm_op {
 	SHM_OP_RMA_RESP = 6, /* tag: tx id, aux: error, data: bounce + 1 */
 	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
 	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
+	SHM_OP_SKIP = 9, /* written by the owner over a slot whose claimer
+			  * died before publishing it: nothing */
 };
 
 /* shm_slot.flags: the RDM engine's flags (util_rdm.h: bit 0 remote CQ data,
@@ -218,7 +220,11 @@ struct shm_peer {
 	uint64_t pid_start; /* holder's start time: a reused pid is not it */
 	uint64_t release_pos; /* CLOSED: reusable once head >= this */
 	char name[SHM_NAME_MAX];
-	uint8_t pad1[2 * SHM_CACHELINE - 32 - SHM_NAME_MAX];
+	/* Holder: the ring position + 1 of the slot it claimed last, from
+	 * its claim until it published it (then 0).  The owner reads it
+	 * only to skip a slot whose claimer died before publishing it. */
+	_Atomic uint64_t claim;
+	uint8_t pad1[2 * SHM_CACHELINE - 40 - SHM_NAME_MAX];
 };
 static_assert(sizeof(struct shm_peer) == 128, "shm_peer size");
 
