@@ -21,9 +21,8 @@
 #include <sys/wait.h>
 
 #include "conformance.h"
+#include "proc.h"
 
-#define PEER_IN 3
-#define PEER_OUT 4
 #define PEER_ALARM_S 150
 
 /* The pingpong schedule both sides follow: count messages of each size. */
@@ -43,11 +42,6 @@ static const size_t burst_len[] = {100, 4096, 1000};
 #define PP_MAX (1 << 20)
 #define WARMUP 10
 
-struct peer_link {
-	pid_t pid;
-	int wfd, rfd;
-};
-
 /* Make fd number want a copy of fd, inherited across exec. */
 static void move_fd(int fd, int want)
 {
@@ -59,7 +53,7 @@ static void move_fd(int fd, int want)
 		_exit(127);
 }
 
-static void spawn_peer(const char *role, struct peer_link *l)
+void cf_spawn_peer(const char *role, struct peer_link *l)
 {
 	int down[2], up[2];
 
@@ -84,7 +78,7 @@ static void spawn_peer(const char *role, struct peer_link *l)
 	l->rfd = up[0];
 }
 
-static void write_all(int fd, const void *buf, size_t len)
+void cf_write_all(int fd, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	ssize_t n;
@@ -99,7 +93,7 @@ static void write_all(int fd, const void *buf, size_t len)
 	}
 }
 
-static void read_all(int fd, void *buf, size_t len, int timeout_ms)
+void cf_read_all(int fd, void *buf, size_t len, int timeout_ms)
 {
 	uint64_t end = cf_now_ms() + timeout_ms;
 	uint8_t *p = buf;
@@ -122,29 +116,23 @@ static void read_all(int fd, void *buf, size_t len, int timeout_ms)
 	}
 }
 
-static void send_name(int fd, const struct cf_ep *e)
+void cf_send_name(int fd, const struct cf_ep *e)
 {
 	uint32_t len = (uint32_t)e->namelen;
 
-	write_all(fd, &len, sizeof(len));
-	write_all(fd, e->name, len);
+	cf_write_all(fd, &len, sizeof(len));
+	cf_write_all(fd, e->name, len);
 }
 
-/* A name as it travels over the pipes. */
-struct peer_name {
-	uint8_t v[CF_MAX_NAME];
-	uint32_t len;
-};
-
-static void read_name(int fd, struct peer_name *n)
+void cf_read_name(int fd, struct peer_name *n)
 {
-	read_all(fd, &n->len, sizeof(n->len), CF_WAIT_MS);
+	cf_read_all(fd, &n->len, sizeof(n->len), CF_WAIT_MS);
 	cf_assert(n->len > 0 && n->len <= sizeof(n->v), "peer name of %u bytes",
 		  n->len);
-	read_all(fd, n->v, n->len, CF_WAIT_MS);
+	cf_read_all(fd, n->v, n->len, CF_WAIT_MS);
 }
 
-static fi_addr_t insert_name(struct cf_fix *f, const struct peer_name *n)
+fi_addr_t cf_insert_name(struct cf_fix *f, const struct peer_name *n)
 {
 	fi_addr_t a;
 	int ret;
@@ -155,16 +143,16 @@ static fi_addr_t insert_name(struct cf_fix *f, const struct peer_name *n)
 }
 
 /* Read the other side's name and insert it into our AV. */
-static fi_addr_t recv_name(int fd, struct cf_fix *f)
+fi_addr_t cf_recv_name(int fd, struct cf_fix *f)
 {
 	struct peer_name n;
 
-	read_name(fd, &n);
-	return insert_name(f, &n);
+	cf_read_name(fd, &n);
+	return cf_insert_name(f, &n);
 }
 
 /* Wait for the peer to exit; its status must be 0 unless killed. */
-static int reap(struct peer_link *l, int timeout_ms)
+int cf_reap(struct peer_link *l, int timeout_ms)
 {
 	uint64_t end = cf_now_ms() + timeout_ms;
 	int status;
@@ -300,11 +288,11 @@ static void rma_target(struct cf_fix *f)
 	char r;
 
 	cf_mem_reg(f, 0, &t, RMA_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE);
-	write_all(PEER_OUT, &t.key, sizeof(t.key));
-	write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	cf_write_all(PEER_OUT, &t.key, sizeof(t.key));
+	cf_write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
 	for (;;) {
 		await_fd(f, PEER_IN);
-		read_all(PEER_IN, &cmd, sizeof(cmd), CF_WAIT_MS);
+		cf_read_all(PEER_IN, &cmd, sizeof(cmd), CF_WAIT_MS);
 		if (cmd.op == 'Q')
 			break;
 		cf_assert(cmd.off + cmd.len <= RMA_REGION, "request past the "
@@ -321,7 +309,7 @@ static void rma_target(struct cf_fix *f)
 			r = holds_fill(t.p + cmd.off, cmd.len, cmd.seed) ? 'Y'
 									 : 'N';
 		}
-		write_all(PEER_OUT, &r, 1);
+		cf_write_all(PEER_OUT, &r, 1);
 	}
 	cf_mem_free(&t);
 }
@@ -340,13 +328,15 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	(void)argv;
 	cf_case_name = role;
 	alarm(PEER_ALARM_S);
+	if (cf_kill_is_role(role))
+		return cf_kill_peer_main(role);
 	if (!strcmp(role, "restart")) {
 		/* Take over the name of a peer that was killed. */
 		struct cf_opts o = {.caps = FI_MSG | FI_TAGGED, .nep = 1,
 				    .no_insert = true};
 		struct peer_name n;
 
-		read_name(PEER_IN, &n);
+		cf_read_name(PEER_IN, &n);
 		o.name = n.v;
 		o.namelen = n.len;
 		cf_open(&f, cf_prov, &o);
@@ -355,8 +345,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 			 !strcmp(role, "rma_target") ? FI_MSG | FI_RMA
 						     : FI_MSG | FI_TAGGED);
 	}
-	send_name(PEER_OUT, &f.ep[0]);
-	peer = recv_name(PEER_IN, &f);
+	cf_send_name(PEER_OUT, &f.ep[0]);
+	peer = cf_recv_name(PEER_IN, &f);
 	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
 	if (!strcmp(role, "rma_target")) {
 		rma_target(&f);
@@ -370,7 +360,7 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		post_recv(&f, peer, &m, 64, 0, &sc[0]);
 		c = cf_wait_ctx(&f, 0, &sc[0]);
 		cf_assert(!c.err, "burst: the first message: error %d", c.err);
-		read_all(PEER_IN, &go, 1, CF_WAIT_MS);
+		cf_read_all(PEER_IN, &go, 1, CF_WAIT_MS);
 		for (s = 0; s < NBURST; s++) {
 			cf_mem_reg(&f, 0, &bm[s], burst_len[s], FI_SEND);
 			cf_fill(bm[s].p, burst_len[s], BURST_SEED + s);
@@ -395,7 +385,7 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	} else if (!strcmp(role, "victim")) {
 		for (i = 0; i < WARMUP; i++)
 			pong(&f, peer, &m, 4096, seed++);
-		write_all(PEER_OUT, &b, 1);
+		cf_write_all(PEER_OUT, &b, 1);
 		/* Keep the endpoint open until killed. */
 		for (;;)
 			pause();
@@ -404,7 +394,7 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	}
 	cf_mem_free(&m);
 	cf_close(&f);
-	write_all(PEER_OUT, &b, 1);
+	cf_write_all(PEER_OUT, &b, 1);
 	return 0;
 }
 
@@ -424,16 +414,16 @@ static int case_proc_pingpong(const char *prov)
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_TAGGED);
-	spawn_peer("pong", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
+	cf_spawn_peer("pong", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
 	cf_mem_reg(&f, 0, &sm, PP_MAX, FI_SEND);
 	cf_mem_reg(&f, 0, &rm, PP_MAX, FI_RECV);
 	for (s = 0; s < NSCHED; s++)
 		for (i = 0; i < sched[s].count; i++)
 			ping(&f, peer, &sm, &rm, sched[s].len, seed++);
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_expect_none(&f, 0, 50);
@@ -451,9 +441,9 @@ static char ask(struct cf_fix *f, struct peer_link *l, char op,
 	struct rma_cmd cmd = {op, seed, off, len};
 	char r;
 
-	write_all(l->wfd, &cmd, sizeof(cmd));
+	cf_write_all(l->wfd, &cmd, sizeof(cmd));
 	await_fd(f, l->rfd);
-	read_all(l->rfd, &r, 1, CF_WAIT_MS);
+	cf_read_all(l->rfd, &r, 1, CF_WAIT_MS);
 	return r;
 }
 
@@ -476,11 +466,11 @@ static int case_proc_rma(const char *prov)
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_RMA);
-	spawn_peer("rma_target", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
-	read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
-	read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_spawn_peer("rma_target", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	cf_read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
 	cf_mem_reg(&f, 0, &lm, 4 << 20, FI_READ | FI_WRITE);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t len = sizes[i];
@@ -509,10 +499,10 @@ static int case_proc_rma(const char *prov)
 	{
 		struct rma_cmd q = {'Q', 0, 0, 0};
 
-		write_all(l.wfd, &q, sizeof(q));
+		cf_write_all(l.wfd, &q, sizeof(q));
 	}
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_mem_free(&lm);
@@ -545,9 +535,9 @@ static int case_proc_sender_exits(const char *prov)
 	char b;
 
 	cf_open(&f, prov, &o);
-	spawn_peer("burst", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
+	cf_spawn_peer("burst", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
 	cf_mem_reg(&f, 0, &sm, 64, FI_SEND);
 	cf_mem_reg(&f, 0, &pm, 64, FI_RECV);
 	cf_fill(sm.p, 64, 0);
@@ -555,10 +545,10 @@ static int case_proc_sender_exits(const char *prov)
 	c = cf_wait_ctx(&f, 0, &rc[0]);
 	cf_assert(!c.err, "the first message: error %d", c.err);
 	b = 'G';
-	write_all(l.wfd, &b, 1);
+	cf_write_all(l.wfd, &b, 1);
 	/* From here on, nothing of ours runs until the peer is gone. */
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	for (i = 0; i < NBURST; i++) {
@@ -642,16 +632,16 @@ static fi_addr_t kill_victim(struct cf_fix *f, struct peer_link *l,
 	int i, status;
 	char b;
 
-	spawn_peer("victim", l);
-	send_name(l->wfd, &f->ep[0]);
-	read_name(l->rfd, name);
-	peer = insert_name(f, name);
+	cf_spawn_peer("victim", l);
+	cf_send_name(l->wfd, &f->ep[0]);
+	cf_read_name(l->rfd, name);
+	peer = cf_insert_name(f, name);
 	for (i = 0; i < WARMUP; i++)
 		ping(f, peer, sm, rm, 4096, i);
-	read_all(l->rfd, &b, 1, CF_WAIT_MS);
+	cf_read_all(l->rfd, &b, 1, CF_WAIT_MS);
 	cf_assert(!kill(l->pid, SIGKILL), "kill %d: %s", (int)l->pid,
 		  strerror(errno));
-	status = reap(l, CF_WAIT_MS);
+	status = cf_reap(l, CF_WAIT_MS);
 	cf_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		  "peer ended with status 0x%x before being killed", status);
 	close(l->wfd);
@@ -716,19 +706,19 @@ static int case_proc_peer_restart(const char *prov)
 	peer = kill_victim(&f, &l, &name, &sm, &rm);
 	send_until_error(&f, peer, &sm, 64, "64-byte sends to the dead peer");
 
-	spawn_peer("restart", &l2);
-	write_all(l2.wfd, &name.len, sizeof(name.len));
-	write_all(l2.wfd, name.v, name.len);
-	read_name(l2.rfd, &name2);
+	cf_spawn_peer("restart", &l2);
+	cf_write_all(l2.wfd, &name.len, sizeof(name.len));
+	cf_write_all(l2.wfd, name.v, name.len);
+	cf_read_name(l2.rfd, &name2);
 	cf_assert(name2.len == name.len && !memcmp(name2.v, name.v, name.len),
 		  "the new process did not get the dead one's name");
-	send_name(l2.wfd, &f.ep[0]);
+	cf_send_name(l2.wfd, &f.ep[0]);
 	cf_ok(fi_av_remove(f.av, &peer, 1, 0));
-	peer = insert_name(&f, &name2);
+	peer = cf_insert_name(&f, &name2);
 	for (i = 0; i < WARMUP; i++)
 		ping(&f, peer, &sm, &rm, 4096, i);
-	read_all(l2.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l2, CF_WAIT_MS);
+	cf_read_all(l2.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l2, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "the new peer ended with status 0x%x", status);
 	cf_expect_none(&f, 0, 50);

@@ -137,6 +137,7 @@ extern const struct cf_case cf_cases_rma[];
 extern const struct cf_case cf_cases_atomic[];
 extern const struct cf_case cf_cases_misc[];
 extern const struct cf_case cf_cases_proc[];
+extern const struct cf_case cf_cases_kill[];
 extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
 
