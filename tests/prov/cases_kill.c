@@ -210,11 +210,14 @@ static int victim_main(void)
 
 bool cf_kill_is_role(const char *role)
 {
-	return !strcmp(role, "kill_echo") || !strcmp(role, "kill_victim");
+	return !strcmp(role, "kill_echo") || !strcmp(role, "kill_victim") ||
+	       !strcmp(role, "cm_victim");
 }
 
 int cf_kill_peer_main(const char *role)
 {
+	if (!strcmp(role, "cm_victim"))
+		return cf_cm_victim_main();
 	return !strcmp(role, "kill_echo") ? echo_main() : victim_main();
 }
 
