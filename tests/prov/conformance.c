@@ -872,6 +872,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cf_in_peer = role != NULL;
+	/* "1": this process and its peers; "peer": the peer processes only. */
+	if (getenv("CF_DENY_CMA") &&
+	    (!strcmp(getenv("CF_DENY_CMA"), "1") ||
+	     (role && !strcmp(getenv("CF_DENY_CMA"), "peer"))) &&
+	    cf_deny_cma())
+		return CF_EXIT_FAIL;
 	if (role)
 		return cf_peer_main(role, argc - optind, argv + optind);
 
