@@ -60,6 +60,8 @@ struct shm_conn {
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
 	_Atomic uint32_t *hold; /* our entry's hold flag, once claimed */
 	_Atomic uint64_t *claim; /* our entry's claim mark, once claimed */
+	_Atomic uint32_t *bounce; /* our entry's bounce mark, once claimed */
+	uint64_t reclaim_ms; /* when its dead senders' buffers were sought */
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */

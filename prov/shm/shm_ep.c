@@ -207,6 +207,22 @@ static bool peer_holder_dead(const struct shm_peer *p)
 	return p->pid_start && shm_pid_start(p->pid) != p->pid_start;
 }
 
+static void buf_put(struct shm_map *m, uint32_t idx);
+
+/*
+ * Give back the inbound buffer a dead (or replaced) holder of entry p had
+ * taken and not handed over; the exchange makes sure only one finder
+ * does.
+ */
+static void buf_mark_reclaim(struct shm_map *m, struct shm_peer *p)
+{
+	uint32_t b = atomic_exchange_explicit(&p->bounce, 0,
+					      memory_order_acq_rel);
+
+	if (b && b <= m->bounce_count)
+		buf_put(m, b - 1);
+}
+
 /*
  * Take entry p for ourselves, if it can be had: a FREE one, or a CLOSED
  * one whose holder's slots have all been consumed.  With `dead_too`, an
@@ -301,9 +317,12 @@ static int conn_claim(struct shm_xp *ep, struct shm_conn *c)
 	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
 	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
 	atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
+	/* A buffer its last holder died holding goes back first. */
+	buf_mark_reclaim(&c->map, p);
 	c->src_id = i | (gen << 16);
 	c->hold = &p->hold;
 	c->claim = &p->claim;
+	c->bounce = &p->bounce;
 	c->claimed = true;
 	return 0;
 }
@@ -882,6 +901,45 @@ static int buf_get_in(struct shm_map *m, uint32_t *idx)
 			   shm_map_bounce_stride(m), m->bounce_count, idx);
 }
 
+/* How often a sender finding c's pool empty looks for buffers its dead
+ * senders took. */
+#define SHM_RECLAIM_MS 10
+
+/*
+ * An inbound buffer of c's pool for a message to c, marked ours in our
+ * entry until a published slot hands it over.  When the pool is empty,
+ * buffers that senders killed meanwhile had taken are given back (at most
+ * every SHM_RECLAIM_MS), and the pool is tried once more.
+ */
+static int buf_get_in_for(struct shm_xp *ep, struct shm_conn *c,
+			  uint32_t *idx)
+{
+	uint64_t t;
+	uint32_t i;
+	int ret = buf_get_in(&c->map, idx);
+
+	if (weft_unlikely(ret)) {
+		t = coarse_ms();
+		if (t - c->reclaim_ms < SHM_RECLAIM_MS)
+			return ret;
+		c->reclaim_ms = t;
+		for (i = 0; i < c->map.max_peers; i++) {
+			struct shm_peer *p = &c->map.peers[i];
+
+			if (atomic_load_explicit(&p->bounce,
+						 memory_order_relaxed) &&
+			    peer_holder_dead(p))
+				buf_mark_reclaim(&c->map, p);
+		}
+		ret = buf_get_in(&c->map, idx);
+		if (ret)
+			return ret;
+	}
+	(void)ep;
+	atomic_store_explicit(c->bounce, *idx + 1, memory_order_relaxed);
+	return 0;
+}
+
 /*
  * The next outbound buffer, in ring order.  Readers free them mostly in
  * the order they were filled, so looking at the next one alone (one cache
@@ -958,14 +1016,17 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 	if (weft_unlikely(conn_held(c)))
 		return -FI_EAGAIN; /* the receiver holds us back */
 	if (!inl) {
-		ret = buf_get_in(&c->map, &bidx);
+		ret = buf_get_in_for(ep, c, &bidx);
 		if (ret)
 			return ret;
 	}
 	s = slot_claim(c, &pos);
 	if (weft_unlikely(!s)) {
-		if (!inl)
+		if (!inl) {
+			atomic_store_explicit(c->bounce, 0,
+					      memory_order_relaxed);
 			buf_put(&c->map, bidx);
+		}
 		/* A queue that stays full may belong to a dead peer. */
 		check_peers(ep, false);
 		return c->dead ? -FI_ECONNRESET : -FI_EAGAIN;
@@ -995,6 +1056,8 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 		memcpy(s->payload, &hdr->tx_id, sizeof(hdr->tx_id));
 		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
+		/* The slot hands it over from here on. */
+		atomic_store_explicit(c->bounce, 0, memory_order_relaxed);
 	}
 	conn_publish(c, s, pos);
 	return 0;
@@ -1581,6 +1644,7 @@ static void queue_unstall(struct shm_xp *ep)
 			(int)sizeof(p->name), p->name);
 		s->op = SHM_OP_SKIP;
 		atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
+		buf_mark_reclaim(&ep->own, p);
 		shm_queue_publish(s, head);
 		return;
 	}

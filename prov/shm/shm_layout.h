@@ -224,7 +224,11 @@ struct shm_peer {
 	 * its claim until it published it (then 0).  The owner reads it
 	 * only to skip a slot whose claimer died before publishing it. */
 	_Atomic uint64_t claim;
-	uint8_t pad1[2 * SHM_CACHELINE - 40 - SHM_NAME_MAX];
+	/* Holder: the index + 1 of the inbound bounce buffer it took from
+	 * the pool and has not yet handed over in a published slot (0:
+	 * none): whoever finds the holder dead gives it back. */
+	_Atomic uint32_t bounce;
+	uint8_t pad1[2 * SHM_CACHELINE - 44 - SHM_NAME_MAX];
 };
 static_assert(sizeof(struct shm_peer) == 128, "shm_peer size");
 

@@ -1896,7 +1896,9 @@ static void rx_fail_gone(struct util_rdm_ep *ep)
 		struct util_peer *peer =
 			container_of(e, struct util_peer, entry);
 
-		if (!peer->gone || peer->fi_addr == FI_ADDR_NOTAVAIL)
+		/* fresh: a new insert may name a successor now. */
+		if (!peer->gone || peer->fresh ||
+		    peer->fi_addr == FI_ADDR_NOTAVAIL)
 			continue;
 		if (!peer_drained(ep, peer)) {
 			waiting = true;
