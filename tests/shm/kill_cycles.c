@@ -633,8 +633,10 @@ int main(int argc, char **argv)
 	       "ended in error; %d stale file(s)\n",
 	       p.prov, n, (double)(now_ms() - t0) / 1000, p.nexchanged,
 	       p.nearly, p.ntraffic, p.nrecv_err, p.nreply_err, ret);
-	if (ret)
-		return 1;
+	fflush(stdout);
 	fix_close(&p.f);
-	return 0;
+	for (i = 0; i < NTRAFFIC; i++)
+		free(p.traffic[i]);
+	free(p.pids);
+	return ret ? 1 : 0;
 }
