@@ -342,6 +342,15 @@ size_t util_match_resolve_unexp(struct util_match *q,
 struct util_rx_entry *util_match_pop_posted(struct util_match *q);
 
 /*
+ * A source that can send nothing more (its process died): return and
+ * unlink the oldest receive posted for addr alone (FI_DIRECTED_RECV), or
+ * NULL when none is left.  The caller completes it in error.  A
+ * multi-recv buffer with slices outstanding is left to them.
+ */
+struct util_rx_entry *util_match_pop_from(struct util_match *q,
+					  fi_addr_t addr);
+
+/*
  * Drain at close: return and unlink any one unexpected or claimed message,
  * or NULL when none is left.
  */

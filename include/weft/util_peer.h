@@ -52,6 +52,9 @@ struct util_peer {
 	struct dlist_entry blocked; /* on the engine's list while queued */
 	bool draining; /* the engine is handing the queue over */
 	uint32_t ntx; /* the engine's transmits to it, not finished */
+	/* Engine: the transport found it dead (util_rdm_fail_peer) and has
+	 * not reached it since: receives directed to it fail. */
+	bool gone;
 	void *addr; /* map->addr_len bytes, the AV's stored form */
 	/* The RDM engine's: the transport that reaches it (util_rdm.h). */
 	struct util_rdm_xport *xp;
@@ -128,6 +131,26 @@ static inline int util_peer_get(struct util_peer_map *map, fi_addr_t dest,
 		return 0;
 	}
 	return util_peer_get_slow(map, dest, out);
+}
+
+/*
+ * The peer dest names if the map has met it under that AV entry, else
+ * NULL; never makes one.
+ */
+static inline struct util_peer *util_peer_cached(struct util_peer_map *map,
+						 fi_addr_t dest)
+{
+	struct util_av_slot *slot;
+	uint32_t idx;
+
+	if (map->fixed)
+		return map->fixed;
+	if (!map->av || !(slot = util_av_slot_get(map->av, dest)))
+		return NULL;
+	idx = util_av_index(map->av, dest);
+	if (idx < map->nindex && map->by_index[idx].serial == slot->serial)
+		return map->by_index[idx].peer;
+	return NULL;
 }
 
 /* The peer with stored-form address addr, or NULL. */

@@ -256,6 +256,16 @@ struct util_rdm_transport {
 	 * takes the rest.
 	 */
 	bool (*reaches)(struct util_rdm_xport *xp, struct util_peer *peer);
+	/*
+	 * Optional: whether everything a peer that util_rdm_fail_peer named
+	 * sent before it died has been offered to the engine (nothing of it
+	 * waits in a queue of ours).  Until every transport says so,
+	 * receives directed to that peer wait; then they fail.  Without it,
+	 * the transport is taken to have offered everything when it failed
+	 * the peer.  Called from progress, with the endpoint lock held.
+	 */
+	bool (*peer_drained)(struct util_rdm_xport *xp,
+			     struct util_peer *peer);
 };
 
 /*
@@ -361,6 +371,9 @@ struct util_rdm_ep {
 	 * when they came; looked at again when the AV's inserts change. */
 	bool unexp_unknown;
 	uint64_t unexp_av_inserts;
+	/* Receives may be directed to a peer that is gone (util_peer.gone):
+	 * progress fails them once the transports have drained it. */
+	bool rx_gone;
 	bool enabled;
 
 	struct util_av *av;
@@ -451,8 +464,12 @@ int util_rdm_fail_dest(struct util_rdm_ep *ep, fi_addr_t dest, int err);
 
 /*
  * The peer is gone or unreachable: every transmit to it that the transport
- * holds or the engine queued completes with err (positive).  Returns how
- * many did.
+ * holds or the engine queued completes with err (positive), and so do,
+ * once the transports have offered whatever it sent before
+ * (->peer_drained), the receives directed to it (FI_DIRECTED_RECV), those
+ * posted later included, until the transport reaches it again
+ * (util_rdm_peer_ready, or util_rdm_peer_back).  Returns how many
+ * transmits completed.
  */
 int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
 		       int err);
@@ -461,11 +478,20 @@ int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
  * connection ended).  Called with the endpoint lock held. */
 void util_rdm_flush_rx(struct util_rdm_ep *ep, int err);
 
-/* The transport can take transmits to peer again: hand over its queue. */
+/* The transport can take transmits to peer again: hand over its queue.
+ * A peer that was gone is back. */
 void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer);
+
+/* The transport reached a peer that was gone again (a new process under
+ * its address): receives directed to it wait for it again. */
+static inline void util_rdm_peer_back(struct util_peer *peer)
+{
+	peer->gone = false;
+}
 
 /* Whether any transmit waits on a peer (rendezvous, RMA, acknowledgement). */
 static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep);
+static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep);
 
 /* A delivery acknowledgement for tx_id arrived. */
 void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err);
@@ -507,6 +533,13 @@ int util_rdm_target_atomic(enum fi_op op, enum fi_datatype dt,
 static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
 {
 	return !dlist_empty(&ep->tx_waiting);
+}
+
+/* Whether any posted receive waits for one peer only (FI_DIRECTED_RECV):
+ * a transport that learns of deaths by looking should look then too. */
+static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
+{
+	return ep->msgq.posted_directed || ep->tagq.posted_directed;
 }
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)

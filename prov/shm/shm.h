@@ -60,6 +60,9 @@ struct shm_conn {
 	struct shm_map map;
 	uint32_t src_id; /* index | gen << 16 in the peer's table */
 	_Atomic uint32_t *hold; /* our entry's hold flag, once claimed */
+	_Atomic uint64_t *claim; /* our entry's claim mark, once claimed */
+	_Atomic uint32_t *bounce; /* our entry's bounce mark, once claimed */
+	uint64_t reclaim_ms; /* when its dead senders' buffers were sought */
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */
@@ -130,6 +133,9 @@ struct shm_xp {
 	struct shm_map own;
 	pthread_t owner_thread; /* holds own's owner mutex */
 	uint32_t out_next; /* the outbound bounce buffer to look at next */
+	/* [bounce_count]: the peer each outbound buffer was last filled for,
+	 * so that the buffers a dead reader held come back (conn_died). */
+	struct shm_conn **out_reader;
 	bool cma;
 	struct shm_mrt *mrt; /* the domain's registration table, or NULL */
 
@@ -158,6 +164,11 @@ struct shm_xp {
 	pid_t bell_pid; /* its maker: a forked child leaves it alone */
 	uint64_t last_check_ms; /* when peers were last checked for life */
 	uint32_t progress_calls;
+	/* Our queue's head while a claimed slot there stays unpublished
+	 * (UINT64_MAX: none), and since when (queue_unstall). */
+	uint64_t stall_head;
+	uint64_t stall_ms;
+	uint32_t empty_calls;
 };
 
 /* Receiving side of a message pushed through bounce buffers. */

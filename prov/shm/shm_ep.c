@@ -187,6 +187,7 @@ static inline void conn_publish(struct shm_conn *c, struct shm_slot *s,
 	if (s->op <= SHM_OP_RTS || s->op == SHM_OP_RMA)
 		c->order_pos = pos + 1;
 	shm_queue_publish(s, pos);
+	atomic_store_explicit(c->claim, 0, memory_order_relaxed);
 	if (shm_queue_wants_bell(c->map.queue))
 		conn_ring(c);
 }
@@ -211,6 +212,22 @@ static bool peer_holder_dead(const struct shm_peer *p)
 	if (kill(p->pid, 0) && errno == ESRCH)
 		return true;
 	return p->pid_start && shm_pid_start(p->pid) != p->pid_start;
+}
+
+static void buf_put(struct shm_map *m, uint32_t idx);
+
+/*
+ * Give back the inbound buffer a dead (or replaced) holder of entry p had
+ * taken and not handed over; the exchange makes sure only one finder
+ * does.
+ */
+static void buf_mark_reclaim(struct shm_map *m, struct shm_peer *p)
+{
+	uint32_t b = atomic_exchange_explicit(&p->bounce, 0,
+					      memory_order_acq_rel);
+
+	if (b && b <= m->bounce_count)
+		buf_put(m, b - 1);
 }
 
 /*
@@ -306,8 +323,13 @@ static int conn_claim(struct shm_xp *ep, struct shm_conn *c)
 		gen = 1;
 	atomic_store_explicit(&p->gen, gen, memory_order_relaxed);
 	atomic_store_explicit(&p->state, SHM_PEER_ACTIVE, memory_order_release);
+	atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
+	/* A buffer its last holder died holding goes back first. */
+	buf_mark_reclaim(&c->map, p);
 	c->src_id = i | (gen << 16);
 	c->hold = &p->hold;
+	c->claim = &p->claim;
+	c->bounce = &p->bounce;
 	c->claimed = true;
 	return 0;
 }
@@ -376,6 +398,8 @@ static int conn_setup(struct shm_xp *ep, struct shm_conn *c, bool now)
 		if (ret)
 			return ret;
 	}
+	if (c->dead)
+		util_rdm_peer_back(c->up);
 	c->dead = false;
 	c->alive_ms = t;
 	return 0;
@@ -545,6 +569,8 @@ static uint64_t coarse_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static void bufs_out_reclaim(struct shm_xp *ep, struct shm_conn *reader);
+
 /* A peer died: fail everything that waits on it. */
 static void conn_died(struct shm_xp *ep, struct shm_conn *c)
 {
@@ -593,6 +619,7 @@ static void conn_died(struct shm_xp *ep, struct shm_conn *c)
 			util_bufpool_put(ep->pulls, pull);
 		}
 	}
+	bufs_out_reclaim(ep, c);
 	util_rdm_fail_peer(ep->base.ep, c->up, FI_ECONNRESET);
 }
 
@@ -772,9 +799,19 @@ static inline bool conn_held(struct shm_conn *c)
 	return atomic_load_explicit(c->hold, memory_order_relaxed);
 }
 
+/*
+ * Claim a slot in c's queue and mark it ours in our peer entry until it
+ * is published (conn_publish): should we die in between, the owner skips
+ * it instead of waiting for it forever (queue_unstall).
+ */
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	return shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
+	struct shm_slot *s =
+		shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
+
+	if (weft_likely(s))
+		atomic_store_explicit(c->claim, *pos + 1, memory_order_relaxed);
+	return s;
 }
 
 /* Send a control slot now, or keep it for the next progress call. */
@@ -872,13 +909,53 @@ static int buf_get_in(struct shm_map *m, uint32_t *idx)
 			   shm_map_bounce_stride(m), m->bounce_count, idx);
 }
 
+/* How often a sender finding c's pool empty looks for buffers its dead
+ * senders took. */
+#define SHM_RECLAIM_MS 10
+
+/*
+ * An inbound buffer of c's pool for a message to c, marked ours in our
+ * entry until a published slot hands it over.  When the pool is empty,
+ * buffers that senders killed meanwhile had taken are given back (at most
+ * every SHM_RECLAIM_MS), and the pool is tried once more.
+ */
+static int buf_get_in_for(struct shm_xp *ep, struct shm_conn *c,
+			  uint32_t *idx)
+{
+	uint64_t t;
+	uint32_t i;
+	int ret = buf_get_in(&c->map, idx);
+
+	if (weft_unlikely(ret)) {
+		t = coarse_ms();
+		if (t - c->reclaim_ms < SHM_RECLAIM_MS)
+			return ret;
+		c->reclaim_ms = t;
+		for (i = 0; i < c->map.max_peers; i++) {
+			struct shm_peer *p = &c->map.peers[i];
+
+			if (atomic_load_explicit(&p->bounce,
+						 memory_order_relaxed) &&
+			    peer_holder_dead(p))
+				buf_mark_reclaim(&c->map, p);
+		}
+		ret = buf_get_in(&c->map, idx);
+		if (ret)
+			return ret;
+	}
+	(void)ep;
+	atomic_store_explicit(c->bounce, *idx + 1, memory_order_relaxed);
+	return 0;
+}
+
 /*
  * The next outbound buffer, in ring order.  Readers free them mostly in
  * the order they were filled, so looking at the next one alone (one cache
  * line, which the reader writes) is enough; scanning for another would
  * read many lines other cores are writing.
  */
-static int buf_get_out(struct shm_xp *ep, uint32_t *idx)
+static int buf_get_out(struct shm_xp *ep, struct shm_conn *reader,
+		       uint32_t *idx)
 {
 	uint32_t n = ep->own.bounce_count, b = ep->out_next;
 	struct shm_bounce *bb = shm_map_bounce(&ep->own, n + b);
@@ -887,8 +964,23 @@ static int buf_get_out(struct shm_xp *ep, uint32_t *idx)
 		return -FI_EAGAIN;
 	ep->out_next = b + 1 == n ? 0 : b + 1;
 	atomic_store_explicit(&bb->busy, 1, memory_order_relaxed);
+	ep->out_reader[b] = reader;
 	*idx = n + b;
 	return 0;
+}
+
+/* A reader that died frees nothing: what it held is ours again. */
+static void bufs_out_reclaim(struct shm_xp *ep, struct shm_conn *reader)
+{
+	uint32_t n = ep->own.bounce_count, b;
+
+	for (b = 0; ep->out_reader && b < n; b++) {
+		if (ep->out_reader[b] != reader)
+			continue;
+		ep->out_reader[b] = NULL;
+		atomic_store_explicit(&shm_map_bounce(&ep->own, n + b)->busy,
+				      0, memory_order_release);
+	}
 }
 
 /* Whether idx names a buffer of the region. */
@@ -932,14 +1024,17 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 	if (weft_unlikely(conn_held(c)))
 		return -FI_EAGAIN; /* the receiver holds us back */
 	if (!inl) {
-		ret = buf_get_in(&c->map, &bidx);
+		ret = buf_get_in_for(ep, c, &bidx);
 		if (ret)
 			return ret;
 	}
 	s = slot_claim(c, &pos);
 	if (weft_unlikely(!s)) {
-		if (!inl)
+		if (!inl) {
+			atomic_store_explicit(c->bounce, 0,
+					      memory_order_relaxed);
 			buf_put(&c->map, bidx);
+		}
 		/* A queue that stays full may belong to a dead peer. */
 		check_peers(ep, false);
 		return c->dead ? -FI_ECONNRESET : -FI_EAGAIN;
@@ -969,6 +1064,8 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 		memcpy(s->payload, &hdr->tx_id, sizeof(hdr->tx_id));
 		util_iov_copy_from(bb->data, iov, iov_count, 0, hdr->len);
 		bb->len = (uint32_t)hdr->len;
+		/* The slot hands it over from here on. */
+		atomic_store_explicit(c->bounce, 0, memory_order_relaxed);
 	}
 	conn_publish(c, s, pos);
 	return 0;
@@ -1038,6 +1135,9 @@ static int fetch_by_push(struct shm_xp *ep, const struct shm_rts *rts,
 
 	if (!rp)
 		return -FI_EIO;
+	/* Its sender died after sending it: nobody will push. */
+	if (rp->conn->dead)
+		return -FI_ECONNRESET;
 	pull = util_bufpool_get(ep->pulls);
 	if (!pull)
 		return -FI_ENOMEM;
@@ -1052,6 +1152,8 @@ static int fetch_by_push(struct shm_xp *ep, const struct shm_rts *rts,
 	ret = send_ctrl_data(ep, rp->conn, SHM_OP_CTS, rts->tx_id,
 			     (uint32_t)util_bufpool_index(ep->pulls, pull), len,
 			     0);
+	if (!ret && rp->conn->dead) /* found dead on the way */
+		ret = -FI_ECONNRESET;
 	if (ret) {
 		util_bufpool_put(ep->pulls, pull);
 		return ret;
@@ -1145,7 +1247,7 @@ static bool push_continue(struct shm_xp *ep, struct shm_push *push)
 		uint32_t bidx;
 		uint64_t pos;
 
-		if (buf_get_out(ep, &bidx))
+		if (buf_get_out(ep, push->conn, &bidx))
 			return false;
 		s = slot_claim(push->conn, &pos);
 		if (!s) {
@@ -1495,6 +1597,77 @@ static int held_serve(struct shm_xp *ep)
 	return n;
 }
 
+/*
+ * Whether what a dead peer sent is all offered: it sends nothing more, so
+ * once our queue was empty and nothing is held, nothing of it waits.
+ */
+static bool shm_peer_drained(struct util_rdm_xport *xp, struct util_peer *peer)
+{
+	struct shm_xp *ep = shm_xp_of(xp);
+
+	(void)peer;
+	return !ep->own.queue ||
+	       (!shm_queue_peek(ep->own.queue, ep->own.queue_slots) &&
+		dlist_empty(&ep->held_list));
+}
+
+/* How long a claimed slot at our queue's head may stay unpublished
+ * before its claimer is looked at. */
+#define SHM_STALL_MS 10
+
+/*
+ * Our queue's head slot is claimed (tail is past it) but not published:
+ * normally a sender between its claim and its publish, for a moment.  A
+ * sender killed there would stop the queue for everyone behind it.  When
+ * the same head has waited SHM_STALL_MS, the peer entry whose claim mark
+ * names it tells who claimed it; if that holder is dead, the slot is
+ * published as SHM_OP_SKIP on its behalf.  (A sender that died between
+ * its claim and the mark, a few instructions, is not found.)
+ */
+static void queue_unstall(struct shm_xp *ep)
+{
+	struct shm_queue *q = ep->own.queue;
+	uint32_t slots = ep->own.queue_slots, i;
+	uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+	uint64_t t = coarse_ms();
+	struct shm_slot *s;
+
+	if (atomic_load_explicit(&q->tail, memory_order_acquire) == head) {
+		ep->stall_head = UINT64_MAX;
+		return;
+	}
+	if (ep->stall_head != head) {
+		ep->stall_head = head;
+		ep->stall_ms = t;
+		return;
+	}
+	if (t - ep->stall_ms < SHM_STALL_MS)
+		return;
+	ep->stall_ms = t;
+	s = &q->slot[head & (slots - 1)];
+	if (atomic_load_explicit(&s->seq, memory_order_acquire) == head + 1)
+		return;
+	for (i = 0; i < ep->own.max_peers; i++) {
+		struct shm_peer *p = &ep->own.peers[i];
+
+		if (atomic_load_explicit(&p->claim, memory_order_acquire) !=
+		    head + 1)
+			continue;
+		if (!peer_holder_dead(p))
+			return; /* alive: it will publish */
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: slot %llu was claimed by %.*s, which died before "
+			"filling it: skipped\n",
+			ep->name, (unsigned long long)head,
+			(int)sizeof(p->name), p->name);
+		s->op = SHM_OP_SKIP;
+		atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
+		buf_mark_reclaim(&ep->own, p);
+		shm_queue_publish(s, head);
+		return;
+	}
+}
+
 static int shm_progress(struct util_rdm_xport *xp)
 {
 	struct shm_xp *ep = shm_xp_of(xp);
@@ -1510,6 +1683,7 @@ static int shm_progress(struct util_rdm_xport *xp)
 		return 0;
 	/* Looking at the clock costs too: only every 256th call. */
 	if (weft_unlikely((util_rdm_tx_waiting(xp->ep) ||
+			   util_rdm_rx_directed(xp->ep) ||
 			   !dlist_empty(&ep->pull_list)) &&
 			  !(++ep->progress_calls & 255)))
 		check_peers(ep, false);
@@ -1542,6 +1716,8 @@ static int shm_progress(struct util_rdm_xport *xp)
 				goto out; /* no record: wait in the queue */
 			}
 			break;
+		case SHM_OP_SKIP:
+			break;
 		default:
 			if (!serve_answer(ep, s))
 				FI_WARN(&shm_prov, FI_LOG_EP_DATA,
@@ -1551,6 +1727,10 @@ static int shm_progress(struct util_rdm_xport *xp)
 		}
 		shm_queue_release(q, slots, s);
 	}
+	/* Nothing to read: now and then, is a dead sender's claim in the
+	 * way? */
+	if (weft_unlikely(!n && !(++ep->empty_calls & 255)))
+		queue_unstall(ep);
 out:
 	return n + n_done;
 }
@@ -1604,7 +1784,7 @@ static int rma_issue(struct shm_xp *ep, struct util_rdm_tx *tx,
 		return -FI_EAGAIN;
 	if (atomic || (tx->kind == UTIL_RDM_TX_WRITE &&
 		       (chunked || len <= shm_params.bounce_size))) {
-		if (buf_get_out(ep, &bidx))
+		if (buf_get_out(ep, c, &bidx))
 			return -FI_EAGAIN;
 	}
 	s = slot_claim(c, &pos);
@@ -1966,7 +2146,7 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 		goto reply;
 	}
 	if (req.reply_bounce) {
-		ret = buf_get_out(ep, &tidx);
+		ret = buf_get_out(ep, rp->conn, &tidx);
 		if (ret)
 			return ret;
 		tb = shm_map_bounce(&ep->own, tidx);
@@ -2149,6 +2329,7 @@ static int shm_arm(struct util_rdm_xport *xp)
 
 const struct util_rdm_transport shm_transport = {
 	.reaches = shm_reaches,
+	.peer_drained = shm_peer_drained,
 	.wait_fd = shm_wait_fd,
 	.arm = shm_arm,
 	.peer_size = sizeof(struct shm_conn),
@@ -2213,6 +2394,7 @@ void shm_xp_fini(struct shm_xp *ep)
 	xp_mrt_put(ep);
 	shm_name_release(ep);
 	free(ep->rxpeers);
+	free(ep->out_reader);
 	if (ep->held_pool) {
 		while (!dlist_empty(&ep->held_list)) {
 			struct shm_held *h = container_of(ep->held_list.next,
@@ -2299,6 +2481,11 @@ int shm_xp_start(struct shm_xp *ep)
 	if (!ep->rxpeers)
 		ep->rxpeers = calloc(attr.max_peers, sizeof(*ep->rxpeers));
 	if (!ep->rxpeers)
+		return -FI_ENOMEM;
+	if (!ep->out_reader)
+		ep->out_reader = calloc(attr.bounce_count,
+					sizeof(*ep->out_reader));
+	if (!ep->out_reader)
 		return -FI_ENOMEM;
 	if (!ep->held_pool) {
 		struct util_bufpool_attr pattr = {

@@ -107,6 +107,8 @@ enum shm_op {
 	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
 	SHM_OP_RMA_EVENT = 9, /* an initiator wrote or read our memory itself:
 			       * aux SHM_EVENT_*, len bytes, data CQ data */
+	SHM_OP_SKIP = 10, /* written by the owner over a slot whose claimer
+			  * died before publishing it: nothing */
 };
 
 /* SHM_OP_RMA_EVENT's aux. */
@@ -231,7 +233,15 @@ struct shm_peer {
 	uint64_t pid_start; /* holder's start time: a reused pid is not it */
 	uint64_t release_pos; /* CLOSED: reusable once head >= this */
 	char name[SHM_NAME_MAX];
-	uint8_t pad1[2 * SHM_CACHELINE - 32 - SHM_NAME_MAX];
+	/* Holder: the ring position + 1 of the slot it claimed last, from
+	 * its claim until it published it (then 0).  The owner reads it
+	 * only to skip a slot whose claimer died before publishing it. */
+	_Atomic uint64_t claim;
+	/* Holder: the index + 1 of the inbound bounce buffer it took from
+	 * the pool and has not yet handed over in a published slot (0:
+	 * none): whoever finds the holder dead gives it back. */
+	_Atomic uint32_t bounce;
+	uint8_t pad1[2 * SHM_CACHELINE - 44 - SHM_NAME_MAX];
 };
 static_assert(sizeof(struct shm_peer) == 128, "shm_peer size");
 

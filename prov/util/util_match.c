@@ -421,6 +421,25 @@ struct util_rx_entry *util_match_pop_posted(struct util_match *q)
 	return rx;
 }
 
+struct util_rx_entry *util_match_pop_from(struct util_match *q,
+					  fi_addr_t addr)
+{
+	struct dlist_entry *head, *it;
+	struct util_rx_entry *rx;
+
+	if (!q->posted_directed || addr == FI_ADDR_UNSPEC)
+		return NULL;
+	head = &q->posted_src[util_match_bucket(q, addr)];
+	for (it = head->next; it != head; it = it->next) {
+		rx = container_of(it, struct util_rx_entry, list);
+		if (rx->addr != addr || rx->pending)
+			continue;
+		util_match_retire_rx(q, rx);
+		return rx;
+	}
+	return NULL;
+}
+
 struct util_unexp_entry *util_match_pop_unexp(struct util_match *q)
 {
 	struct util_unexp_entry *ue;

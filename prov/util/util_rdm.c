@@ -214,6 +214,9 @@ int util_rdm_fail_peer(struct util_rdm_ep *ep, struct util_peer *peer,
 		n++;
 	}
 	dlist_remove(&peer->blocked);
+	peer->gone = true;
+	if (util_rdm_rx_directed(ep))
+		ep->rx_gone = true;
 	return n;
 }
 
@@ -376,6 +379,7 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 
 void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer)
 {
+	peer->gone = false;
 	if (!dlist_empty(&peer->queued))
 		peer_drain(ep, peer);
 }
@@ -1648,6 +1652,16 @@ static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 	unexp_free(ep, ue, false);
 }
 
+/* A receive was queued for src alone: if that peer is known gone (and no
+ * new insert of its address may name a successor), progress fails it. */
+static void rx_directed_check(struct util_rdm_ep *ep, fi_addr_t src)
+{
+	struct util_peer *peer = util_peer_cached(&ep->peers, src);
+
+	if (peer && peer->gone && !peer->fresh)
+		ep->rx_gone = true;
+}
+
 static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 			void **desc, size_t count, fi_addr_t src, uint64_t tag,
 			uint64_t ignore, void *context, uint64_t flags,
@@ -1714,6 +1728,8 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 		if (!(flags & FI_MULTI_RECV) || res.released)
 			break;
 	}
+	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r)
+		rx_directed_check(ep, src);
 out:
 	ep_unlock(ep);
 	return ret;
@@ -1823,33 +1839,86 @@ static ssize_t rdm_cancel(fid_t fid, void *context)
 	return 0;
 }
 
+/* A posted receive ends in error (err positive) without data. */
+static void rx_fail(struct util_rdm_ep *ep, struct util_rx_entry *m, int err)
+{
+	struct util_rdm_rx *rx = container_of(m, struct util_rdm_rx, m);
+	struct fi_cq_err_entry e = {
+		.op_context = m->context,
+		.flags = rx->cq_flags,
+		.tag = m->tag,
+		.err = err,
+		.prov_errno = -err,
+	};
+
+	if (ep->rx_cq) {
+		util_cq_writer_lock(ep->rx_cq);
+		util_cq_write_err(ep->rx_cq, &e);
+		util_cq_writer_unlock(ep->rx_cq);
+	}
+	cntr_inc(ep->recv_cntr, err);
+	util_bufpool_put(ep->rx_pool, rx);
+}
+
 void util_rdm_flush_rx(struct util_rdm_ep *ep, int err)
 {
 	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
 	struct util_rx_entry *m;
 	size_t i;
 
-	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++) {
-		while ((m = util_match_pop_posted(queues[i]))) {
-			struct util_rdm_rx *rx =
-				container_of(m, struct util_rdm_rx, m);
-			struct fi_cq_err_entry e = {
-				.op_context = m->context,
-				.flags = rx->cq_flags,
-				.tag = m->tag,
-				.err = err,
-				.prov_errno = -err,
-			};
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
+		while ((m = util_match_pop_posted(queues[i])))
+			rx_fail(ep, m, err);
+}
 
-			if (ep->rx_cq) {
-				util_cq_writer_lock(ep->rx_cq);
-				util_cq_write_err(ep->rx_cq, &e);
-				util_cq_writer_unlock(ep->rx_cq);
-			}
-			cntr_inc(ep->recv_cntr, err);
-			util_bufpool_put(ep->rx_pool, rx);
+/* Whether every transport has offered what a gone peer sent. */
+static bool peer_drained(struct util_rdm_ep *ep, struct util_peer *peer)
+{
+	struct util_rdm_xport *xps[] = { ep->xp, ep->local };
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(xps); i++)
+		if (xps[i] && xps[i]->ops->peer_drained &&
+		    !xps[i]->ops->peer_drained(xps[i], peer))
+			return false;
+	return true;
+}
+
+/*
+ * Receives directed to peers that are gone end with FI_ECONNRESET, once
+ * nothing those peers sent waits with a transport: nothing more can
+ * match them.  Runs after a transport failed a peer or a receive was
+ * directed to a gone one, until none waits.
+ */
+static void rx_fail_gone(struct util_rdm_ep *ep)
+{
+	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_rx_entry *m;
+	struct dlist_entry *e;
+	bool waiting = false;
+	size_t i;
+
+	ep->rx_gone = false;
+	if (!util_rdm_rx_directed(ep))
+		return;
+	dlist_foreach(&ep->peers.list, e) {
+		struct util_peer *peer =
+			container_of(e, struct util_peer, entry);
+
+		/* fresh: a new insert may name a successor now. */
+		if (!peer->gone || peer->fresh ||
+		    peer->fi_addr == FI_ADDR_NOTAVAIL)
+			continue;
+		if (!peer_drained(ep, peer)) {
+			waiting = true;
+			continue;
 		}
+		for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
+			while ((m = util_match_pop_from(queues[i],
+							peer->fi_addr)))
+				rx_fail(ep, m, FI_ECONNRESET);
 	}
+	ep->rx_gone = waiting;
 }
 
 static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
@@ -2050,6 +2119,8 @@ static inline int rdm_progress_once(struct util_rdm_ep *ep)
 
 	if (weft_unlikely(!dlist_empty(&ep->blocked) || sweep))
 		n += rdm_progress_more(ep, sweep);
+	if (weft_unlikely(ep->rx_gone))
+		rx_fail_gone(ep);
 	return n;
 }
 

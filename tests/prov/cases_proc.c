@@ -22,9 +22,8 @@
 #include <sys/wait.h>
 
 #include "conformance.h"
+#include "proc.h"
 
-#define PEER_IN 3
-#define PEER_OUT 4
 #define PEER_ALARM_S 150
 
 /* The pingpong schedule both sides follow: count messages of each size. */
@@ -44,11 +43,6 @@ static const size_t burst_len[] = {100, 4096, 1000};
 #define PP_MAX (1 << 20)
 #define WARMUP 10
 
-struct peer_link {
-	pid_t pid;
-	int wfd, rfd;
-};
-
 /* Make fd number want a copy of fd, inherited across exec. */
 static void move_fd(int fd, int want)
 {
@@ -60,7 +54,7 @@ static void move_fd(int fd, int want)
 		_exit(127);
 }
 
-static void spawn_peer(const char *role, struct peer_link *l)
+void cf_spawn_peer(const char *role, struct peer_link *l)
 {
 	int down[2], up[2];
 
@@ -85,7 +79,7 @@ static void spawn_peer(const char *role, struct peer_link *l)
 	l->rfd = up[0];
 }
 
-static void write_all(int fd, const void *buf, size_t len)
+void cf_write_all(int fd, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	ssize_t n;
@@ -100,7 +94,7 @@ static void write_all(int fd, const void *buf, size_t len)
 	}
 }
 
-static void read_all(int fd, void *buf, size_t len, int timeout_ms)
+void cf_read_all(int fd, void *buf, size_t len, int timeout_ms)
 {
 	uint64_t end = cf_now_ms() + timeout_ms;
 	uint8_t *p = buf;
@@ -123,29 +117,23 @@ static void read_all(int fd, void *buf, size_t len, int timeout_ms)
 	}
 }
 
-static void send_name(int fd, const struct cf_ep *e)
+void cf_send_name(int fd, const struct cf_ep *e)
 {
 	uint32_t len = (uint32_t)e->namelen;
 
-	write_all(fd, &len, sizeof(len));
-	write_all(fd, e->name, len);
+	cf_write_all(fd, &len, sizeof(len));
+	cf_write_all(fd, e->name, len);
 }
 
-/* A name as it travels over the pipes. */
-struct peer_name {
-	uint8_t v[CF_MAX_NAME];
-	uint32_t len;
-};
-
-static void read_name(int fd, struct peer_name *n)
+void cf_read_name(int fd, struct peer_name *n)
 {
-	read_all(fd, &n->len, sizeof(n->len), CF_WAIT_MS);
+	cf_read_all(fd, &n->len, sizeof(n->len), CF_WAIT_MS);
 	cf_assert(n->len > 0 && n->len <= sizeof(n->v), "peer name of %u bytes",
 		  n->len);
-	read_all(fd, n->v, n->len, CF_WAIT_MS);
+	cf_read_all(fd, n->v, n->len, CF_WAIT_MS);
 }
 
-static fi_addr_t insert_name(struct cf_fix *f, const struct peer_name *n)
+fi_addr_t cf_insert_name(struct cf_fix *f, const struct peer_name *n)
 {
 	fi_addr_t a;
 	int ret;
@@ -156,16 +144,16 @@ static fi_addr_t insert_name(struct cf_fix *f, const struct peer_name *n)
 }
 
 /* Read the other side's name and insert it into our AV. */
-static fi_addr_t recv_name(int fd, struct cf_fix *f)
+fi_addr_t cf_recv_name(int fd, struct cf_fix *f)
 {
 	struct peer_name n;
 
-	read_name(fd, &n);
-	return insert_name(f, &n);
+	cf_read_name(fd, &n);
+	return cf_insert_name(f, &n);
 }
 
 /* Wait for the peer to exit; its status must be 0 unless killed. */
-static int reap(struct peer_link *l, int timeout_ms)
+int cf_reap(struct peer_link *l, int timeout_ms)
 {
 	uint64_t end = cf_now_ms() + timeout_ms;
 	int status;
@@ -309,8 +297,8 @@ static void rma_target(struct cf_fix *f)
 	char r;
 
 	cf_mem_reg(f, 0, &t, RMA_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE);
-	write_all(PEER_OUT, &t.key, sizeof(t.key));
-	write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	cf_write_all(PEER_OUT, &t.key, sizeof(t.key));
+	cf_write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
 	/* g registers only the middle page of area. */
 	cf_assert(!posix_memalign((void **)&area, 4096, 3 * RMA_GUARDED),
 		  "posix_memalign");
@@ -327,12 +315,12 @@ static void rma_target(struct cf_fix *f)
 	g.raddr = t.raddr ? (uint64_t)(uintptr_t)(area + RMA_GUARDED) : 0;
 	cf_mem_reg(f, 0, &gone, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE);
 	cf_mem_free(&gone);
-	write_all(PEER_OUT, &g.key, sizeof(g.key));
-	write_all(PEER_OUT, &g.raddr, sizeof(g.raddr));
-	write_all(PEER_OUT, &gone.key, sizeof(gone.key));
+	cf_write_all(PEER_OUT, &g.key, sizeof(g.key));
+	cf_write_all(PEER_OUT, &g.raddr, sizeof(g.raddr));
+	cf_write_all(PEER_OUT, &gone.key, sizeof(gone.key));
 	for (;;) {
 		await_fd(f, PEER_IN);
-		read_all(PEER_IN, &cmd, sizeof(cmd), CF_WAIT_MS);
+		cf_read_all(PEER_IN, &cmd, sizeof(cmd), CF_WAIT_MS);
 		if (cmd.op == 'Q')
 			break;
 		if (cmd.op == 'G') {
@@ -340,7 +328,7 @@ static void rma_target(struct cf_fix *f)
 			r = holds_fill(area, 3 * RMA_GUARDED, RMA_GUARD_SEED)
 				? 'Y'
 				: 'N';
-			write_all(PEER_OUT, &r, 1);
+			cf_write_all(PEER_OUT, &r, 1);
 			continue;
 		}
 		cf_assert(cmd.off + cmd.len <= RMA_REGION, "request past the "
@@ -357,7 +345,7 @@ static void rma_target(struct cf_fix *f)
 			r = holds_fill(t.p + cmd.off, cmd.len, cmd.seed) ? 'Y'
 									 : 'N';
 		}
-		write_all(PEER_OUT, &r, 1);
+		cf_write_all(PEER_OUT, &r, 1);
 	}
 	cf_ok(fi_close(&g.mr->fid));
 	free(area);
@@ -432,18 +420,18 @@ static void rma_passive_target(struct cf_fix *f)
 	memset(t.p, PASSIVE_GUARD_BYTE, PASSIVE_REGION);
 	memset(t.p + PASSIVE_GUARD, 0, PASSIVE_DATA);
 	memset(t.p + PASSIVE_ATOMIC_OFF, 0, 8 * PASSIVE_ATOMICS);
-	write_all(PEER_OUT, &t.key, sizeof(t.key));
-	write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	cf_write_all(PEER_OUT, &t.key, sizeof(t.key));
+	cf_write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
 	/* Blocks in poll()/read(): no progress of ours from here on. */
-	read_all(PEER_IN, &op, 1, PEER_ALARM_S * 1000);
+	cf_read_all(PEER_IN, &op, 1, PEER_ALARM_S * 1000);
 	if (op == 'P') {
 		await_fd(f, PEER_IN);
-		read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+		cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
 	}
 	cf_assert(op == 'C', "passive target: unexpected request %c", op);
-	read_all(PEER_IN, &w, sizeof(w), CF_WAIT_MS);
+	cf_read_all(PEER_IN, &w, sizeof(w), CF_WAIT_MS);
 	r = passive_check(t.p, &w);
-	write_all(PEER_OUT, &r, 1);
+	cf_write_all(PEER_OUT, &r, 1);
 	cf_mem_free(&t);
 }
 
@@ -467,10 +455,10 @@ static void rma_closer_target(struct cf_fix *f)
 	for (round = 0; round < CLOSER_ROUNDS; round++) {
 		cf_mem_reg(f, 0, &t, CLOSER_REGION,
 			   FI_REMOTE_READ | FI_REMOTE_WRITE);
-		write_all(PEER_OUT, &t.key, sizeof(t.key));
-		write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+		cf_write_all(PEER_OUT, &t.key, sizeof(t.key));
+		cf_write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
 		await_fd(f, PEER_IN);
-		read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+		cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
 		cf_assert(op == 'G', "closing target: unexpected request %c",
 			  op);
 		/* Writes land meanwhile, with no progress of ours; a
@@ -481,13 +469,13 @@ static void rma_closer_target(struct cf_fix *f)
 		 * landing would undo the mark behind it). */
 		memset(t.p, CLOSER_MARK, CLOSER_REGION);
 		r = 'X';
-		write_all(PEER_OUT, &r, 1);
+		cf_write_all(PEER_OUT, &r, 1);
 		await_fd(f, PEER_IN);
-		read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+		cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
 		cf_assert(op == 'D', "closing target: unexpected request %c",
 			  op);
 		r = all_bytes(t.p, CLOSER_REGION, CLOSER_MARK) ? 'Y' : 'N';
-		write_all(PEER_OUT, &r, 1);
+		cf_write_all(PEER_OUT, &r, 1);
 		free(t.p);
 	}
 }
@@ -506,13 +494,15 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	(void)argv;
 	cf_case_name = role;
 	alarm(PEER_ALARM_S);
+	if (cf_kill_is_role(role))
+		return cf_kill_peer_main(role);
 	if (!strcmp(role, "restart")) {
 		/* Take over the name of a peer that was killed. */
 		struct cf_opts o = {.caps = FI_MSG | FI_TAGGED, .nep = 1,
 				    .no_insert = true};
 		struct peer_name n;
 
-		read_name(PEER_IN, &n);
+		cf_read_name(PEER_IN, &n);
 		o.name = n.v;
 		o.namelen = n.len;
 		cf_open(&f, cf_prov, &o);
@@ -525,8 +515,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 				 ? FI_MSG | FI_RMA | FI_ATOMIC
 				 : FI_MSG | FI_TAGGED);
 	}
-	send_name(PEER_OUT, &f.ep[0]);
-	peer = recv_name(PEER_IN, &f);
+	cf_send_name(PEER_OUT, &f.ep[0]);
+	peer = cf_recv_name(PEER_IN, &f);
 	cf_mem_reg(&f, 0, &m, PP_MAX, FI_SEND | FI_RECV);
 	if (!strcmp(role, "rma_target")) {
 		rma_target(&f);
@@ -544,7 +534,7 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		post_recv(&f, peer, &m, 64, 0, &sc[0]);
 		c = cf_wait_ctx(&f, 0, &sc[0]);
 		cf_assert(!c.err, "burst: the first message: error %d", c.err);
-		read_all(PEER_IN, &go, 1, CF_WAIT_MS);
+		cf_read_all(PEER_IN, &go, 1, CF_WAIT_MS);
 		for (s = 0; s < NBURST; s++) {
 			cf_mem_reg(&f, 0, &bm[s], burst_len[s], FI_SEND);
 			cf_fill(bm[s].p, burst_len[s], BURST_SEED + s);
@@ -569,7 +559,7 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	} else if (!strcmp(role, "victim")) {
 		for (i = 0; i < WARMUP; i++)
 			pong(&f, peer, &m, 4096, seed++);
-		write_all(PEER_OUT, &b, 1);
+		cf_write_all(PEER_OUT, &b, 1);
 		/* Keep the endpoint open until killed. */
 		for (;;)
 			pause();
@@ -578,7 +568,7 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	}
 	cf_mem_free(&m);
 	cf_close(&f);
-	write_all(PEER_OUT, &b, 1);
+	cf_write_all(PEER_OUT, &b, 1);
 	return 0;
 }
 
@@ -598,16 +588,16 @@ static int case_proc_pingpong(const char *prov)
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_TAGGED);
-	spawn_peer("pong", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
+	cf_spawn_peer("pong", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
 	cf_mem_reg(&f, 0, &sm, PP_MAX, FI_SEND);
 	cf_mem_reg(&f, 0, &rm, PP_MAX, FI_RECV);
 	for (s = 0; s < NSCHED; s++)
 		for (i = 0; i < sched[s].count; i++)
 			ping(&f, peer, &sm, &rm, sched[s].len, seed++);
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_expect_none(&f, 0, 50);
@@ -625,9 +615,9 @@ static char ask(struct cf_fix *f, struct peer_link *l, char op,
 	struct rma_cmd cmd = {op, seed, off, len};
 	char r;
 
-	write_all(l->wfd, &cmd, sizeof(cmd));
+	cf_write_all(l->wfd, &cmd, sizeof(cmd));
 	await_fd(f, l->rfd);
-	read_all(l->rfd, &r, 1, CF_WAIT_MS);
+	cf_read_all(l->rfd, &r, 1, CF_WAIT_MS);
 	return r;
 }
 
@@ -715,14 +705,14 @@ static int case_proc_rma(const char *prov)
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_RMA);
-	spawn_peer("rma_target", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
-	read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
-	read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
-	read_all(l.rfd, &gkey, sizeof(gkey), CF_WAIT_MS);
-	read_all(l.rfd, &graddr, sizeof(graddr), CF_WAIT_MS);
-	read_all(l.rfd, &closed, sizeof(closed), CF_WAIT_MS);
+	cf_spawn_peer("rma_target", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	cf_read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_read_all(l.rfd, &gkey, sizeof(gkey), CF_WAIT_MS);
+	cf_read_all(l.rfd, &graddr, sizeof(graddr), CF_WAIT_MS);
+	cf_read_all(l.rfd, &closed, sizeof(closed), CF_WAIT_MS);
 	cf_mem_reg(&f, 0, &lm, 4 << 20, FI_READ | FI_WRITE);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t len = sizes[i];
@@ -752,10 +742,10 @@ static int case_proc_rma(const char *prov)
 	{
 		struct rma_cmd q = {'Q', 0, 0, 0};
 
-		write_all(l.wfd, &q, sizeof(q));
+		cf_write_all(l.wfd, &q, sizeof(q));
 	}
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_mem_free(&lm);
@@ -830,7 +820,7 @@ static bool passive_done(struct cf_fix *f, struct peer_link *l, void *ctx,
 		cf_note("%s of %zu bytes needs the target's progress "
 			"(data_progress is not FI_PROGRESS_AUTO)",
 			what, len);
-		write_all(l->wfd, "P", 1);
+		cf_write_all(l->wfd, "P", 1);
 		*helped = true;
 		c = cf_wait_ctx(f, 0, ctx);
 	}
@@ -862,11 +852,11 @@ static int case_proc_rma_passive(const char *prov)
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_RMA | FI_ATOMIC);
-	spawn_peer("rma_passive", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
-	read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
-	read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_spawn_peer("rma_passive", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	cf_read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
 	cf_mem_reg(&f, 0, &lm, PASSIVE_DATA, FI_READ | FI_WRITE);
 	cf_mem_reg(&f, 0, &rm, PASSIVE_DATA, FI_READ | FI_WRITE);
 	cf_mem_reg(&f, 0, &am, 4096, FI_READ | FI_WRITE);
@@ -928,15 +918,15 @@ static int case_proc_rma_passive(const char *prov)
 	}
 	w.word[2] = 42;
 
-	write_all(l.wfd, "C", 1);
-	write_all(l.wfd, &w, sizeof(w));
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_write_all(l.wfd, "C", 1);
+	cf_write_all(l.wfd, &w, sizeof(w));
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
 	cf_expect(b == 'Y',
 		  "the target process found its region wrong (part %c: 1-4 "
 		  "guards and data, a-h atomic words)",
 		  b);
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_mem_free(&lm);
@@ -976,17 +966,17 @@ static int case_proc_rma_mr_close(const char *prov)
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_RMA);
-	spawn_peer("rma_closer", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
+	cf_spawn_peer("rma_closer", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
 	cf_mem_reg(&f, 0, &lm[0], len, FI_WRITE);
 	cf_mem_reg(&f, 0, &lm[1], len, FI_WRITE);
 	cf_fill(lm[0].p, len, 1);
 	cf_fill(lm[1].p, len, 2);
 
 	for (round = 0; round < CLOSER_ROUNDS; round++) {
-		read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
-		read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+		cf_read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+		cf_read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
 		/* Write until the target says it closed the MR: two
 		 * patterns in turn, so that every write changes every
 		 * byte. */
@@ -1004,9 +994,9 @@ static int case_proc_rma_mr_close(const char *prov)
 				  "round %d: the first write failed: %d (%s)",
 				  round, c.err, fi_strerror(c.err));
 			if (!n)
-				write_all(l.wfd, "G", 1);
+				cf_write_all(l.wfd, "G", 1);
 		}
-		read_all(l.rfd, &b, 1, CF_WAIT_MS);
+		cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
 		cf_assert(b == 'X', "closing target said %c", b);
 		/* The key is stale now: every write fails (the target makes
 		 * progress from here on). */
@@ -1023,16 +1013,16 @@ static int case_proc_rma_mr_close(const char *prov)
 			  "round %d: %d of %d writes with the closed MR's key "
 			  "succeeded",
 			  round, after - failed, after);
-		write_all(l.wfd, "D", 1);
+		cf_write_all(l.wfd, "D", 1);
 		await_fd(&f, l.rfd);
-		read_all(l.rfd, &b, 1, CF_WAIT_MS);
+		cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
 		cf_expect(b == 'Y',
 			  "round %d: the target's region changed after "
 			  "fi_close(mr) returned (%d writes before)",
 			  round, n);
 	}
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	cf_mem_free(&lm[0]);
@@ -1066,9 +1056,9 @@ static int case_proc_sender_exits(const char *prov)
 	char b;
 
 	cf_open(&f, prov, &o);
-	spawn_peer("burst", &l);
-	send_name(l.wfd, &f.ep[0]);
-	peer = recv_name(l.rfd, &f);
+	cf_spawn_peer("burst", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
 	cf_mem_reg(&f, 0, &sm, 64, FI_SEND);
 	cf_mem_reg(&f, 0, &pm, 64, FI_RECV);
 	cf_fill(sm.p, 64, 0);
@@ -1076,10 +1066,10 @@ static int case_proc_sender_exits(const char *prov)
 	c = cf_wait_ctx(&f, 0, &rc[0]);
 	cf_assert(!c.err, "the first message: error %d", c.err);
 	b = 'G';
-	write_all(l.wfd, &b, 1);
+	cf_write_all(l.wfd, &b, 1);
 	/* From here on, nothing of ours runs until the peer is gone. */
-	read_all(l.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l, CF_WAIT_MS);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "peer ended with status 0x%x", status);
 	for (i = 0; i < NBURST; i++) {
@@ -1163,16 +1153,16 @@ static fi_addr_t kill_victim(struct cf_fix *f, struct peer_link *l,
 	int i, status;
 	char b;
 
-	spawn_peer("victim", l);
-	send_name(l->wfd, &f->ep[0]);
-	read_name(l->rfd, name);
-	peer = insert_name(f, name);
+	cf_spawn_peer("victim", l);
+	cf_send_name(l->wfd, &f->ep[0]);
+	cf_read_name(l->rfd, name);
+	peer = cf_insert_name(f, name);
 	for (i = 0; i < WARMUP; i++)
 		ping(f, peer, sm, rm, 4096, i);
-	read_all(l->rfd, &b, 1, CF_WAIT_MS);
+	cf_read_all(l->rfd, &b, 1, CF_WAIT_MS);
 	cf_assert(!kill(l->pid, SIGKILL), "kill %d: %s", (int)l->pid,
 		  strerror(errno));
-	status = reap(l, CF_WAIT_MS);
+	status = cf_reap(l, CF_WAIT_MS);
 	cf_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		  "peer ended with status 0x%x before being killed", status);
 	close(l->wfd);
@@ -1237,19 +1227,19 @@ static int case_proc_peer_restart(const char *prov)
 	peer = kill_victim(&f, &l, &name, &sm, &rm);
 	send_until_error(&f, peer, &sm, 64, "64-byte sends to the dead peer");
 
-	spawn_peer("restart", &l2);
-	write_all(l2.wfd, &name.len, sizeof(name.len));
-	write_all(l2.wfd, name.v, name.len);
-	read_name(l2.rfd, &name2);
+	cf_spawn_peer("restart", &l2);
+	cf_write_all(l2.wfd, &name.len, sizeof(name.len));
+	cf_write_all(l2.wfd, name.v, name.len);
+	cf_read_name(l2.rfd, &name2);
 	cf_assert(name2.len == name.len && !memcmp(name2.v, name.v, name.len),
 		  "the new process did not get the dead one's name");
-	send_name(l2.wfd, &f.ep[0]);
+	cf_send_name(l2.wfd, &f.ep[0]);
 	cf_ok(fi_av_remove(f.av, &peer, 1, 0));
-	peer = insert_name(&f, &name2);
+	peer = cf_insert_name(&f, &name2);
 	for (i = 0; i < WARMUP; i++)
 		ping(&f, peer, &sm, &rm, 4096, i);
-	read_all(l2.rfd, &b, 1, CF_WAIT_MS);
-	status = reap(&l2, CF_WAIT_MS);
+	cf_read_all(l2.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l2, CF_WAIT_MS);
 	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
 		  "the new peer ended with status 0x%x", status);
 	cf_expect_none(&f, 0, 50);

@@ -681,8 +681,8 @@ void cf_mem_free(struct cf_mem *m)
 
 static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
-    cf_cases_misc, cf_cases_proc, cf_cases_cm, cf_cases_wait,
-    cf_cases_err,
+    cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_cm,
+    cf_cases_wait, cf_cases_err,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))
@@ -880,6 +880,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cf_in_peer = role != NULL;
+	/* "1": this process and its peers; "peer": the peer processes only. */
+	if (getenv("CF_DENY_CMA") &&
+	    (!strcmp(getenv("CF_DENY_CMA"), "1") ||
+	     (role && !strcmp(getenv("CF_DENY_CMA"), "peer"))) &&
+	    cf_deny_cma())
+		return CF_EXIT_FAIL;
 	if (role)
 		return cf_peer_main(role, argc - optind, argv + optind);
 

@@ -143,9 +143,14 @@ extern const struct cf_case cf_cases_rma[];
 extern const struct cf_case cf_cases_atomic[];
 extern const struct cf_case cf_cases_misc[];
 extern const struct cf_case cf_cases_proc[];
+extern const struct cf_case cf_cases_kill[];
 extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
 extern const struct cf_case cf_cases_err[];
+
+/* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
+ * its children by a seccomp filter, checked; -1 (said why) if it cannot. */
+int cf_deny_cma(void);
 
 /* The peer side of two-process cases (conformance -p PROV -R ROLE ...). */
 int cf_peer_main(const char *role, int argc, char **argv);
