@@ -699,6 +699,17 @@ static fi_addr_t rxpeer_addr(struct shm_xp *ep, struct shm_rxpeer *rp)
  * FI_EIO where the peer waits for an answer), never this process.
  */
 
+/*
+ * The status a peer reports in an ACK or RMA_RESP (aux): 0, or the
+ * positive FI_E* it sent when that is below 65536; anything else, which
+ * no weft peer sends, is FI_EIO.  Completions then carry a positive error
+ * whatever the peer wrote.
+ */
+static inline int peer_status(uint32_t aux)
+{
+	return aux < 65536 ? (int)aux : FI_EIO;
+}
+
 /* An RTS: its iovecs fit their array and hold the whole message. */
 static bool rts_valid(const struct shm_rts *rts)
 {
@@ -1362,7 +1373,7 @@ static bool serve_answer(struct shm_xp *ep, struct shm_slot *s)
 {
 	switch (s->op) {
 	case SHM_OP_ACK:
-		util_rdm_tx_acked(ep->base.ep, s->tag, (int)s->aux);
+		util_rdm_tx_acked(ep->base.ep, s->tag, peer_status(s->aux));
 		return true;
 	case SHM_OP_RMA_RESP:
 		handle_rma_resp(ep, s);
@@ -1848,7 +1859,7 @@ static void handle_rma_resp(struct shm_xp *ep, struct shm_slot *s)
 	struct shm_rma_chunked *ch = NULL;
 	struct shm_bounce *tb = NULL;
 	uint64_t bidx = s->data;
-	uint32_t err = s->aux;
+	uint32_t err = (uint32_t)peer_status(s->aux);
 	size_t off = 0, len = 0;
 
 	if (tx)
