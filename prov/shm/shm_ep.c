@@ -710,6 +710,19 @@ static inline int peer_status(uint32_t aux)
 	return aux < 65536 ? (int)aux : FI_EIO;
 }
 
+/*
+ * Whether we may copy with process_vm_readv/writev from or to `pid` for
+ * the sender behind c: only with CMA on here, and, when pid is this very
+ * process, only for a sender that is one of our own endpoints.  Otherwise
+ * any peer could have us read or write our own memory where its request
+ * says.
+ */
+static bool cma_allowed(struct shm_xp *ep, const struct shm_conn *c,
+			int32_t pid)
+{
+	return ep->cma && (pid != getpid() || shm_name_held_here(c->name));
+}
+
 /* An RTS: its iovecs fit their array and hold the whole message. */
 static bool rts_valid(const struct shm_rts *rts)
 {
@@ -752,6 +765,12 @@ static int rma_req_check(struct shm_xp *ep, struct shm_conn *c,
 	}
 	if (sum != req->len ||
 	    (req->reply_bounce && req->len > ep->own.bounce_size))
+		return -FI_EIO;
+	/* A write without the initiator's bounce buffer is read from its
+	 * memory, a read without ours written into it, by CMA. */
+	if (((req->kind == UTIL_RDM_TX_WRITE && req->bounce == SHM_NO_BOUNCE) ||
+	     (req->kind == UTIL_RDM_TX_READ && !req->reply_bounce)) &&
+	    !cma_allowed(ep, c, req->pid))
 		return -FI_EIO;
 	if (req->bounce == SHM_NO_BOUNCE)
 		return 0;
@@ -1340,6 +1359,9 @@ static int handle_msg(struct shm_xp *ep, struct shm_slot *s,
 		msg.len = rts.msg_len;
 		if (!rts_valid(&rts))
 			goto refuse;
+		/* A sender we may not read by CMA pushes. */
+		if (!rts.push && !cma_allowed(ep, rp->conn, rts.pid))
+			rts.push = 1;
 		break;
 	}
 	if (util_rdm_msg_arrived(&ep->base, &msg) == -FI_EAGAIN)

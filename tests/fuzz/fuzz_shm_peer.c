@@ -22,7 +22,9 @@
  *               queue; f bit 0: src names the peer's real entry; bit 1:
  *               an RMA request's ranges are made offsets into the victim's
  *               registered buffer, under its key; bit 2: tag (or an RTS's
- *               or RMA request's tx id) answers the peer's last request
+ *               or RMA request's tx id) answers the peer's last request;
+ *               bit 3: an RTS's or RMA request's pid is this process and
+ *               its iovecs offsets into a canary buffer of the harness
  *   1 POKE      s, off (2, LE), n, n bytes: written at off in a section
  *               of a region: s bits 0-1: header, queue, peer table,
  *               bounce buffers; bit 2: the peer's region, else the victim's
@@ -39,6 +41,9 @@
  * when an error completion carries no positive FI_E* below 65536 (a
  * status a peer reports is no more trusted than the rest); AddressSanitizer catches any
  * access outside memory, libFuzzer's timeout a progress that never ends.
+ * The victim runs without CMA, so the canary buffer must never change: a
+ * request naming this process must not make it read or write its own
+ * memory where the request says.
  *
  * Built with -DFUZZ_SEEDS, it writes a starting corpus into the directory
  * it is given; with tests/fuzz/fuzz_replay.c, it replays files.
@@ -73,6 +78,8 @@ enum sect { S_HDR, S_QUEUE, S_PEERS, S_BOUNCE };
 #define BOUNCE_COUNT 2
 #define BOUNCE_SIZE 1024
 #define TARGET_SIZE 4096
+#define CANARY_SIZE 4096
+#define CANARY_BYTE 0xa5
 #define MAX_BUFS 8
 #define SRC0 (0u | 1u << 16) /* the peer's entry 0, generation 1 */
 #define SLOT_BODY (sizeof(struct shm_slot) - sizeof(uint64_t))
@@ -117,6 +124,8 @@ static int trace = -1;
 		if (trace)                                                    \
 			fprintf(stderr, "fuzz_shm_peer: " __VA_ARGS__);       \
 	} while (0)
+
+static uint8_t canary[CANARY_SIZE];
 
 static void fail(const char *what, long a)
 {
@@ -341,8 +350,15 @@ static void rec_slot(struct fz *z, uint8_t f, const uint8_t *p, size_t n)
 	memcpy((char *)&s + sizeof(s.seq), p, n < SLOT_BODY ? n : SLOT_BODY);
 	if (f & 1)
 		s.src = SRC0;
-	if (s.op == SHM_OP_RMA && (f & 6)) {
+	if (s.op == SHM_OP_RMA && (f & 14)) {
 		memcpy(&req, s.payload, sizeof(req));
+		for (i = 0; (f & 8) && i < SHM_IOV_MAX; i++) {
+			req.pid = getpid();
+			req.laddr[i] = (uintptr_t)canary +
+				       req.laddr[i] % CANARY_SIZE;
+			if (req.llen[i] > CANARY_SIZE - req.laddr[i] % CANARY_SIZE)
+				req.llen[i] = 0;
+		}
 		for (i = 0; (f & 2) && i < SHM_IOV_MAX; i++) {
 			req.rma[i].addr = z->target_base +
 					  req.rma[i].addr % TARGET_SIZE;
@@ -351,9 +367,17 @@ static void rec_slot(struct fz *z, uint8_t f, const uint8_t *p, size_t n)
 		if (f & 4)
 			req.tx_id = z->last_tx;
 		memcpy(s.payload, &req, sizeof(req));
-	} else if (s.op == SHM_OP_RTS && (f & 4)) {
+	} else if (s.op == SHM_OP_RTS && (f & 12)) {
 		memcpy(&rts, s.payload, sizeof(rts));
-		rts.tx_id = z->last_tx;
+		if (f & 4)
+			rts.tx_id = z->last_tx;
+		for (i = 0; (f & 8) && i < SHM_IOV_MAX; i++) {
+			rts.pid = getpid();
+			rts.addr[i] = (uintptr_t)canary +
+				      rts.addr[i] % CANARY_SIZE;
+			if (rts.len[i] > CANARY_SIZE - rts.addr[i] % CANARY_SIZE)
+				rts.len[i] = 0;
+		}
 		memcpy(s.payload, &rts, sizeof(rts));
 	} else if (f & 4) {
 		s.tag = s.op == SHM_OP_DATA ? z->last_pull : z->last_tx;
@@ -525,6 +549,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t c;
 
 	memset(&z, 0, sizeof(z));
+	memset(canary, CANARY_BYTE, sizeof(canary));
 	if (setup(&z))
 		fail("cannot set up the victim and its peer", 0);
 	while (i < size) {
@@ -574,6 +599,10 @@ done:
 	shm_region_unmap(&z.peer);
 	bufs_free(z.recv, z.nrecv);
 	bufs_free(z.op, z.nop);
+	for (i = 0; i < CANARY_SIZE; i++)
+		if (canary[i] != CANARY_BYTE)
+			fail("the victim wrote into its own memory for a peer",
+			     (long)i);
 	return 0;
 }
 
@@ -738,6 +767,32 @@ int main(int argc, char **argv)
 	slot(&s, 3, &sl);
 	two(&s, R_PROGRESS, 2);
 	rc |= write_seed(argv[1], "rma-target", &s);
+
+	/* An RMA read and write without bounce buffers, naming this process
+	 * and the canary: the victim has no CMA, so both must fail. */
+	memset(&s, 0, sizeof(s));
+	memset(&req, 0, sizeof(req));
+	req.tx_id = 11;
+	req.len = 64;
+	req.bounce = SHM_NO_BOUNCE;
+	req.kind = UTIL_RDM_TX_READ;
+	req.iov_count = 1;
+	req.laddr[0] = 256;
+	req.llen[0] = 64;
+	req.rma_count = 1;
+	req.rma[0].addr = 0;
+	req.rma[0].len = 64;
+	req.last = 1;
+	memset(&sl, 0, sizeof(sl));
+	sl.op = SHM_OP_RMA;
+	memcpy(sl.payload, &req, sizeof(req));
+	slot(&s, 11, &sl);
+	two(&s, R_PROGRESS, 2);
+	req.kind = UTIL_RDM_TX_WRITE;
+	memcpy(sl.payload, &req, sizeof(req));
+	slot(&s, 11, &sl);
+	two(&s, R_PROGRESS, 2);
+	rc |= write_seed(argv[1], "cma-self", &s);
 
 	/* The victim's own transfers, answered. */
 	memset(&s, 0, sizeof(s));
