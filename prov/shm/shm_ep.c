@@ -1159,6 +1159,9 @@ static bool push_continue(struct shm_xp *ep, struct shm_push *push)
 {
 	struct util_rdm_tx *tx = push->tx;
 
+	/* Not while its region is not (or no longer) ours to write. */
+	if (!push->conn->claimed || push->conn->dead || !push->conn->map.hdr)
+		return false;
 	while (push->sent < push->len) {
 		size_t chunk = WEFT_MIN(push->len - push->sent,
 					shm_params.push_chunk);
@@ -1214,6 +1217,7 @@ static void handle_cts(struct shm_xp *ep, struct shm_slot *s)
 	struct util_rdm_tx *tx = util_rdm_tx_of(ep->base.ep, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct shm_push *push;
+	int ret;
 
 	if (!tx || !rp)
 		return;
@@ -1227,7 +1231,18 @@ static void handle_cts(struct shm_xp *ep, struct shm_slot *s)
 	push->pull_id = s->aux;
 	push->len = WEFT_MIN(s->data, tx->hdr.len);
 	push->sent = 0;
-	if (conn_ready(ep, push->conn) || !push_continue(ep, push))
+	ret = conn_ready(ep, push->conn);
+	/*
+	 * A peer found gone (its region marked gone, or its owner dead) had
+	 * its transfers failed by conn_died, tx perhaps among them; nothing
+	 * is pushed to it.  Only a peer not ready yet gets the push later.
+	 */
+	if (ret && (ret != -FI_EAGAIN ||
+		    util_rdm_tx_of(ep->base.ep, s->tag) != tx)) {
+		util_bufpool_put(ep->push_pool, push);
+		return;
+	}
+	if (ret || !push_continue(ep, push))
 		dlist_insert_tail(&push->entry, &ep->pushes);
 	else
 		util_bufpool_put(ep->push_pool, push);
