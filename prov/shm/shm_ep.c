@@ -1854,9 +1854,12 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 				       tb ? tb->data : NULL);
 		break;
 	}
+	/* Remote CQ data comes with writes alone (fi_rma(3)), as in tcp. */
 	if (!ret && req.last)
 		util_rdm_remote_event(ep->base.ep,
-				      ev | ((s->flags & UTIL_RDM_CQ_DATA) ?
+				      ev | ((s->flags & UTIL_RDM_CQ_DATA) &&
+							    req.kind ==
+								    UTIL_RDM_TX_WRITE ?
 						    FI_REMOTE_CQ_DATA :
 						    0),
 				      req.len, s->data);

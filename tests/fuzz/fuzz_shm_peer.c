@@ -222,8 +222,10 @@ static void completed(struct fz *z, void *ctx, size_t len, uint64_t flags,
 	      len, (unsigned long long)flags, err);
 	if (!b && (flags & FI_REMOTE_CQ_DATA)) {
 		/* A remote write's CQ data: no receive of ours is used. */
-		if (!(flags & FI_REMOTE_WRITE) ||
-		    len > SHM_IOV_MAX * TARGET_SIZE)
+		if (!(flags & FI_REMOTE_WRITE) || (flags & FI_REMOTE_READ))
+			fail("remote CQ data for what is not a write",
+			     (long)flags);
+		if (len > SHM_IOV_MAX * TARGET_SIZE)
 			fail("remote CQ data out of bounds", (long)len);
 		return;
 	}
