@@ -518,12 +518,15 @@ static int setup(struct fz *z)
 		trace = getenv("FUZZ_TRACE") && atoi(getenv("FUZZ_TRACE"));
 	if (!once) {
 		/* Small regions; no CMA, so that the victim never reads or
-		 * writes this process's memory where a slot says. */
+		 * writes memory of this process, or of another, where a slot
+		 * says.  FUZZ_SHM_CMA=1 leaves CMA on, for replaying inputs
+		 * that name this process alone (replay.sh: cma-self). */
 		setenv("FI_SHM_QUEUE_SLOTS", "16", 1);
 		setenv("FI_SHM_MAX_PEERS", "4", 1);
 		setenv("FI_SHM_BOUNCE_COUNT", "2", 1);
 		setenv("FI_SHM_BOUNCE_SIZE", "1024", 1);
-		setenv("FI_SHM_DISABLE_CMA", "1", 1);
+		if (!getenv("FUZZ_SHM_CMA") || atoi(getenv("FUZZ_SHM_CMA")) != 1)
+			setenv("FI_SHM_DISABLE_CMA", "1", 1);
 		if (!getenv("FI_LOG_LEVEL"))
 			setenv("FI_LOG_LEVEL", "none", 1);
 		once = 1;
