@@ -9,6 +9,8 @@
 # to unpack the kernel and build siw.ko; it downloads the kernel packages.
 # tests/mpi (make check-mpi) runs Open MPI's mpirun and mpicc over weft;
 # util-linux's unshare gives each namespace host its own hostname.
+# make fuzz builds libFuzzer harnesses with clang; libFuzzer's runtime is
+# in libclang-rt-14-dev, which clang only recommends.
 set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -20,5 +22,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libhwloc-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers \
 	libcriterion-dev gnuplot-nox man-db git iproute2 procps \
 	qemu-system-x86 ibverbs-utils rdmacm-utils perftest xz-utils \
-	openmpi-bin libopenmpi-dev util-linux >/dev/null
+	openmpi-bin libopenmpi-dev util-linux clang libclang-rt-14-dev \
+	>/dev/null
 echo "weft: build and test dependencies installed"

@@ -321,4 +321,7 @@ int shm_name_redraw_held(struct shm_xp *ep);
 /* Give up ep's name, if it holds one (close, failed enable). */
 void shm_name_release(struct shm_xp *ep);
 
+/* Whether an endpoint of this process holds name (takes the lock above). */
+bool shm_name_held_here(const char *name);
+
 #endif /* WEFT_SHM_H */

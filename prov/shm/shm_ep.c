@@ -734,6 +734,30 @@ static fi_addr_t rxpeer_addr(struct shm_xp *ep, struct shm_rxpeer *rp)
  * FI_EIO where the peer waits for an answer), never this process.
  */
 
+/*
+ * The status a peer reports in an ACK or RMA_RESP (aux): 0, or the
+ * positive FI_E* it sent when that is below 65536; anything else, which
+ * no weft peer sends, is FI_EIO.  Completions then carry a positive error
+ * whatever the peer wrote.
+ */
+static inline int peer_status(uint32_t aux)
+{
+	return aux < 65536 ? (int)aux : FI_EIO;
+}
+
+/*
+ * Whether we may copy with process_vm_readv/writev from or to `pid` for
+ * the sender behind c: only with CMA on here, and, when pid is this very
+ * process, only for a sender that is one of our own endpoints.  Otherwise
+ * any peer could have us read or write our own memory where its request
+ * says.
+ */
+static bool cma_allowed(struct shm_xp *ep, const struct shm_conn *c,
+			int32_t pid)
+{
+	return ep->cma && (pid != getpid() || shm_name_held_here(c->name));
+}
+
 /* An RTS: its iovecs fit their array and hold the whole message. */
 static bool rts_valid(const struct shm_rts *rts)
 {
@@ -776,6 +800,12 @@ static int rma_req_check(struct shm_xp *ep, struct shm_conn *c,
 	}
 	if (sum != req->len ||
 	    (req->reply_bounce && req->len > ep->own.bounce_size))
+		return -FI_EIO;
+	/* A write without the initiator's bounce buffer is read from its
+	 * memory, a read without ours written into it, by CMA. */
+	if (((req->kind == UTIL_RDM_TX_WRITE && req->bounce == SHM_NO_BOUNCE) ||
+	     (req->kind == UTIL_RDM_TX_READ && !req->reply_bounce)) &&
+	    !cma_allowed(ep, c, req->pid))
 		return -FI_EIO;
 	if (req->bounce == SHM_NO_BOUNCE)
 		return 0;
@@ -1239,6 +1269,9 @@ static bool push_continue(struct shm_xp *ep, struct shm_push *push)
 {
 	struct util_rdm_tx *tx = push->tx;
 
+	/* Not while its region is not (or no longer) ours to write. */
+	if (!push->conn->claimed || push->conn->dead || !push->conn->map.hdr)
+		return false;
 	while (push->sent < push->len) {
 		size_t chunk = WEFT_MIN(push->len - push->sent,
 					shm_params.push_chunk);
@@ -1294,6 +1327,7 @@ static void handle_cts(struct shm_xp *ep, struct shm_slot *s)
 	struct util_rdm_tx *tx = util_rdm_tx_of(ep->base.ep, s->tag);
 	struct shm_rxpeer *rp = rxpeer_of(ep, s->src);
 	struct shm_push *push;
+	int ret;
 
 	if (!tx || !rp)
 		return;
@@ -1307,7 +1341,18 @@ static void handle_cts(struct shm_xp *ep, struct shm_slot *s)
 	push->pull_id = s->aux;
 	push->len = WEFT_MIN(s->data, tx->hdr.len);
 	push->sent = 0;
-	if (conn_ready(ep, push->conn) || !push_continue(ep, push))
+	ret = conn_ready(ep, push->conn);
+	/*
+	 * A peer found gone (its region marked gone, or its owner dead) had
+	 * its transfers failed by conn_died, tx perhaps among them; nothing
+	 * is pushed to it.  Only a peer not ready yet gets the push later.
+	 */
+	if (ret && (ret != -FI_EAGAIN ||
+		    util_rdm_tx_of(ep->base.ep, s->tag) != tx)) {
+		util_bufpool_put(ep->push_pool, push);
+		return;
+	}
+	if (ret || !push_continue(ep, push))
 		dlist_insert_tail(&push->entry, &ep->pushes);
 	else
 		util_bufpool_put(ep->push_pool, push);
@@ -1439,6 +1484,9 @@ static int handle_msg(struct shm_xp *ep, struct shm_slot *s,
 		msg.len = rts.msg_len;
 		if (!rts_valid(&rts))
 			goto refuse;
+		/* A sender we may not read by CMA pushes. */
+		if (!rts.push && !cma_allowed(ep, rp->conn, rts.pid))
+			rts.push = 1;
 		break;
 	}
 	if (util_rdm_msg_arrived(&ep->base, &msg) == -FI_EAGAIN)
@@ -1472,7 +1520,7 @@ static bool serve_answer(struct shm_xp *ep, struct shm_slot *s)
 {
 	switch (s->op) {
 	case SHM_OP_ACK:
-		util_rdm_tx_acked(ep->base.ep, s->tag, (int)s->aux);
+		util_rdm_tx_acked(ep->base.ep, s->tag, peer_status(s->aux));
 		return true;
 	case SHM_OP_RMA_RESP:
 		handle_rma_resp(ep, s);
@@ -2206,9 +2254,12 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
 		break;
 	}
+	/* Remote CQ data comes with writes alone (fi_rma(3)), as in tcp. */
 	if (!ret && req.last)
 		util_rdm_remote_event(ep->base.ep,
-				      ev | ((s->flags & UTIL_RDM_CQ_DATA) ?
+				      ev | ((s->flags & UTIL_RDM_CQ_DATA) &&
+							    req.kind ==
+								    UTIL_RDM_TX_WRITE ?
 						    FI_REMOTE_CQ_DATA :
 						    0),
 				      req.len, s->data);
@@ -2248,7 +2299,7 @@ static void handle_rma_resp(struct shm_xp *ep, struct shm_slot *s)
 	struct shm_rma_chunked *ch = NULL;
 	struct shm_bounce *tb = NULL;
 	uint64_t bidx = s->data;
-	uint32_t err = s->aux;
+	uint32_t err = (uint32_t)peer_status(s->aux);
 	size_t off = 0, len = 0;
 
 	if (tx) {

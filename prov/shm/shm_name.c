@@ -214,3 +214,22 @@ void shm_name_release(struct shm_xp *ep)
 	}
 	pthread_mutex_unlock(&held_lock);
 }
+
+bool shm_name_held_here(const char *name)
+{
+	struct dlist_entry *e;
+	bool found = false;
+
+	pthread_mutex_lock(&held_lock);
+	dlist_foreach(&held, e) {
+		const struct shm_xp *o =
+			container_of(e, struct shm_xp, name_entry);
+
+		if (!strcmp(o->name, name)) {
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&held_lock);
+	return found;
+}

@@ -271,8 +271,8 @@ void tcp_rx_abort(struct tcp_conn *conn, int err);
 void tcp_proto_error(struct tcp_conn *conn, const char *why);
 int tcp_frame_start(struct tcp_conn *conn);
 int tcp_frame_staged(struct tcp_conn *conn);
-int tcp_conn_hello_in(struct tcp_conn *conn, const void *addr, size_t alen,
-		      const void *cm, size_t cm_len);
+/* HELLO (conn->frame) with its payload, on a connection we accepted. */
+int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload);
 void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
 			   const void *cm, size_t cm_len);
 int tcp_send_hello(struct tcp_conn *conn, const void *addr, size_t alen,

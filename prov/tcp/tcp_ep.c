@@ -256,34 +256,33 @@ static void conn_connected(struct tcp_conn *conn)
 
 
 /* HELLO on a connection we accepted (RDM endpoint or passive endpoint). */
-int tcp_conn_hello_in(struct tcp_conn *conn, const void *addr, size_t alen,
-		      const void *cm, size_t cm_len)
+int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload)
 {
+	const struct tcp_frame *f = &conn->frame;
 	struct tcp_ep *ep = conn->ep;
-	struct sockaddr_storage sa = { 0 };
+	struct sockaddr_storage sa;
 	struct util_peer *peer;
 	struct tcp_peer *tp;
+	const char *why;
 	int ret;
 
+	why = tcp_hello_check(f, payload,
+			      conn->pep ? TCP_EPK_MSG : TCP_EPK_RDM, &sa);
+	if (why)
+		goto refuse;
 	if (conn->pep) {
-		if (conn->frame.hello.ep_kind != TCP_EPK_MSG)
-			goto refuse;
-		memcpy(conn->cm_data, cm, cm_len);
-		conn->cm_len = cm_len;
+		memcpy(conn->cm_data, (const uint8_t *)payload +
+					      f->hello.addr_len,
+		       f->hello.cm_len);
+		conn->cm_len = f->hello.cm_len;
 		conn->state = TCP_CONN_CMWAIT;
 		tcp_pep_connreq(conn->pep, conn);
 		return 0;
 	}
-	if (conn->frame.hello.ep_kind != TCP_EPK_RDM || alen < sizeof(sa_family_t) ||
-	    alen > sizeof(sa))
-		goto refuse;
-	memcpy(&sa, addr, alen);
-	if (alen < tcp_sockaddr_len(&sa) ||
-	    (sa.ss_family != AF_INET && sa.ss_family != AF_INET6))
-		goto refuse;
+	why = "HELLO: not an address of this AV's format";
 	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
 	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
-		goto refuse; /* not an address of our AV's format */
+		goto refuse;
 	ret = util_peer_add(&ep->rdm.peers, &sa, &peer);
 	if (ret) {
 		tcp_send_hello_ack(conn, FI_ENOMEM, NULL, 0);
@@ -305,7 +304,7 @@ int tcp_conn_hello_in(struct tcp_conn *conn, const void *addr, size_t alen,
 
 refuse:
 	tcp_send_hello_ack(conn, FI_EPROTO, NULL, 0);
-	tcp_proto_error(conn, "HELLO for another endpoint type or address");
+	tcp_proto_error(conn, why);
 	return -1;
 }
 
@@ -1014,8 +1013,7 @@ int tcp_frame_staged(struct tcp_conn *conn)
 	case TCP_OP_HELLO:
 		conn->rstart += f->payload_len;
 		conn->rx_state = TCP_RX_HDR;
-		ret = tcp_conn_hello_in(conn, p, f->hello.addr_len,
-					p + f->hello.addr_len, f->hello.cm_len);
+		ret = tcp_conn_hello_in(conn, p);
 		return ret ? -1 : 0;
 	case TCP_OP_HELLO_ACK:
 		conn->rstart += f->payload_len;

@@ -17,11 +17,14 @@
 #include "tcp_proto.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 
 #include <rdma/fi_errno.h>
 
 #include "weft/util_atomic.h"
+#include "weft/util_ifaddr.h"
 
 /*
  * libfabric 1.17's fi_errno.h lists FI_EPROTO but leaves it commented out;
@@ -368,4 +371,27 @@ refuse:
 	if (why)
 		*why = bad;
 	return -FI_EPROTO;
+}
+
+const char *tcp_hello_check(const struct tcp_frame *f, const void *payload,
+			    uint16_t ep_kind, struct sockaddr_storage *sa)
+{
+	size_t alen = f->hello.addr_len;
+
+	memset(sa, 0, sizeof(*sa));
+	if (f->op != TCP_OP_HELLO)
+		return "not a HELLO";
+	if (f->hello.ep_kind != ep_kind)
+		return "HELLO from another endpoint type";
+	if (ep_kind != TCP_EPK_RDM)
+		return NULL; /* MSG: the address, if any, is not used */
+	if (alen < sizeof(sa_family_t) || alen > sizeof(*sa))
+		return "HELLO: address of no known size";
+	memcpy(sa, payload, alen);
+	if ((sa->ss_family != AF_INET && sa->ss_family != AF_INET6) ||
+	    alen < util_sockaddr_len(sa)) {
+		memset(sa, 0, sizeof(*sa));
+		return "HELLO: not an IP address";
+	}
+	return NULL;
 }

@@ -211,6 +211,19 @@ ssize_t tcp_frame_parse(const void *buf, size_t avail,
 			const struct tcp_proto_limits *lim,
 			struct tcp_frame *f, const char **why);
 
+/*
+ * The acceptor's verdict on a HELLO that tcp_frame_parse accepted (f),
+ * whose f->payload_len payload bytes are at payload: NULL when a connection
+ * from that peer may be taken by an endpoint of kind ep_kind (TCP_EPK_*),
+ * else a static string saying why not.  For an RDM HELLO the sender's
+ * address is checked to be an IPv4 or IPv6 sockaddr that its addr_len
+ * covers, and is copied, zero padded, into *sa; *sa is zeroed for MSG.
+ * Pure: reads payload and f alone, no byte past addr_len.
+ */
+struct sockaddr_storage;
+const char *tcp_hello_check(const struct tcp_frame *f, const void *payload,
+			    uint16_t ep_kind, struct sockaddr_storage *sa);
+
 /* Name of an op, for logs ("MSG", ... "unknown"). */
 const char *tcp_op_str(unsigned int op);
 

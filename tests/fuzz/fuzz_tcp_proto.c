@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libFuzzer harness for the tcp frame parser (contrib/fuzz-tcp-proto.sh
- * builds and runs it).  Each input is parsed whole under several limit
+ * libFuzzer harness for the tcp frame parser (`make fuzz` builds and runs
+ * it, `make check` replays its corpus through tests/fuzz/fuzz_replay.c).  Each input is parsed whole under several limit
  * sets, and every prefix of its first TCP_HDR_MAX + 1 bytes from a heap
  * buffer of exactly that size, so that AddressSanitizer sees any read
  * past avail.  Aborts when:
@@ -12,7 +12,7 @@
  *    prefixes must all give 0, and once a prefix is refused every longer
  *    one must be.
  *
- * Built with -DFUZZ_TCP_PROTO_SEEDS instead, it is a program that writes
+ * Built with -DFUZZ_SEEDS instead, it is a program that writes
  * one valid frame of each kind into the directory it is given, as the
  * starting corpus.
  */
@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 
-#ifdef FUZZ_TCP_PROTO_SEEDS
+#ifdef FUZZ_SEEDS
 static int write_seed(const char *dir, int i, const void *buf, size_t len)
 {
 	char path[4096];
