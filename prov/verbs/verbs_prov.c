@@ -37,6 +37,7 @@ struct verbs_params verbs_params = {
 	.rx_size = 1024,
 	.conn_timeout_ms = 5000,
 	.mr_cache_entries = 1024,
+	.shm = true,
 };
 
 static void verbs_params_read(void)
@@ -67,6 +68,9 @@ static void verbs_params_read(void)
 			"Registrations the provider keeps for buffers that "
 			"came without a descriptor; 0 keeps none (default %zu)",
 			verbs_params.mr_cache_entries);
+	fi_param_define(&verbs_prov, "shm", FI_PARAM_BOOL,
+			"RDM endpoints reach the peers on this host through "
+			"shared memory (default yes)");
 
 	s = NULL;
 	if (!fi_param_get_str(&verbs_prov, "iface", &s) && s)
@@ -86,6 +90,8 @@ static void verbs_params_read(void)
 		verbs_params.conn_timeout_ms = i;
 	if (!fi_param_get_size_t(&verbs_prov, "mr_cache_entries", &v))
 		verbs_params.mr_cache_entries = v;
+	if (!fi_param_get_bool(&verbs_prov, "shm", &i))
+		verbs_params.shm = i;
 }
 
 void verbs_params_init(void)

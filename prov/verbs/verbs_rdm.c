@@ -23,6 +23,11 @@
  *             FIN, on which the sender's transmit completes.
  *  RMA        RDMA WRITE / READ / WRITE_WITH_IMM and the device's 64-bit
  *             fetch-add and compare-swap, straight from the initiator.
+ *  same host  peers whose endpoint lives on this host (same network
+ *             namespace, same user) are reached through shared memory
+ *             (weft/shm_local.h), as tcp does: the region is named after
+ *             our listening address, the one peers insert.  FI_VERBS_SHM=0
+ *             sends everything through the device.
  *
  * Work request ids: a pointer (8-byte aligned) with a kind in the low bits.
  */
@@ -36,6 +41,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "weft/shm_local.h"
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
 #include "weft/util_bufpool.h"
@@ -270,6 +276,8 @@ struct verbs_rdm_ep {
 	uint32_t nrepost;
 	struct vbuf *repost[VRDM_REPOST_MAX];
 	struct fi_ops_atomic atomic_ops;
+	struct shm_xp *local; /* peers on this host; NULL: FI_VERBS_SHM=0 */
+	bool local_up;	      /* its region exists */
 };
 
 static inline struct verbs_rdm_ep *vep_of(struct util_rdm_ep *rdm)
@@ -2024,7 +2032,11 @@ static int verbs_rdm_ep_close(struct fid *fid)
 		util_rdm_fail_peer(&ep->rdm, peer, FI_ECANCELED);
 	}
 	weft_unlock(&ep->rdm.lock);
+	if (ep->local)
+		shm_local_closing(ep->local);
 	util_rdm_ep_fini(&ep->rdm);
+	if (ep->local)
+		shm_local_free(ep->local);
 	ep_teardown(ep);
 	free(ep);
 	return 0;
@@ -2061,11 +2073,33 @@ static struct fi_ops_cm verbs_rdm_cm_ops = {
 	.join = weft_no_join,
 };
 
+/* FI_ENABLE: the shared memory region first, named after our address. */
+static int verbs_rdm_control(struct fid *fid, int command, void *arg)
+{
+	struct verbs_rdm_ep *ep =
+		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
+	int ret;
+
+	if (command != FI_ENABLE || !ep->local || ep->rdm.enabled ||
+	    ep->local_up)
+		return util_rdm_ep_control(fid, command, arg);
+	/* Without it every peer goes through the device, which works. */
+	ret = shm_local_start(ep->local, (const struct sockaddr *)&ep->addr,
+			      ep->rdm.peers.attr.addr_len);
+	if (ret)
+		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+			"peers on this host go through the device: no shared "
+			"memory region (%s)\n",
+			fi_strerror(-ret));
+	ep->local_up = !ret;
+	return util_rdm_ep_control(fid, command, arg);
+}
+
 static struct fi_ops verbs_rdm_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = verbs_rdm_ep_close,
 	.bind = util_rdm_ep_bind,
-	.control = util_rdm_ep_control,
+	.control = verbs_rdm_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
 	.ops_set = weft_no_ops_set,
@@ -2286,6 +2320,14 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ep->xp.ops = &verbs_rdm_transport;
 	ep->xp.eager_max = VRDM_EAGER_MAX;
 	attr.xport = &ep->xp;
+	if (verbs_params.shm) {
+		ep->local = shm_local_new();
+		if (!ep->local) {
+			ret = -FI_ENOMEM;
+			goto err;
+		}
+		attr.local = shm_local_xport(ep->local);
+	}
 	ret = util_rdm_ep_init(&ep->rdm, &domain->base.util, info, &attr,
 			       context);
 	if (ret)
@@ -2302,6 +2344,8 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	*ep_fid = &ep->rdm.ep_fid;
 	return 0;
 err:
+	if (ep->local)
+		shm_local_free(ep->local);
 	ep_teardown(ep);
 	free(ep);
 	return ret;
