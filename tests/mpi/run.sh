@@ -252,11 +252,12 @@ btl() {	# PROVIDER
 		--mca btl_ofi_provider_include "$1"
 }
 
-# The verbs provider on one device: 0 when it offers RDM endpoints there.
-verbs_usable() {	# DEVICE
+# The verbs provider on one device: 0 when it offers RDM endpoints there
+# (with these capabilities, if given).
+verbs_usable() {	# DEVICE [CAPS]
 	[ -n "$1" ] &&
 		LD_LIBRARY_PATH=$lib FI_VERBS_DEVICE_NAME=$1 timeout 30 \
-			"$info" -p verbs -t FI_EP_RDM >/dev/null 2>&1
+			"$info" -p verbs -t FI_EP_RDM ${2:+-c "$2"} >/dev/null 2>&1
 }
 if [ -z "$verbs_dev" ] && [[ " ${want[*]} " = *" verbs-"* ]]; then
 	verbs_dev=$(LD_LIBRARY_PATH=$lib timeout 30 "$info" -p verbs \
@@ -284,6 +285,9 @@ run_config() {
 			{ skip_config "$cfg" "Open MPI has no ofi $p component (ompi_info)"; return; }
 		verbs_usable "$verbs_dev" ||
 			{ skip_config "$cfg" "the verbs provider offers no RDM endpoint${verbs_dev:+ on $verbs_dev} (no RDMA device here?)"; return; }
+		# btl ofi requires FI_RMA and FI_ATOMIC: iWARP has no atomics.
+		[ "$p" = mtl ] || verbs_usable "$verbs_dev" "FI_RMA|FI_ATOMIC" ||
+			{ skip_config "$cfg" "btl ofi needs FI_ATOMIC, which verbs RDM on $verbs_dev does not offer (no device atomics: iWARP)"; return; }
 		if [ "$p" = mtl ]; then
 			args=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include verbs)
 			osc=("${mtl_osc[@]}")
