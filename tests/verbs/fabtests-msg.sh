@@ -33,6 +33,6 @@ for d in $devs; do
 	run fi_msg_pingpong "$dev" "$ip" 8,64k -t fd || fail=1
 	# Two threads, one connection each: their in-band meeting keeps
 	# iWARP's rules (receives first, the connecting side speaks first).
-	run fi_mt_bw "$dev" "$ip" 8,64k,1m -n 2 || fail=1
+	run fi_mt_bw "$dev" "$ip" 8,64k -n 2 -I 200 || fail=1
 done
 exit $fail
