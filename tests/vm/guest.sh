@@ -9,7 +9,9 @@
 # Env (check.sh sets them): WEFT_BUILDDIR, WEFT_SRCDIR, WEFT_VM_LOGS,
 # WEFT_REF_LIBDIR (the reference libfabric.so.1's directory, may be empty),
 # WEFT_VM_CASE_TIMEOUT (s, default 300: one test), WEFT_VM_FABTESTS (the
-# fabtests programs for the verbs matrix, comma-separated, or "all").
+# fabtests programs for the verbs matrix, comma-separated, or "all"),
+# WEFT_VM_ONLY (an extended regular expression: only the tests whose
+# names match run; the others are left out, unreported).
 set -u
 bld=${WEFT_BUILDDIR:?} src=${WEFT_SRCDIR:?} logs=${WEFT_VM_LOGS:?}
 ref=${WEFT_REF_LIBDIR:-}
@@ -48,6 +50,10 @@ logof() { echo "$logs/${1//\//_}.log"; }
 run() {
 	local name=$1 lim=$2 log rc why
 	shift 2
+	# WEFT_VM_ONLY: an extended regular expression the names must match
+	if [ -n "${WEFT_VM_ONLY:-}" ] && ! [[ $name =~ $WEFT_VM_ONLY ]]; then
+		return 0
+	fi
 	log=$(logof "$name")
 	echo "\$ $*" >"$log"
 	# a new bash, so that NAME may be one of the functions exported below
