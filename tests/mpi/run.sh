@@ -208,7 +208,7 @@ run_job() {
 	elif [ "$prog" = threads ] && [ -n "$shim" ]; then
 		if ! grep -q '^getinfo_log: .*got FI_THREAD_SAFE' "$log"; then
 			why="MPI_THREAD_MULTIPLE, but no fi_getinfo answered FI_THREAD_SAFE: $(grep -m 1 '^getinfo_log:' "$log")"
-		elif [ "${cfg#*-}" != "${cfg#*-mtl}" ] &&
+		elif [[ $cfg = *-mtl || $cfg = *-mtl-* ]] &&
 			! grep -q '^getinfo_log: hints threading FI_THREAD_SAFE' "$log"; then
 			why="MPI_THREAD_MULTIPLE, but the MTL did not ask FI_THREAD_SAFE: $(grep -m 1 '^getinfo_log:' "$log")"
 		fi
