@@ -94,8 +94,10 @@ out=$bld/tests/mpi
 logs=$out/logs
 mkdir -p "$logs" || exit 99
 
-# Known failures over weft: "config/program" -> the reason.  None today.
-declare -A xfail=()
+# Known failures over weft: "config/program" -> the reason.
+declare -A xfail=(
+	[verbs-btl-rxe0/threads]="MPI_THREAD_MULTIPLE over btl ofi on verbs (rxe0, in the test VM) does not finish within 120 s or 240 s; not understood yet"
+)
 
 npass=0 nfail=0 nskip=0
 declare -a summary=()
