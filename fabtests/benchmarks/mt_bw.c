@@ -91,6 +91,8 @@ int main(int argc, char **argv)
 		eps[i].no_oob = true;
 		w[i].e = &eps[i];
 	}
+	for (i = 0; i < n && !ret; i++)
+		ret = ft_bw_prepare(w[i].e, FT_XFER_MSG);
 	if (ret)
 		goto out_eps;
 	if (!ft.opts.machine)

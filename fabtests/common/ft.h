@@ -110,6 +110,7 @@ struct ft_ep {
 	uint64_t last_cq_data;
 	uint64_t tx_seq;		/* sequence number of the next operation */
 	bool no_oob;		/* driven by a thread: no side-channel use */
+	uint64_t hello_rx;	/* no_oob server: rx_posted of the hello receive */
 	struct fi_context2 *tx_ctx;
 	struct fi_context2 *rx_ctx;
 	int index;
@@ -229,6 +230,12 @@ enum ft_xfer {
 
 int ft_pingpong(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 		double *secs);
+/*
+ * Before the first ft_bandwidth of a no_oob endpoint, while the programs
+ * can still meet on the side channel (ft_sync after it): the server posts
+ * the receive of the client's first in-band hello.
+ */
+int ft_bw_prepare(struct ft_ep *e, enum ft_xfer kind);
 int ft_bandwidth(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 		 double *secs);
 /*

@@ -148,6 +148,69 @@ static int ft_post_window_recvs(struct ft_ep *e, enum ft_xfer kind,
 	return 0;
 }
 
+/*
+ * Without the side channel (an endpoint driven by a thread of its own),
+ * the two sides of a bandwidth run meet in band before the data flows:
+ *
+ *     client                          server
+ *                                     (hello receive already posted)
+ *     post the ready receive          post the window's receives
+ *     send hello        ------->      wait for hello
+ *     wait for ready    <-------      send ready
+ *     data ...
+ *
+ * so that no message finds its receive missing (iWARP has no receiver-not-
+ * ready retry: such a send breaks the connection), and the side that
+ * connected speaks first (iWARP requires it of a new connection).  The
+ * server posts the hello receive of its next run before the last ack of
+ * the current one, and the first one in ft_bw_prepare, before the programs
+ * meet on the side channel.
+ */
+static int ft_post_hello_recv(struct ft_ep *e, enum ft_xfer kind)
+{
+	int ret = ft_post_recv(e, 0, FT_ACK_LEN, ft_is_tagged(kind));
+
+	if (!ret)
+		e->hello_rx = e->rx_posted;
+	return ret;
+}
+
+int ft_bw_prepare(struct ft_ep *e, enum ft_xfer kind)
+{
+	if (!e->no_oob || !ft_needs_ack(kind) || !ft.server)
+		return 0;
+	return ft_post_hello_recv(e, kind);
+}
+
+/* The in-band meeting; the server's window receives are posted. */
+static int ft_bw_meet(struct ft_ep *e, enum ft_xfer kind)
+{
+	bool tagged = ft_is_tagged(kind);
+	int ret;
+
+	if (ft.server) {
+		if (!e->hello_rx) {
+			ft_err("bandwidth run without ft_bw_prepare");
+			return -FI_EINVAL;
+		}
+		ret = ft_wait(e, 0, e->hello_rx);
+		e->hello_rx = 0;
+		if (!ret)
+			ret = ft_wait_tx(e);
+		if (!ret)
+			ret = ft_post_send(e, 0, FT_ACK_LEN, tagged);
+		return ret;
+	}
+	ret = ft_post_recv(e, 0, FT_ACK_LEN, tagged);
+	if (!ret)
+		ret = ft_wait_tx(e);
+	if (!ret)
+		ret = ft_post_send(e, 0, FT_ACK_LEN, tagged);
+	if (!ret)
+		ret = ft_wait(e, e->tx_posted, e->rx_posted);
+	return ret;
+}
+
 static int ft_bw_client(struct ft_ep *e, enum ft_xfer kind, size_t size,
 			int count, uint64_t base)
 {
@@ -206,6 +269,9 @@ static int ft_bw_server(struct ft_ep *e, enum ft_xfer kind, size_t size,
 				return ret;
 		}
 		ret = ft_wait_tx(e);
+		/* The next run's hello may come as soon as the last ack. */
+		if (!ret && e->no_oob && done + n == count)
+			ret = ft_post_hello_recv(e, kind);
 		if (!ret)
 			ret = ft_post_send(e, 0, FT_ACK_LEN, ft_is_tagged(kind));
 		if (ret)
@@ -239,6 +305,12 @@ static int ft_bw_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
 
 	if (!count)
 		return 0;
+	if (e->no_oob && !ft_needs_ack(kind)) {
+		ft_err("bandwidth of this transfer needs the side channel");
+		return -FI_EINVAL;
+	}
+	/* The data's receives come after the hello's, if any. */
+	rx0 = e->no_oob && ft.server ? e->hello_rx : e->rx_done;
 	if (ft.server) {
 		ret = ft_post_window_recvs(e, kind, size,
 					   count < W ? count : W);
@@ -247,10 +319,11 @@ static int ft_bw_run(struct ft_ep *e, enum ft_xfer kind, size_t size,
 		if (ret)
 			return ret;
 	}
-	rx0 = e->rx_done;
-	ret = e->no_oob ? 0 : ft_sync();
+	ret = e->no_oob ? ft_bw_meet(e, kind) : ft_sync();
 	if (ret)
 		return ret;
+	if (e->no_oob && !ft.server)
+		rx0 = e->rx_done;
 
 	if (!ft.server) {
 		ret = ft_bw_client(e, kind, size, count, base);

@@ -80,6 +80,7 @@ struct verbs_params {
 	size_t inline_size;	 /* FI_VERBS_INLINE_SIZE: 0 = the device's */
 	int conn_timeout_ms;	 /* rdma_cm address and route resolution */
 	size_t mr_cache_entries; /* FI_VERBS_MR_CACHE_ENTRIES: 0 keeps none */
+	bool shm; /* FI_VERBS_SHM: RDM endpoints use shm for local peers */
 };
 extern struct verbs_params verbs_params;
 void verbs_params_init(void);

@@ -37,6 +37,7 @@ struct verbs_params verbs_params = {
 	.rx_size = 1024,
 	.conn_timeout_ms = 5000,
 	.mr_cache_entries = 1024,
+	.shm = true,
 };
 
 static void verbs_params_read(void)
@@ -67,6 +68,9 @@ static void verbs_params_read(void)
 			"Registrations the provider keeps for buffers that "
 			"came without a descriptor; 0 keeps none (default %zu)",
 			verbs_params.mr_cache_entries);
+	fi_param_define(&verbs_prov, "shm", FI_PARAM_BOOL,
+			"RDM endpoints reach the peers on this host through "
+			"shared memory (default yes)");
 
 	s = NULL;
 	if (!fi_param_get_str(&verbs_prov, "iface", &s) && s)
@@ -86,6 +90,8 @@ static void verbs_params_read(void)
 		verbs_params.conn_timeout_ms = i;
 	if (!fi_param_get_size_t(&verbs_prov, "mr_cache_entries", &v))
 		verbs_params.mr_cache_entries = v;
+	if (!fi_param_get_bool(&verbs_prov, "shm", &i))
+		verbs_params.shm = i;
 }
 
 void verbs_params_init(void)
@@ -381,24 +387,33 @@ static const struct util_prov verbs_util_prov = {
 
 /* ---- discovery ---------------------------------------------------------- */
 
+#define VERBS_CANDS 4
+#define VERBS_RDM_NOKEYS 3 /* the candidate without RMA */
+#define VERBS_RDM_KEYED_CAPS                                                   \
+	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |           \
+	 FI_REMOTE_WRITE)
+
 /* One device port serving one interface address. */
 struct verbs_site {
 	struct verbs_dev dev;
 	struct util_iface ifc;
 	char ipstr[INET6_ADDRSTRLEN];
 	/* the candidates' parts */
-	struct fi_tx_attr tx[3];
-	struct fi_rx_attr rx[3];
-	struct fi_ep_attr ep[3];
-	struct fi_domain_attr dom[3];
+	struct fi_tx_attr tx[VERBS_CANDS];
+	struct fi_rx_attr rx[VERBS_CANDS];
+	struct fi_ep_attr ep[VERBS_CANDS];
+	struct fi_domain_attr dom[VERBS_CANDS];
 	struct fi_fabric_attr fab;
 	/*
 	 * RDM; MSG; MSG for callers that do not accept the FI_RX_CQ_DATA
 	 * mode, whose endpoints refuse remote CQ data on RMA writes (on
-	 * verbs it consumes a receive).  getinfo offers the third only
-	 * when the second did not match.
+	 * verbs it consumes a receive); RDM without RMA and atomics, for
+	 * callers that allow no mr_mode bit (an MPI's tagged path: the
+	 * keys only matter to peers that access our memory).  getinfo
+	 * offers the third only when the second did not match, the fourth
+	 * only when the first did not.
 	 */
-	struct fi_info info[3];
+	struct fi_info info[VERBS_CANDS];
 	struct fid_nic nic;
 	struct fi_device_attr nic_dev;
 	struct fi_link_attr nic_link;
@@ -434,8 +449,8 @@ static void site_fill(struct verbs_site *s)
 
 	s->fab = verbs_fabric_attr;
 	s->fab.name = s->ifc.subnet;
-	for (i = 0; i < 3; i++) {
-		bool msg = i >= 1;
+	for (i = 0; i < VERBS_CANDS; i++) {
+		bool msg = i == 1 || i == 2;
 
 		s->info[i] = msg ? verbs_msg_info : verbs_rdm_info;
 		s->tx[i] = msg ? verbs_msg_tx_attr : verbs_rdm_tx_attr;
@@ -482,6 +497,11 @@ static void site_fill(struct verbs_site *s)
 		s->info[i].nic = &s->nic;
 	}
 	s->rx[2].mode &= ~FI_RX_CQ_DATA;
+	i = VERBS_RDM_NOKEYS;
+	s->info[i].caps &= ~VERBS_RDM_KEYED_CAPS;
+	s->tx[i].caps &= ~VERBS_RDM_KEYED_CAPS;
+	s->rx[i].caps &= ~VERBS_RDM_KEYED_CAPS;
+	s->dom[i].mr_mode = 0;
 	if (d->iwarp) {
 		/* iWARP carries no immediate data: MSG endpoints have no
 		 * remote CQ data at all (verbs_msg.c refuses it), and so no
@@ -606,7 +626,8 @@ static int discover(void)
 	for (i = 0; i < count; i++) {
 		verbs_found.sites[i].info[0].next = &verbs_found.sites[i].info[1];
 		verbs_found.sites[i].info[1].next = &verbs_found.sites[i].info[2];
-		verbs_found.sites[i].info[2].next =
+		verbs_found.sites[i].info[2].next = &verbs_found.sites[i].info[3];
+		verbs_found.sites[i].info[3].next =
 			i + 1 < count ? &verbs_found.sites[i + 1].info[0] : NULL;
 	}
 	verbs_found.count = count;
@@ -645,6 +666,17 @@ static bool is_msg_nomode(const struct fi_info *fi)
 {
 	return fi->ep_attr && fi->ep_attr->type == FI_EP_MSG && fi->rx_attr &&
 	       !(fi->rx_attr->mode & FI_RX_CQ_DATA);
+}
+
+static bool is_rdm(const struct fi_info *fi)
+{
+	return fi->ep_attr && fi->ep_attr->type == FI_EP_RDM;
+}
+
+/* The RDM candidate without RMA (mr_mode 0); the other one has RMA. */
+static bool is_rdm_nokeys(const struct fi_info *fi)
+{
+	return is_rdm(fi) && !(fi->caps & FI_RMA);
 }
 
 static bool same_site(const struct fi_info *a, const struct fi_info *b)
@@ -720,7 +752,7 @@ static int verbs_getinfo(uint32_t version, const char *node,
 	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next;
 	struct fi_info *far = NULL, **far_tail = &far;
 	struct util_prov up = verbs_util_prov;
-	struct fi_info *last_msg = NULL;
+	struct fi_info *last_msg = NULL, *last_rdm = NULL;
 	int ret;
 
 	verbs_params_init();
@@ -748,6 +780,11 @@ static int verbs_getinfo(uint32_t version, const char *node,
 			fi_freeinfo(fi);
 			continue;
 		}
+		/* Likewise the RDM one without RMA. */
+		if (is_rdm_nokeys(fi) && last_rdm && same_site(fi, last_rdm)) {
+			fi_freeinfo(fi);
+			continue;
+		}
 		site = site_of(fi);
 		ifc = site ? &site->ifc : NULL;
 		ret = ifc ? util_iface_fill_addrs(fi, ifc, node, service,
@@ -764,6 +801,8 @@ static int verbs_getinfo(uint32_t version, const char *node,
 		}
 		if (fi->ep_attr && fi->ep_attr->type == FI_EP_MSG)
 			last_msg = fi;
+		if (is_rdm(fi))
+			last_rdm = fi;
 		/* A destination on another device's subnet: a device reaches
 		 * its own subnet (RoCE cannot talk to iWARP), so those go
 		 * first, and applications that take the first entry get the

@@ -23,6 +23,11 @@
  *             FIN, on which the sender's transmit completes.
  *  RMA        RDMA WRITE / READ / WRITE_WITH_IMM and the device's 64-bit
  *             fetch-add and compare-swap, straight from the initiator.
+ *  same host  peers whose endpoint lives on this host (same network
+ *             namespace, same user) are reached through shared memory
+ *             (weft/shm_local.h), as tcp does: the region is named after
+ *             our listening address, the one peers insert.  FI_VERBS_SHM=0
+ *             sends everything through the device.
  *
  * Work request ids: a pointer (8-byte aligned) with a kind in the low bits.
  */
@@ -36,6 +41,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "weft/shm_local.h"
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
 #include "weft/util_bufpool.h"
@@ -133,6 +139,7 @@ enum vwr_kind {
 	VWR_SEND = 2,	/* a send buffer */
 	VWR_INLINE = 3, /* an inline send: the pointer is the conn */
 	VWR_OP = 4,	/* a struct vop */
+	VWR_DRAIN = 5,	/* the last work request of a dead QP: the conn */
 };
 #define VWR_KIND_MASK 7ULL
 
@@ -174,6 +181,10 @@ struct vconn {
 	uint32_t credit_return; /* receives of its we reposted, not told */
 	bool credit_queued;	/* a CREDIT waits on deferred */
 	struct dlist_entry deferred; /* struct vop.dentry: waiting for room */
+	/* Messages of this QP the engine holds and will come back about
+	 * (a stash for ->fetch or ->discard, a reply for ->ack). */
+	uint32_t refs;
+	bool drained; /* closed, and its drain marker completed */
 };
 
 
@@ -270,6 +281,13 @@ struct verbs_rdm_ep {
 	uint32_t nrepost;
 	struct vbuf *repost[VRDM_REPOST_MAX];
 	struct fi_ops_atomic atomic_ops;
+	/* Receive buffers of freed QPs, in the SRQ, for the next QPs
+	 * (in VRDM_CREDITS: a QP's share). */
+	uint32_t spare_chunks;
+	uint32_t ndead; /* conns closed, not freed yet */
+	uint64_t conns_freed; /* since the endpoint opened (logged) */
+	struct shm_xp *local; /* peers on this host; NULL: FI_VERBS_SHM=0 */
+	bool local_up;	      /* its region exists */
 };
 
 static inline struct verbs_rdm_ep *vep_of(struct util_rdm_ep *rdm)
@@ -433,11 +451,17 @@ static int conn_make_qp(struct vconn *conn)
 	qa.cap.max_send_sge = ep->max_sge;
 	qa.cap.max_inline_data = ep->max_inline;
 	qa.sq_sig_all = 0; /* inline sends are signaled now and then */
-	ret = chunk_add(ep);
-	if (ret)
-		return ret;
-	if (rdma_create_qp(conn->id, ep->domain->pd, &qa))
+	if (ep->spare_chunks) {
+		ep->spare_chunks--; /* a freed QP's buffers */
+	} else {
+		ret = chunk_add(ep);
+		if (ret)
+			return ret;
+	}
+	if (rdma_create_qp(conn->id, ep->domain->pd, &qa)) {
+		ep->spare_chunks++;
 		return weft_errno(errno);
+	}
 	conn->qp = conn->id->qp;
 	conn->qpn = conn->qp->qp_num;
 	conn->credits = VRDM_CREDITS;
@@ -464,10 +488,37 @@ static void op_release(struct verbs_rdm_ep *ep, struct vop *op);
 static void fetch_finish(struct verbs_rdm_ep *ep, struct vop *op);
 
 /*
+ * A dead QP's work requests all end: to the error state, where every one
+ * still queued completes as flushed, then one more, signaled, behind
+ * them; its completion (VWR_DRAIN) says no work request names the conn
+ * any more.  A QP that takes no marker is never freed (kept until the
+ * endpoint closes, as before).
+ */
+static bool conn_drain(struct vconn *conn)
+{
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	struct ibv_send_wr wr, *bad;
+
+	ibv_modify_qp(conn->qp, &qa, IBV_QP_STATE);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id(conn, VWR_DRAIN);
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(conn->qp, &wr, &bad)) {
+		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+			"a dead QP takes no drain marker: kept until the "
+			"endpoint closes\n");
+		return false;
+	}
+	conn->ep->sq_total++; /* its completion takes a CQ entry */
+	return true;
+}
+
+/*
  * A connection ended (refused, unreachable, disconnected, or its QP broke):
- * transmits that were waiting on it fail.  The conn itself stays on
- * ep->conns until the endpoint closes (stashes and work requests may
- * still name it).
+ * transmits that were waiting on it fail, and its QP is drained.  The conn
+ * is freed by conn_reap once nothing names it any more; a new transmit to
+ * the peer makes a new connection.
  */
 static void conn_lost(struct vconn *conn, int err)
 {
@@ -480,8 +531,14 @@ static void conn_lost(struct vconn *conn, int err)
 	if (conn->state < VC_ACCEPTED)
 		ep->cm_busy--;
 	conn->state = VC_CLOSED;
-	if (conn->qp)
-		rdma_disconnect(conn->id); /* the QP flushes what it held */
+	if (conn->qp) {
+		rdma_disconnect(conn->id);
+		if (!ep->closing && conn_drain(conn))
+			ep->ndead++;
+	} else {
+		conn->drained = true; /* no work request was ever posted */
+		ep->ndead++;
+	}
 	dlist_foreach_safe(&conn->deferred, e, tmp) {
 		struct vop *op = container_of(e, struct vop, dentry);
 
@@ -541,6 +598,73 @@ static void conn_open(struct vconn *conn)
 	if (vp->conn == conn) {
 		vp->peer.state = UTIL_PEER_CONNECTED;
 		util_rdm_peer_ready(&ep->rdm, &vp->peer);
+	}
+}
+
+static void conn_unhash(struct vconn *conn)
+{
+	struct verbs_rdm_ep *ep = conn->ep;
+	struct vconn **pp = &ep->hash[conn->qpn % VRDM_HASH];
+
+	for (; *pp; pp = &(*pp)->hash_next)
+		if (*pp == conn) {
+			*pp = conn->hash_next;
+			break;
+		}
+	conn->hashed = false;
+	if (ep->last == conn)
+		ep->last = NULL;
+}
+
+/* A held receive came on conn's QP (its QP number could be reused). */
+static bool conn_held(struct verbs_rdm_ep *ep, struct vconn *conn)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&ep->held, e)
+		if (container_of(e, struct vbuf, entry)->qpn == conn->qpn)
+			return true;
+	return false;
+}
+
+static void repost_flush(struct verbs_rdm_ep *ep);
+
+/*
+ * Free the dead conns nothing names any more: drained (no work request
+ * left), no message of theirs held by the engine or by us, no receive
+ * waiting to give them a credit.  Their receive buffers stay in the SRQ
+ * for the next QP.  Outside the rdma_cm event loop (it destroys ids).
+ */
+static void conn_reap(struct verbs_rdm_ep *ep)
+{
+	struct dlist_entry *e, *tmp;
+
+	if (weft_likely(!ep->ndead) || ep->closing)
+		return;
+	if (ep->nrepost)
+		repost_flush(ep);
+	dlist_foreach_safe(&ep->conns, e, tmp) {
+		struct vconn *conn = container_of(e, struct vconn, entry);
+
+		if (conn->state != VC_CLOSED || !conn->drained || conn->refs ||
+		    !dlist_empty(&conn->deferred) || conn_held(ep, conn))
+			continue;
+		if (conn->peer && conn->peer->conn == conn)
+			conn->peer->conn = NULL;
+		if (conn->hashed)
+			conn_unhash(conn);
+		dlist_remove(&conn->entry);
+		if (conn->qp) {
+			rdma_destroy_qp(conn->id);
+			ep->spare_chunks++;
+		}
+		rdma_destroy_id(conn->id);
+		free(conn);
+		ep->ndead--;
+		ep->conns_freed++;
+		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+			"a dead connection's QP freed (%llu so far)\n",
+			(unsigned long long)ep->conns_freed);
 	}
 }
 
@@ -1400,6 +1524,7 @@ static int verbs_rdm_fetch(struct util_rdm_xport *xp, const void *stash,
 	int ret;
 
 	stash_get(stash, &st);
+	st.conn->refs--; /* the stash is used up; an op names conn now */
 	if (st.conn->state != VC_OPEN)
 		return -FI_ECONNRESET;
 	op = op_get(ep, VOP_FETCH, st.conn);
@@ -1489,9 +1614,10 @@ static void verbs_rdm_discard(struct util_rdm_xport *xp, const void *stash)
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct vstash st;
 
+	stash_get(stash, &st);
+	st.conn->refs--;
 	if (ep->closing)
 		return;
-	stash_get(stash, &st);
 	if (st.conn->state == VC_OPEN)
 		ctrl_send(st.conn, VRDM_OP_FIN, st.tx_id, st.rts.cookie, 0);
 }
@@ -1499,9 +1625,13 @@ static void verbs_rdm_discard(struct util_rdm_xport *xp, const void *stash)
 static int verbs_rdm_ack(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 			 int err)
 {
-	struct util_rdm_ep *rdm = xp->ep;
-	(void)rdm;
-	return ctrl_send(reply, VRDM_OP_ACK, tx_id, 0, (uint32_t)err);
+	struct vconn *conn = reply;
+	int ret;
+
+	(void)xp;
+	ret = ctrl_send(conn, VRDM_OP_ACK, tx_id, 0, (uint32_t)err);
+	conn->refs--;
+	return ret;
 }
 
 static int verbs_rdm_wait_fd(struct util_rdm_xport *xp)
@@ -1537,6 +1667,7 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 	struct util_rdm_msg msg;
 	struct vstash st;
 	struct vpeer *vp = conn->peer;
+	uint32_t refs;
 	int ret;
 
 	memset(&msg, 0, sizeof(msg));
@@ -1575,8 +1706,15 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		msg.stash = &st;
 		msg.stash_len = sizeof(st);
 	}
+	/* The engine comes back about a stash and about an ack. */
+	refs = (msg.stash ? 1 : 0) + ((msg.flags & UTIL_RDM_ACK_REQ) ? 1 : 0);
+	conn->refs += refs;
 	ret = util_rdm_msg_arrived(&ep->xp, &msg);
-	return ret == -FI_EAGAIN ? ret : 0;
+	if (ret == -FI_EAGAIN) {
+		conn->refs -= refs;
+		return ret;
+	}
+	return 0;
 bad:
 	FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
 		"malformed message from a peer (%u bytes): dropped\n",
@@ -1819,6 +1957,10 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 	case VWR_OP:
 		wc_op(ep, wc, p);
 		return;
+	case VWR_DRAIN:
+		((struct vconn *)p)->drained = true;
+		ep->sq_total--;
+		return;
 	default:
 		return;
 	}
@@ -1845,11 +1987,15 @@ static int poll_cq(struct verbs_rdm_ep *ep)
 /* The CQ was empty: what waits for that (reposts), or for time. */
 static __attribute__((noinline)) int progress_idle(struct verbs_rdm_ep *ep)
 {
+	int n = 0;
+
 	if (ep->nrepost)
 		repost_flush(ep);
 	if (ep->cm_busy || !(ep->calls & 4095))
-		return cm_progress(ep);
-	return 0;
+		n = cm_progress(ep);
+	if (ep->ndead && !(ep->calls & 63))
+		conn_reap(ep);
+	return n;
 }
 
 /* Progress: the CQ, and what waits on credits or buffers; connection
@@ -1868,7 +2014,8 @@ static int verbs_rdm_progress(struct util_rdm_xport *xp)
 		return 0;
 	n = k = poll_cq(ep);
 	ep->calls++;
-	if (!k && (ep->nrepost || ep->cm_busy || !(ep->calls & 4095)))
+	if (!k && (ep->nrepost || ep->cm_busy ||
+		   (ep->ndead && !(ep->calls & 63)) || !(ep->calls & 4095)))
 		n += progress_idle(ep);
 	if (weft_unlikely(!dlist_empty(&ep->held)))
 		n += held_run(ep);
@@ -1897,6 +2044,7 @@ static int verbs_rdm_arm(struct util_rdm_xport *xp)
 	if (weft_unlikely(ep->closing))
 		return 0;
 	n = cm_progress(ep);
+	conn_reap(ep);
 	/* Credits a sleeping peer may wait for go back before we sleep. */
 	if (ep->nrepost)
 		repost_flush(ep);
@@ -2024,7 +2172,11 @@ static int verbs_rdm_ep_close(struct fid *fid)
 		util_rdm_fail_peer(&ep->rdm, peer, FI_ECANCELED);
 	}
 	weft_unlock(&ep->rdm.lock);
+	if (ep->local)
+		shm_local_closing(ep->local);
 	util_rdm_ep_fini(&ep->rdm);
+	if (ep->local)
+		shm_local_free(ep->local);
 	ep_teardown(ep);
 	free(ep);
 	return 0;
@@ -2061,11 +2213,33 @@ static struct fi_ops_cm verbs_rdm_cm_ops = {
 	.join = weft_no_join,
 };
 
+/* FI_ENABLE: the shared memory region first, named after our address. */
+static int verbs_rdm_control(struct fid *fid, int command, void *arg)
+{
+	struct verbs_rdm_ep *ep =
+		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
+	int ret;
+
+	if (command != FI_ENABLE || !ep->local || ep->rdm.enabled ||
+	    ep->local_up)
+		return util_rdm_ep_control(fid, command, arg);
+	/* Without it every peer goes through the device, which works. */
+	ret = shm_local_start(ep->local, (const struct sockaddr *)&ep->addr,
+			      ep->rdm.peers.attr.addr_len);
+	if (ret)
+		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+			"peers on this host go through the device: no shared "
+			"memory region (%s)\n",
+			fi_strerror(-ret));
+	ep->local_up = !ret;
+	return util_rdm_ep_control(fid, command, arg);
+}
+
 static struct fi_ops verbs_rdm_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = verbs_rdm_ep_close,
 	.bind = util_rdm_ep_bind,
-	.control = util_rdm_ep_control,
+	.control = verbs_rdm_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
 	.ops_set = weft_no_ops_set,
@@ -2286,6 +2460,14 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ep->xp.ops = &verbs_rdm_transport;
 	ep->xp.eager_max = VRDM_EAGER_MAX;
 	attr.xport = &ep->xp;
+	if (verbs_params.shm) {
+		ep->local = shm_local_new();
+		if (!ep->local) {
+			ret = -FI_ENOMEM;
+			goto err;
+		}
+		attr.local = shm_local_xport(ep->local);
+	}
 	ret = util_rdm_ep_init(&ep->rdm, &domain->base.util, info, &attr,
 			       context);
 	if (ret)
@@ -2302,6 +2484,8 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	*ep_fid = &ep->rdm.ep_fid;
 	return 0;
 err:
+	if (ep->local)
+		shm_local_free(ep->local);
 	ep_teardown(ep);
 	free(ep);
 	return ret;

@@ -11,11 +11,16 @@
 #   ompi vader        one host: Open MPI's shared-memory BTL
 #   ompi tcp          one host: Open MPI's tcp BTL
 #   ompi tcp 2h       two hosts: Open MPI's tcp BTL
+#   weft verbs MTL D  with --verbs-dev D (repeatable): one host, mtl ofi
+#   weft verbs BTL D  and btl ofi over weft's verbs on device D, with
+#                     FI_VERBS_SHM=0 (through the device); --verbs-only
+#                     leaves out the other rows
 # Rounds are interleaved (every configuration once per round) and the
 # table gives medians, with the spread (min-max) of the rounds.  Nothing
 # is judged: a failed run is shown as such and leaves its cell empty.
 #
-# usage: bench.sh [BUILDDIR] [--rounds N] [--lib DIR]
+# usage: bench.sh [BUILDDIR] [--rounds N] [--lib DIR] [--verbs-dev D]...
+#                 [--verbs-only]
 # Needs mpirun and mpicc; the two-host rows need root (skipped otherwise).
 
 set -u
@@ -25,13 +30,18 @@ src=$(cd "$here/../.." && pwd)
 bld=${top_builddir:-}
 lib=
 rounds=5
+vdevs=()
+vonly=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--rounds=*) rounds=${1#--rounds=}; shift ;;
 	--lib) lib=$2; shift 2 ;;
 	--lib=*) lib=${1#--lib=}; shift ;;
-	-h | --help) sed -n '3,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	--verbs-dev) vdevs+=("$2"); shift 2 ;;
+	--verbs-dev=*) vdevs+=("${1#--verbs-dev=}"); shift ;;
+	--verbs-only) vonly=1; shift ;;
+	-h | --help) sed -n '3,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	-*) echo "unknown option '$1'" >&2; exit 2 ;;
 	*) bld=$1; shift ;;
 	esac
@@ -59,7 +69,9 @@ mtl=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp)
 shm=(--mca pml ob1 --mca btl ofi,self --mca btl_ofi_mode 2
 	--mca btl_ofi_provider_include shm)
 two=()
-if hosts_up; then
+if [ $vonly = 1 ]; then
+	:
+elif hosts_up; then
 	two=(--mca plm_rsh_agent "$here/nsrsh.sh" --host "$addr_a:1,$addr_b:1"
 		--mca oob_tcp_if_include 192.0.2.0/24)
 else
@@ -68,10 +80,31 @@ fi
 
 names=("weft tcp MTL" "weft shm BTL" "weft tcp MTL 2h" "ompi vader"
 	"ompi tcp" "ompi tcp 2h")
+[ $vonly = 1 ] && names=()
+declare -A vdev vkind
+for d in "${vdevs[@]}"; do
+	for k in MTL BTL; do
+		vdev[${#names[@]}]=$d vkind[${#names[@]}]=$k
+		names+=("weft verbs $k $d")
+	done
+done
 # run_one INDEX: prints "LAT BW" or nothing
 run_one() {
-	local args=() pre=()
-	case $1 in
+	local args=() pre=() i=$1
+	if [ -n "${vdev[$1]:-}" ]; then
+		i=verbs
+		args=("${weft[@]}" -x "FI_VERBS_DEVICE_NAME=${vdev[$1]}"
+			-x FI_VERBS_SHM=0)
+		if [ "${vkind[$1]}" = MTL ]; then
+			args+=(--mca pml cm --mca mtl ofi
+				--mca mtl_ofi_provider_include verbs)
+		else
+			args+=(--mca pml ob1 --mca btl ofi,self
+				--mca btl_ofi_mode 2
+				--mca btl_ofi_provider_include verbs)
+		fi
+	fi
+	case $i in
 	0) args=("${weft[@]}" "${mtl[@]}") ;;
 	1) args=("${weft[@]}" "${shm[@]}") ;;
 	2) [ ${#two[@]} -gt 0 ] || return

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# fi_msg_pingpong and fi_msg_bw over each device between two processes,
+# fi_msg_pingpong, fi_msg_bw and fi_mt_bw (two threads) over each device
+# between two processes,
 # every byte verified (-v).  Prints the 8-byte latency per device.
 . "$(dirname "$0")/lib.sh"
 ft=$bld/fabtests
@@ -30,5 +31,8 @@ for d in $devs; do
 	# Completions waited for with fi_cq_sread on the completion
 	# channel's fd (the CQ armed only on the way to sleep).
 	run fi_msg_pingpong "$dev" "$ip" 8,64k -t fd || fail=1
+	# Two threads, one connection each: their in-band meeting keeps
+	# iWARP's rules (receives first, the connecting side speaks first).
+	run fi_mt_bw "$dev" "$ip" 8,64k -n 2 -I 200 || fail=1
 done
 exit $fail

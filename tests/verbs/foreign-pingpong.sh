@@ -14,10 +14,18 @@ for d in $devs; do
 	timeout 150 "$pp" -p verbs -e msg -d "$dev" -B "$pport" -I 10 -S all -c \
 		>"$tmp/srv" 2>&1 &
 	server_pid=$!
-	sleep 1
-	timeout 150 "$pp" -p verbs -e msg -d "$dev" -P "$pport" -I 10 -S all -c \
-		"$ip" >"$tmp/cli" 2>&1
-	c=$?
+	# Its control socket says nothing when it listens: a client that
+	# came too early (connection refused, 111) tries again.
+	tries=0
+	while :; do
+		sleep 1
+		timeout 150 "$pp" -p verbs -e msg -d "$dev" -P "$pport" -I 10 \
+			-S all -c "$ip" >"$tmp/cli" 2>&1
+		c=$?
+		tries=$((tries + 1))
+		[ $c -eq 111 ] && [ $tries -lt 10 ] &&
+			kill -0 "$server_pid" 2>/dev/null || break
+	done
 	wait_server; s=$?
 	if [ $c -ne 0 ] || [ $s -ne 0 ]; then
 		echo "FAIL: fi_pingpong on $dev: client $c, server $s"

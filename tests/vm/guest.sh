@@ -9,7 +9,9 @@
 # Env (check.sh sets them): WEFT_BUILDDIR, WEFT_SRCDIR, WEFT_VM_LOGS,
 # WEFT_REF_LIBDIR (the reference libfabric.so.1's directory, may be empty),
 # WEFT_VM_CASE_TIMEOUT (s, default 300: one test), WEFT_VM_FABTESTS (the
-# fabtests programs for the verbs matrix, comma-separated, or "all").
+# fabtests programs for the verbs matrix, comma-separated, or "all"),
+# WEFT_VM_ONLY (an extended regular expression: only the tests whose
+# names match run; the others are left out, unreported).
 set -u
 bld=${WEFT_BUILDDIR:?} src=${WEFT_SRCDIR:?} logs=${WEFT_VM_LOGS:?}
 ref=${WEFT_REF_LIBDIR:-}
@@ -21,6 +23,14 @@ export bld src logs ref fabtests devs
 mkdir -p "$logs"
 cd "$bld" || exit 1
 unset FI_PROVIDER LD_LIBRARY_PATH
+# Two processes of this VM are on one host: their verbs RDM endpoints
+# would meet through shared memory.  The tests are about the device:
+# verbs/rdm-shm runs the default too, and checks which way it went.
+export FI_VERBS_SHM=0
+# Shared memory regions (weft's, Open MPI's) live in /dev/shm.
+if [ ! -d /dev/shm ]; then
+	mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+fi
 echo "vm: guest up ($(uname -r), $(nproc) cpus)"
 
 pass=0 fail=0 skip=0
@@ -40,6 +50,10 @@ logof() { echo "$logs/${1//\//_}.log"; }
 run() {
 	local name=$1 lim=$2 log rc why
 	shift 2
+	# WEFT_VM_ONLY: an extended regular expression the names must match
+	if [ -n "${WEFT_VM_ONLY:-}" ] && ! [[ $name =~ $WEFT_VM_ONLY ]]; then
+		return 0
+	fi
 	log=$(logof "$name")
 	echo "\$ $*" >"$log"
 	# a new bash, so that NAME may be one of the functions exported below
@@ -193,6 +207,34 @@ for d in $devs; do
 		LD_LIBRARY_PATH=$ref FI_UNIVERSE_SIZE=64 \
 			run "ref-fabtests-verbs-${d%%:*}" "$limit" matrix "ref-fabtests-verbs-${d%%:*}" "${d#*:}"
 	fi
+done
+
+# ---- Open MPI over weft's verbs: tests/mpi's programs, two ranks ----
+# (run.sh's verbs-mtl and verbs-btl configurations, on one device each;
+# FI_VERBS_SHM=0 there too, so that the ranks talk through the device.)
+# Passes when every program passed; skips, with run.sh's reason, when
+# none could run.
+mpi_verbs() {	# CONFIG DEV
+	local out=/tmp/mpi-$1-$2.out n
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		bash "$src/tests/mpi/run.sh" "$bld" --config "$1" --verbs-dev "$2" \
+		--timeout 240 2>&1 | tee $out
+	grep -q '^mpi: [0-9]* passed, 0 failed' $out || return 1
+	n=$(sed -n 's/^mpi: \([0-9]*\) passed.*/\1/p' $out)
+	if [ "${n:-0}" = 0 ]; then
+		echo "skip: $(grep -m 1 -E '^(SKIP: |mpi: SKIPPED)' $out)"
+		return 77
+	fi
+}
+export -f mpi_verbs
+for d in $devs; do
+	for c in verbs-mtl verbs-btl; do
+		if [ $weft_verbs = no ]; then
+			result SKIP "mpi-$c-${d%%:*}" "$no_verbs"
+		else
+			run "mpi-$c-${d%%:*}" $((limit * 4)) mpi_verbs "$c" "${d%%:*}"
+		fi
+	done
 done
 
 # ---- summary: the failures' last lines, then the counts ----
