@@ -178,8 +178,10 @@ ns_a= ns_b=
 # With HOSTS 2, mpirun runs in ns_a under its own hostname.
 run_job() {
 	local cfg=$1 prog=$2 hosts=$3 name="$1/$2" log="$logs/$1-$2.log"
-	local pre=() extra=() rc why=
+	local pre=() extra=() rc why= lim=$limit
 	shift 3
+	# A known failure that hangs need not take the whole limit.
+	[ -n "${xfail[$name]:-}" ] && [ "$lim" -gt 60 ] && lim=60
 	if [ "$prog" = threads ] && [ -n "$shim" ]; then
 		extra=(-x "LD_PRELOAD=$shim")
 	fi
@@ -187,17 +189,17 @@ run_job() {
 		pre=("${host_a[@]}")
 	fi
 	{
-		echo "+ ${pre[*]} timeout -k 10 $limit mpirun ${root[*]}" \
+		echo "+ ${pre[*]} timeout -k 10 $lim mpirun ${root[*]}" \
 			"-x LD_LIBRARY_PATH=$ldpath $* ${extra[*]} $out/$prog"
 	} >"$log"
-	timeout -k 10 "$limit" "${pre[@]}" mpirun "${root[@]}" \
+	timeout -k 10 "$lim" "${pre[@]}" mpirun "${root[@]}" \
 		-x "LD_LIBRARY_PATH=$ldpath" "$@" "${extra[@]}" "$out/$prog" \
 		>>"$log" 2>&1 </dev/null &
 	wait $!
 	rc=$?
 	[ "$hosts" = 2 ] && ns_kill_all
 	if [ $rc = 124 ] || [ $rc = 137 ]; then
-		why="timed out after $limit s"
+		why="timed out after $lim s"
 	elif [ $rc != 0 ]; then
 		why="mpirun exit $rc: $(grep -m 1 ': FAIL: ' "$log" ||
 			grep -m 1 -i 'error\|abort\|signal' "$log")"
