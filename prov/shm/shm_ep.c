@@ -1532,14 +1532,21 @@ static bool serve_answer(struct shm_xp *ep, struct shm_slot *s)
 		handle_data(ep, s);
 		return true;
 	case SHM_OP_RMA_EVENT:
-		/* A peer read or wrote our memory itself (rma_direct). */
-		util_rdm_remote_event(
-			ep->base.ep,
-			(s->aux & SHM_EVENT_WRITE ? FI_REMOTE_WRITE :
-						    FI_REMOTE_READ) |
-				(s->aux & SHM_EVENT_CQ_DATA ? FI_REMOTE_CQ_DATA :
-							      0),
-			s->len, s->data);
+		/* A peer read or wrote our memory itself (rma_direct): it
+		 * counts.  What it says of a length we cannot check, so it
+		 * brings no completion (remote CQ data comes with a request
+		 * we serve, whose ranges we check). */
+		if (s->aux & SHM_EVENT_CQ_DATA) {
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"%s: an RMA event with CQ data dropped\n",
+				ep->name);
+			return true;
+		}
+		util_rdm_remote_event(ep->base.ep,
+				      s->aux & SHM_EVENT_WRITE ?
+					      FI_REMOTE_WRITE :
+					      FI_REMOTE_READ,
+				      s->len, 0);
 		return true;
 	default:
 		return false;
@@ -2014,21 +2021,19 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 	return ret;
 }
 
-/* Tell the target what happened to its memory, when it counts or wants
- * remote CQ data; after the data is in place. */
+/* Tell the target what happened to its memory when it counts remote
+ * accesses (remote CQ data never comes this way: rma_direct); after the
+ * data is in place. */
 static void rma_direct_event(struct shm_xp *ep, struct shm_conn *c,
 			     struct util_rdm_tx *tx)
 {
-	bool cq_data = tx->hdr.flags & UTIL_RDM_CQ_DATA;
 	uint32_t aux = 0;
 
-	if (!cq_data && !(c->map.hdr->flags & SHM_REGION_RMA_EVENT))
+	if (!(c->map.hdr->flags & SHM_REGION_RMA_EVENT))
 		return;
 	if (tx->kind != UTIL_RDM_TX_READ)
 		aux |= SHM_EVENT_WRITE;
-	if (cq_data)
-		aux |= SHM_EVENT_CQ_DATA;
-	send_ctrl_data(ep, c, SHM_OP_RMA_EVENT, 0, aux, tx->hdr.data,
+	send_ctrl_data(ep, c, SHM_OP_RMA_EVENT, 0, aux, 0,
 		       (uint32_t)WEFT_MIN(tx->hdr.len, UINT32_MAX));
 }
 
@@ -2052,8 +2057,12 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 	int ret = 0;
 
 	/* Behind our messages and requests the peer has not served yet
-	 * (or holds back), in its queue. */
-	if (!c->cma || c->rma_queued || conn_held(c) ||
+	 * (or holds back), in its queue.  A write with remote CQ data goes
+	 * to the target too: it must look to see the data anyway, and
+	 * there it checks the ranges whose length its completion reports,
+	 * which an event of ours could only claim. */
+	if ((tx->hdr.flags & UTIL_RDM_CQ_DATA) || !c->cma || c->rma_queued ||
+	    conn_held(c) ||
 	    !shm_queue_consumed(c->map.queue, c->order_pos) ||
 	    !(m = conn_mrt(ep, c)))
 		return 1;
