@@ -94,7 +94,15 @@ struct util_mr_map {
 	size_t bucket_mask;
 	size_t count;
 	struct util_mr_publisher *pub; /* or NULL */
+	/* Bumped by every removal: whoever holds memory a key named, past
+	 * the call that checked it, looks here before touching it again. */
+	uint64_t gen;
 };
+
+static inline uint64_t util_mr_map_gen(const struct util_mr_map *map)
+{
+	return __atomic_load_n(&map->gen, __ATOMIC_ACQUIRE);
+}
 
 /*
  * Initialise an empty map for a domain's mr_mode (FI_MR_BASIC means

@@ -156,6 +156,10 @@ struct tcp_conn {
 	struct tcp_frame frame; /* the frame being received */
 	struct iovec rx_iov[UTIL_RDM_IOV_MAX * 2];
 	size_t rx_iov_count, rx_left, rx_drop;
+	/* An RMA write landing in registered memory: the map that named it
+	 * and its generation then (tcp_rx_recheck), or NULL. */
+	struct util_mr_map *rx_map;
+	uint64_t rx_map_gen;
 	struct tcp_stash *rx_stash; /* the message rx_iov belongs to */
 	struct util_rdm_tx *rx_tx;  /* RESP: the request it answers */
 	void (*rx_done)(struct tcp_conn *conn); /* payload all read */
@@ -261,6 +265,10 @@ int tcp_conn_write_copy(struct tcp_conn *conn, const void *hdr,
 			size_t hdr_len, const struct iovec *iov, size_t count,
 			size_t len);
 int tcp_conn_read(struct tcp_conn *conn);
+/* The registrations an RMA write lands in changed while its payload
+ * came: check its ranges again; what no longer may be written is dropped
+ * and the write answered with the error. */
+void tcp_rx_recheck(struct tcp_conn *conn);
 void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
 		 size_t keep, size_t len, void (*done)(struct tcp_conn *));
 

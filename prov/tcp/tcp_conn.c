@@ -381,6 +381,14 @@ static uint32_t allowed_ops(const struct tcp_conn *conn)
 	}
 }
 
+/* Whether registered memory the payload lands in may still be written. */
+static inline void payload_check(struct tcp_conn *conn)
+{
+	if (weft_unlikely(conn->rx_map &&
+			  util_mr_map_gen(conn->rx_map) != conn->rx_map_gen))
+		tcp_rx_recheck(conn);
+}
+
 /* Copy staged bytes into the payload's destination (or drop them). */
 static void payload_from_stage(struct tcp_conn *conn)
 {
@@ -388,6 +396,7 @@ static void payload_from_stage(struct tcp_conn *conn)
 
 	if (!take)
 		return;
+	payload_check(conn);
 	if (conn->rx_drop < conn->rx_left) {
 		size_t use = WEFT_MIN(take, conn->rx_left - conn->rx_drop);
 
@@ -404,8 +413,11 @@ static void payload_from_stage(struct tcp_conn *conn)
 /* Read payload bytes straight into the destination; -1: closed. */
 static ssize_t payload_read(struct tcp_conn *conn)
 {
-	size_t want = conn->rx_left - conn->rx_drop;
+	size_t want;
 	ssize_t n;
+
+	payload_check(conn);
+	want = conn->rx_left - conn->rx_drop;
 
 	if (!want) {
 		/* Only dropped bytes are left: read them through staging. */
@@ -453,6 +465,7 @@ void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
 	conn->rx_iov_count = n;
 	conn->rx_left = len;
 	conn->rx_drop = len - keep;
+	conn->rx_map = NULL;
 	conn->rx_done = done;
 	conn->rx_state = TCP_RX_PAYLOAD;
 }

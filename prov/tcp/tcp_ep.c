@@ -844,6 +844,23 @@ static int rma_target(struct tcp_conn *conn, uint64_t access,
 				   UTIL_RDM_IOV_MAX * 2, n);
 }
 
+void tcp_rx_recheck(struct tcp_conn *conn)
+{
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	size_t n = 0;
+	int ret;
+
+	conn->rx_map_gen = util_mr_map_gen(conn->rx_map);
+	ret = rma_target(conn, FI_REMOTE_WRITE, local, &n);
+	if (!ret)
+		return;
+	/* A registration it lands in was closed: nothing more of it is
+	 * written, and the initiator hears why. */
+	conn->rx_status = (uint32_t)-ret;
+	conn->rx_drop = conn->rx_left;
+	conn->rx_map = NULL;
+}
+
 static int read_req_in(struct tcp_conn *conn)
 {
 	const struct tcp_frame *f = &conn->frame;
@@ -984,6 +1001,10 @@ int tcp_frame_start(struct tcp_conn *conn)
 		conn->rx_status = (uint32_t)-ret;
 		tcp_rx_into(conn, local, n, ret ? 0 : f->payload_len,
 			    f->payload_len, write_done);
+		if (!ret) {
+			conn->rx_map = ep_mr_map(conn->ep);
+			conn->rx_map_gen = util_mr_map_gen(conn->rx_map);
+		}
 		return 0;
 	case TCP_OP_RESP:
 		resp_in(conn);

@@ -318,6 +318,7 @@ int util_mr_map_remove(struct util_mr_map *map, uint64_t key)
 		if (e->key == key) {
 			*link = e->next;
 			map->count--;
+			__atomic_add_fetch(&map->gen, 1, __ATOMIC_RELEASE);
 			if (map->pub && e->iov_count == 1)
 				map->pub->withdraw(map->pub, key);
 			weft_unlock(&map->lock);
