@@ -1386,11 +1386,16 @@ static void handle_data(struct shm_xp *ep, struct shm_slot *s)
 	if (bb)
 		buf_put(&rp->conn->map, s->aux);
 	if (pull && (err || pull->got == pull->len)) {
-		send_ctrl(ep, rp->conn, SHM_OP_ACK, pull->tx_id,
-			  (uint32_t)err);
+		struct shm_conn *c = rp->conn;
+		uint64_t tx_id = pull->tx_id;
+		void *cookie = pull->cookie;
+
+		/* Done with it before the answer: sending may find the
+		 * sender dead, which fails every pull still listed. */
 		dlist_remove(&pull->entry);
-		util_rdm_fetch_done(ep->base.ep, pull->cookie, err);
 		util_bufpool_put(ep->pulls, pull);
+		util_rdm_fetch_done(ep->base.ep, cookie, err);
+		send_ctrl(ep, c, SHM_OP_ACK, tx_id, (uint32_t)err);
 	}
 }
 
