@@ -34,12 +34,15 @@ struct shm_xp *shm_local_new(void);
 struct util_rdm_xport *shm_local_xport(struct shm_xp *x);
 /*
  * At FI_ENABLE: create this endpoint's region, named after the address
- * fi_getname reports (addrlen bytes: the AV's stored form).  An error
- * leaves the transport idle (every peer then goes through the network);
- * the caller may warn and carry on.
+ * fi_getname reports (addrlen bytes: the AV's stored form), for an
+ * endpoint of provider prov whose other transport `via` names ("tcp",
+ * "the device").  Whether the region is up: without it the transport
+ * stays idle and every peer goes through the other one; why is logged at
+ * info level.
  */
-int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
-		    size_t addrlen);
+bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
+		      const char *via, const struct sockaddr *addr,
+		      size_t addrlen);
 /* Before util_rdm_ep_fini: peers stop sending here.  After it: free. */
 void shm_local_closing(struct shm_xp *x);
 void shm_local_free(struct shm_xp *x);

@@ -150,8 +150,8 @@ struct util_rdm_xport *shm_local_xport(struct shm_xp *x)
 	return &x->base;
 }
 
-int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
-		    size_t addrlen)
+static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
+			   size_t addrlen)
 {
 	int ret;
 
@@ -165,6 +165,20 @@ int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
 	if (ret)
 		x->addr_len = 0;
 	return ret;
+}
+
+bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
+		      const char *via, const struct sockaddr *addr,
+		      size_t addrlen)
+{
+	int ret = shm_local_start(x, addr, addrlen);
+
+	if (ret)
+		FI_INFO(prov, FI_LOG_EP_CTRL,
+			"peers on this host go through %s: no shared memory "
+			"region (%s)\n",
+			via, fi_strerror(-ret));
+	return !ret;
 }
 
 void shm_local_closing(struct shm_xp *x)

@@ -1655,21 +1655,15 @@ static void tcp_ep_ops_init(void)
 static int tcp_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
-	int ret;
 
-	if (command != FI_ENABLE || !ep->local || ep->rdm.enabled ||
-	    ep->local_up)
-		return util_rdm_ep_control(fid, command, arg);
 	/* The region is named after the address peers insert: without it
 	 * every peer is reached through the network, which still works. */
-	ret = shm_local_start(ep->local, (const struct sockaddr *)&ep->addr,
-			      ep->rdm.peers.attr.addr_len);
-	if (ret)
-		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
-			"peers on this host go through tcp: no shared "
-			"memory region (%s)\n",
-			fi_strerror(-ret));
-	ep->local_up = !ret;
+	if (command == FI_ENABLE && ep->local && !ep->rdm.enabled &&
+	    !ep->local_up)
+		ep->local_up = shm_local_enable(
+			ep->local, &tcp_prov, "tcp",
+			(const struct sockaddr *)&ep->addr,
+			ep->rdm.peers.attr.addr_len);
 	return util_rdm_ep_control(fid, command, arg);
 }
 

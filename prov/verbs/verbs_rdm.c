@@ -2218,20 +2218,14 @@ static int verbs_rdm_control(struct fid *fid, int command, void *arg)
 {
 	struct verbs_rdm_ep *ep =
 		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
-	int ret;
 
-	if (command != FI_ENABLE || !ep->local || ep->rdm.enabled ||
-	    ep->local_up)
-		return util_rdm_ep_control(fid, command, arg);
 	/* Without it every peer goes through the device, which works. */
-	ret = shm_local_start(ep->local, (const struct sockaddr *)&ep->addr,
-			      ep->rdm.peers.attr.addr_len);
-	if (ret)
-		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
-			"peers on this host go through the device: no shared "
-			"memory region (%s)\n",
-			fi_strerror(-ret));
-	ep->local_up = !ret;
+	if (command == FI_ENABLE && ep->local && !ep->rdm.enabled &&
+	    !ep->local_up)
+		ep->local_up = shm_local_enable(
+			ep->local, &verbs_prov, "the device",
+			(const struct sockaddr *)&ep->addr,
+			ep->rdm.peers.attr.addr_len);
 	return util_rdm_ep_control(fid, command, arg);
 }
 
