@@ -836,11 +836,15 @@ static inline bool conn_held(struct shm_conn *c)
  */
 static struct shm_slot *slot_claim(struct shm_conn *c, uint64_t *pos)
 {
-	struct shm_slot *s =
-		shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
+	struct shm_slot *s;
 
-	if (weft_likely(s))
-		atomic_store_explicit(c->claim, *pos + 1, memory_order_relaxed);
+	/* Marked before the claim: an owner that sees the tail moved sees
+	 * the mark too (the claim releases it), so a claimer that dies
+	 * between the two is still found (queue_unstall). */
+	atomic_store_explicit(c->claim, SHM_CLAIMING, memory_order_relaxed);
+	s = shm_queue_claim(c->map.queue, c->map.queue_slots, pos);
+	atomic_store_explicit(c->claim, s ? *pos + 1 : 0,
+			      memory_order_relaxed);
 	return s;
 }
 
@@ -1684,8 +1688,25 @@ static bool shm_peer_drained(struct util_rdm_xport *xp, struct util_peer *peer)
  * published as SHM_OP_SKIP on its behalf.  (A sender that died between
  * its claim and the mark, a few instructions, is not found.)
  */
+/* Publish the slot at head, which p's dead holder claimed, as nothing. */
+static void skip_dead_claim(struct shm_xp *ep, struct shm_slot *s,
+			    uint64_t head, struct shm_peer *p)
+{
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"%s: slot %llu was claimed by %.*s, which died before "
+		"filling it: skipped\n",
+		ep->name, (unsigned long long)head, (int)sizeof(p->name),
+		p->name);
+	s->op = SHM_OP_SKIP;
+	atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
+	buf_mark_reclaim(&ep->own, p);
+	shm_queue_publish(s, head);
+}
+
 static void queue_unstall(struct shm_xp *ep)
 {
+	struct shm_peer *claiming_dead = NULL;
+	bool claiming_alive = false;
 	struct shm_queue *q = ep->own.queue;
 	uint32_t slots = ep->own.queue_slots, i;
 	uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
@@ -1707,25 +1728,29 @@ static void queue_unstall(struct shm_xp *ep)
 	s = &q->slot[head & (slots - 1)];
 	if (atomic_load_explicit(&s->seq, memory_order_acquire) == head + 1)
 		return;
+	/* The claimer is the entry marked with this slot; or, when none is,
+	 * one that died marked as claiming, provided no live one is still
+	 * between its mark and its claim (it may hold this slot). */
 	for (i = 0; i < ep->own.max_peers; i++) {
 		struct shm_peer *p = &ep->own.peers[i];
+		uint64_t c = atomic_load_explicit(&p->claim,
+						  memory_order_acquire);
 
-		if (atomic_load_explicit(&p->claim, memory_order_acquire) !=
-		    head + 1)
-			continue;
-		if (!peer_holder_dead(p))
-			return; /* alive: it will publish */
-		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-			"%s: slot %llu was claimed by %.*s, which died before "
-			"filling it: skipped\n",
-			ep->name, (unsigned long long)head,
-			(int)sizeof(p->name), p->name);
-		s->op = SHM_OP_SKIP;
-		atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
-		buf_mark_reclaim(&ep->own, p);
-		shm_queue_publish(s, head);
-		return;
+		if (c == head + 1) {
+			if (!peer_holder_dead(p))
+				return; /* alive: it will publish */
+			skip_dead_claim(ep, s, head, p);
+			return;
+		}
+		if (c == SHM_CLAIMING) {
+			if (!peer_holder_dead(p))
+				claiming_alive = true;
+			else if (!claiming_dead)
+				claiming_dead = p;
+		}
 	}
+	if (claiming_dead && !claiming_alive)
+		skip_dead_claim(ep, s, head, claiming_dead);
 }
 
 static int shm_progress(struct util_rdm_xport *xp)

@@ -224,6 +224,9 @@ enum shm_peer_state {
 	SHM_PEER_CLOSED = 3,
 };
 
+/* shm_peer.claim of a holder between its claim mark and its claim. */
+#define SHM_CLAIMING UINT64_MAX
+
 struct shm_peer {
 	_Atomic uint32_t state;
 	int32_t pid;
@@ -233,9 +236,10 @@ struct shm_peer {
 	uint64_t pid_start; /* holder's start time: a reused pid is not it */
 	uint64_t release_pos; /* CLOSED: reusable once head >= this */
 	char name[SHM_NAME_MAX];
-	/* Holder: the ring position + 1 of the slot it claimed last, from
-	 * its claim until it published it (then 0).  The owner reads it
-	 * only to skip a slot whose claimer died before publishing it. */
+	/* Holder: SHM_CLAIMING while it claims a slot, then the ring
+	 * position + 1 of the slot it claimed, until it published it (then
+	 * 0).  The owner reads it only to skip a slot whose claimer died
+	 * before publishing it. */
 	_Atomic uint64_t claim;
 	/* Holder: the index + 1 of the inbound bounce buffer it took from
 	 * the pool and has not yet handed over in a published slot (0:

@@ -70,7 +70,7 @@ one() {
 	[ $rc = 0 ] || { cat "$tmp/cli" "$tmp/srv"; return 1; }
 }
 
-if one "default (shm inside)" 50000; then
+if one "default (shm inside)" 200000; then
 	[ $seen = 2 ] || { echo "FAIL: the processes did not both map a region"; fail=1; }
 	[ $sent -lt $msgs ] || { echo "FAIL: the messages went through $dev"; fail=1; }
 else
