@@ -669,8 +669,16 @@ static void proc_rma_bad(struct cf_fix *f, struct peer_link *l,
 				continue;
 			}
 			c = cf_wait_ctx(f, 0, &ctx);
-			cf_expect(c.err, "%s with %s: completed successfully",
-				  rd ? "read" : "write", bad[i].what);
+			/* iWARP: see rma_bad_access (cases_rma.c). */
+			if (!c.err &&
+			    f->info->ep_attr->protocol == FI_PROTO_IWARP)
+				cf_note("%s with %s: completed successfully "
+					"over iWARP",
+					rd ? "read" : "write", bad[i].what);
+			else
+				cf_expect(c.err,
+					  "%s with %s: completed successfully",
+					  rd ? "read" : "write", bad[i].what);
 		}
 		cf_expect(ask(f, l, 'G', 0, 0, 0) == 'Y',
 			  "the target's guarded buffer changed after accesses "
@@ -962,7 +970,7 @@ static int case_proc_rma_mr_close(const char *prov)
 	struct cf_fix f;
 	uint64_t key, raddr, end;
 	fi_addr_t peer;
-	int status, n, failed, after, round, retries = 0;
+	int status, n, failed, after, round;
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_RMA);
@@ -994,7 +1002,7 @@ static int case_proc_rma_mr_close(const char *prov)
 			 * broken the connection (verbs: an access error puts
 			 * the QP in error); the next transmits make a new
 			 * one.  The first write of a round may meet that. */
-			if (c.err && !n && round && retries++ < 100 &&
+			if (c.err && !n && round && cf_now_ms() < end &&
 			    (c.err == FI_ECANCELED || c.err == FI_ECONNRESET ||
 			     c.err == FI_ECONNABORTED)) {
 				usleep(20000);
