@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -846,6 +847,14 @@ Test(shm_trust, tcp_falls_back_on_full_dev_shm, .timeout = 60)
  * it writes the receiver's queue and peer table directly, as any process
  * that maps the region can.
  */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 struct hostile {
 	struct tep rx;
 	char rx_name[SHM_NAME_MAX];
@@ -932,6 +941,58 @@ static void expect_only_marker(struct hostile *h)
 	cr_assert_arr_eq(h->buf, "MARKER!!", 8,
 			 "a hostile message was delivered");
 	cr_assert_eq(fi_cq_read(h->rx.cq, &e, 1), -FI_EAGAIN);
+}
+
+/*
+ * A sender that marked its entry as claiming, claimed a slot of our queue
+ * and died before saying which: the slot is skipped, and the queue moves
+ * on; while the marked sender lives, nothing is skipped.
+ */
+Test(shm_trust, sender_dead_inside_its_claim, .timeout = 60)
+{
+	struct shm_slot s = { .op = SHM_OP_INLINE, .src = SRC0, .len = 8 };
+	struct shm_queue *q;
+	struct shm_peer *p;
+	struct fi_cq_msg_entry e;
+	struct hostile h;
+	ssize_t n = -FI_EAGAIN;
+	uint64_t until;
+	pid_t dead;
+	int status;
+
+	dead = fork();
+	cr_assert_geq(dead, 0);
+	if (!dead)
+		_exit(0);
+	cr_assert_eq(waitpid(dead, &status, 0), dead);
+
+	hostile_open(&h, "claim");
+	q = raw_queue(h.rxm.hdr);
+	p = &raw_peers(h.rxm.hdr)[1];
+	p->pid = getpid(); /* alive, for now */
+	snprintf(p->name, sizeof(p->name), "claimer");
+	p->gen = 1;
+	atomic_store(&p->claim, SHM_CLAIMING);
+	atomic_store(&p->state, SHM_PEER_ACTIVE);
+	/* Its claim: the tail moves, the slot stays unpublished. */
+	atomic_fetch_add(&q->tail, 1);
+	memcpy(s.payload, "MARKER!!", 8);
+	put_slot(h.rxm.hdr, &s);
+
+	/* A live claimer: 200 ms of progress deliver nothing. */
+	for (until = now_ms() + 200; now_ms() < until && n == -FI_EAGAIN;)
+		n = fi_cq_read(h.rx.cq, &e, 1);
+	cr_assert_eq(n, -FI_EAGAIN, "a live claimer's slot was skipped (%zd)",
+		     n);
+	/* It dies inside its claim: within 5 s the marker arrives. */
+	p->pid = dead;
+	for (until = now_ms() + 5000; now_ms() < until && n == -FI_EAGAIN;)
+		n = fi_cq_read(h.rx.cq, &e, 1);
+	cr_assert_eq(n, 1, "the queue stayed stuck behind a dead claimer "
+			   "(%zd)", n);
+	cr_assert_arr_eq(h.buf, "MARKER!!", 8);
+	cr_assert_eq(atomic_load(&p->claim), 0);
+	hostile_close(&h);
 }
 
 Test(shm_trust, inline_length_out_of_bounds)
