@@ -54,6 +54,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "tcp_proto.h"
+#include "proc_status.h"
 
 #define REGION 4096
 #define MR_KEY 0x5eedULL
@@ -965,18 +966,7 @@ WATCHED void *realloc(void *p, size_t size)
 /* Resident memory of this process, in KiB (0 if unknown). */
 static long rss_kib(const char *field)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[128];
-	long v = 0;
-	size_t n = strlen(field);
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, n) && line[n] == ':')
-			v = atol(line + n + 1);
-	fclose(f);
-	return v;
+	return proc_status_kib(field);
 }
 
 /* A header of frame (len bytes) announcing a payload it never sends: the

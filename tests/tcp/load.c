@@ -52,6 +52,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "tcp_fix.h"
+#include "proc_status.h"
 
 #define DEADLINE_MS 150000 /* any single phase */
 
@@ -80,18 +81,7 @@ static uint64_t now_ms(void)
 
 static long status_kib(const char *field)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	size_t n = strlen(field);
-	char line[128];
-	long v = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, n) && line[n] == ':')
-			v = atol(line + n + 1);
-	fclose(f);
-	return v;
+	return proc_status_kib(field);
 }
 
 static uint64_t mix(uint64_t a, uint64_t b)
