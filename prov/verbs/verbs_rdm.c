@@ -1463,13 +1463,16 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		/*
 		 * On iWARP a write completes once the data has left (TCP took
 		 * it), before the target has checked the key and placed it.
-		 * FI_DELIVERY_COMPLETE wants the target's verdict: a
+		 * A completion of a reliable endpoint says more (fi_cq(3):
+		 * FI_TRANSMIT_COMPLETE, the default, has the peer's transport
+		 * holding the data; FI_DELIVERY_COMPLETE has it placed), and
+		 * a write with a bad key must complete in error: a
 		 * zero-length read behind the writes is answered only after
 		 * they were placed, and fails with them (the target ends the
-		 * stream on an access error).
+		 * stream on an access error).  Writes without a completion
+		 * take it too: a counter counts their errors.
 		 */
-		if (wr && ep->domain->dev.iwarp &&
-		    (tx->flags & FI_DELIVERY_COMPLETE)) {
+		if (wr && ep->domain->dev.iwarp) {
 			op->wr[n].sg_list = NULL;
 			op->wr[n].num_sge = 0;
 			op->wr[n].opcode = IBV_WR_RDMA_READ;
@@ -1914,18 +1917,40 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 	rx_done(ep, b);
 }
 
+/*
+ * A work request failed for a reason of its own (not flushed): its QP is
+ * in error now, and everything behind it on that QP will be flushed.  The
+ * connection is lost: the peer hears of it (rdma_disconnect), and the next
+ * transmit makes a new one, as the man pages want of a reliable endpoint
+ * after a bad RMA key, instead of every later operation failing on the
+ * dead QP.
+ */
+static inline void wc_broke(struct vconn *conn, struct ibv_wc *wc)
+{
+	if (weft_unlikely(wc->status != IBV_WC_SUCCESS &&
+			  wc->status != IBV_WC_WR_FLUSH_ERR)) {
+		FI_WARN(&verbs_prov, FI_LOG_EP_DATA, "work request failed: %s\n",
+			ibv_wc_status_str(wc->status));
+		conn_lost(conn, verbs_wc_err(wc->status));
+	}
+}
+
 static void wc_op(struct verbs_rdm_ep *ep, struct ibv_wc *wc, struct vop *op)
 {
+	struct vconn *conn = op->conn;
 	struct util_rdm_tx *tx;
 	int err;
 
-	sq_give(ep, op->conn);
+	sq_give(ep, conn);
 	if (wc->status != IBV_WC_SUCCESS && !op->err)
 		op->err = verbs_wc_err(wc->status);
-	if (--op->pending)
+	if (--op->pending) {
+		wc_broke(conn, wc);
 		return;
+	}
 	if (op->kind == VOP_FETCH) {
 		fetch_finish(ep, op);
+		wc_broke(conn, wc);
 		return;
 	}
 	err = op->err;
@@ -1936,6 +1961,8 @@ static void wc_op(struct verbs_rdm_ep *ep, struct ibv_wc *wc, struct vop *op)
 	op_release(ep, op);
 	if (tx)
 		util_rdm_tx_done(&ep->rdm, tx, err);
+	/* After its own completion: the others to the peer fail behind. */
+	wc_broke(conn, wc);
 }
 
 static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
@@ -1965,12 +1992,7 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 		return;
 	}
 	sq_give(ep, conn);
-	if (weft_unlikely(wc->status != IBV_WC_SUCCESS) &&
-	    wc->status != IBV_WC_WR_FLUSH_ERR) {
-		FI_WARN(&verbs_prov, FI_LOG_EP_DATA, "send failed: %s\n",
-			ibv_wc_status_str(wc->status));
-		conn_lost(conn, verbs_wc_err(wc->status));
-	}
+	wc_broke(conn, wc);
 }
 
 static int poll_cq(struct verbs_rdm_ep *ep)

@@ -970,7 +970,7 @@ static int case_proc_rma_mr_close(const char *prov)
 	struct cf_fix f;
 	uint64_t key, raddr, end;
 	fi_addr_t peer;
-	int status, n, failed, after, round;
+	int status, n, failed, after, round, last_err = 0;
 	char b;
 
 	open_one(&f, prov, FI_MSG | FI_RMA);
@@ -993,11 +993,14 @@ static int case_proc_rma_mr_close(const char *prov)
 			struct cf_mem *m = &lm[n & 1];
 
 			cf_assert(cf_now_ms() < end,
-				  "the target never closed its MR");
+				  "round %d: the target never closed its MR "
+				  "(%d writes, last error %d)",
+				  round, n, last_err);
 			cf_post(&f, fi_write(f.ep[0].ep, m->p, len, m->desc,
 					     peer, raddr, key, &ctx));
 			/* (A write the close overtakes may fail.) */
 			c = cf_wait_ctx(&f, 0, &ctx);
+			last_err = c.err;
 			/* The last round's writes with a closed key may have
 			 * broken the connection (verbs: an access error puts
 			 * the QP in error); the next transmits make a new
