@@ -834,11 +834,17 @@ static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
 		cf_expect_none(f, 0, 10);
 	} else {
 		c = cf_wait_ctx(f, 0, &ctx);
-		/* Over iWARP (siw) an initiator's completion does not carry
-		 * the target's verdict: the target refuses the access and
-		 * ends the connection.  Noted; the target's memory is still
-		 * checked below. */
-		if (!c.err && f->info->ep_attr->protocol == FI_PROTO_IWARP)
+		/* Over iWARP (siw) a MSG endpoint's completion does not
+		 * carry the target's verdict: the target refuses the access
+		 * and ends the connection (an RDM endpoint waits for it).
+		 * And siw answers a read of a registration without
+		 * FI_REMOTE_READ: the target's device does not check it.
+		 * Noted; the target's memory is still checked below. */
+		if (!c.err &&
+		    (f->info->ep_attr->protocol == FI_PROTO_IWARP ||
+		     (op == BA_READ &&
+		      (bad == BA_NO_ACCESS || bad == BA_NO_ACCESS2) &&
+		      cf_iwarp(f))))
 			cf_note("%s, %s: completed successfully over iWARP",
 				ba_op_name[op], ba_bad_name[bad]);
 		else

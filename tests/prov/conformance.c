@@ -235,6 +235,42 @@ bool cf_is_sockaddr(uint32_t fmt)
 	       fmt == FI_SOCKADDR_IN6;
 }
 
+/*
+ * Whether f's endpoints run over iWARP: their own protocol says so, or,
+ * for an RDM endpoint made over connections (verbs;ofi_rxm says
+ * FI_PROTO_RXM), the MSG endpoints of the same provider and domain do.
+ */
+bool cf_iwarp(const struct cf_fix *f)
+{
+	struct fi_info *hints, *list = NULL, *fi;
+	bool iwarp = false;
+
+	if (f->info->ep_attr->protocol == FI_PROTO_IWARP)
+		return true;
+	hints = fi_allocinfo();
+	if (!hints)
+		return false;
+	hints->ep_attr->type = FI_EP_MSG;
+	/* Any mode and registration mode: only the protocol matters. */
+	hints->mode = ~0ULL;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW |
+				      FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY |
+				      FI_MR_RMA_EVENT | FI_MR_ENDPOINT |
+				      FI_MR_HMEM | FI_MR_COLLECTIVE;
+	/* "verbs;ofi_rxm": the core provider names the MSG endpoints. */
+	hints->fabric_attr->prov_name = strndup(
+		f->info->fabric_attr->prov_name,
+		strcspn(f->info->fabric_attr->prov_name, ";"));
+	hints->domain_attr->name = strdup(f->info->domain_attr->name);
+	if (!fi_getinfo(fi_version(), NULL, NULL, 0, hints, &list))
+		for (fi = list; fi && !iwarp; fi = fi->next)
+			iwarp = fi->ep_attr->protocol == FI_PROTO_IWARP;
+	fi_freeinfo(list);
+	fi_freeinfo(hints);
+	return iwarp;
+}
+
 /* Socket traffic stays on loopback: prefer a source of 127.0.0.1 or ::1. */
 static bool cf_info_is_loopback(const struct fi_info *fi)
 {

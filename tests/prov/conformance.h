@@ -263,6 +263,7 @@ void cf_check_fill(const void *buf, size_t len, unsigned int seed,
 		   const char *what);
 
 bool cf_is_sockaddr(uint32_t fmt);
+bool cf_iwarp(const struct cf_fix *f);
 uint64_t cf_now_ms(void);
 void cf_sleep_ms(int ms);
 const char *cf_flags_str(uint64_t flags);
