@@ -363,6 +363,9 @@ struct util_rdm_ep {
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	size_t inject_max, atomic_max; /* the transports' limits */
+	/* Remote CQ data as the domain's cq_data_size has it: the same
+	 * bytes reach the peer whichever transport carries them. */
+	uint64_t data_mask;
 	bool connected; /* FI_EP_MSG: no AV, one peer */
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */

@@ -419,7 +419,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		.op = op,
 		.flags = (flags & FI_REMOTE_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0,
 		.tag = tag,
-		.data = data,
+		.data = data & ep->data_mask,
 	};
 	struct util_rdm_tx *tx = NULL;
 	struct util_peer *peer;
@@ -702,7 +702,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	tx->kind = kind;
 	tx->cq_reserved = comp;
 	tx->hdr.flags = (flags & FI_REMOTE_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0;
-	tx->hdr.data = data;
+	tx->hdr.data = data & ep->data_mask;
 	tx->hdr.len = len;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
 	tx->rma_count = rma_count;
@@ -964,7 +964,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	tx->atomic_op = a->op;
 	tx->datatype = a->datatype;
 	tx->hdr.flags = (a->flags & FI_REMOTE_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0;
-	tx->hdr.data = a->data;
+	tx->hdr.data = a->data & ep->data_mask;
 	tx->hdr.len = rcount * elem;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
 	tx->iov_count = a->op == FI_ATOMIC_READ && !a->iov ? 0 : a->count;
@@ -2518,6 +2518,11 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	dlist_init(&ep->tx_waiting);
 	dlist_init(&ep->blocked);
 	ep->domain = domain;
+	/* (0: an fi_info made by hand; nothing is cut then.) */
+	ep->data_mask = !domain->cq_data_size ||
+					domain->cq_data_size >= sizeof(uint64_t) ?
+				~0ULL :
+				(1ULL << (8 * domain->cq_data_size)) - 1;
 	ep->xp = attr->xport;
 	ep->xp->ep = ep;
 	ep->xp->peer_off = 0;

@@ -8,6 +8,8 @@
 #                    sent_pkts grows by less than one packet a message)
 #   FI_VERBS_SHM=0   no process maps a region, and the device carries
 #                    every message (sent_pkts grows by at least that)
+# and the conformance cases on remote CQ data through shared memory: the
+# domain's cq_data_size (4 bytes on verbs) holds there too.
 # Needs a Soft-RoCE device (its hw_counters); skips, saying why, without.
 . "$(dirname "$0")/lib.sh"
 unset FI_VERBS_SHM
@@ -81,5 +83,17 @@ if one "FI_VERBS_SHM=0" 200 FI_VERBS_SHM=0; then
 	[ $sent -ge $msgs ] || { echo "FAIL: $dev carried $sent packets for $msgs messages"; fail=1; }
 else
 	echo "FAIL: the FI_VERBS_SHM=0 run"; fail=1
+fi
+# Remote CQ data through shared memory, cut to the verbs domain's size.
+if [ -x "$bld/tests/prov/conformance" ]; then
+	out=$(CF_NODE=$ip FI_VERBS_DEVICE_NAME=$dev CF_CASE_TIMEOUT=30 \
+		"$bld/tests/prov/conformance" -p verbs -c inject_data \
+		-c rma_writedata -c cq_formats 2>&1)
+	echo "$out" | grep -E '^(PASS|FAIL|SKIP)|^verbs:'
+	echo "$out" | grep -q '^FAIL' && fail=1
+	echo "$out" | grep -q '^verbs: [1-9][0-9]* passed' ||
+		{ echo "FAIL: the CQ data cases did not pass through shm"; fail=1; }
+else
+	echo "FAIL: tests/prov/conformance not built"; fail=1
 fi
 exit $fail
