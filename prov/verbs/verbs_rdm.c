@@ -49,7 +49,7 @@
 
 /* ---- wire format (docs/verbs-protocol.md) -------------------------------- */
 
-#define VRDM_VERSION 1
+#define VRDM_VERSION 2
 
 enum vrdm_op {
 	VRDM_OP_MSG = 1,   /* eager message: header + payload */
@@ -102,8 +102,13 @@ struct vrdm_cm_priv {
 	uint8_t reserved;
 	uint16_t addr_len; /* bytes of addr used */
 	uint8_t addr[28];  /* listening address, AV stored form */
-};
-_Static_assert(sizeof(struct vrdm_cm_priv) == 32, "vrdm_cm_priv is 32 bytes");
+	/* Where a zero-length read of ours may go (iWARP write fences):
+	 * rkey 0 when the sender has no such region. */
+	uint64_t fence_addr;
+	uint32_t fence_rkey;
+	uint32_t reserved2;
+} __attribute__((packed));
+_Static_assert(sizeof(struct vrdm_cm_priv) == 48, "vrdm_cm_priv is 48 bytes");
 _Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
 	       "fits an IB connect request");
 
@@ -185,6 +190,9 @@ struct vconn {
 	 * (a stash for ->fetch or ->discard, a reply for ->ack). */
 	uint32_t refs;
 	bool drained; /* closed, and its drain marker completed */
+	/* The peer's fence region (struct vrdm_cm_priv); rkey 0: none. */
+	uint64_t fence_addr;
+	uint32_t fence_rkey;
 };
 
 
@@ -265,6 +273,9 @@ struct verbs_rdm_ep {
 	unsigned int calls, cm_busy;
 	uint8_t *tx_mem;
 	struct ibv_mr *tx_mr;
+	/* iWARP: a region peers read zero bytes of behind their writes. */
+	struct ibv_mr *fence_mr;
+	uint64_t fence_mem[8];
 	struct vbuf *tx_bufs;
 	struct dlist_entry chunks; /* struct vchunk */
 	uint32_t rx_posted; /* receive buffers the SRQ holds, all told */
@@ -482,6 +493,30 @@ static void conn_param_fill(struct verbs_rdm_ep *ep,
 		(uint8_t)WEFT_MIN(ep->domain->dev.max_qp_init_rd_atom, 16u);
 	cp->retry_count = 7;
 	cp->rnr_retry_count = 7; /* a full SRQ holds the sender back */
+}
+
+/* Our side of the private data: who we are, where to read for a fence. */
+static void priv_fill(struct verbs_rdm_ep *ep, struct vrdm_cm_priv *pd)
+{
+	memset(pd, 0, sizeof(*pd));
+	pd->version = VRDM_VERSION;
+	pd->addr_len = (uint16_t)ep->addrlen;
+	memcpy(pd->addr, &ep->addr, ep->addrlen);
+	if (ep->fence_mr) {
+		pd->fence_addr = (uintptr_t)ep->fence_mem;
+		pd->fence_rkey = ep->fence_mr->rkey;
+	}
+}
+
+/* The peer's fence region, from its private data (if it is ours). */
+static void priv_fence(struct vconn *conn, const void *priv, size_t len)
+{
+	const struct vrdm_cm_priv *pd = priv;
+
+	if (!pd || len < sizeof(*pd) || pd->version != VRDM_VERSION)
+		return;
+	conn->fence_addr = pd->fence_addr;
+	conn->fence_rkey = pd->fence_rkey;
 }
 
 static void op_release(struct verbs_rdm_ep *ep, struct vop *op);
@@ -727,6 +762,7 @@ static inline int peer_conn(struct verbs_rdm_ep *ep, struct util_peer *peer,
 static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 {
 	const struct vrdm_cm_priv *pd = ev->param.conn.private_data;
+	struct vrdm_cm_priv mine;
 	struct sockaddr_storage sa;
 	struct rdma_conn_param cp;
 	struct util_peer *peer;
@@ -755,9 +791,11 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	conn = conn_new(ep, ev->id, vpeer_of(peer), false);
 	if (!conn)
 		goto reject;
+	priv_fence(conn, pd, ev->param.conn.private_data_len);
 	if (conn_make_qp(conn))
 		goto lost;
-	conn_param_fill(ep, &cp, NULL, 0);
+	priv_fill(ep, &mine);
+	conn_param_fill(ep, &cp, &mine, sizeof(mine));
 	cp.responder_resources = WEFT_MIN(cp.responder_resources,
 					  ev->param.conn.initiator_depth);
 	cp.initiator_depth = WEFT_MIN(cp.initiator_depth,
@@ -792,10 +830,7 @@ static void route_resolved(struct vconn *conn)
 		conn_lost(conn, -ret);
 		return;
 	}
-	memset(&pd, 0, sizeof(pd));
-	pd.version = VRDM_VERSION;
-	pd.addr_len = (uint16_t)ep->addrlen;
-	memcpy(pd.addr, &ep->addr, ep->addrlen);
+	priv_fill(ep, &pd);
 	conn_param_fill(ep, &cp, &pd, sizeof(pd));
 	if (rdma_connect(conn->id, &cp)) {
 		conn_lost(conn, -weft_errno(errno));
@@ -838,8 +873,11 @@ static int cm_progress(struct verbs_rdm_ep *ep)
 			break;
 		case RDMA_CM_EVENT_ESTABLISHED:
 			/* The accepting side waits for the first message. */
-			if (conn->outgoing)
+			if (conn->outgoing) {
+				priv_fence(conn, ev->param.conn.private_data,
+					   ev->param.conn.private_data_len);
 				conn_open(conn);
+			}
 			break;
 		case RDMA_CM_EVENT_REJECTED:
 			conn_lost(conn, FI_ECONNREFUSED);
@@ -1472,12 +1510,20 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		 * stream on an access error).  Writes without a completion
 		 * take it too: a counter counts their errors.
 		 */
-		if (wr && ep->domain->dev.iwarp) {
-			op->wr[n].sg_list = NULL;
-			op->wr[n].num_sge = 0;
+		if (wr && ep->domain->dev.iwarp && conn->fence_rkey) {
+			/* The peer's own fence region: the user's may not
+			 * allow reads (siw checks that even at length 0).
+			 * The sink is ours, zero bytes of it: with no entry
+			 * at all siw takes a stale one of the queue slot
+			 * (a local protection error, now and then). */
+			op->sge[n].addr = (uintptr_t)ep->fence_mem;
+			op->sge[n].length = 0;
+			op->sge[n].lkey = ep->fence_mr->lkey;
+			op->wr[n].sg_list = &op->sge[n];
+			op->wr[n].num_sge = 1;
 			op->wr[n].opcode = IBV_WR_RDMA_READ;
-			op->wr[n].wr.rdma.remote_addr = tx->rma_iov[0].addr;
-			op->wr[n].wr.rdma.rkey = (uint32_t)tx->rma_iov[0].key;
+			op->wr[n].wr.rdma.remote_addr = conn->fence_addr;
+			op->wr[n].wr.rdma.rkey = conn->fence_rkey;
 			n++;
 		}
 	}
@@ -2149,6 +2195,8 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	}
 	if (ep->tx_mr)
 		ibv_dereg_mr(ep->tx_mr);
+	if (ep->fence_mr)
+		ibv_dereg_mr(ep->fence_mr);
 	free(ep->tx_mem);
 	free(ep->tx_bufs);
 	if (ep->op_pool)
@@ -2378,6 +2426,14 @@ static int ep_buffers(struct verbs_rdm_ep *ep)
 			       IBV_ACCESS_LOCAL_WRITE);
 	if (!ep->tx_mr)
 		return weft_errno(errno);
+	if (d->dev.iwarp) {
+		ep->fence_mr = ibv_reg_mr(d->pd, ep->fence_mem,
+					  sizeof(ep->fence_mem),
+					  IBV_ACCESS_LOCAL_WRITE |
+						  IBV_ACCESS_REMOTE_READ);
+		if (!ep->fence_mr)
+			return weft_errno(errno);
+	}
 	for (i = 0; i < VRDM_TX_BUFS; i++) {
 		ep->tx_bufs[i].data = ep->tx_mem + i * VRDM_BUF_SIZE;
 		ep->tx_bufs[i].lkey = ep->tx_mr->lkey;

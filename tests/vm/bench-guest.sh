@@ -16,6 +16,9 @@ devs=${WEFT_VERBS_DEVS:-"rxe0:10.77.0.1 siw0:10.78.0.1"}
 rounds=${WEFT_BENCH_ROUNDS:-3}
 ft=$bld/fabtests
 export LD_LIBRARY_PATH=$bld/.libs
+# Both processes are on this host: without this, RDM would go through the
+# shared memory verbs embeds, not the device.
+export FI_VERBS_SHM=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
