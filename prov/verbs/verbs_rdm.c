@@ -102,7 +102,7 @@ struct vrdm_cm_priv {
 	uint8_t reserved;
 	uint16_t addr_len; /* bytes of addr used */
 	uint8_t addr[28];  /* listening address, AV stored form */
-	/* Where a zero-length read of ours may go (iWARP write fences):
+	/* Where our 8-byte fence reads may go (iWARP write fences):
 	 * rkey 0 when the sender has no such region. */
 	uint64_t fence_addr;
 	uint32_t fence_rkey;
@@ -273,7 +273,8 @@ struct verbs_rdm_ep {
 	unsigned int calls, cm_busy;
 	uint8_t *tx_mem;
 	struct ibv_mr *tx_mr;
-	/* iWARP: a region peers read zero bytes of behind their writes. */
+	/* iWARP: a region peers read 8 bytes of behind their writes (its
+	 * first word; the second takes what we read of theirs). */
 	struct ibv_mr *fence_mr;
 	uint64_t fence_mem[8];
 	struct vbuf *tx_bufs;
@@ -1505,19 +1506,20 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		 * FI_TRANSMIT_COMPLETE, the default, has the peer's transport
 		 * holding the data; FI_DELIVERY_COMPLETE has it placed), and
 		 * a write with a bad key must complete in error: a
-		 * zero-length read behind the writes is answered only after
+		 * small read behind the writes is answered only after
 		 * they were placed, and fails with them (the target ends the
 		 * stream on an access error).  Writes without a completion
 		 * take it too: a counter counts their errors.
 		 */
 		if (wr && ep->domain->dev.iwarp && conn->fence_rkey) {
 			/* The peer's own fence region: the user's may not
-			 * allow reads (siw checks that even at length 0).
-			 * The sink is ours, zero bytes of it: with no entry
-			 * at all siw takes a stale one of the queue slot
-			 * (a local protection error, now and then). */
-			op->sge[n].addr = (uintptr_t)ep->fence_mem;
-			op->sge[n].length = 0;
+			 * allow reads.  Eight bytes of it, into ours: siw
+			 * now and then refuses a zero-length read as an
+			 * invalid STag (a TERMINATE behind a SEND), and a
+			 * read without a scatter entry takes a stale one of
+			 * the queue slot (a local protection error). */
+			op->sge[n].addr = (uintptr_t)&ep->fence_mem[1];
+			op->sge[n].length = sizeof(ep->fence_mem[1]);
 			op->sge[n].lkey = ep->fence_mr->lkey;
 			op->wr[n].sg_list = &op->sge[n];
 			op->wr[n].num_sge = 1;

@@ -30,7 +30,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
-/* The wire format of docs/verbs-protocol.md, version 1. */
+/* The wire format of docs/verbs-protocol.md, version 2. */
+#define WIRE_VERSION 2
 struct hdr {
 	uint8_t version, op;
 	uint16_t flags;
@@ -43,7 +44,10 @@ struct cm_priv {
 	uint8_t version, reserved;
 	uint16_t addr_len;
 	uint8_t addr[28];
-};
+	uint64_t fence_addr; /* none: this peer reads nothing of ours */
+	uint32_t fence_rkey, reserved2;
+} __attribute__((packed));
+_Static_assert(sizeof(struct cm_priv) == 48, "private data");
 _Static_assert(sizeof(struct hdr) == 48, "header");
 enum { OP_MSG = 1, OP_RTS = 2, OP_HELLO = 5 };
 
@@ -137,7 +141,7 @@ int main(int argc, char **argv)
 	struct rdma_cm_id *id;
 	struct ibv_qp_init_attr qa = { 0 };
 	struct rdma_conn_param cp = { 0 };
-	struct cm_priv pd = { .version = 1 };
+	struct cm_priv pd = { .version = WIRE_VERSION };
 	struct ibv_mr *mr;
 	struct ibv_cq *scq;
 	struct ibv_wc wc;
@@ -216,7 +220,7 @@ int main(int argc, char **argv)
 		const char *what;
 
 		memset(sbuf, 0, sizeof(sbuf));
-		h->version = 1;
+		h->version = WIRE_VERSION;
 		h->op = OP_MSG;
 		h->credits = 0;
 		sge.length = sizeof(*h) + 16;

@@ -7,7 +7,7 @@
 #                                              rendezvous, both sides of
 #                                              the threshold)
 #   fi_rma_bw -o write / read / writedata      1 B .. 1 MiB
-#   fi_rma_bw -o write, 2000 iterations        the send queue goes round
+#   fi_rma_bw -o write / writedata, 2000 its   the send queue goes round
 #   fi_rdm_atomic -o all                       devices with atomics
 #   fi_pingpong -e rdm -c (the system's libfabric tools: a foreign client)
 #
@@ -164,9 +164,12 @@ for d in $DEVS; do
 			-S 1,4k,64k,1m -I 20 -v
 	done
 	# Long enough to go round the send queue many times (iWARP's write
-	# fences once took a stale entry of a reused slot).
-	run "$dev rma_bw_write_long" "$ip" "$FT/fi_rma_bw" $c -o write \
-		-S 4k,64k -I 2000 -w 20 -v
+	# fences once took a stale entry of a reused slot, and, behind the
+	# message that carries remote CQ data, a zero-length one was refused).
+	for o in write writedata; do
+		run "$dev rma_bw_${o}_long" "$ip" "$FT/fi_rma_bw" $c -o $o \
+			-S 4k,64k -I 2000 -w 20 -v
+	done
 	run "$dev atomic" "$ip" "$FT/fi_rdm_atomic" $c -o all -I 20
 	run_pp "$dev fi_pingpong" "$ip" "$dev"
 done
