@@ -63,6 +63,8 @@ enum util_rdm_op {
 /* Header flags (util_rdm_hdr.flags, util_rdm_msg.flags). */
 #define UTIL_RDM_CQ_DATA (1u << 0) /* data carries remote CQ data */
 #define UTIL_RDM_ACK_REQ (1u << 1) /* sender waits for delivery */
+/* Local only, never on a wire: the send may complete late (eager_late). */
+#define UTIL_RDM_LATE (1u << 7)
 
 /* What the engine asks a transport to send. */
 struct util_rdm_hdr {
@@ -286,6 +288,16 @@ struct util_rdm_xport {
 	struct util_rdm_ep *ep; /* set by util_rdm_ep_init */
 	/* Messages up to eager_max bytes go through send_eager. */
 	size_t eager_max;
+	/*
+	 * Eager sends complete when the transport says (a device's work
+	 * completion: the peer's transport has them), not when copied:
+	 * send_eager may then answer -FI_EINPROGRESS for a hdr with
+	 * UTIL_RDM_LATE, keep hdr->tx_id, and call util_rdm_tx_done (or
+	 * let util_rdm_fail_peer finish it) from its progress, never from
+	 * within the call.  A send to a peer that died is then never
+	 * reported done.
+	 */
+	bool eager_late;
 	size_t peer_off; /* set by util_rdm_ep_init */
 	int wait_fd; /* ops->wait_fd's answer, once asked; -1 */
 };

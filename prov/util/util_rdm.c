@@ -93,7 +93,9 @@ static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep,
 		tx->peer = peer;
 		peer->ntx++;
 		dlist_init(&tx->waiting);
-		tx->gen++;
+		/* Never 0: no id is 0, so transports may use 0 for none. */
+		if (!++tx->gen)
+			tx->gen = 1;
 		tx->live = true;
 		tx->handing = false;
 	}
@@ -272,11 +274,17 @@ static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 
 	if (tx->kind == UTIL_RDM_TX_SEND && tx->hdr.len <= xp->eager_max &&
 	    !(tx->hdr.flags & UTIL_RDM_ACK_REQ)) {
+		/* Something reports it: the transport's word is waited for. */
+		if (xp->eager_late && (tx->cq_reserved || tx_cntr(ep, tx)))
+			tx->hdr.flags |= UTIL_RDM_LATE;
 		ret = tp->send_eager(xp, tx->peer, &tx->hdr, tx->iov, tx->desc,
 				     tx->iov_count);
 		if (!ret) {
 			tx_report(ep, tx, 0);
 			tx_put(ep, tx);
+		} else if (ret == -FI_EINPROGRESS) {
+			tx_wait(ep, tx);
+			ret = 0;
 		}
 		return ret;
 	}
@@ -445,8 +453,11 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	ret = util_peer_get(&ep->peers, dest, &peer);
 	if (weft_unlikely(ret))
 		goto out;
+	/* The quick way: done when copied, no transmit kept.  Not when
+	 * the transport's word is waited for (eager_late, tx_start). */
 	if (weft_likely(hdr.len <= peer->xp->eager_max &&
 			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
+			!(peer->xp->eager_late && (comp || ep->send_cntr)) &&
 			dlist_empty(&peer->queued))) {
 		ret = tx_reserve(ep, comp);
 		if (ret)

@@ -79,6 +79,7 @@ struct verbs_params {
 	size_t rx_size;		 /* FI_VERBS_RX_SIZE, capped by the device */
 	size_t inline_size;	 /* FI_VERBS_INLINE_SIZE: 0 = the device's */
 	int conn_timeout_ms;	 /* rdma_cm address and route resolution */
+	int ack_timeout;	 /* FI_VERBS_ACK_TIMEOUT: RC exponent, 0 = rdma_cm's */
 	size_t mr_cache_entries; /* FI_VERBS_MR_CACHE_ENTRIES: 0 keeps none */
 	bool shm; /* FI_VERBS_SHM: RDM endpoints use shm for local peers */
 };
@@ -194,6 +195,7 @@ int verbs_access_flags(uint64_t access);
  * fi_cq_err_entry (IBV_WC_WR_FLUSH_ERR is FI_ECANCELED).
  */
 int verbs_wc_err(enum ibv_wc_status status);
+void verbs_qp_tune(struct rdma_cm_id *id, const struct verbs_dev *dev);
 
 /* verbs_msg.c */
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

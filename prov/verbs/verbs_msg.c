@@ -537,6 +537,7 @@ static int qp_create(struct verbs_msg_ep *ep)
 			strerror(err));
 		return weft_errno(err);
 	}
+	verbs_qp_tune(ep->id, &ep->domain->dev);
 	ep->qp = ep->id->qp;
 	return rx_flush_pending(ep);
 }

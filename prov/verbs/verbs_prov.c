@@ -36,6 +36,7 @@ struct verbs_params verbs_params = {
 	.tx_size = 1024,
 	.rx_size = 1024,
 	.conn_timeout_ms = 5000,
+	.ack_timeout = 14,
 	.mr_cache_entries = 1024,
 	.shm = true,
 };
@@ -64,6 +65,12 @@ static void verbs_params_read(void)
 			"Milliseconds rdma_cm may take to resolve an address "
 			"or route (default %d)", verbs_params.conn_timeout_ms);
 
+	fi_param_define(&verbs_prov, "ack_timeout", FI_PARAM_INT,
+			"Reliable connections (InfiniBand, RoCE): a packet "
+			"unanswered for 4.096 us x 2^N is sent again, 7 times, "
+			"then the connection fails; 0 leaves rdma_cm's choice "
+			"(default %d: about 67 ms, a dead peer is known within "
+			"a second)", verbs_params.ack_timeout);
 	fi_param_define(&verbs_prov, "mr_cache_entries", FI_PARAM_SIZE_T,
 			"Registrations the provider keeps for buffers that "
 			"came without a descriptor; 0 keeps none (default %zu)",
@@ -88,6 +95,9 @@ static void verbs_params_read(void)
 		verbs_params.inline_size = v;
 	if (!fi_param_get_int(&verbs_prov, "conn_timeout", &i) && i > 0)
 		verbs_params.conn_timeout_ms = i;
+	if (!fi_param_get_int(&verbs_prov, "ack_timeout", &i) && i >= 0 &&
+	    i < 32)
+		verbs_params.ack_timeout = i;
 	if (!fi_param_get_size_t(&verbs_prov, "mr_cache_entries", &v))
 		verbs_params.mr_cache_entries = v;
 	if (!fi_param_get_bool(&verbs_prov, "shm", &i))
@@ -973,6 +983,24 @@ static struct fi_ops_mr verbs_mr_ops = {
 	.regv = verbs_mr_regv,
 	.regattr = verbs_mr_regattr,
 };
+
+/*
+ * Before connecting or accepting on id: how long a reliable connection
+ * waits for an acknowledgement.  Over RoCE rdma_cm picks the path's packet
+ * lifetime, 2 s a try, some 16 s before a dead peer's QP fails; iWARP's
+ * retransmission is TCP's.
+ */
+void verbs_qp_tune(struct rdma_cm_id *id, const struct verbs_dev *dev)
+{
+	uint8_t t = (uint8_t)verbs_params.ack_timeout;
+
+	if (dev->iwarp || !t)
+		return;
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t,
+			    sizeof(t)))
+		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+			"ACK timeout %u not set: %s\n", t, strerror(errno));
+}
 
 int verbs_wc_err(enum ibv_wc_status status)
 {

@@ -182,6 +182,8 @@ struct vconn {
 	 * unsignaled ones before it too), in posting order. */
 	uint32_t batch_head, batch_tail;
 	uint16_t batch[VRDM_SQ_DEPTH];
+	/* The engine's tx a signaled send completes (eager_late), or 0. */
+	uint64_t late[VRDM_SQ_DEPTH];
 	uint32_t credits;	/* SENDs the peer has receives for */
 	uint32_t credit_return; /* receives of its we reposted, not told */
 	bool credit_queued;	/* a CREDIT waits on deferred */
@@ -199,6 +201,10 @@ struct vconn {
 struct vpeer {
 	struct util_peer peer; /* first */
 	struct vconn *conn;    /* the QP this side sends on */
+	/* Our last attempt to connect failed with this (refused,
+	 * unreachable): the next transmit is told, the one after tries
+	 * again (a peer restarted under the address is reached). */
+	int conn_err;
 };
 
 struct vbuf {
@@ -474,6 +480,7 @@ static int conn_make_qp(struct vconn *conn)
 		ep->spare_chunks++;
 		return weft_errno(errno);
 	}
+	verbs_qp_tune(conn->id, &ep->domain->dev);
 	conn->qp = conn->id->qp;
 	conn->qpn = conn->qp->qp_num;
 	conn->credits = VRDM_CREDITS;
@@ -566,6 +573,9 @@ static void conn_lost(struct vconn *conn, int err)
 		return;
 	if (conn->state < VC_ACCEPTED)
 		ep->cm_busy--;
+	if (vp && vp->conn == conn && conn->outgoing &&
+	    conn->state < VC_OPEN)
+		vp->conn_err = err;
 	conn->state = VC_CLOSED;
 	if (conn->qp) {
 		rdma_disconnect(conn->id);
@@ -629,6 +639,7 @@ static void conn_open(struct vconn *conn)
 		ctrl_send(conn, VRDM_OP_HELLO, 0, 0, 0);
 	if (!vp)
 		return;
+	vp->conn_err = 0;
 	if (!vp->conn) /* it connected first: we answer on its QP */
 		vp->conn = conn;
 	if (vp->conn == conn) {
@@ -754,6 +765,11 @@ static inline int peer_conn(struct verbs_rdm_ep *ep, struct util_peer *peer,
 		return -FI_EAGAIN;
 	if (ep->closing)
 		return -FI_ECANCELED;
+	if (weft_unlikely(vp->conn_err)) {
+		ret = -vp->conn_err;
+		vp->conn_err = 0;
+		return ret;
+	}
 	ret = peer_connect(ep, vp);
 	return ret ? ret : -FI_EAGAIN;
 }
@@ -923,6 +939,7 @@ static inline void sq_take(struct verbs_rdm_ep *ep, struct vconn *conn,
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
+		conn->late[conn->batch_tail % VRDM_SQ_DEPTH] = 0;
 		conn->batch[conn->batch_tail++ % VRDM_SQ_DEPTH] =
 			(uint16_t)(1 + (i ? 0 : conn->unsig));
 	}
@@ -932,13 +949,18 @@ static inline void sq_take(struct verbs_rdm_ep *ep, struct vconn *conn,
 	ep->sq_total += n;
 }
 
-/* A signaled work request of conn completed (in posting order). */
-static inline void sq_give(struct verbs_rdm_ep *ep, struct vconn *conn)
+/* A signaled work request of conn completed (in posting order): the
+ * engine's tx it completes, or 0. */
+static inline uint64_t sq_give(struct verbs_rdm_ep *ep, struct vconn *conn)
 {
+	uint32_t i = conn->batch_head % VRDM_SQ_DEPTH;
+
 	if (weft_unlikely(conn->batch_head == conn->batch_tail))
-		return; /* a flushed unsignaled one */
-	conn->sq_used -= conn->batch[conn->batch_head++ % VRDM_SQ_DEPTH];
+		return 0; /* a flushed unsignaled one */
+	conn->batch_head++;
+	conn->sq_used -= conn->batch[i];
 	ep->sq_total--;
+	return conn->late[i];
 }
 
 static inline struct vbuf *txbuf_get(struct verbs_rdm_ep *ep)
@@ -975,7 +997,7 @@ static const uint32_t vrdm_keep[] = {
 static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		    struct vrdm_hdr *hdr, size_t hdr_len,
 		    const struct iovec *iov, size_t count, size_t len,
-		    enum vrdm_class cls)
+		    enum vrdm_class cls, uint64_t late)
 {
 	struct ibv_sge sge[UTIL_RDM_IOV_MAX + 1];
 	struct ibv_send_wr wr, *bad;
@@ -1007,7 +1029,7 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		wr.send_flags = IBV_SEND_INLINE;
 		/* Nothing to free at its completion: ask for one every 16th
 		 * send only (or when the queue fills), for slot accounting. */
-		if (conn->unsig >= 15 || !sq_room(ep, conn, 8, true))
+		if (late || conn->unsig >= 15 || !sq_room(ep, conn, 8, true))
 			wr.send_flags |= IBV_SEND_SIGNALED;
 		wr.wr_id = wr_id(conn, VWR_INLINE);
 		b = NULL;
@@ -1033,6 +1055,7 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 	}
 	if (wr.send_flags & IBV_SEND_SIGNALED) {
 		sq_take(ep, conn, 1);
+		conn->late[(conn->batch_tail - 1) % VRDM_SQ_DEPTH] = late;
 	} else {
 		conn->unsig++;
 		conn->sq_used++;
@@ -1125,7 +1148,7 @@ static int ctrl_send(struct vconn *conn, uint8_t opc, uint64_t tx_id,
 	if (dlist_empty(&conn->deferred)) {
 		ret = post_msg(ep, conn, &h, sizeof(h), NULL, 0, 0,
 			       opc == VRDM_OP_CREDIT ? VRDM_RETURN :
-						       VRDM_ANSWER);
+						       VRDM_ANSWER, 0);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
@@ -1168,14 +1191,14 @@ static void deferred_run(struct verbs_rdm_ep *ep)
 				ret = conn->credit_return ?
 					      post_msg(ep, conn, &op->ctrl,
 						       sizeof(op->ctrl), NULL,
-						       0, 0, VRDM_RETURN) :
+						       0, 0, VRDM_RETURN, 0) :
 					      0;
 				if (ret == -FI_EAGAIN)
 					conn->credit_queued = true;
 			} else if (op->kind == VOP_CTRL) {
 				ret = post_msg(ep, conn, &op->ctrl,
 					       sizeof(op->ctrl), NULL, 0, 0,
-					       VRDM_ANSWER);
+					       VRDM_ANSWER, 0);
 			} else {
 				ret = op_post(ep, op, false);
 			}
@@ -1214,6 +1237,7 @@ static int verbs_rdm_send_eager(struct util_rdm_xport *xp,
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct vrdm_hdr h;
 	struct vconn *conn;
+	bool late;
 	int ret;
 
 	(void)desc;
@@ -1230,8 +1254,12 @@ static int verbs_rdm_send_eager(struct util_rdm_xport *xp,
 	h.data = (uint32_t)hdr->data; /* cq_data_size */
 	h.tx_id = hdr->tx_id;
 	h.len = hdr->len;
-	return post_msg(ep, conn, &h, sizeof(h), iov, iov_count, hdr->len,
-			VRDM_DATA);
+	/* UTIL_RDM_LATE: done at the work completion, once the peer's
+	 * device acknowledged it (a dead peer's never does). */
+	late = hdr->flags & UTIL_RDM_LATE;
+	ret = post_msg(ep, conn, &h, sizeof(h), iov, iov_count, hdr->len,
+		       VRDM_DATA, late ? hdr->tx_id : 0);
+	return !ret && late ? -FI_EINPROGRESS : ret;
 }
 
 /* A registration covering [addr, addr+len) with access, or a new one. */
@@ -1316,7 +1344,7 @@ static int verbs_rdm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx
 	m.h.len = tx->hdr.len;
 	ret = post_msg(ep, conn, &m.h,
 		       sizeof(m.h) + 8 + n * sizeof(m.rts.seg[0]), NULL, 0, 0,
-		       VRDM_DATA);
+		       VRDM_DATA, 0);
 	if (ret)
 		goto err;
 	return 0;
@@ -2017,6 +2045,7 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 {
 	void *p = (void *)(uintptr_t)(wc->wr_id & ~VWR_KIND_MASK);
 	struct vconn *conn;
+	uint64_t late;
 
 	switch (wc->wr_id & VWR_KIND_MASK) {
 	case VWR_RECV:
@@ -2039,7 +2068,15 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 	default:
 		return;
 	}
-	sq_give(ep, conn);
+	late = sq_give(ep, conn);
+	if (late) {
+		struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, late);
+
+		/* (Gone: the peer's failure finished it first.) */
+		if (tx)
+			util_rdm_tx_done(&ep->rdm, tx,
+					 verbs_wc_err(wc->status));
+	}
 	wc_broke(conn, wc);
 }
 
@@ -2533,6 +2570,7 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->xp.ops = &verbs_rdm_transport;
 	ep->xp.eager_max = VRDM_EAGER_MAX;
+	ep->xp.eager_late = true;
 	attr.xport = &ep->xp;
 	if (verbs_params.shm) {
 		ep->local = shm_local_new();
