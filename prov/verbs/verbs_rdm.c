@@ -2570,7 +2570,11 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->xp.ops = &verbs_rdm_transport;
 	ep->xp.eager_max = VRDM_EAGER_MAX;
-	ep->xp.eager_late = true;
+	/* Sends complete at the device's acknowledgement.  Not over iWARP
+	 * yet: there Open MPI's MTL hung in its threads and one-sided
+	 * programs (mpi-verbs-mtl-siw0), not understood; and siw's
+	 * completion of a SEND says only that TCP took it anyway. */
+	ep->xp.eager_late = !domain->dev.iwarp;
 	attr.xport = &ep->xp;
 	if (verbs_params.shm) {
 		ep->local = shm_local_new();
