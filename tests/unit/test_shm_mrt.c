@@ -21,6 +21,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "dead_pid.h"
 #include "weft/core.h"
 #include "shm_mrt.h"
 #include "shm_region.h"
@@ -267,14 +268,10 @@ Test(shm_mrt, table_others_may_write_is_refused)
 Test(shm_mrt, sweep_removes_tables_of_dead_creators)
 {
 	char dead[SHM_NAME_MAX + 1], live[SHM_NAME_MAX + 1];
-	int status, fd;
+	int fd;
 	pid_t pid;
 
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (!pid)
-		_exit(0);
-	waitpid(pid, &status, 0);
+	pid = dead_pid();
 	snprintf(dead, sizeof(dead), "/weft-shm-mrt.%u.%d.0badf00d",
 		 (unsigned)geteuid(), (int)pid);
 	fd = shm_open(dead, O_RDWR | O_CREAT | O_EXCL, 0600);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dead_pid.h"
 #include "weft/core.h"
 #include "shm_queue.h"
 #include "shm_region.h"
@@ -306,14 +307,10 @@ Test(shm_region, forked_child_leaves_the_region_alone)
 Test(shm_region, sweep_removes_unpublished_of_dead_creators)
 {
 	char dead[64], alive[64];
-	int status, fd;
+	int fd;
 	pid_t pid;
 
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (!pid)
-		_exit(0);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	pid = dead_pid();
 	snprintf(dead, sizeof(dead), "/weft-shm-new.%u.%d.7",
 		 (unsigned)getuid(), (int)pid);
 	snprintf(alive, sizeof(alive), "/weft-shm-new.%u.%d.999999",

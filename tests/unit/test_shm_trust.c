@@ -29,6 +29,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
+#include "dead_pid.h"
 #include "weft/core.h"
 #include "weft/util_rdm.h"
 #include "shm_region.h"
@@ -958,13 +959,8 @@ Test(shm_trust, sender_dead_inside_its_claim, .timeout = 60)
 	ssize_t n = -FI_EAGAIN;
 	uint64_t until;
 	pid_t dead;
-	int status;
 
-	dead = fork();
-	cr_assert_geq(dead, 0);
-	if (!dead)
-		_exit(0);
-	cr_assert_eq(waitpid(dead, &status, 0), dead);
+	dead = dead_pid();
 
 	hostile_open(&h, "claim");
 	q = raw_queue(h.rxm.hdr);
