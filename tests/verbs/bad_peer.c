@@ -9,6 +9,8 @@
  *  - an eager message longer than what arrived;
  *  - a message of another protocol version;
  *  - a rendezvous announcement with no segments, and one with too many.
+ * Before that, a connection request in the previous wire version (32
+ * bytes of private data, no fence region) must be refused.
  * Run in the test VM by tests/verbs/bad-peer.sh: bad_peer DEVICE_IP.
  */
 #include <arpa/inet.h>
@@ -139,7 +141,7 @@ int main(int argc, char **argv)
 	size_t len = sizeof(tgt);
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
-	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_qp_init_attr qa = { 0 }, qa_old = { 0 };
 	struct rdma_conn_param cp = { 0 };
 	struct cm_priv pd = { .version = WIRE_VERSION };
 	struct ibv_mr *mr;
@@ -182,10 +184,44 @@ int main(int argc, char **argv)
 	CHECK(!ch);
 	flags = fcntl(ch->fd, F_GETFL);
 	CHECK(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0);
-	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
 	memset(&me, 0, sizeof(me));
 	me.sin_family = AF_INET;
 	me.sin_addr = tgt.sin_addr;
+
+	/* A peer of the previous wire version (32 bytes of private data,
+	 * no fence region) is refused, not half understood. */
+	{
+		struct rdma_cm_id *old_id;
+		struct cm_priv old = { .version = WIRE_VERSION - 1 };
+
+		CHECK(rdma_create_id(ch, &old_id, NULL, RDMA_PS_TCP));
+		CHECK(rdma_resolve_addr(old_id, (struct sockaddr *)&me,
+					(struct sockaddr *)&tgt, 5000));
+		cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+		CHECK(rdma_resolve_route(old_id, 5000));
+		cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+		me.sin_port = htons(9);
+		old.addr_len = sizeof(me);
+		memcpy(old.addr, &me, sizeof(me));
+		me.sin_port = 0;
+		cp.private_data = &old;
+		cp.private_data_len = 32;
+		cp.responder_resources = cp.initiator_depth = 1;
+		cp.retry_count = 7;
+		cp.rnr_retry_count = 7;
+		qa_old.qp_type = IBV_QPT_RC;
+		qa_old.cap.max_send_wr = qa_old.cap.max_recv_wr = 4;
+		qa_old.cap.max_send_sge = qa_old.cap.max_recv_sge = 1;
+		CHECK(rdma_create_qp(old_id, NULL, &qa_old));
+		CHECK(rdma_connect(old_id, &cp));
+		cm_wait(ch, RDMA_CM_EVENT_REJECTED);
+		printf("ok: a peer of wire version %d is refused\n",
+		       WIRE_VERSION - 1);
+		rdma_destroy_qp(old_id);
+		rdma_destroy_id(old_id);
+		memset(&cp, 0, sizeof(cp));
+	}
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
 	CHECK(rdma_resolve_addr(id, (struct sockaddr *)&me,
 				(struct sockaddr *)&tgt, 5000));
 	cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
