@@ -96,6 +96,10 @@ struct verbs_dev {
 	bool iwarp;		       /* transport IBV_TRANSPORT_IWARP */
 	bool ethernet;		       /* link layer (RoCE, iWARP) */
 	bool atomics;		       /* 64-bit fetch-add and cmp-swap */
+	/* Work requests posted once the QP is in error are never
+	 * completed, not even as flushed (siw: a user-mapped send queue,
+	 * whose doorbell flushes nothing then). */
+	bool err_post_lost;
 	uint32_t max_cqe;
 	uint32_t max_qp_wr;
 	uint32_t max_sge;    /* send and receive scatter-gather entries */

@@ -149,6 +149,10 @@ struct verbs_msg_ep {
 	bool armed; /* the CQ will raise an event on the channel */
 	uint8_t state; /* enum verbs_cm_state */
 	bool local_shutdown;
+	/* Shut down on a device that never completes what is posted to a
+	 * QP in error (err_post_lost: siw): what is still outstanding once
+	 * the CQ is found empty is flushed by poll_cq (err_flush). */
+	bool err_flush;
 	/* FI_RX_CQ_DATA accepted: RMA writes may carry remote CQ data */
 	bool rx_cq_data;
 	/* the device carries immediate data (not iWARP): remote CQ data */
@@ -394,10 +398,31 @@ static void srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 
 #define VERBS_POLL_BATCH 16
 
+/*
+ * err_flush: the QP went to the error state before this look at the CQ,
+ * which found it empty.  Such a device put every flushed completion in
+ * the CQ as the QP went to error, and will never complete what was
+ * posted after: complete that here, flushed, as the device would have.
+ */
+static void err_flush(struct verbs_msg_ep *ep)
+{
+	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR };
+
+	while (ep->tx_tail < ep->tx_head) {
+		wc.wr_id = ep->tx_tail;
+		tx_complete(ep, &wc); /* tx_tail moves past it */
+	}
+	while (ep->rx_tail < ep->rx_on_qp) {
+		wc.wr_id = VERBS_WR_RX | ep->rx_tail;
+		rx_complete(ep, &wc); /* rx_tail++ */
+	}
+}
+
 static int poll_cq(struct verbs_msg_ep *ep)
 {
 	struct ibv_wc wc[VERBS_POLL_BATCH];
 	int n, i, total = 0;
+	bool flush = ep->err_flush;
 
 	do {
 		n = ibv_poll_cq(ep->cq, VERBS_POLL_BATCH, wc);
@@ -412,6 +437,8 @@ static int poll_cq(struct verbs_msg_ep *ep)
 		}
 		total += n > 0 ? n : 0;
 	} while (n == VERBS_POLL_BATCH);
+	if (weft_unlikely(flush) && n >= 0)
+		err_flush(ep); /* the last look found the CQ empty */
 	return total;
 }
 
@@ -617,9 +644,17 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (ep->state == VERBS_CM_SHUTDOWN)
 			break;
-		/* Moves the QP to the error state: what is still posted
-		 * completes as FI_ECANCELED. */
+		/* The QP to the error state: what is still posted completes
+		 * as FI_ECANCELED.  (rdma_disconnect does that on InfiniBand
+		 * and RoCE; over iWARP it may leave the QP closing, with
+		 * its send queue not flushed.) */
 		rdma_disconnect(ep->id);
+		if (ep->qp) {
+			struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+			ibv_modify_qp(ep->qp, &qa, IBV_QP_STATE);
+			ep->err_flush = ep->domain->dev.err_post_lost;
+		}
 		ep->state = VERBS_CM_SHUTDOWN;
 		if (ep->eq && !ep->local_shutdown)
 			util_eq_write_cm(ep->eq, FI_SHUTDOWN,

@@ -215,6 +215,10 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
 	dev->iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	dev->ethernet = dev->iwarp || pa.link_layer == IBV_LINK_LAYER_ETHERNET;
 	dev->atomics = da.atomic_cap != IBV_ATOMIC_NONE;
+	/* Soft-iWARP ("bmt"): its send queue is mapped into the process,
+	 * and a QP in error takes what is written there, but its kernel
+	 * flushes only what was queued when the error came. */
+	dev->err_post_lost = dev->iwarp && da.vendor_id == 0x626d74;
 	dev->max_cqe = (uint32_t)da.max_cqe;
 	dev->max_qp_wr = (uint32_t)da.max_qp_wr;
 	dev->max_sge = (uint32_t)da.max_sge;

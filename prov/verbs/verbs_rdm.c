@@ -192,6 +192,10 @@ struct vconn {
 	 * (a stash for ->fetch or ->discard, a reply for ->ack). */
 	uint32_t refs;
 	bool drained; /* closed, and its drain marker completed */
+	/* err_post_lost: closed, its QP in error at empty_seq flush_seq;
+	 * what is still posted after the next empty CQ is ours to end. */
+	bool self_flush;
+	uint64_t flush_seq;
 	/* The peer's fence region (struct vrdm_cm_priv); rkey 0: none. */
 	uint64_t fence_addr;
 	uint32_t fence_rkey;
@@ -303,6 +307,8 @@ struct verbs_rdm_ep {
 	 * (in VRDM_CREDITS: a QP's share). */
 	uint32_t spare_chunks;
 	uint32_t ndead; /* conns closed, not freed yet */
+	uint32_t nself_flush; /* of those, waiting for self_flush */
+	uint64_t empty_seq;   /* the CQ was found empty (progress_idle) */
 	uint64_t conns_freed; /* since the endpoint opened (logged) */
 	struct shm_xp *local; /* peers on this host; NULL: FI_VERBS_SHM=0 */
 	bool local_up;	      /* its region exists */
@@ -536,13 +542,27 @@ static void fetch_finish(struct verbs_rdm_ep *ep, struct vop *op);
  * them; its completion (VWR_DRAIN) says no work request names the conn
  * any more.  A QP that takes no marker is never freed (kept until the
  * endpoint closes, as before).
+ *
+ * A device that loses what is posted to a QP in error (err_post_lost:
+ * siw) would lose the marker too, and the requests posted between the
+ * error and now: there, by the time ibv_modify_qp returns, the device
+ * has put every flushed completion in the CQ.  Once the CQ is found
+ * empty after that, what is still posted will never complete, and
+ * self_flush ends it as flushed.
  */
 static bool conn_drain(struct vconn *conn)
 {
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 	struct ibv_send_wr wr, *bad;
+	struct verbs_rdm_ep *ep = conn->ep;
 
 	ibv_modify_qp(conn->qp, &qa, IBV_QP_STATE);
+	if (ep->domain->dev.err_post_lost) {
+		conn->self_flush = true;
+		conn->flush_seq = ep->empty_seq;
+		ep->nself_flush++;
+		return true;
+	}
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = wr_id(conn, VWR_DRAIN);
 	wr.opcode = IBV_WR_SEND;
@@ -949,8 +969,16 @@ static inline void sq_take(struct verbs_rdm_ep *ep, struct vconn *conn,
 	ep->sq_total += n;
 }
 
-/* A signaled work request of conn completed (in posting order): the
- * engine's tx it completes, or 0. */
+/*
+ * A signaled work request of conn completed: free the oldest batch of
+ * slots, and return the engine's tx that batch's request completes (a
+ * late eager send), or 0.  The batches pop in posting order, whatever
+ * request completed: InfiniBand completes a send queue in order, but siw
+ * completes a SEND as soon as TCP took it, before the answer to an
+ * earlier READ arrived.  A late send's tx then comes out at that READ's
+ * completion, which can only be later than its own: the caller must
+ * finish it (sq_done), whatever kind of request it is looking at.
+ */
 static inline uint64_t sq_give(struct verbs_rdm_ep *ep, struct vconn *conn)
 {
 	uint32_t i = conn->batch_head % VRDM_SQ_DEPTH;
@@ -963,6 +991,21 @@ static inline uint64_t sq_give(struct verbs_rdm_ep *ep, struct vconn *conn)
 	return conn->late[i];
 }
 
+/* sq_give, and the late tx it names finished with wc's status. */
+static inline void sq_done(struct verbs_rdm_ep *ep, struct vconn *conn,
+			   const struct ibv_wc *wc)
+{
+	uint64_t late = sq_give(ep, conn);
+	struct util_rdm_tx *tx;
+
+	if (!late)
+		return;
+	tx = util_rdm_tx_of(&ep->rdm, late);
+	/* (Gone: the peer's failure finished it first.) */
+	if (tx)
+		util_rdm_tx_done(&ep->rdm, tx, verbs_wc_err(wc->status));
+}
+
 static inline struct vbuf *txbuf_get(struct verbs_rdm_ep *ep)
 {
 	struct dlist_entry *e = dlist_pop_front(&ep->tx_free);
@@ -972,6 +1015,7 @@ static inline struct vbuf *txbuf_get(struct verbs_rdm_ep *ep)
 
 static inline void txbuf_put(struct verbs_rdm_ep *ep, struct vbuf *b)
 {
+	b->conn = NULL; /* set while a SEND of it is posted (self_flush) */
 	dlist_insert_head(&b->entry, &ep->tx_free);
 }
 
@@ -2017,7 +2061,7 @@ static void wc_op(struct verbs_rdm_ep *ep, struct ibv_wc *wc, struct vop *op)
 	struct util_rdm_tx *tx;
 	int err;
 
-	sq_give(ep, conn);
+	sq_done(ep, conn, wc);
 	if (wc->status != IBV_WC_SUCCESS && !op->err)
 		op->err = verbs_wc_err(wc->status);
 	if (--op->pending) {
@@ -2045,7 +2089,6 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 {
 	void *p = (void *)(uintptr_t)(wc->wr_id & ~VWR_KIND_MASK);
 	struct vconn *conn;
-	uint64_t late;
 
 	switch (wc->wr_id & VWR_KIND_MASK) {
 	case VWR_RECV:
@@ -2068,15 +2111,7 @@ static void wc_one(struct verbs_rdm_ep *ep, struct ibv_wc *wc)
 	default:
 		return;
 	}
-	late = sq_give(ep, conn);
-	if (late) {
-		struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, late);
-
-		/* (Gone: the peer's failure finished it first.) */
-		if (tx)
-			util_rdm_tx_done(&ep->rdm, tx,
-					 verbs_wc_err(wc->status));
-	}
+	sq_done(ep, conn, wc);
 	wc_broke(conn, wc);
 }
 
@@ -2091,11 +2126,67 @@ static int poll_cq(struct verbs_rdm_ep *ep)
 	return k > 0 ? k : 0;
 }
 
+/*
+ * conn's QP went to error before the CQ was last found empty, on a
+ * device that never completes what was posted after that (see
+ * conn_drain): complete it here, as the device would have, flushed.
+ * Its ops, its send buffers, then the signaled inline sends its slot
+ * batches still count; unsignaled ones name nothing.
+ */
+static void self_flush(struct verbs_rdm_ep *ep, struct vconn *conn)
+{
+	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR };
+	struct dlist_entry *e;
+	struct vop *op;
+	size_t i;
+
+	/* A completion may end other ops: look again after each. */
+	do {
+		op = NULL;
+		dlist_foreach(&ep->ops, e) {
+			struct vop *o = container_of(e, struct vop, entry);
+
+			if (o->conn == conn && o->pending) {
+				op = o;
+				break;
+			}
+		}
+		if (op) {
+			wc.wr_id = wr_id(op, VWR_OP);
+			wc_one(ep, &wc);
+		}
+	} while (op);
+	for (i = 0; i < VRDM_TX_BUFS; i++)
+		if (ep->tx_bufs[i].conn == conn) {
+			wc.wr_id = wr_id(&ep->tx_bufs[i], VWR_SEND);
+			wc_one(ep, &wc);
+		}
+	while (conn->batch_head != conn->batch_tail) {
+		wc.wr_id = wr_id(conn, VWR_INLINE);
+		wc_one(ep, &wc);
+	}
+	conn->self_flush = false;
+	conn->drained = true;
+	ep->nself_flush--;
+}
+
 /* The CQ was empty: what waits for that (reposts), or for time. */
 static __attribute__((noinline)) int progress_idle(struct verbs_rdm_ep *ep)
 {
 	int n = 0;
 
+	ep->empty_seq++;
+	if (ep->nself_flush) {
+		struct dlist_entry *e;
+
+		dlist_foreach(&ep->conns, e) {
+			struct vconn *conn =
+				container_of(e, struct vconn, entry);
+
+			if (conn->self_flush && conn->flush_seq < ep->empty_seq)
+				self_flush(ep, conn);
+		}
+	}
 	if (ep->nrepost)
 		repost_flush(ep);
 	if (ep->cm_busy || !(ep->calls & 4095))
@@ -2121,7 +2212,7 @@ static int verbs_rdm_progress(struct util_rdm_xport *xp)
 		return 0;
 	n = k = poll_cq(ep);
 	ep->calls++;
-	if (!k && (ep->nrepost || ep->cm_busy ||
+	if (!k && (ep->nrepost || ep->cm_busy || ep->nself_flush ||
 		   (ep->ndead && !(ep->calls & 63)) || !(ep->calls & 4095)))
 		n += progress_idle(ep);
 	if (weft_unlikely(!dlist_empty(&ep->held)))
@@ -2570,11 +2661,11 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->xp.ops = &verbs_rdm_transport;
 	ep->xp.eager_max = VRDM_EAGER_MAX;
-	/* Sends complete at the device's acknowledgement.  Not over iWARP
-	 * yet: there Open MPI's MTL hung in its threads and one-sided
-	 * programs (mpi-verbs-mtl-siw0), not understood; and siw's
-	 * completion of a SEND says only that TCP took it anyway. */
-	ep->xp.eager_late = !domain->dev.iwarp;
+	/* Sends complete at their work completion: over InfiniBand and
+	 * RoCE the peer's acknowledgement, which a dead peer never gives;
+	 * over iWARP only that TCP took the message, but one way for all
+	 * devices (siw completes out of order: see sq_give). */
+	ep->xp.eager_late = true;
 	attr.xport = &ep->xp;
 	if (verbs_params.shm) {
 		ep->local = shm_local_new();

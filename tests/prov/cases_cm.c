@@ -798,14 +798,6 @@ static int case_cm_peer_killed(const char *prov)
 	char b;
 
 	cm_open(&cm, prov, 0, 0);
-	/* Over siw (iWARP) sends posted before the peer died are not all
-	 * flushed after it: known, not run unless asked (CF_KILL_VERBS=1). */
-	if (cm.f.info->ep_attr->protocol == FI_PROTO_IWARP &&
-	    !getenv("CF_KILL_VERBS")) {
-		cm_close(&cm);
-		cf_skip("over iWARP, sends under way when the peer is killed "
-			"are not all flushed yet (CF_KILL_VERBS=1 runs it)");
-	}
 	cm_listen(&cm);
 	cf_spawn_peer("cm_victim", &l);
 	len = (uint32_t)cm.pnamelen;

@@ -707,20 +707,6 @@ static int case_proc_kill_random(const char *prov)
 		cf_note("no FI_DIRECTED_RECV: receives from the victim are not "
 			"directed, and cancelled");
 	open_kill(&s->f, prov, s->caps);
-	/*
-	 * Over iWARP (siw in the test VM) an operation under way when the
-	 * peer dies is now and then not finished within 2 s, and the
-	 * connection to the bystander was seen reset.  Known, so not run
-	 * unless asked (CF_KILL_VERBS=1), and said so.
-	 */
-	if (!strcmp(prov, "verbs") && cf_iwarp(&s->f) &&
-	    !getenv("CF_KILL_VERBS")) {
-		cf_close(&s->f);
-		free(s);
-		cf_skip("over iWARP an operation under way to a killed peer "
-			"is not always finished within 2 s yet "
-			"(CF_KILL_VERBS=1 runs it)");
-	}
 	cf_mem_reg(&s->f, 0, &s->local, (size_t)(WINDOW + K_NKIND) * BIG,
 		   FI_SEND | FI_RECV |
 		       ((s->caps & FI_RMA) ? FI_READ | FI_WRITE : 0));
