@@ -97,13 +97,25 @@ else
 	rc=1
 fi
 
-# The verbs tests on soft-RDMA devices in a QEMU VM (tests/vm/check.sh): in
-# the plain run only; WEFT_VM=0 leaves them out, visibly.  Its own last line
-# "vm: N passed, N failed, N skipped", or one skip when it could not run
-# ("vm: SKIPPED (reason)"), counts in the summary below.
+# The verbs tests on soft-RDMA devices in a QEMU VM (tests/vm/check.sh);
+# WEFT_VM=0 leaves them out, visibly.  Its own last line "vm: N passed, N
+# failed, N skipped", or one skip when it could not run ("vm: SKIPPED
+# (reason)"), counts in the summary below.  Under --sanitizers the same
+# tests run the sanitized build (the reference library's and Open MPI's
+# runs skip), in the VM the plain build made: its cache is shared.
 vm_pass=0 vm_fail=0 vm_skip=0 vm_why=
-if [ $san = no ]; then
-	echo "== verbs tests in a VM (make check-vm)"
+if [ $san != tsan ]; then
+	if [ $san = yes ] && [ -z "${WEFT_VM_CACHE:-}" ]; then
+		if [ -f "$top/config.status" ]; then
+			WEFT_VM_CACHE=$top/tests/vm/cache
+		else
+			WEFT_VM_CACHE=$top/build/tests/vm/cache
+		fi
+		export WEFT_VM_CACHE
+	fi
+	what=
+	[ $san = yes ] && what=", under sanitizers"
+	echo "== verbs tests in a VM (make check-vm$what)"
 	vm_t0=$(date +%s)
 	vm_out=$(mktemp)
 	make -j"$jobs" check-vm 2>&1 | tee "$vm_out"
@@ -121,8 +133,6 @@ if [ $san = no ]; then
 	rm -f "$vm_out"
 	echo "== the VM part took $((vm_t1 - vm_t0)) s: $vm_pass passed, $vm_fail failed, $vm_skip skipped"
 	[ $vm_fail = 0 ] || rc=1
-else
-	echo "== verbs tests in a VM: not under sanitizers (the plain run has them)"
 fi
 
 # Open MPI over this build (tests/mpi/run.sh): in the plain run only (an

@@ -6,6 +6,9 @@
 . "$(dirname "$0")/lib.sh"
 pp=${WEFT_FI_PINGPONG:-/usr/bin/fi_pingpong}
 [ -x "$pp" ] || skip "$pp (libfabric-bin) is not installed"
+# A program not built with ASan cannot load a library that is.
+[ "${WEFT_SANITIZERS:-}" = yes ] &&
+	skip "under sanitizers: $pp is not built with them (the plain run covers it)"
 fail=0
 pport=47600
 for d in $devs; do

@@ -11,7 +11,10 @@
 # WEFT_VM_CASE_TIMEOUT (s, default 300: one test), WEFT_VM_FABTESTS (the
 # fabtests programs for the verbs matrix, comma-separated, or "all"),
 # WEFT_VM_ONLY (an extended regular expression: only the tests whose
-# names match run; the others are left out, unreported).
+# names match run; the others are left out, unreported), WEFT_SANITIZERS
+# (yes: the build tree has -fsanitize=address,undefined; the reference
+# library's runs and Open MPI, which cannot load it, are skipped, with
+# that reason; ASAN_OPTIONS and UBSAN_OPTIONS pass through).
 set -u
 bld=${WEFT_BUILDDIR:?} src=${WEFT_SRCDIR:?} logs=${WEFT_VM_LOGS:?}
 ref=${WEFT_REF_LIBDIR:-}
@@ -20,6 +23,9 @@ fabtests=${WEFT_VM_FABTESTS:-fi_msg_pingpong,fi_rdm_pingpong,fi_rdm_tagged_pingp
 devs="rxe0:10.77.0.1 siw0:10.78.0.1"
 # the tests run in a new bash (see run): they see these
 export bld src logs ref fabtests devs
+san=${WEFT_SANITIZERS:-no}
+export WEFT_SANITIZERS=$san
+san_why="left to the plain run: this build has sanitizers"
 mkdir -p "$logs"
 cd "$bld" || exit 1
 unset FI_PROVIDER LD_LIBRARY_PATH
@@ -113,7 +119,9 @@ ref_fi_info() {
 	lists_devs $out || { echo "rxe0 or siw0 missing"; cat $out; return 1; }
 }
 export -f lists_devs ref_fi_info
-if [ ! -x /usr/bin/fi_info ]; then
+if [ $san = yes ]; then
+	result SKIP ref-fi_info-verbs "$san_why"
+elif [ ! -x /usr/bin/fi_info ]; then
 	result SKIP ref-fi_info-verbs "no /usr/bin/fi_info: libfabric-bin is not installed"
 elif [ -z "$ref" ]; then
 	result SKIP ref-fi_info-verbs "no reference libfabric.so.1"
@@ -201,7 +209,9 @@ done
 # verbs;ofi_rxm sizes CQs from FI_UNIVERSE_SIZE, and rxe allows 32767
 # entries at most: 64 peers keep it below.
 for d in $devs; do
-	if [ -z "$ref" ]; then
+	if [ $san = yes ]; then
+		result SKIP "ref-fabtests-verbs-${d%%:*}" "$san_why"
+	elif [ -z "$ref" ]; then
 		result SKIP "ref-fabtests-verbs-${d%%:*}" "no reference libfabric.so.1"
 	else
 		LD_LIBRARY_PATH=$ref FI_UNIVERSE_SIZE=64 \
@@ -231,6 +241,8 @@ for d in $devs; do
 	for c in verbs-mtl verbs-btl; do
 		if [ $weft_verbs = no ]; then
 			result SKIP "mpi-$c-${d%%:*}" "$no_verbs"
+		elif [ $san = yes ]; then
+			result SKIP "mpi-$c-${d%%:*}" "$san_why (Open MPI cannot load it)"
 		else
 			run "mpi-$c-${d%%:*}" $((limit * 4)) mpi_verbs "$c" "${d%%:*}"
 		fi
