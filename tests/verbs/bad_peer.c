@@ -10,11 +10,16 @@
  *  - a message of another protocol version;
  *  - a rendezvous announcement with no segments, and one with too many.
  * Before that, a connection request in the previous wire version (32
- * bytes of private data, no fence region) must be refused.
+ * bytes of private data, no fence region) must be refused.  After it,
+ * the endpoint writes into the peer, which named a fence region with a
+ * key that does not exist: over iWARP, where every write is followed by
+ * a read of that region, the write must fail at the endpoint (not
+ * succeed, not hang); over RoCE, where there is no fence, it lands.
  * Run in the test VM by tests/verbs/bad-peer.sh: bad_peer DEVICE_IP.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
@@ -31,6 +36,8 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
 /* The wire format of docs/verbs-protocol.md, version 2. */
 #define WIRE_VERSION 2
@@ -46,8 +53,8 @@ struct cm_priv {
 	uint8_t version, reserved;
 	uint16_t addr_len;
 	uint8_t addr[28];
-	uint64_t fence_addr; /* none: this peer reads nothing of ours */
-	uint32_t fence_rkey, reserved2;
+	uint64_t fence_addr; /* a region of ours the target reads */
+	uint32_t fence_rkey, reserved2; /* here: a key never issued */
 } __attribute__((packed));
 _Static_assert(sizeof(struct cm_priv) == 48, "private data");
 _Static_assert(sizeof(struct hdr) == 48, "header");
@@ -129,7 +136,8 @@ static void cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 
 int main(int argc, char **argv)
 {
-	static char rbuf[1 << 20], sbuf[4096];
+	static char rbuf[1 << 20], sbuf[4096], tbuf[4096], pbuf[4096];
+	static char wbuf[64] = "written by the target, fenced";
 	struct fi_info *hints, *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -144,7 +152,13 @@ int main(int argc, char **argv)
 	struct ibv_qp_init_attr qa = { 0 }, qa_old = { 0 };
 	struct rdma_conn_param cp = { 0 };
 	struct cm_priv pd = { .version = WIRE_VERSION };
-	struct ibv_mr *mr;
+	struct ibv_mr *mr, *tmr, *pmr;
+	struct fid_mr *wmr;
+	struct fi_cq_err_entry err;
+	fi_addr_t peer;
+	bool iwarp;
+	ssize_t n;
+	uint64_t end;
 	struct ibv_cq *scq;
 	struct ibv_wc wc;
 	struct fi_context2 rctx;
@@ -157,7 +171,7 @@ int main(int argc, char **argv)
 	}
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG;
+	hints->caps = FI_MSG | FI_RMA;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -179,6 +193,8 @@ int main(int argc, char **argv)
 	/* Receives larger than any bounce buffer: a wrong length would read
 	 * past the one the message came in. */
 	CHECK(fi_recv(ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, &rctx));
+	CHECK(fi_mr_reg(domain, wbuf, sizeof(wbuf), FI_WRITE, 0, 0, 0, &wmr,
+			NULL));
 
 	ch = rdma_create_event_channel();
 	CHECK(!ch);
@@ -237,11 +253,30 @@ int main(int argc, char **argv)
 	CHECK(rdma_create_qp(id, NULL, &qa));
 	mr = ibv_reg_mr(id->pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(!mr);
+	/* What the target writes into, and receives for what it may send
+	 * (a credit return): iWARP has no receiver-not-ready retry. */
+	tmr = ibv_reg_mr(id->pd, tbuf, sizeof(tbuf),
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(!tmr);
+	pmr = ibv_reg_mr(id->pd, pbuf, sizeof(pbuf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!pmr);
+	for (i = 0; i < 8; i++) {
+		struct ibv_sge sge = { (uintptr_t)pbuf + (uint64_t)i * 512, 512,
+				       pmr->lkey };
+		struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 },
+				   *rbad;
+
+		CHECK(ibv_post_recv(id->qp, &rwr, &rbad));
+	}
+	iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	/* Named by an address nobody listens at: the target never
-	 * connects back. */
+	 * connects back, it answers on this connection. */
 	me.sin_port = htons(9);
 	pd.addr_len = sizeof(me);
 	memcpy(pd.addr, &me, sizeof(me));
+	CHECK(fi_av_insert(av, &me, 1, &peer, 0, NULL) != 1);
+	pd.fence_addr = (uintptr_t)tbuf;
+	pd.fence_rkey = tmr->rkey ^ 0x5a5a5a00; /* no region has it */
 	cp.private_data = &pd;
 	cp.private_data_len = sizeof(pd);
 	cp.responder_resources = cp.initiator_depth = 1;
@@ -277,9 +312,7 @@ int main(int argc, char **argv)
 		wr.send_flags = IBV_SEND_SIGNALED;
 		CHECK(ibv_post_send(id->qp, &wr, &bad));
 		for (;;) {
-			int n = ibv_poll_cq(scq, 1, &wc);
-
-			if (n == 1)
+			if (ibv_poll_cq(scq, 1, &wc) == 1)
 				break;
 			target_poll(1, &e);
 		}
@@ -301,13 +334,50 @@ int main(int argc, char **argv)
 			printf("ok: the honest message arrived intact\n");
 		}
 	}
+
+	/* The target writes into us: over iWARP its fence read uses the
+	 * key we named, which does not exist. */
+	CHECK(fi_write(ep, wbuf, sizeof(wbuf), fi_mr_desc(wmr), peer,
+		       (uintptr_t)tbuf, tmr->rkey, &rctx));
+	end = now_ms() + 5000;
+	do {
+		n = fi_cq_read(cq, &e, 1);
+	} while (n == -FI_EAGAIN && now_ms() < end);
+	if (n == -FI_EAGAIN) {
+		FAIL("a write to a peer naming a bogus fence key never "
+		     "completed");
+	} else if (n == -FI_EAVAIL) {
+		memset(&err, 0, sizeof(err));
+		fi_cq_readerr(cq, &err, 0);
+		if (!iwarp)
+			FAIL("the write failed without a fence: %d", err.err);
+		else if (err.op_context != &rctx)
+			FAIL("an error completion of something else: %d",
+			     err.err);
+		else
+			printf("ok: the write fenced with a bogus key failed "
+			       "at the target: %s\n", fi_strerror(err.err));
+	} else if (n != 1 || e.op_context != &rctx) {
+		FAIL("the write completed as %zd", n);
+	} else if (iwarp) {
+		FAIL("the write completed successfully though its fence read "
+		     "had a bogus key");
+	} else if (memcmp(tbuf, wbuf, sizeof(wbuf))) {
+		FAIL("the write completed but did not land");
+	} else {
+		printf("ok: no fence over RoCE: the write landed\n");
+	}
+
 	rdma_disconnect(id);
 	rdma_destroy_qp(id);
+	ibv_dereg_mr(tmr);
+	ibv_dereg_mr(pmr);
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(scq);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	CHECK(fi_close(&ep->fid));
+	CHECK(fi_close(&wmr->fid));
 	CHECK(fi_close(&cq->fid));
 	CHECK(fi_close(&av->fid));
 	CHECK(fi_close(&domain->fid));
