@@ -209,6 +209,8 @@ struct vpeer {
 	 * unreachable): the next transmit is told, the one after tries
 	 * again (a peer restarted under the address is reached). */
 	int conn_err;
+	/* Connects refused a busy local port in a row (route_resolved). */
+	uint8_t port_busy;
 };
 
 struct vbuf {
@@ -660,6 +662,7 @@ static void conn_open(struct vconn *conn)
 	if (!vp)
 		return;
 	vp->conn_err = 0;
+	vp->port_busy = 0;
 	if (!vp->conn) /* it connected first: we answer on its QP */
 		vp->conn = conn;
 	if (vp->conn == conn) {
@@ -870,7 +873,24 @@ static void route_resolved(struct vconn *conn)
 	priv_fill(ep, &pd);
 	conn_param_fill(ep, &cp, &pd, sizeof(pd));
 	if (rdma_connect(conn->id, &cp)) {
-		conn_lost(conn, -weft_errno(errno));
+		struct vpeer *vp = conn->peer;
+
+		ret = weft_errno(errno);
+		/* iWARP: siw binds its TCP socket to the port rdma_cm gave
+		 * this id, which TCP may still hold (a connection of ours
+		 * in TIME_WAIT): another id, another port.  The peer's
+		 * transmits wait for that one instead of failing. */
+		if (ret == -FI_EADDRINUSE && vp && vp->conn == conn &&
+		    vp->port_busy < 8) {
+			FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+				"local port busy: connecting again\n");
+			vp->port_busy++;
+			vp->conn = NULL;
+			conn_lost(conn, -ret);
+			peer_connect(ep, vp); /* its failure fails the peer */
+			return;
+		}
+		conn_lost(conn, -ret);
 		return;
 	}
 	conn->state = VC_CONNECTING;
