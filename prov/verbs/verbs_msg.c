@@ -1464,6 +1464,53 @@ static int ep_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 	return sockaddr_out(rdma_get_peer_addr(ep->id), addr, addrlen);
 }
 
+/*
+ * rdma_resolve_addr from src (or the route's address) to dst.  Over iWARP
+ * the connection's TCP socket is bound to the local port rdma_cm picks
+ * from a port space of its own, and rdma_connect fails with EADDRINUSE
+ * when TCP holds that port (a listener, a socket in TIME_WAIT): with no
+ * port asked for, take one that TCP had free just now (a socket bound to
+ * port 0 and closed), another if rdma_cm holds it.
+ */
+static int resolve_addr(struct verbs_msg_ep *ep, const struct sockaddr *src,
+			const struct sockaddr *dst)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	int i, fd;
+
+	for (i = 0; ep->domain->dev.iwarp && src && i < 16; i++) {
+		len = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						   sizeof(struct sockaddr_in);
+		if ((src->sa_family != AF_INET && src->sa_family != AF_INET6) ||
+		    (src->sa_family == AF_INET ?
+			     ((const struct sockaddr_in *)src)->sin_port :
+			     ((const struct sockaddr_in6 *)src)->sin6_port))
+			break; /* a port of the application's */
+		memcpy(&sa, src, len);
+		fd = socket(src->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			break;
+		if (bind(fd, (struct sockaddr *)&sa, len) ||
+		    getsockname(fd, (struct sockaddr *)&sa, &len)) {
+			close(fd);
+			break;
+		}
+		close(fd);
+		if (!rdma_resolve_addr(ep->id, (struct sockaddr *)&sa,
+				       (struct sockaddr *)dst,
+				       verbs_params.conn_timeout_ms))
+			return 0;
+		if (errno != EADDRINUSE)
+			return weft_errno(errno);
+	}
+	if (rdma_resolve_addr(ep->id, (struct sockaddr *)src,
+			      (struct sockaddr *)dst,
+			      verbs_params.conn_timeout_ms))
+		return weft_errno(errno);
+	return 0;
+}
+
 static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 		      const void *param, size_t paramlen)
 {
@@ -1486,9 +1533,8 @@ static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 	}
 	if (ep->src_addr.ss_family)
 		src = (struct sockaddr *)&ep->src_addr;
-	if (rdma_resolve_addr(ep->id, src, (struct sockaddr *)addr,
-			      verbs_params.conn_timeout_ms)) {
-		ret = weft_errno(errno);
+	ret = resolve_addr(ep, src, addr);
+	if (ret) {
 		weft_unlock(&ep->rdm.lock);
 		return ret;
 	}
