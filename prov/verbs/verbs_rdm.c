@@ -2190,27 +2190,36 @@ static void self_flush(struct verbs_rdm_ep *ep, struct vconn *conn)
 	ep->nself_flush--;
 }
 
-/* The CQ was empty: what waits for that (reposts), or for time. */
-static __attribute__((noinline)) int progress_idle(struct verbs_rdm_ep *ep)
+/* The CQ was found empty: the conns due for self_flush; how many. */
+static int cq_empty(struct verbs_rdm_ep *ep)
 {
+	struct dlist_entry *e;
 	int n = 0;
 
 	ep->empty_seq++;
-	if (ep->nself_flush) {
-		struct dlist_entry *e;
+	if (!ep->nself_flush)
+		return 0;
+	dlist_foreach(&ep->conns, e) {
+		struct vconn *conn = container_of(e, struct vconn, entry);
 
-		dlist_foreach(&ep->conns, e) {
-			struct vconn *conn =
-				container_of(e, struct vconn, entry);
-
-			if (conn->self_flush && conn->flush_seq < ep->empty_seq)
-				self_flush(ep, conn);
+		if (conn->self_flush && conn->flush_seq < ep->empty_seq) {
+			self_flush(ep, conn);
+			n++;
 		}
 	}
+	return n;
+}
+
+/* The CQ was empty: what waits for that (reposts), or for time. */
+static __attribute__((noinline)) int progress_idle(struct verbs_rdm_ep *ep)
+{
+	int n;
+
+	n = cq_empty(ep);
 	if (ep->nrepost)
 		repost_flush(ep);
 	if (ep->cm_busy || !(ep->calls & 4095))
-		n = cm_progress(ep);
+		n += cm_progress(ep);
 	if (ep->ndead && !(ep->calls & 63))
 		conn_reap(ep);
 	return n;
@@ -2257,7 +2266,7 @@ static int verbs_rdm_arm(struct util_rdm_xport *xp)
 	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct ibv_cq *cq;
 	void *ctx;
-	int n;
+	int n, k;
 
 	if (weft_unlikely(ep->closing))
 		return 0;
@@ -2272,7 +2281,12 @@ static int verbs_rdm_arm(struct util_rdm_xport *xp)
 	}
 	if (!ep->cq_armed && !ibv_req_notify_cq(ep->cq, 0))
 		ep->cq_armed = true;
-	return n + poll_cq(ep);
+	k = poll_cq(ep);
+	/* What the device will never complete raises no CQ event: end
+	 * it now rather than sleep on it. */
+	if (!k)
+		k = cq_empty(ep);
+	return n + k;
 }
 
 static int verbs_rdm_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)

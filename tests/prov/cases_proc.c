@@ -1232,6 +1232,84 @@ static int case_proc_peer_killed(const char *prov)
 }
 
 /*
+ * The same death seen by an application that sleeps in fi_cq_sread (a CQ
+ * with a wait object) and never polls: each send to the dead peer is
+ * waited for there alone, and one of them must end in an error; no
+ * fi_cq_sread may wait 2 s for nothing, since what the peer's death ends
+ * must wake the sleeper.
+ */
+static int case_proc_peer_killed_sread(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED,
+			    .nep = 1,
+			    .no_insert = true,
+			    .cq_wait = FI_WAIT_UNSPEC};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context2 ctx;
+	struct peer_name name;
+	struct peer_link l;
+	struct cf_mem sm, rm;
+	struct cf_fix f;
+	uint64_t end, t0;
+	fi_addr_t peer;
+	int done = 0, failed = 0;
+	ssize_t ret;
+
+	cf_open(&f, prov, &o);
+	cf_mem_reg(&f, 0, &sm, PP_MAX, FI_SEND);
+	cf_mem_reg(&f, 0, &rm, PP_MAX, FI_RECV);
+	peer = kill_victim(&f, &l, &name, &sm, &rm);
+	end = cf_now_ms() + 5000;
+	while (!failed && cf_now_ms() < end) {
+		cf_mark("fi_send to a dead peer");
+		ret = fi_send(f.ep[0].ep, sm.p, 64, sm.desc, peer, &ctx);
+		if (ret == -FI_EAGAIN) {
+			/* Room comes back with completions: sleep for one. */
+			ret = fi_cq_sread(f.ep[0].cq, &e, 1, NULL, 100);
+			cf_assert(ret != 1 || e.op_context != &ctx,
+				  "a completion of a send never posted");
+			if (ret == -FI_EAVAIL)
+				failed = 1;
+			continue;
+		}
+		if (ret) {
+			failed = 1; /* refused at once: also an error */
+			break;
+		}
+		cf_mark("fi_cq_sread for a send to a dead peer");
+		t0 = cf_now_ms();
+		ret = fi_cq_sread(f.ep[0].cq, &e, 1, NULL, 2000);
+		cf_assert(ret != -FI_EAGAIN,
+			  "fi_cq_sread slept %llu ms with a send to a dead "
+			  "peer outstanding, and nothing woke it",
+			  (unsigned long long)(cf_now_ms() - t0));
+		if (ret == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			cf_assert(fi_cq_readerr(f.ep[0].cq, &err, 0) == 1,
+				  "fi_cq_readerr after -FI_EAVAIL");
+			cf_assert(err.op_context == &ctx,
+				  "an error completion of something else: %d",
+				  err.err);
+			failed = 1;
+		} else {
+			cf_assert(ret == 1 && e.op_context == &ctx,
+				  "fi_cq_sread: %zd", ret);
+			done++;
+		}
+	}
+	cf_assert(failed, "%d sends reported done over 5 s, none failed",
+		  done);
+	if (done)
+		cf_note("%d send(s) reported done before the death was noticed",
+			done);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
+/*
  * A peer killed with SIGKILL and a new process started under its name: once
  * the address is inserted again, the new process is reached, and gets only
  * what was sent to it (nothing sent to the dead one), verified.
@@ -1297,6 +1375,10 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: a peer's completed sends arrive, once, intact and "
      "from it, after it closed and exited",
      case_proc_sender_exits},
+    {"proc_peer_killed_sread",
+     "two processes: the peer SIGKILLed while we sleep in fi_cq_sread "
+     "for our sends to it: one fails, no wait runs out",
+     case_proc_peer_killed_sread},
     {"proc_peer_killed",
      "two processes: peer SIGKILLed; sends to it end in an error, a "
      "receive from it cancels, the endpoint closes",
