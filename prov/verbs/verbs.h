@@ -199,6 +199,15 @@ int verbs_access_flags(uint64_t access);
  * fi_cq_err_entry (IBV_WC_WR_FLUSH_ERR is FI_ECANCELED).
  */
 int verbs_wc_err(enum ibv_wc_status status);
+
+/*
+ * rdma_resolve_addr(id, src, dst) with verbs_params.conn_timeout_ms; over
+ * iWARP, with no port in src, from a local port TCP lets siw bind (siw
+ * binds the connection's socket to rdma_cm's port, from a space of its
+ * own).  0 or -FI_E*.
+ */
+int verbs_resolve_addr(struct rdma_cm_id *id, const struct verbs_dev *dev,
+		       const struct sockaddr *src, const struct sockaddr *dst);
 void verbs_qp_tune(struct rdma_cm_id *id, const struct verbs_dev *dev);
 
 /* verbs_msg.c */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fi_atomic.h>
@@ -1004,6 +1005,105 @@ void verbs_qp_tune(struct rdma_cm_id *id, const struct verbs_dev *dev)
 			    sizeof(t)))
 		FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
 			"ACK timeout %u not set: %s\n", t, strerror(errno));
+}
+
+/*
+ * A local port for an iWARP connection that siw's bind will take: one
+ * with no TCP socket on it (a socket bound to port 0), else, when the
+ * ephemeral range has none left (its ports in TIME_WAIT), one drawn from
+ * the range that a socket with SO_REUSEADDR can bind, as siw's does.
+ * 0 when none was found.
+ */
+static uint16_t tcp_port_free(const struct sockaddr *src, socklen_t len,
+			      int attempt)
+{
+	struct sockaddr_storage sa;
+	unsigned int lo = 32768, hi = 60999;
+	int fd, one = 1;
+	uint16_t port = 0;
+	struct timespec ts;
+	FILE *f;
+
+	memcpy(&sa, src, len);
+	if (attempt) {
+		f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+		if (f) {
+			if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo > hi ||
+			    hi > 65535)
+				lo = 32768, hi = 60999;
+			fclose(f);
+		}
+		/* Not rand(): that is the application's. */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		port = (uint16_t)(lo + ((unsigned int)ts.tv_nsec ^
+					(unsigned int)attempt * 2654435761u) %
+					       (hi - lo + 1));
+		if (sa.ss_family == AF_INET)
+			((struct sockaddr_in *)&sa)->sin_port = htons(port);
+		else
+			((struct sockaddr_in6 *)&sa)->sin6_port = htons(port);
+	}
+	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	if ((attempt &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
+	    bind(fd, (struct sockaddr *)&sa, len) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len))
+		port = 0;
+	else
+		port = ntohs(sa.ss_family == AF_INET ?
+				     ((struct sockaddr_in *)&sa)->sin_port :
+				     ((struct sockaddr_in6 *)&sa)->sin6_port);
+	close(fd);
+	return port;
+}
+
+/*
+ * rdma_resolve_addr from src (or the route's address) to dst.  Over iWARP
+ * the connection's TCP socket is bound to the local port rdma_cm picks
+ * from a port space of its own, and rdma_connect fails with EADDRINUSE
+ * when TCP holds that port (a listener, for one): with no port asked for,
+ * take one TCP lets siw bind (tcp_port_free), another if rdma_cm holds it.
+ */
+int verbs_resolve_addr(struct rdma_cm_id *id, const struct verbs_dev *dev,
+		       const struct sockaddr *src, const struct sockaddr *dst)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = 0;
+	uint16_t port;
+	int i;
+
+	if (dev->iwarp && src &&
+	    (src->sa_family == AF_INET || src->sa_family == AF_INET6)) {
+		len = src->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+						  sizeof(struct sockaddr_in6);
+		memcpy(&sa, src, len);
+		if (src->sa_family == AF_INET ?
+			    ((struct sockaddr_in *)&sa)->sin_port :
+			    ((struct sockaddr_in6 *)&sa)->sin6_port)
+			len = 0; /* a port of the application's */
+	}
+	for (i = 0; len && i < 32; i++) {
+		port = tcp_port_free(src, len, i);
+		if (!port)
+			continue;
+		if (sa.ss_family == AF_INET)
+			((struct sockaddr_in *)&sa)->sin_port = htons(port);
+		else
+			((struct sockaddr_in6 *)&sa)->sin6_port = htons(port);
+		if (!rdma_resolve_addr(id, (struct sockaddr *)&sa,
+				       (struct sockaddr *)dst,
+				       verbs_params.conn_timeout_ms))
+			return 0;
+		if (errno != EADDRINUSE)
+			return weft_errno(errno);
+	}
+	if (rdma_resolve_addr(id, (struct sockaddr *)src,
+			      (struct sockaddr *)dst,
+			      verbs_params.conn_timeout_ms))
+		return weft_errno(errno);
+	return 0;
 }
 
 int verbs_wc_err(enum ibv_wc_status status)

@@ -760,10 +760,10 @@ static int peer_connect(struct verbs_rdm_ep *ep, struct vpeer *vp)
 	ep->cm_busy++;
 	vp->conn = conn;
 	vp->peer.state = UTIL_PEER_CONNECTING;
-	if (rdma_resolve_addr(id, (struct sockaddr *)&src,
-			      (struct sockaddr *)&dst,
-			      verbs_params.conn_timeout_ms)) {
-		ret = weft_errno(errno);
+	ret = verbs_resolve_addr(id, &ep->domain->dev,
+				 (struct sockaddr *)&src,
+				 (struct sockaddr *)&dst);
+	if (ret) {
 		conn_lost(conn, -ret);
 		return ret;
 	}
@@ -877,9 +877,9 @@ static void route_resolved(struct vconn *conn)
 
 		ret = weft_errno(errno);
 		/* iWARP: siw binds its TCP socket to the port rdma_cm gave
-		 * this id, which TCP may still hold (a connection of ours
-		 * in TIME_WAIT): another id, another port.  The peer's
-		 * transmits wait for that one instead of failing. */
+		 * this id, which TCP may have taken since verbs_resolve_addr
+		 * chose it: another id, another port.  The peer's transmits
+		 * wait for that one instead of failing. */
 		if (ret == -FI_EADDRINUSE && vp && vp->conn == conn &&
 		    vp->port_busy < 8) {
 			FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
