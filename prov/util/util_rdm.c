@@ -679,8 +679,14 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	    !rma_count || (count && !iov) || !rma)
 		return -FI_EINVAL;
 	len = util_iov_len(iov, count);
-	for (i = 0; i < rma_count; i++)
+	for (i = 0; i < rma_count; i++) {
+		/* No remote range wraps the address space: no target has
+		 * such memory, and a transport's peer takes such a request
+		 * for a broken one (tcp ends the connection). */
+		if (rma[i].len > UINT64_MAX - rma[i].addr)
+			return -FI_EINVAL;
 		rlen += rma[i].len;
+	}
 	if (len != rlen)
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && (kind != UTIL_RDM_TX_WRITE ||
@@ -929,8 +935,12 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		return -FI_EOPNOTSUPP;
 	if (!a->rma_count || a->rma_count > UTIL_RDM_IOV_MAX || !a->rma)
 		return -FI_EINVAL;
-	for (i = 0; i < a->rma_count; i++)
+	for (i = 0; i < a->rma_count; i++) {
+		/* No wrapping target (as in rdm_rma). */
+		if (elem && a->rma[i].count > (UINT64_MAX - a->rma[i].addr) / elem)
+			return -FI_EINVAL;
 		rcount += a->rma[i].count;
+	}
 
 	ep_lock(ep);
 	if (weft_unlikely(!ep->enabled)) {

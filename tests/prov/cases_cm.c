@@ -328,6 +328,25 @@ static void cm_connect_pair(struct cm_fix *cm)
 			&cm->f.ep[CM_CLIENT].ep->fid, &ev, "connect");
 }
 
+struct cf_fix *cf_msg_pair_open(const char *prov, uint64_t caps)
+{
+	struct cm_fix *cm = malloc(sizeof(*cm));
+
+	cf_assert(cm, "out of memory");
+	cm_open(cm, prov, caps, 0);
+	cm_connect_pair(cm);
+	return &cm->f;
+}
+
+void cf_msg_pair_close(struct cf_fix *f)
+{
+	struct cm_fix *cm = (struct cm_fix *)((char *)f -
+					      offsetof(struct cm_fix, f));
+
+	cm_close(cm);
+	free(cm);
+}
+
 /* Fail unless the GUARD bytes after len are still GUARD_BYTE. */
 static void check_guard(const uint8_t *p, size_t len, const char *what)
 {

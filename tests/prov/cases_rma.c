@@ -307,9 +307,10 @@ static int case_rma_iov(const char *prov)
 /*
  * Only a write that completes at FI_DELIVERY_COMPLETE must have heard of
  * the target's verdict; earlier levels may complete before it.  Upstream
- * 1.17 shm never completes such a write with a bad key.
+ * 1.17 shm never completes such a write with a bad key.  Returns the
+ * post's result: a refused post (an error return) is a failure too.
  */
-static void bad_write(struct cf_fix *f, struct cf_mem *lm, size_t len,
+static ssize_t bad_write(struct cf_fix *f, struct cf_mem *lm, size_t len,
 		      uint64_t raddr, uint64_t key, void *ctx)
 {
 	struct iovec iov = {lm->p, len};
@@ -324,8 +325,18 @@ static void bad_write(struct cf_fix *f, struct cf_mem *lm, size_t len,
 	    .context = ctx,
 	};
 
-	cf_post(f, fi_writemsg(f->ep[0].ep, &msg,
-			       FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	ssize_t ret;
+
+	cf_mark("fi_writemsg");
+	while ((ret = fi_writemsg(f->ep[0].ep, &msg,
+				  FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
+	       -FI_EAGAIN) {
+		cf_progress(f);
+		cf_assert(cf_now_ms() < end, "fi_writemsg: -FI_EAGAIN for %d ms",
+			  CF_WAIT_MS);
+	}
+	return ret;
 }
 
 /*
@@ -374,6 +385,7 @@ static int case_rma_bad_key(const char *prov)
 		cf_ok(fi_mr_enable(ronly));
 	}
 	for (k = 0; k < 7; k++) {
+		ssize_t ret = 0;
 		const char *what = k == 0   ? "write with a closed MR's key"
 				   : k == 1 ? "read with a closed MR's key"
 				   : k == 2 ? "write past the region's end"
@@ -383,19 +395,28 @@ static int case_rma_bad_key(const char *prov)
 					    : "write to a read-only region";
 
 		if (k == 4)
-			bad_write(&f, &lm, 64, raddr + 4096 - 63, key, &ctx);
+			ret = bad_write(&f, &lm, 64, raddr + 4096 - 63, key,
+					&ctx);
 		else if (k == 5)
-			bad_write(&f, &lm, 64, UINT64_MAX - 31, key, &ctx);
+			ret = bad_write(&f, &lm, 64, UINT64_MAX - 31, key, &ctx);
 		else if (k == 6)
-			bad_write(&f, &lm, 64, raddr, fi_mr_key(ronly), &ctx);
+			ret = bad_write(&f, &lm, 64, raddr, fi_mr_key(ronly),
+					&ctx);
 		else if (k == 1)
 			cf_post(&f, fi_read(f.ep[0].ep, lm.p, 64, lm.desc,
 					    f.ep[1].addr, raddr, bad, &ctx));
 		else if (k == 2)
-			bad_write(&f, &lm, 4096, raddr + 4096 - 64, key, &ctx);
+			ret = bad_write(&f, &lm, 4096, raddr + 4096 - 64, key,
+					&ctx);
 		else
-			bad_write(&f, &lm, 64, raddr,
-				  k ? bad ^ 0x5a5a0000beefULL : bad, &ctx);
+			ret = bad_write(&f, &lm, 64, raddr,
+					k ? bad ^ 0x5a5a0000beefULL : bad,
+					&ctx);
+		if (ret) {
+			cf_note("%s: post %zd (%s)", what, ret,
+				fi_strerror((int)-ret));
+			continue;
+		}
 		c = cf_wait_ctx(&f, 0, &ctx);
 		/* Upstream 1.17 shm and tcp complete some of these fine. */
 		cf_expect(c.err, "%s completed without error", what);
@@ -764,8 +785,9 @@ static const char *ba_err_name(int err)
 	}
 }
 
-/* Run one (op, bad) pair; the outcome goes into note, e.g. "EINVAL". */
-static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
+/* Run one (op, bad) pair; the outcome goes into note, e.g. "EINVAL".
+ * Returns the error of its completion, 0 if none or the post failed. */
+static int ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
 		   enum ba_op op, enum ba_bad bad, char *note, size_t notelen)
 {
 	bool rma = op == BA_WRITE || op == BA_READ;
@@ -773,7 +795,7 @@ static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
 	size_t n = rma ? BA_RMA : BA_AMO;
 	uint64_t key = t->key[0], addr = t->base;
 	struct fi_context2 ctx;
-	struct cf_comp c;
+	struct cf_comp c = {0};
 	ssize_t ret;
 	size_t j;
 
@@ -834,17 +856,12 @@ static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
 		cf_expect_none(f, 0, 10);
 	} else {
 		c = cf_wait_ctx(f, 0, &ctx);
-		/* Over iWARP (siw) a MSG endpoint's completion does not
-		 * carry the target's verdict: the target refuses the access
-		 * and ends the connection (an RDM endpoint waits for it).
-		 * And siw answers a read of a registration without
+		/* siw answers a read of a registration without
 		 * FI_REMOTE_READ: the target's device does not check it.
 		 * Noted; the target's memory is still checked below. */
-		if (!c.err &&
-		    (f->info->ep_attr->protocol == FI_PROTO_IWARP ||
-		     (op == BA_READ &&
-		      (bad == BA_NO_ACCESS || bad == BA_NO_ACCESS2) &&
-		      cf_iwarp(f))))
+		if (!c.err && op == BA_READ &&
+		    (bad == BA_NO_ACCESS || bad == BA_NO_ACCESS2) &&
+		    cf_iwarp(f))
 			cf_note("%s, %s: completed successfully over iWARP",
 				ba_op_name[op], ba_bad_name[bad]);
 		else
@@ -865,6 +882,7 @@ static void ba_one(struct cf_fix *f, struct ba_target *t, struct cf_mem *lm,
 			  (long)j - BA_PAGE);
 		memcpy(t->area, t->snap, sizeof(t->snap));
 	}
+	return c.err;
 }
 
 static void ba_run(const char *prov, uint64_t mr_mode, bool *virt_seen,
@@ -965,6 +983,90 @@ static void ba_run(const char *prov, uint64_t mr_mode, bool *virt_seen,
 }
 
 /*
+ * rma_bad_access over FI_EP_MSG endpoints, each access on a connection of
+ * its own: an access error may end a connection (a verbs QP goes to the
+ * error state; an iWARP target ends the stream), and a refused post on
+ * it proves nothing of the next case.
+ */
+static void ba_msg_one(const char *prov, uint64_t caps, enum ba_op op,
+		       enum ba_bad bad, char *note, size_t notelen)
+{
+	struct cf_fix *f = cf_msg_pair_open(prov, caps);
+	struct ba_target t;
+	struct cf_mem lm;
+	size_t cnt;
+	int err;
+
+	if (op >= BA_ATOMIC &&
+	    (fi_atomicvalid(f->ep[0].ep, FI_UINT8, FI_SUM, &cnt) ||
+	     fi_fetch_atomicvalid(f->ep[0].ep, FI_UINT8, FI_SUM, &cnt) ||
+	     fi_compare_atomicvalid(f->ep[0].ep, FI_UINT8, FI_CSWAP, &cnt))) {
+		snprintf(note, notelen, "-");
+		cf_msg_pair_close(f);
+		return;
+	}
+	cf_mem_reg(f, 0, &lm, 3 * BA_PAGE, FI_READ | FI_WRITE);
+	ba_target_open(f, &t);
+	cf_fill(lm.p, 3 * BA_PAGE, 72);
+	cf_fill(t.snap, sizeof(t.snap), 71);
+	err = ba_one(f, &t, &lm, op, bad, note, notelen);
+	/* The access's own error, not its connection's: on a connection of
+	 * its own, nothing else could have broken it. */
+	cf_expect(err != FI_ECONNRESET && err != FI_ECONNABORTED,
+		  "%s, %s: error %d (%s): its connection ended", ba_op_name[op],
+		  ba_bad_name[bad], err, fi_strerror(err));
+	if (!strncmp(note, "post -", 6)) {
+		/* A refused post did nothing: the connection still works. */
+		struct fi_context2 ctx;
+		struct cf_comp c;
+
+		cf_post(f, fi_write(f->ep[0].ep, lm.p, BA_RMA, lm.desc, 0,
+				    t.base, t.key[0], &ctx));
+		c = cf_wait_ctx(f, 0, &ctx);
+		cf_expect(!c.err,
+			  "%s, %s refused at post; a good write then: "
+			  "err %d (%s)",
+			  ba_op_name[op], ba_bad_name[bad], c.err,
+			  fi_strerror(c.err));
+	}
+	ba_target_close(&t);
+	cf_mem_free(&lm);
+	cf_msg_pair_close(f);
+}
+
+static int case_cm_rma_bad_access(const char *prov)
+{
+	struct cf_opts o = {.ep_type = FI_EP_MSG,
+			    .caps = FI_MSG | FI_RMA | FI_ATOMIC};
+	char line[1024], note[BA_NOPS][BA_NBAD][48];
+	struct fi_info *fi;
+	int op, bad, ret, len, nops = BA_NOPS;
+
+	fi = cf_getinfo(prov, &o, &ret);
+	if (ret) {
+		o.caps = FI_MSG | FI_RMA;
+		nops = BA_ATOMIC;
+		fi = cf_getinfo(prov, &o, &ret);
+	}
+	if (ret)
+		cf_skip("fi_getinfo %d for FI_EP_MSG with FI_RMA", ret);
+	fi_freeinfo(fi);
+	for (op = 0; op < nops; op++)
+		for (bad = 0; bad < BA_NBAD; bad++)
+			ba_msg_one(prov, o.caps, op, bad, note[op][bad],
+				   sizeof(note[op][bad]));
+	for (op = 0; op < nops; op++) {
+		len = snprintf(line, sizeof(line), "%s:", ba_op_name[op]);
+		for (bad = 0; bad < BA_NBAD; bad++)
+			len += snprintf(line + len, sizeof(line) - len,
+					" %s=%s", ba_bad_short[bad],
+					note[op][bad]);
+		cf_note("%s", line);
+	}
+	return 0;
+}
+
+/*
  * Both ways a peer names remote memory: offsets into the registration
  * (FI_MR_SCALABLE, mr_mode without FI_MR_VIRT_ADDR) and virtual addresses
  * (FI_MR_VIRT_ADDR, FI_MR_BASIC), whichever the provider offers.
@@ -1000,6 +1102,10 @@ const struct cf_case cf_cases_rma[] = {
     {"rma_bad_access",
      "bad keys, access and ranges around guard zones: error, guards intact",
      case_rma_bad_access},
+    {"cm_rma_bad_access",
+     "FI_EP_MSG: rma_bad_access's illegal accesses, each on a new "
+     "connection: error at the initiator, target memory unchanged",
+     case_cm_rma_bad_access},
     {"rma_selective",
      "FI_SELECTIVE_COMPLETION on writes; the write counter counts all",
      case_rma_selective},

@@ -213,6 +213,13 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret);
 void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o);
 void cf_close(struct cf_fix *f);
 void cf_ep_open(struct cf_fix *f, int i);
+/*
+ * An FI_EP_MSG pair (cases_cm.c): ep[1] listening and accepting, ep[0]
+ * connected to it, both with a CQ; caps as asked.  Skips the case if the
+ * provider has no such endpoint.  cf_msg_pair_close ends it all.
+ */
+struct cf_fix *cf_msg_pair_open(const char *prov, uint64_t caps);
+void cf_msg_pair_close(struct cf_fix *f);
 
 /* Drive progress on every endpoint and harvest their CQs. */
 void cf_progress(struct cf_fix *f);
