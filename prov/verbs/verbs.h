@@ -65,11 +65,23 @@ extern struct fi_provider verbs_prov;
 #define VERBS_CM_VERSION 1
 struct verbs_cm_hdr {
 	uint8_t version; /* VERBS_CM_VERSION */
-	uint8_t reserved;
+	uint8_t flags;	 /* VERBS_CM_F_*; 0 from a sender that knows none */
 	uint16_t len; /* bytes of application data that follow, little-endian */
 };
 _Static_assert(sizeof(struct verbs_cm_hdr) == 4, "verbs_cm_hdr is 4 bytes");
 #define VERBS_CM_DATA_MAX (VERBS_CM_PRIV_MAX - sizeof(struct verbs_cm_hdr))
+/*
+ * The application's data is followed by the sender's fence region
+ * (iWARP only, where private data is not limited to 56 bytes): where the
+ * receiver's fence reads behind its writes go (docs/verbs-cm.md).
+ */
+#define VERBS_CM_F_FENCE 0x1
+struct verbs_cm_fence {
+	uint64_t addr; /* little-endian */
+	uint32_t rkey; /* little-endian */
+} __attribute__((packed));
+/* Room for the header, the application's data and the fence region. */
+#define VERBS_CM_PRIV_BUF (VERBS_CM_PRIV_MAX + sizeof(struct verbs_cm_fence))
 
 /* Tunables, read once from FI_VERBS_* (verbs_params_init). */
 struct verbs_params {
@@ -154,7 +166,58 @@ struct verbs_domain {
 	 * closed: fi_close has returned, the last release frees the rest. */
 	unsigned int teardowns;
 	bool closed;
+	/* iWARP write fences (docs/verbs-protocol.md): fence_mem[0] is
+	 * what peers read behind their writes to us, fence_mem[1] where our
+	 * own fence reads land.  Registered on iWARP devices only. */
+	struct ibv_mr *fence_mr;
+	uint64_t fence_mem[2];
 };
+
+/*
+ * The largest send or receive queue of one endpoint, whose one CQ takes
+ * both directions: on iWARP a write takes two send work requests (the
+ * write and its fence read), and both may complete (flushed).
+ */
+static inline uint32_t verbs_queue_depth(const struct verbs_dev *d)
+{
+	uint32_t per_tx = d->iwarp ? 2 : 1;
+	uint32_t a = d->max_qp_wr / per_tx, b = d->max_cqe / (per_tx + 1);
+
+	return a < b ? a : b;
+}
+
+/*
+ * Where a fence read behind writes to a peer goes: the peer's fence
+ * region (its address and rkey, from the connection's private data;
+ * rkey 0: the peer has none, and nothing is fenced).
+ */
+struct verbs_fence {
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+/*
+ * Fill wr (zeroed by the caller) and sge with the fence read behind
+ * writes to the peer whose fence region is f: 8 bytes of it into the
+ * domain's fence_mem[1].  On iWARP a write completes once TCP took it;
+ * the read's answer comes only after the target placed the writes before
+ * it, and never when it refused one (it ends the stream), so the read's
+ * completion is the writes' verdict.  Not zero bytes: siw now and then
+ * refuses a zero-length read as an invalid STag.
+ */
+static inline void verbs_fence_wr(const struct verbs_domain *d,
+				  const struct verbs_fence *f,
+				  struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+	sge->addr = (uintptr_t)&d->fence_mem[1];
+	sge->length = sizeof(d->fence_mem[1]);
+	sge->lkey = d->fence_mr->lkey;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_RDMA_READ;
+	wr->wr.rdma.remote_addr = f->addr;
+	wr->wr.rdma.rkey = f->rkey;
+}
 
 static inline struct verbs_domain *verbs_domain_of(struct fid_domain *fid)
 {

@@ -45,6 +45,18 @@
  * completion is canceled: FI_ECANCELED with its context and flags
  * (FI_RECV | FI_MSG for a receive).  Counters count both as errors.
  *
+ * Write fences.  On iWARP a write completes once TCP took it, before the
+ * target checked its key, so a write with a bad key would be reported
+ * done.  Each side offers its domain's fence region in the connection's
+ * private data (VERBS_CM_F_FENCE), and every write is posted unsignalled
+ * and followed by an 8-byte read of the peer's region (verbs_fence_wr) in
+ * the same slot, carrying the write's signal: the read is answered only
+ * after the target placed the write, and never if it refused it (it ends
+ * the connection, and the read is flushed), so the read's completion is
+ * the write's.  A failed write completes its slot first; the flushed read
+ * behind it, in a slot already retired, is dropped.  The QP and CQ are
+ * sized for two work requests per transmit.
+ *
  * Receives posted before the QP exists (before fi_connect has resolved a
  * route, or before fi_accept) wait in their ring and are handed to the
  * QP when it is created.
@@ -175,8 +187,11 @@ struct verbs_msg_ep {
 	struct ibv_mr *scratch_mr;
 
 	/* fi_connect / fi_accept private data, with its header */
-	uint8_t cm_priv[VERBS_CM_PRIV_MAX];
+	uint8_t cm_priv[VERBS_CM_PRIV_BUF];
 	uint8_t cm_priv_len;
+	/* The peer's fence region (iWARP): every write is followed by an
+	 * 8-byte read of it (verbs_fence_wr).  rkey 0: not fenced. */
+	struct verbs_fence fence;
 	struct sockaddr_storage src_addr;
 };
 
@@ -184,6 +199,7 @@ struct verbs_msg_ep {
 struct verbs_connreq {
 	struct fid handle; /* FI_CLASS_CONNREQ */
 	struct rdma_cm_id *id;
+	struct verbs_fence fence; /* the connecting peer's */
 };
 
 struct verbs_pep {
@@ -205,32 +221,62 @@ static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
 
 /* ---- private data ------------------------------------------------------- */
 
-static int cm_pack(uint8_t *out, const void *param, size_t len)
+/*
+ * Private data into out (VERBS_CM_PRIV_BUF bytes): the header, the
+ * application's len bytes, and fence_of's fence region if it has one (a
+ * connect or accept on iWARP; NULL for a reject).  Its length, or
+ * -FI_EINVAL.
+ */
+static int cm_pack(uint8_t *out, const void *param, size_t len,
+		   const struct verbs_domain *fence_of)
 {
 	struct verbs_cm_hdr hdr = { .version = VERBS_CM_VERSION,
 				    .len = htole16((uint16_t)len) };
+	struct verbs_cm_fence f;
 
 	if (len > VERBS_CM_DATA_MAX || (len && !param))
 		return -FI_EINVAL;
+	if (fence_of && fence_of->fence_mr)
+		hdr.flags = VERBS_CM_F_FENCE;
 	memcpy(out, &hdr, sizeof(hdr));
 	if (len)
 		memcpy(out + sizeof(hdr), param, len);
-	return (int)(sizeof(hdr) + len);
+	len += sizeof(hdr);
+	if (hdr.flags & VERBS_CM_F_FENCE) {
+		f.addr = htole64((uintptr_t)fence_of->fence_mem);
+		f.rkey = htole32(fence_of->fence_mr->rkey);
+		memcpy(out + len, &f, sizeof(f));
+		len += sizeof(f);
+	}
+	return (int)len;
 }
 
-/* The application's part of a peer's private data (NULL, 0 if none). */
-static const void *cm_unpack(const void *priv, size_t priv_len, size_t *len)
+/*
+ * The application's part of a peer's private data (NULL, 0 if none), and
+ * into fence, if not NULL, the peer's fence region (rkey 0 if none).
+ */
+static const void *cm_unpack(const void *priv, size_t priv_len, size_t *len,
+			     struct verbs_fence *fence)
 {
 	struct verbs_cm_hdr hdr;
+	struct verbs_cm_fence f;
 	size_t n;
 
 	*len = 0;
+	if (fence)
+		fence->rkey = 0;
 	if (!priv || priv_len < sizeof(hdr))
 		return NULL;
 	memcpy(&hdr, priv, sizeof(hdr));
 	n = le16toh(hdr.len);
 	if (hdr.version != VERBS_CM_VERSION || n > priv_len - sizeof(hdr))
 		return NULL;
+	if (fence && (hdr.flags & VERBS_CM_F_FENCE) &&
+	    sizeof(f) <= priv_len - sizeof(hdr) - n) {
+		memcpy(&f, (const uint8_t *)priv + sizeof(hdr) + n, sizeof(f));
+		fence->addr = le64toh(f.addr);
+		fence->rkey = le32toh(f.rkey);
+	}
 	*len = n;
 	return (const uint8_t *)priv + sizeof(hdr);
 }
@@ -285,12 +331,22 @@ static void report_err(struct util_cq *cq, bool reserved, bool wanted,
 	util_cq_write_err(cq, &err);
 }
 
+/* Send work requests a transmit may take: a fenced write takes two. */
+static inline size_t tx_wrs(const struct verbs_msg_ep *ep)
+{
+	return ep->domain->fence_mr ? 2 : 1;
+}
+
 static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
 	struct verbs_tx *tx = &ep->tx[wc->wr_id % ep->tx_size];
 	struct util_cntr *cntr = tx_cntr(ep, tx->cntr);
 	struct util_cq *cq = ep->rdm.tx_cq;
 
+	/* The second work request of a retired transmit: a fenced write
+	 * that failed, then its fence read flushed. */
+	if (weft_unlikely(wc->wr_id < ep->tx_tail))
+		return;
 	if (cq)
 		util_cq_writer_lock(cq);
 	if (wc->status == IBV_WC_SUCCESS) {
@@ -540,7 +596,7 @@ static int qp_create(struct verbs_msg_ep *ep)
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,
 		.cap = {
-			.max_send_wr = (uint32_t)ep->tx_size,
+			.max_send_wr = (uint32_t)(ep->tx_size * tx_wrs(ep)),
 			.max_recv_wr = (uint32_t)ep->rx_size,
 			.max_send_sge = ep->max_sge,
 			.max_recv_sge = ep->max_sge,
@@ -589,7 +645,7 @@ static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
 			size_t priv_len)
 {
 	size_t len;
-	const void *data = cm_unpack(priv, priv_len, &len);
+	const void *data = cm_unpack(priv, priv_len, &len, NULL);
 
 	ep->state = VERBS_CM_FAILED;
 	if (ep->eq)
@@ -599,6 +655,7 @@ static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
 
 static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 {
+	struct verbs_fence fence;
 	struct rdma_conn_param cp;
 	const void *data;
 	size_t len;
@@ -623,7 +680,11 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		ep->state = VERBS_CM_CONNECTED;
 		data = cm_unpack(ev->param.conn.private_data,
-				 ev->param.conn.private_data_len, &len);
+				 ev->param.conn.private_data_len, &len,
+				 &fence);
+		/* The accept's (the passive side had the request's). */
+		if (fence.rkey && ep->domain->fence_mr)
+			ep->fence = fence;
 		if (ep->eq)
 			util_eq_write_cm(ep->eq, FI_CONNECTED,
 					 &ep->rdm.ep_fid.fid, NULL, data, len);
@@ -740,11 +801,11 @@ struct verbs_post {
 
 static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 {
-	struct ibv_sge sge[VERBS_IOV_MAX];
-	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge[VERBS_IOV_MAX], fsge;
+	struct ibv_send_wr wr, fwr, *bad = NULL;
 	struct verbs_tx *tx;
 	struct util_cq *cq = ep->rdm.tx_cq;
-	bool report, inject = p->flags & FI_INJECT;
+	bool report, signaled, inject = p->flags & FI_INJECT;
 	size_t len = 0;
 	ssize_t ret;
 
@@ -827,7 +888,31 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	     p->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
 	    ep->tx_head - ep->tx_signaled >= ep->tx_signal_every)
 		wr.send_flags |= IBV_SEND_SIGNALED;
+	signaled = wr.send_flags & IBV_SEND_SIGNALED;
+	if (ep->fence.rkey && p->opcode == IBV_WR_RDMA_WRITE) {
+		/* iWARP: the write's verdict is its fence read's (see Write
+		 * fences above), which takes its slot and signal. */
+		memset(&fwr, 0, sizeof(fwr));
+		verbs_fence_wr(ep->domain, &ep->fence, &fwr, &fsge);
+		fwr.wr_id = wr.wr_id;
+		fwr.send_flags = wr.send_flags & IBV_SEND_SIGNALED;
+		wr.send_flags &= ~IBV_SEND_SIGNALED;
+		wr.next = &fwr;
+	}
 	ret = ibv_post_send(ep->qp, &wr, &bad);
+	if (weft_unlikely(ret && bad == &fwr)) {
+		/* The write is posted and its fence is not (the queue has
+		 * room for both: a device gone bad).  Nothing would complete
+		 * the write: end the QP, which flushes it, reported. */
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
+			"fence read refused (%s): connection ended\n",
+			strerror(ret));
+		ibv_modify_qp(ep->qp, &qa, IBV_QP_STATE);
+		ep->err_flush = ep->domain->dev.err_post_lost;
+		ret = 0;
+	}
 	if (ret) {
 		if (report) {
 			util_cq_writer_lock(cq);
@@ -838,7 +923,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 		goto out;
 	}
 	ep->tx_head++;
-	if (wr.send_flags & IBV_SEND_SIGNALED)
+	if (signaled)
 		ep->tx_signaled = ep->tx_head;
 out:
 	weft_unlock(&ep->rdm.lock);
@@ -1475,7 +1560,7 @@ static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 		return -FI_EINVAL;
 	if (!ep->eq)
 		return -FI_ENOEQ;
-	ret = cm_pack(ep->cm_priv, param, paramlen);
+	ret = cm_pack(ep->cm_priv, param, paramlen, ep->domain);
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
@@ -1503,7 +1588,7 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	struct rdma_conn_param cp;
 	int ret;
 
-	ret = cm_pack(ep->cm_priv, param, paramlen);
+	ret = cm_pack(ep->cm_priv, param, paramlen, ep->domain);
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
@@ -1791,7 +1876,7 @@ static int ep_enable(struct verbs_msg_ep *ep)
 		return -FI_EOPBADSTATE;
 	}
 	/* Every receive of the shared context may complete here. */
-	cqe = ep->tx_size + (ep->srx ? ep->srx->size : ep->rx_size);
+	cqe = ep->tx_size * tx_wrs(ep) + (ep->srx ? ep->srx->size : ep->rx_size);
 	cqe = WEFT_MIN(cqe, (size_t)ep->domain->dev.max_cqe);
 	ep->cq = ibv_create_cq(ep->domain->ctx, (int)cqe, ep, ep->comp_ch, 0);
 	if (!ep->cq)
@@ -1859,7 +1944,7 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		.connected = true,
 	};
 	const struct verbs_dev *d = &domain->dev;
-	uint32_t depth = WEFT_MIN(d->max_qp_wr, d->max_cqe / 2);
+	uint32_t depth = verbs_queue_depth(d);
 	struct verbs_msg_ep *ep;
 	int ret;
 
@@ -1947,6 +2032,8 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		}
 		ep->id = cr->id;
 		ep->id->context = ep;
+		if (domain->fence_mr)
+			ep->fence = cr->fence;
 		free(cr);
 		info->handle = NULL;
 	} else {
@@ -2279,7 +2366,7 @@ static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
 		info->dest_addrlen = len;
 	}
 	data = cm_unpack(ev->param.conn.private_data,
-			 ev->param.conn.private_data_len, &len);
+			 ev->param.conn.private_data_len, &len, &cr->fence);
 	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
 			     data, len) < 0)
 		goto refuse;
@@ -2421,7 +2508,7 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
 
 	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
 		return -FI_EINVAL;
-	len = cm_pack(priv, param, paramlen);
+	len = cm_pack(priv, param, paramlen, NULL);
 	if (len < 0)
 		return len;
 	cr = container_of(handle, struct verbs_connreq, handle);

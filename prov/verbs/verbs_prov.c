@@ -456,9 +456,7 @@ static size_t cap_size(size_t want, uint32_t limit)
 static void site_fill(struct verbs_site *s)
 {
 	const struct verbs_dev *d = &s->dev;
-	/* One CQ per endpoint takes both directions: each at most half. */
-	uint32_t depth = d->max_qp_wr < d->max_cqe / 2 ? d->max_qp_wr :
-							   d->max_cqe / 2;
+	uint32_t depth = verbs_queue_depth(d);
 	uint32_t sge = d->max_sge < VERBS_IOV_MAX ? d->max_sge : VERBS_IOV_MAX;
 	int i;
 
@@ -1217,6 +1215,8 @@ static void domain_free(struct verbs_domain *domain)
 {
 	close(domain->epfd);
 	util_mr_cache_fini(&domain->mr_cache);
+	if (domain->fence_mr)
+		ibv_dereg_mr(domain->fence_mr);
 	ibv_dealloc_pd(domain->pd);
 	free(domain);
 }
@@ -1408,6 +1408,16 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 		ret = weft_errno(errno);
 		goto err_info;
 	}
+	if (domain->dev.iwarp) {
+		domain->fence_mr = ibv_reg_mr(domain->pd, domain->fence_mem,
+					      sizeof(domain->fence_mem),
+					      IBV_ACCESS_LOCAL_WRITE |
+						      IBV_ACCESS_REMOTE_READ);
+		if (!domain->fence_mr) {
+			ret = weft_errno(errno);
+			goto err_pd;
+		}
+	}
 	domain->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (domain->epfd < 0) {
 		ret = weft_errno(errno);
@@ -1435,6 +1445,8 @@ err_cache:
 	util_mr_cache_fini(&domain->mr_cache);
 	close(domain->epfd);
 err_pd:
+	if (domain->fence_mr)
+		ibv_dereg_mr(domain->fence_mr);
 	ibv_dealloc_pd(domain->pd);
 err_info:
 	fi_freeinfo(domain->info);

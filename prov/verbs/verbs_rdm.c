@@ -197,8 +197,7 @@ struct vconn {
 	bool self_flush;
 	uint64_t flush_seq;
 	/* The peer's fence region (struct vrdm_cm_priv); rkey 0: none. */
-	uint64_t fence_addr;
-	uint32_t fence_rkey;
+	struct verbs_fence fence;
 };
 
 
@@ -285,10 +284,6 @@ struct verbs_rdm_ep {
 	unsigned int calls, cm_busy;
 	uint8_t *tx_mem;
 	struct ibv_mr *tx_mr;
-	/* iWARP: a region peers read 8 bytes of behind their writes (its
-	 * first word; the second takes what we read of theirs). */
-	struct ibv_mr *fence_mr;
-	uint64_t fence_mem[8];
 	struct vbuf *tx_bufs;
 	struct dlist_entry chunks; /* struct vchunk */
 	uint32_t rx_posted; /* receive buffers the SRQ holds, all told */
@@ -518,9 +513,9 @@ static void priv_fill(struct verbs_rdm_ep *ep, struct vrdm_cm_priv *pd)
 	pd->version = VRDM_VERSION;
 	pd->addr_len = (uint16_t)ep->addrlen;
 	memcpy(pd->addr, &ep->addr, ep->addrlen);
-	if (ep->fence_mr) {
-		pd->fence_addr = (uintptr_t)ep->fence_mem;
-		pd->fence_rkey = ep->fence_mr->rkey;
+	if (ep->domain->fence_mr) {
+		pd->fence_addr = (uintptr_t)ep->domain->fence_mem;
+		pd->fence_rkey = ep->domain->fence_mr->rkey;
 	}
 }
 
@@ -531,8 +526,8 @@ static void priv_fence(struct vconn *conn, const void *priv, size_t len)
 
 	if (!pd || len < sizeof(*pd) || pd->version != VRDM_VERSION)
 		return;
-	conn->fence_addr = pd->fence_addr;
-	conn->fence_rkey = pd->fence_rkey;
+	conn->fence.addr = pd->fence_addr;
+	conn->fence.rkey = pd->fence_rkey;
 }
 
 static void op_release(struct verbs_rdm_ep *ep, struct vop *op);
@@ -1603,21 +1598,11 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		 * stream on an access error).  Writes without a completion
 		 * take it too: a counter counts their errors.
 		 */
-		if (wr && ep->domain->dev.iwarp && conn->fence_rkey) {
+		if (wr && ep->domain->fence_mr && conn->fence.rkey) {
 			/* The peer's own fence region: the user's may not
-			 * allow reads.  Eight bytes of it, into ours: siw
-			 * now and then refuses a zero-length read as an
-			 * invalid STag (a TERMINATE behind a SEND), and a
-			 * read without a scatter entry takes a stale one of
-			 * the queue slot (a local protection error). */
-			op->sge[n].addr = (uintptr_t)&ep->fence_mem[1];
-			op->sge[n].length = sizeof(ep->fence_mem[1]);
-			op->sge[n].lkey = ep->fence_mr->lkey;
-			op->wr[n].sg_list = &op->sge[n];
-			op->wr[n].num_sge = 1;
-			op->wr[n].opcode = IBV_WR_RDMA_READ;
-			op->wr[n].wr.rdma.remote_addr = conn->fence_addr;
-			op->wr[n].wr.rdma.rkey = conn->fence_rkey;
+			 * allow reads. */
+			verbs_fence_wr(ep->domain, &conn->fence, &op->wr[n],
+				       &op->sge[n]);
 			n++;
 		}
 	}
@@ -2359,8 +2344,6 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	}
 	if (ep->tx_mr)
 		ibv_dereg_mr(ep->tx_mr);
-	if (ep->fence_mr)
-		ibv_dereg_mr(ep->fence_mr);
 	free(ep->tx_mem);
 	free(ep->tx_bufs);
 	if (ep->op_pool)
@@ -2590,14 +2573,6 @@ static int ep_buffers(struct verbs_rdm_ep *ep)
 			       IBV_ACCESS_LOCAL_WRITE);
 	if (!ep->tx_mr)
 		return weft_errno(errno);
-	if (d->dev.iwarp) {
-		ep->fence_mr = ibv_reg_mr(d->pd, ep->fence_mem,
-					  sizeof(ep->fence_mem),
-					  IBV_ACCESS_LOCAL_WRITE |
-						  IBV_ACCESS_REMOTE_READ);
-		if (!ep->fence_mr)
-			return weft_errno(errno);
-	}
 	for (i = 0; i < VRDM_TX_BUFS; i++) {
 		ep->tx_bufs[i].data = ep->tx_mem + i * VRDM_BUF_SIZE;
 		ep->tx_bufs[i].lkey = ep->tx_mr->lkey;

@@ -669,16 +669,8 @@ static void proc_rma_bad(struct cf_fix *f, struct peer_link *l,
 				continue;
 			}
 			c = cf_wait_ctx(f, 0, &ctx);
-			/* iWARP: see rma_bad_access (cases_rma.c). */
-			if (!c.err &&
-			    f->info->ep_attr->protocol == FI_PROTO_IWARP)
-				cf_note("%s with %s: completed successfully "
-					"over iWARP",
-					rd ? "read" : "write", bad[i].what);
-			else
-				cf_expect(c.err,
-					  "%s with %s: completed successfully",
-					  rd ? "read" : "write", bad[i].what);
+			cf_expect(c.err, "%s with %s: completed successfully",
+				  rd ? "read" : "write", bad[i].what);
 		}
 		cf_expect(ask(f, l, 'G', 0, 0, 0) == 'Y',
 			  "the target's guarded buffer changed after accesses "
