@@ -77,7 +77,7 @@ struct util_mr_publisher {
 	void (*publish)(struct util_mr_publisher *pub,
 			const struct util_mr_pub *reg);
 	void (*withdraw)(struct util_mr_publisher *pub, uint64_t key);
-	void (*atomic_lock)(struct util_mr_publisher *pub);
+	int (*atomic_lock)(struct util_mr_publisher *pub); /* 0 or -FI_E* */
 	void (*atomic_unlock)(struct util_mr_publisher *pub);
 };
 
@@ -176,9 +176,11 @@ struct util_mr_publisher *util_mr_map_publisher(struct util_mr_map *map);
 
 /*
  * Bracket an atomic applied by the target to registered memory (the
- * publisher's lock, if it has one; nothing otherwise).
+ * publisher's lock, if it has one; nothing otherwise).  The lock returns
+ * 0, or -FI_E* when it could not be had (the atomic then fails, and no
+ * unlock follows).
  */
-void util_mr_map_atomic_lock(struct util_mr_map *map);
+int util_mr_map_atomic_lock(struct util_mr_map *map);
 void util_mr_map_atomic_unlock(struct util_mr_map *map);
 
 /*

@@ -2032,7 +2032,11 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 	if (fetch)
 		res = buf + 3 * len;
 
-	shm_mrt_lock(m);
+	ret = shm_mrt_lock(m);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
 	got = process_vm_readv(m->pid, &tgt, 1, remote, n, 0);
 	ret = cma_result(ep, c, got, len);
 	if (!ret)
@@ -2278,8 +2282,10 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 		}
 		break;
 	default:
-		util_mr_map_atomic_lock(
+		ret = util_mr_map_atomic_lock(
 			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
+		if (ret)
+			break;
 		ret = util_rdm_target_atomic(req.op, req.datatype, local, nlocal,
 				       ib && req.op != FI_ATOMIC_READ ?
 					       ib->data :

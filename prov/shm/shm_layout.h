@@ -32,7 +32,7 @@
 #include <rdma/fi_rma.h>
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
-#define SHM_VERSION 4
+#define SHM_VERSION 5
 #define SHM_NAME_MAX 48 /* including the NUL */
 #define SHM_SLOT_SIZE 256
 #define SHM_SLOT_HDR 40
@@ -276,9 +276,15 @@ static_assert(sizeof(struct shm_bounce) == SHM_CACHELINE, "shm_bounce size");
  * making seq odd and waiting until no pin holds it (a pin whose process is
  * gone is cleared), then clearing `live` and making seq even.
  *
- * `atomic_lock` is a robust process-shared mutex: whoever applies an atomic
- * to the owner's registered memory (a peer, or the owner serving a request)
- * holds it from reading the old values to writing the new ones.
+ * `atomic_lock` is a lock word: whoever applies an atomic to the owner's
+ * registered memory (a peer, or the owner serving a request) holds it from
+ * reading the old values to writing the new ones.  0: free; else the
+ * holder's pid in bits 0-31 and its thread id in bits 32-63, taken by CAS
+ * from 0.  A waiter takes it over from a holder whose process is gone, and
+ * gives up after SHM_MRT_LOCK_MS.  Not a pthread mutex: every process
+ * mapping the table may write it, and a robust mutex keeps the links of
+ * its holder's robust list inside itself, which glibc follows (and the
+ * kernel, at the holder's exit).
  */
 #define SHM_MRT_MAGIC 0x776d7274u /* "wmrt" */
 #define SHM_MRT_PROBE 16
@@ -293,14 +299,12 @@ struct shm_mrt_hdr {
 	uint64_t total_size;
 	uint8_t pad0[SHM_CACHELINE - 24];
 	union {
-		pthread_mutex_t lock;
+		_Atomic uint64_t word;
 		uint8_t pad[SHM_CACHELINE];
 	} atomic_lock;
 };
 static_assert(sizeof(struct shm_mrt_hdr) == 2 * SHM_CACHELINE,
 	      "shm_mrt_hdr size");
-static_assert(sizeof(pthread_mutex_t) <= SHM_CACHELINE,
-	      "the atomic lock fits its line");
 
 struct shm_mrt_entry {
 	_Atomic uint64_t seq; /* even: stable; odd: being changed */

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,9 +171,9 @@ static void mrt_withdraw(struct util_mr_publisher *pub, uint64_t key)
 	}
 }
 
-static void mrt_atomic_lock(struct util_mr_publisher *pub)
+static int mrt_atomic_lock(struct util_mr_publisher *pub)
 {
-	shm_mrt_lock(&mrt_of(pub)->m);
+	return shm_mrt_lock(&mrt_of(pub)->m);
 }
 
 static void mrt_atomic_unlock(struct util_mr_publisher *pub)
@@ -180,22 +181,6 @@ static void mrt_atomic_unlock(struct util_mr_publisher *pub)
 	shm_mrt_unlock(&mrt_of(pub)->m);
 }
 
-static int mrt_lock_init(pthread_mutex_t *lock)
-{
-	pthread_mutexattr_t a;
-	int ret;
-
-	ret = pthread_mutexattr_init(&a);
-	if (ret)
-		return -ret;
-	ret = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	if (!ret)
-		ret = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	if (!ret)
-		ret = pthread_mutex_init(lock, &a);
-	pthread_mutexattr_destroy(&a);
-	return -ret;
-}
 
 /* Create the file, sized and with its memory reserved, and map it. */
 static int mrt_create(struct shm_mrt *t)
@@ -240,12 +225,7 @@ static int mrt_create(struct shm_mrt *t)
 	t->m.entries = SHM_MRT_ENTRIES;
 	t->m.pid = getpid();
 	t->creator = getpid();
-	ret = mrt_lock_init(&t->m.hdr->atomic_lock.lock);
-	if (ret) {
-		shm_mrt_unmap(&t->m);
-		shm_unlink(path);
-		return ret;
-	}
+	atomic_store(&t->m.hdr->atomic_lock.word, 0);
 	t->m.hdr->entries = SHM_MRT_ENTRIES;
 	t->m.hdr->pid = getpid();
 	t->m.hdr->total_size = size;
@@ -464,25 +444,67 @@ void shm_mrt_unpin(_Atomic int32_t *pin)
 	atomic_store_explicit(pin, 0, memory_order_release);
 }
 
-void shm_mrt_lock(struct shm_mrt_map *m)
+/* This thread's value of a held lock word (shm_layout.h). */
+static uint64_t lock_self(void)
 {
-	int ret = pthread_mutex_lock(&m->hdr->atomic_lock.lock);
+	return (uint64_t)(uint32_t)syscall(SYS_gettid) << 32 |
+	       (uint32_t)getpid();
+}
 
-	if (ret == EOWNERDEAD) {
-		/* Its holder died while it held it: the memory holds what
-		 * it had written back by then, if anything; go on. */
-		FI_INFO(&shm_prov, FI_LOG_EP_DATA,
-			"atomic lock of process %d: its holder died\n",
-			(int)m->pid);
-		pthread_mutex_consistent(&m->hdr->atomic_lock.lock);
-	} else if (ret) {
-		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-			"atomic lock of process %d: %s\n", (int)m->pid,
-			strerror(ret));
+int shm_mrt_lock(struct shm_mrt_map *m)
+{
+	_Atomic uint64_t *w = &m->hdr->atomic_lock.word;
+	struct timespec start, now, nap = { 0, 20000 };
+	uint64_t self = lock_self(), seen, looked = 0;
+	unsigned int spins = 0;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		seen = 0;
+		if (atomic_compare_exchange_weak_explicit(
+			    w, &seen, self, memory_order_acquire,
+			    memory_order_relaxed))
+			return 0;
+		if (!seen || ++spins < 1024) {
+			weft_cpu_relax();
+			continue;
+		}
+		/* Held a while: its holder is preempted, stopped or gone. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (now.tv_sec - start.tv_sec) * 1000 +
+		     (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (ms - (long)looked >= 10) {
+			looked = (uint64_t)ms;
+			if (pin_holder_gone((pid_t)(uint32_t)seen) &&
+			    atomic_compare_exchange_strong(w, &seen, self)) {
+				/* It died holding it: memory holds what it
+				 * wrote back by then, if anything; go on. */
+				FI_INFO(&shm_prov, FI_LOG_EP_DATA,
+					"atomic lock of process %d: its holder "
+					"%d died\n",
+					(int)m->pid, (int)(uint32_t)seen);
+				return 0;
+			}
+		}
+		if (ms > SHM_MRT_LOCK_MS) {
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"atomic lock of process %d: held by process %d "
+				"for over %d ms; atomic failed\n",
+				(int)m->pid, (int)(uint32_t)seen,
+				SHM_MRT_LOCK_MS);
+			return -FI_ETIMEDOUT;
+		}
+		nanosleep(&nap, NULL);
 	}
 }
 
 void shm_mrt_unlock(struct shm_mrt_map *m)
 {
-	pthread_mutex_unlock(&m->hdr->atomic_lock.lock);
+	uint64_t self = lock_self();
+
+	/* Not ours any more (taken over, or written by another): leave it. */
+	atomic_compare_exchange_strong_explicit(&m->hdr->atomic_lock.word,
+						&self, 0, memory_order_release,
+						memory_order_relaxed);
 }

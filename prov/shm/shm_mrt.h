@@ -70,8 +70,14 @@ int shm_mrt_pin(struct shm_mrt_map *m, uint64_t key, uint64_t addr,
 		_Atomic int32_t **pin);
 void shm_mrt_unpin(_Atomic int32_t *pin);
 
-/* The table's atomic lock (robust: a holder that died is survived). */
-void shm_mrt_lock(struct shm_mrt_map *m);
+/*
+ * The table's atomic lock (shm_layout.h): 0, or -FI_ETIMEDOUT when a
+ * holder that is alive kept it SHM_MRT_LOCK_MS (stopped, or a peer that
+ * means harm): the caller fails its atomic rather than wait for ever.  A
+ * holder that died is survived: memory holds what it wrote back by then.
+ */
+#define SHM_MRT_LOCK_MS 2000
+int shm_mrt_lock(struct shm_mrt_map *m);
 void shm_mrt_unlock(struct shm_mrt_map *m);
 
 #endif /* WEFT_SHM_MRT_H */

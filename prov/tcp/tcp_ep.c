@@ -913,7 +913,9 @@ static int atomic_in(struct tcp_conn *conn, const uint8_t *payload)
 	if (!ret) {
 		/* Peers of this host may apply atomics to the same memory
 		 * themselves (shm's registration table): take their lock. */
-		util_mr_map_atomic_lock(ep_mr_map(conn->ep));
+		ret = util_mr_map_atomic_lock(ep_mr_map(conn->ep));
+	}
+	if (!ret) {
 		ret = util_rdm_target_atomic(
 			f->atomic.op, f->atomic.datatype, local, n, payload,
 			f->atomic.kind == TCP_ATOMIC_COMPARE ? payload + len :

@@ -12,6 +12,7 @@
  *    compare-and-swap covers.
  */
 #include "weft/util_atomic.h"
+#include "weft/lock.h"
 
 #include <complex.h>
 #include <sched.h>
@@ -775,13 +776,6 @@ static bool util_atomic_compute(enum fi_op op, enum fi_datatype dt,
 
 static struct util_atomic_locks util_atomic_private_locks;
 
-static inline void util_atomic_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 /*
  * The stripe of the element at addr: bits 4..11, the same in every
  * process that maps the page.
@@ -803,7 +797,7 @@ static void util_atomic_lock(uint32_t *lock)
 	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
 		while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {
 			if (++spins < 1024) {
-				util_atomic_cpu_relax();
+				weft_cpu_relax();
 			} else {
 				sched_yield();
 				spins = 0;

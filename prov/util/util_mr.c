@@ -175,12 +175,11 @@ struct util_mr_publisher *util_mr_map_publisher(struct util_mr_map *map)
 	return pub;
 }
 
-void util_mr_map_atomic_lock(struct util_mr_map *map)
+int util_mr_map_atomic_lock(struct util_mr_map *map)
 {
 	struct util_mr_publisher *pub = util_mr_map_publisher(map);
 
-	if (pub && pub->atomic_lock)
-		pub->atomic_lock(pub);
+	return pub && pub->atomic_lock ? pub->atomic_lock(pub) : 0;
 }
 
 void util_mr_map_atomic_unlock(struct util_mr_map *map)

@@ -228,16 +228,77 @@ Test(shm_mrt, atomic_lock_survives_a_dead_holder)
 	if (!pid) {
 		if (shm_mrt_map(mrt->name, getppid(), &m))
 			_exit(2);
-		shm_mrt_lock(&m);
+		if (shm_mrt_lock(&m))
+			_exit(3);
 		_exit(0); /* dies holding it */
 	}
 	waitpid(pid, &status, 0);
 	cr_assert(WIFEXITED(status) && !WEXITSTATUS(status));
 	cr_assert_eq(shm_mrt_map(mrt->name, getpid(), &m), 0);
-	shm_mrt_lock(&m); /* EOWNERDEAD: made consistent */
+	cr_assert_neq(atomic_load(&m.hdr->atomic_lock.word), 0);
+	cr_assert_eq(shm_mrt_lock(&m), 0); /* taken over from the dead */
 	shm_mrt_unlock(&m);
-	shm_mrt_lock(&m); /* and usable again */
+	cr_assert_eq(atomic_load(&m.hdr->atomic_lock.word), 0);
+	cr_assert_eq(shm_mrt_lock(&m), 0); /* and usable again */
 	shm_mrt_unlock(&m);
+	shm_mrt_unmap(&m);
+}
+
+/*
+ * A holder that lives and keeps the lock (stopped, or a peer that means
+ * harm) costs a waiter SHM_MRT_LOCK_MS and an error, not a hang; once it
+ * is gone the lock is had again.
+ */
+Test(shm_mrt, atomic_lock_gives_up_on_a_live_holder)
+{
+	struct shm_mrt_map m;
+	uint64_t t0, took;
+	int status, p[2];
+	pid_t pid;
+	char c;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		if (shm_mrt_map(mrt->name, getppid(), &m) || shm_mrt_lock(&m))
+			_exit(2);
+		if (write(p[1], "l", 1) != 1)
+			_exit(2);
+		pause(); /* holds it until killed */
+		_exit(0);
+	}
+	cr_assert_eq(read(p[0], &c, 1), 1);
+	cr_assert_eq(shm_mrt_map(mrt->name, getpid(), &m), 0);
+	t0 = ms_now();
+	cr_expect_eq(shm_mrt_lock(&m), -FI_ETIMEDOUT);
+	took = ms_now() - t0;
+	cr_expect_geq(took, SHM_MRT_LOCK_MS);
+	cr_expect_lt(took, SHM_MRT_LOCK_MS + 3000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	cr_assert_eq(shm_mrt_lock(&m), 0);
+	shm_mrt_unlock(&m);
+	close(p[0]);
+	close(p[1]);
+	shm_mrt_unmap(&m);
+}
+
+/* A lock word a peer scribbled over (a process that does not exist) is
+ * taken over; unlock leaves a word that is not ours alone. */
+Test(shm_mrt, atomic_lock_word_scribbled)
+{
+	struct shm_mrt_map m;
+
+	cr_assert_eq(shm_mrt_map(mrt->name, getpid(), &m), 0);
+	atomic_store(&m.hdr->atomic_lock.word, 0xdeadbeef7ffffff0ULL);
+	cr_assert_eq(shm_mrt_lock(&m), 0);
+	shm_mrt_unlock(&m);
+	cr_assert_eq(atomic_load(&m.hdr->atomic_lock.word), 0);
+	atomic_store(&m.hdr->atomic_lock.word, 0x1234);
+	shm_mrt_unlock(&m); /* not ours: left as it is */
+	cr_assert_eq(atomic_load(&m.hdr->atomic_lock.word), 0x1234);
+	atomic_store(&m.hdr->atomic_lock.word, 0);
 	shm_mrt_unmap(&m);
 }
 
