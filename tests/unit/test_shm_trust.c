@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE 1 /* unshare */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -561,6 +562,129 @@ Test(shm_trust, full_dev_shm_fails_send_to_unreserved_peer, .timeout = 60)
 	child_result(pid, "send on a full /dev/shm",
 		     "cannot mount a small /dev/shm (needs root and mount "
 		     "namespaces)");
+}
+
+/* Whether /dev/shm holds a registration table (weft-shm-mrt.*). */
+static bool dev_shm_has_table(void)
+{
+	struct dirent *d;
+	bool found = false;
+	DIR *dir = opendir("/dev/shm");
+
+	while (dir && (d = readdir(dir)))
+		found |= !strncmp(d->d_name, "weft-shm-mrt.", 13);
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/*
+ * Two endpoints on a /dev/shm with room for their regions but not for a
+ * registration table (child of full_dev_shm_without_room_for_the_table):
+ * a write into and a read from a registration of b, and a message from a
+ * to b, all checked.  Exit status 0 if all is well.
+ */
+static int no_table_traffic(bool want_table)
+{
+	static uint8_t tgt[8192], src[8192], back[8192];
+	struct fi_cq_msg_entry e;
+	uint64_t raddr;
+	struct fid_mr *mr;
+	struct tep a, b;
+	char name[FI_NAME_MAX];
+	size_t len = sizeof(name);
+	fi_addr_t dest;
+	uint64_t msg = 0, v = 0x7ab1e5;
+	int got = 0, i;
+
+	setenv("FI_SHM_QUEUE_SLOTS", "16", 1);
+	setenv("FI_SHM_MAX_PEERS", "2", 1);
+	setenv("FI_SHM_BOUNCE_COUNT", "1", 1);
+	setenv("FI_SHM_BOUNCE_SIZE", "4096", 1);
+	if (tep_open(&a, NULL) || tep_open(&b, NULL))
+		return 2;
+	if (dev_shm_has_table() != want_table) {
+		fprintf(stderr, "a registration table is%s there\n",
+			want_table ? " not" : "");
+		return 3;
+	}
+	if (fi_getname(&b.ep->fid, name, &len) ||
+	    fi_av_insert(a.av, name, 1, &dest, 0, NULL) != 1)
+		return 4;
+	if (fi_mr_reg(b.domain, tgt, sizeof(tgt),
+		      FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL))
+		return 5;
+	raddr = b.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+			(uint64_t)(uintptr_t)tgt : 0;
+	for (i = 0; i < (int)sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	if (fi_recv(b.ep, &msg, sizeof(msg), NULL, FI_ADDR_UNSPEC, NULL) ||
+	    fi_write(a.ep, src, sizeof(src), NULL, dest, raddr, fi_mr_key(mr),
+		     &a) ||
+	    fi_inject(a.ep, &v, sizeof(v), dest))
+		return 6;
+	/* The write needs b's progress: it has no table to do without. */
+	for (i = 0; i < 200000 && got < 2; i++) {
+		if (fi_cq_read(a.cq, &e, 1) == 1)
+			got++;
+		if (fi_cq_read(b.cq, &e, 1) == 1)
+			got++;
+	}
+	if (got < 2 || memcmp(tgt, src, sizeof(src)) || msg != v) {
+		struct fi_cq_err_entry err = { 0 };
+
+		fprintf(stderr, "%d completions, data %s, message %#llx\n",
+			got, memcmp(tgt, src, sizeof(src)) ? "wrong" : "right",
+			(unsigned long long)msg);
+		if (fi_cq_readerr(a.cq, &err, 0) == 1 ||
+		    fi_cq_readerr(b.cq, &err, 0) == 1)
+			fprintf(stderr, "error completion: %d (%s)\n", err.err,
+				fi_strerror(err.err));
+		return 7;
+	}
+	if (fi_read(a.ep, back, sizeof(back), NULL, dest, raddr, fi_mr_key(mr),
+		    &a))
+		return 8;
+	for (i = 0, got = 0; i < 200000 && !got; i++) {
+		got = fi_cq_read(a.cq, &e, 1) == 1;
+		fi_cq_read(b.cq, &e, 1);
+	}
+	if (!got || memcmp(back, src, sizeof(src)))
+		return 9;
+	fi_close(&mr->fid);
+	tep_close(&a);
+	tep_close(&b);
+	return 0;
+}
+
+/*
+ * Room for two small regions and not for the domain's registration table:
+ * the endpoints enable without one, and one-sided RMA goes through the
+ * target's progress instead, data intact.  The control, with room, has
+ * its table.
+ */
+Test(shm_trust, full_dev_shm_without_room_for_the_table, .timeout = 60)
+{
+	static const char *const size[2] = { "96k", "2m" };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (!pid) {
+			int ret;
+
+			if (!small_dev_shm(size[i]))
+				_exit(77);
+			ret = no_table_traffic(i == 1);
+			fprintf(stderr, "on a %s /dev/shm: %d\n", size[i], ret);
+			_exit(ret);
+		}
+		child_result(pid, "RMA without a registration table",
+			     "cannot mount a small /dev/shm (needs root and "
+			     "mount namespaces)");
+	}
 }
 
 /* ---- an older layout, another user's bell ---------------------------------- */
