@@ -1218,6 +1218,85 @@ plain:
 }
 
 /*
+ * The target closes its registration while a large write into it is still
+ * arriving (tcp reads the payload into the registration over many
+ * progress calls; a device places it on its own): once fi_close returns,
+ * not one byte of the region changes, and the write completes once, in
+ * error or (had it all landed first) not.  One process drives both sides,
+ * so the close falls between two progress calls, after the first byte
+ * landed and, when the window is caught, before the last.
+ */
+static int case_cm_rma_mr_close(const char *prov)
+{
+	const size_t len = 16 << 20;
+	struct fi_context2 ctx;
+	struct cf_mem lm, tm;
+	struct cf_comp c;
+	struct cm_fix cm;
+	uint64_t end;
+	uint8_t *snap;
+	bool partial;
+	int round, caught = 0;
+
+	cm_open(&cm, prov, FI_MSG | FI_RMA, 0);
+	cm_connect_pair(&cm);
+	cf_mem_reg(&cm.f, CM_CLIENT, &lm, len, FI_WRITE);
+	memset(lm.p, 0xa5, len);
+	snap = malloc(len);
+	cf_assert(snap, "out of memory");
+	for (round = 0; round < 4; round++) {
+		cf_mem_reg(&cm.f, CM_SERVER, &tm, len, FI_REMOTE_WRITE);
+		memset(tm.p, 0, len);
+		cf_post(&cm.f, fi_write(cm.f.ep[CM_CLIENT].ep, lm.p, len,
+					lm.desc, 0, tm.raddr, tm.key, &ctx));
+		end = cf_now_ms() + CF_WAIT_MS;
+		while (((volatile uint8_t *)tm.p)[0] != 0xa5) {
+			cf_assert(cf_now_ms() < end,
+				  "round %d: nothing of the write landed in %d "
+				  "ms",
+				  round, CF_WAIT_MS);
+			cf_progress(&cm.f);
+		}
+		partial = ((volatile uint8_t *)tm.p)[len - 1] != 0xa5;
+		cf_mem_close(&tm);
+		memcpy(snap, tm.p, len);
+		c = cf_wait_ctx(&cm.f, CM_CLIENT, &ctx);
+		if (partial)
+			caught++;
+		cf_note("round %d: closed %s the write landed; it completed "
+			"with %d (%s)",
+			round, partial ? "before" : "after", c.err,
+			fi_strerror(c.err));
+		/* Everything still under way has had its chance. */
+		end = cf_now_ms() + 100;
+		while (cf_now_ms() < end)
+			cf_progress(&cm.f);
+		cf_expect_none(&cm.f, CM_CLIENT, 0);
+		cf_assert(!memcmp(snap, tm.p, len),
+			  "round %d: the region changed after fi_close of its "
+			  "MR returned",
+			  round);
+		free(tm.p);
+		if (c.err) {
+			/* The connection may not survive that (verbs). */
+			cf_mem_free(&lm);
+			cm_close(&cm);
+			cm_open(&cm, prov, FI_MSG | FI_RMA, 0);
+			cm_connect_pair(&cm);
+			cf_mem_reg(&cm.f, CM_CLIENT, &lm, len, FI_WRITE);
+			memset(lm.p, 0xa5, len);
+		}
+	}
+	if (!caught)
+		cf_note("the write always landed whole before the close: "
+			"the window was not met");
+	free(snap);
+	cf_mem_free(&lm);
+	cm_close(&cm);
+	return 0;
+}
+
+/*
  * A listener whose EQ holds 4 entries gets 8 connection requests before it
  * is read: 8 FI_CONNREQ events, or an FI_EOVERRUN error for those it could
  * not keep (fi_eq(3)); fewer without that is a silent loss.  Each request
@@ -1364,6 +1443,10 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: fi_writedata with remote CQ data, fi_write/fi_read 1 B "
      "to 1 MiB",
      case_cm_rma},
+    {"cm_rma_mr_close",
+     "FI_EP_MSG: the target closes its MR while a 16 MiB write into it "
+     "arrives: nothing changes after fi_close returns",
+     case_cm_rma_mr_close},
     {"cm_peer_killed",
      "FI_EP_MSG: the peer process SIGKILLed: FI_SHUTDOWN, every posted "
      "receive and send under way flushed in error within 2 s",
