@@ -557,6 +557,106 @@ static int case_cm_connect(const char *prov)
 }
 
 /*
+ * A port for fi_setname: one TCP just gave out on the listener's address
+ * (bound to port 0, then closed); 0 if none could be had.  iWARP devices
+ * bind their connection's TCP socket to the port rdma_cm is given.
+ */
+static uint16_t cm_free_port(const void *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	uint16_t port = 0;
+	int fd;
+
+	memset(&ss, 0, sizeof(ss));
+	len = ((const struct sockaddr *)addr)->sa_family == AF_INET6
+		      ? sizeof(struct sockaddr_in6)
+		      : sizeof(struct sockaddr_in);
+	memcpy(&ss, addr, len);
+	((struct sockaddr_in *)&ss)->sin_port = 0;
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 0;
+	if (!bind(fd, (struct sockaddr *)&ss, len) &&
+	    !getsockname(fd, (struct sockaddr *)&ss, &len))
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	close(fd);
+	return port;
+}
+
+/*
+ * fi_setname on an active endpoint before fi_connect (fi_cm(3)): the
+ * connection comes from that address, port included: the endpoint's
+ * fi_getname and the accepted endpoint's fi_getpeer both say so, and
+ * messages flow.  Twice, so that a port given back at fi_close can be
+ * given again.
+ */
+static int case_cm_setname(const char *prov)
+{
+	uint8_t n0[CF_MAX_NAME], p1[CF_MAX_NAME];
+	struct sockaddr_storage src;
+	struct fi_info *req;
+	struct cm_ev ev;
+	struct cm_fix cm;
+	size_t l0, lp1, len;
+	uint16_t port;
+	int round;
+
+	cm_open(&cm, prov, 0, 0);
+	if (!cf_is_sockaddr(cm.f.info->addr_format)) {
+		cm_close(&cm);
+		cf_skip("addr_format %u is not a socket address",
+			cm.f.info->addr_format);
+	}
+	cm_listen(&cm);
+	for (round = 0; round < 2; round++) {
+		port = cm_free_port(cm.pname);
+		cf_assert(port, "no free TCP port on %s",
+			  cm_addr_str(&cm, cm.pname));
+		len = cm.pnamelen <= sizeof(src) ? cm.pnamelen : sizeof(src);
+		memset(&src, 0, sizeof(src));
+		memcpy(&src, cm.pname, len);
+		((struct sockaddr_in *)&src)->sin_port = htons(port);
+		cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+		cf_ok(fi_setname(&cm.f.ep[CM_CLIENT].ep->fid, &src, len));
+		cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, NULL, 0));
+		cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
+				"connect from a set name");
+		req = cm_entry(&ev)->info;
+		cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
+		cm_ep_open(&cm, CM_SERVER, req);
+		cf_ok(fi_accept(cm.f.ep[CM_SERVER].ep, NULL, 0));
+		fi_freeinfo(req);
+		cm_expect_event(&cm, CM_SERVER, FI_CONNECTED,
+				&cm.f.ep[CM_SERVER].ep->fid, &ev, "accept");
+		cm_expect_event(&cm, CM_CLIENT, FI_CONNECTED,
+				&cm.f.ep[CM_CLIENT].ep->fid, &ev, "connect");
+		l0 = sizeof(n0);
+		lp1 = sizeof(p1);
+		cf_ok(fi_getname(&cm.f.ep[CM_CLIENT].ep->fid, n0, &l0));
+		cf_ok(fi_getpeer(cm.f.ep[CM_SERVER].ep, p1, &lp1));
+		cf_expect(cm_same_addr(n0, l0, &src, len),
+			  "round %d: the client's fi_getname %s, not the "
+			  "name it set, %s",
+			  round, cm_addr_str(&cm, n0), cm_addr_str(&cm, &src));
+		cf_expect(cm_same_addr(p1, lp1, &src, len),
+			  "round %d: the accepted endpoint's peer is %s, not "
+			  "the client's set name %s",
+			  round, cm_addr_str(&cm, p1), cm_addr_str(&cm, &src));
+		cm_msg(&cm, CM_CLIENT, CM_SERVER, 100, 31 + (unsigned)round);
+		cm_msg(&cm, CM_SERVER, CM_CLIENT, 100, 41 + (unsigned)round);
+		cm_ep_close(&cm, CM_CLIENT);
+		cm_ep_close(&cm, CM_SERVER);
+		/* The shutdown the close caused, if the EQ reports one. */
+		while (cm_poll(&cm, CM_SERVER, &ev, 50) ||
+		       cm_poll(&cm, CM_CLIENT, &ev, 0))
+			;
+	}
+	cm_close(&cm);
+	return 0;
+}
+
+/*
  * fi_reject with private data: the client's EQ gets an error entry for its
  * endpoint, FI_ECONNREFUSED, and (fi_cm(3), NOTES) the reject's data as
  * err_data.  The passive endpoint then still accepts a new connection.
@@ -1443,6 +1543,10 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: fi_writedata with remote CQ data, fi_write/fi_read 1 B "
      "to 1 MiB",
      case_cm_rma},
+    {"cm_setname",
+     "FI_EP_MSG: fi_setname with a port before fi_connect: the "
+     "connection comes from it (fi_getname, the peer's fi_getpeer)",
+     case_cm_setname},
     {"cm_rma_mr_close",
      "FI_EP_MSG: the target closes its MR while a 16 MiB write into it "
      "arrives: nothing changes after fi_close returns",
