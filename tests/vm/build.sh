@@ -52,14 +52,37 @@ fetch() {	# package version
 	apt-get download -q $sandbox "$1=$2" >/dev/null || { say "cannot download $1=$2"; exit 3; }
 	say "  $(ls -s --block-size=M "$1"_*.deb)"
 }
+# The version of a package built from the kernel's source but not tied
+# to its ABI (linux-kbuild-6.1, linux-source-6.1) that the archive still
+# has: the kernel's own if it is there, else the newest with the same
+# upstream version (a Debian revision the security archive moved on to),
+# else the newest of the series.  The archive drops superseded revisions
+# of these while the kernel image of that revision stays the candidate.
+series_ver() {	# package wanted-version
+	local v best= same=
+	for v in $(apt-cache madison "$1" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }'); do
+		[ "$v" = "$2" ] && { echo "$v"; return 0; }
+		if [ "${v%-*}" = "${2%-*}" ]; then
+			if [ -z "$same" ] || dpkg --compare-versions "$v" gt "$same"; then same=$v; fi
+		fi
+		if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then best=$v; fi
+	done
+	v=${same:-$best}
+	[ -n "$v" ] || { say "apt knows no $1" >&2; exit 3; }
+	say "$1 $2 is no longer in the archive: using $v" >&2
+	echo "$v"
+}
 sandbox=
 [ "$(id -u)" = 0 ] && sandbox="-o APT::Sandbox::User=root"
 bbver=$(apt-cache policy busybox-static 2>/dev/null | awk '/Candidate:/ { print $2 }')
 fetch linux-image-$KVER "$KPKGVER"
 fetch linux-headers-$KVER "$KPKGVER"
 fetch linux-headers-$KABI-common "$KPKGVER"
-fetch linux-kbuild-$KSER "$KPKGVER"
-fetch linux-source-$KSER "$KPKGVER"
+for p in linux-kbuild-$KSER linux-source-$KSER; do
+	ls "${p}"_*.deb >/dev/null 2>&1 && continue
+	v=$(series_ver "$p" "$KPKGVER")	# exits 3 with the script if none
+	fetch "$p" "$v"
+done
 if ! ls busybox-static_*.deb >/dev/null 2>&1; then
 	[ -n "$bbver" ] && [ "$bbver" != "(none)" ] || { say "apt knows no busybox-static"; exit 3; }
 	fetch busybox-static "$bbver"
