@@ -15,9 +15,9 @@
  * (verbs_msg_progress) from fi_cq_read and friends, which polls the ibv_cq
  * and writes the bound util_cq and counters; the channel's fd is the
  * transport's wait_fd, so fi_cq_sread and FI_WAIT_FD CQs sleep on it.
- * A work request's wr_id is its slot in a ring of transmits or receives
- * (an RC QP completes each queue in order), which holds the application's
- * context, with VERBS_WR_RX set for receives: a completion in error has
+ * A work request's wr_id is its slot in a ring of transmits or receives,
+ * which holds the application's context, with VERBS_WR_RX set for
+ * receives: a completion in error has
  * only wr_id and status valid (ibv_poll_cq(3); rxe leaves the opcode of a
  * flushed receive 0, IBV_WC_SEND), so the queue it belongs to is read
  * from wr_id, never from the opcode.  A completion's CQ slot is reserved
@@ -28,11 +28,18 @@
  * reports nothing (fi_inject, FI_SELECTIVE_COMPLETION without
  * FI_COMPLETION) and counts nothing (no counter bound for it) is posted
  * unsignalled: the device then writes no completion and the progress
- * loop reads none.  A signalled completion retires the transmits before
- * it too (the ring's tail moves to its slot), and after tx_size / 2
- * unsignalled transmits the next is signalled whatever it asked, so that
- * the ring never fills with transmits nothing would retire.  A work
- * request that fails completes in error whether signalled or not.
+ * loop reads none.  A signalled completion retires the unsignalled
+ * transmits before it too, and after tx_size / 2 unsignalled transmits
+ * the next is signalled whatever it asked, so that the ring never fills
+ * with transmits nothing would retire.  A work request that fails
+ * completes in error whether signalled or not.
+ *
+ * Completion order.  A receive queue completes in order.  A send queue
+ * is processed in order, but a read's (or an atomic's) completion waits
+ * for the peer's answer while later sends and writes may complete first:
+ * siw completes a send once TCP took it.  So each transmit slot is done
+ * on its own completion, or, unsignalled, once a later slot completed;
+ * the ring's tail moves over the done slots at its front.
  *
  * Errors.  A work request that fails is reported in error whatever its
  * flags asked (fi_cq(3): error completions are generated for all
@@ -92,6 +99,8 @@ struct verbs_tx {
 	size_t len;
 	bool report;  /* a CQ slot was reserved */
 	uint8_t cntr; /* VERBS_CNTR_* */
+	bool signaled; /* its own completion will come */
+	bool done;     /* completed (see Completion order above) */
 };
 
 /* A posted receive (slot wr_id of the receive ring). */
@@ -178,6 +187,7 @@ struct verbs_msg_ep {
 	uint32_t max_sge, inline_max;
 	struct verbs_tx *tx; /* ring of tx_size */
 	uint64_t tx_head, tx_tail;
+	uint64_t tx_seen; /* slot after the last one completed */
 	uint64_t tx_signaled; /* slot after the last signalled transmit */
 	uint32_t tx_signal_every; /* at most this many transmits unsignalled */
 	struct verbs_rx *rx; /* ring of rx_size */
@@ -343,9 +353,9 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	struct util_cntr *cntr = tx_cntr(ep, tx->cntr);
 	struct util_cq *cq = ep->rdm.tx_cq;
 
-	/* The second work request of a retired transmit: a fenced write
-	 * that failed, then its fence read flushed. */
-	if (weft_unlikely(wc->wr_id < ep->tx_tail))
+	/* The second work request of a transmit already done: a fenced
+	 * write that failed, then its fence read flushed. */
+	if (weft_unlikely(wc->wr_id < ep->tx_tail || tx->done))
 		return;
 	if (cq)
 		util_cq_writer_lock(cq);
@@ -364,8 +374,17 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	}
 	if (cq)
 		util_cq_writer_unlock(cq);
-	/* The unsignalled transmits before it are done too. */
-	ep->tx_tail = wc->wr_id + 1;
+	tx->done = true;
+	/* The unsignalled transmits before it are done too; a signalled
+	 * one (a read still waiting for its answer) waits for its own. */
+	if (wc->wr_id >= ep->tx_seen)
+		ep->tx_seen = wc->wr_id + 1;
+	while (ep->tx_tail < ep->tx_seen) {
+		tx = &ep->tx[ep->tx_tail % ep->tx_size];
+		if (tx->signaled && !tx->done)
+			break;
+		ep->tx_tail++;
+	}
 }
 
 /*
@@ -463,10 +482,11 @@ static void srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 static void err_flush(struct verbs_msg_ep *ep)
 {
 	struct ibv_wc wc = { .status = IBV_WC_WR_FLUSH_ERR };
+	uint64_t id;
 
-	while (ep->tx_tail < ep->tx_head) {
-		wc.wr_id = ep->tx_tail;
-		tx_complete(ep, &wc); /* tx_tail moves past it */
+	for (id = ep->tx_tail; id < ep->tx_head; id++) {
+		wc.wr_id = id;
+		tx_complete(ep, &wc); /* once per slot not yet done */
 	}
 	while (ep->rx_tail < ep->rx_on_qp) {
 		wc.wr_id = VERBS_WR_RX | ep->rx_tail;
@@ -861,6 +881,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	tx->len = len;
 	tx->report = report;
 	tx->cntr = p->cntr;
+	tx->done = false;
 
 	wr.wr_id = ep->tx_head;
 	wr.opcode = p->opcode;
@@ -889,6 +910,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	    ep->tx_head - ep->tx_signaled >= ep->tx_signal_every)
 		wr.send_flags |= IBV_SEND_SIGNALED;
 	signaled = wr.send_flags & IBV_SEND_SIGNALED;
+	tx->signaled = signaled;
 	if (ep->fence.rkey && p->opcode == IBV_WR_RDMA_WRITE) {
 		/* iWARP: the write's verdict is its fence read's (see Write
 		 * fences above), which takes its slot and signal. */

@@ -1510,6 +1510,146 @@ static int case_cm_eq_overrun(const char *prov)
 	return 0;
 }
 
+/*
+ * Reads, writes and sends mixed on one connection, each asking for a
+ * completion: every one completes exactly once, successfully, with its
+ * data in place, whatever order the device finishes them in.  (siw
+ * completes a send or a write once TCP took it, before the answer to a
+ * read posted earlier has come back, so its send queue finishes out of
+ * order.)
+ */
+#define CM_MIX_N 96
+#define CM_MIX_BIG (64 * 1024)
+#define CM_MIX_SMALL 64
+
+static int case_cm_mixed_completions(const char *prov)
+{
+	static struct fi_context2 ctx[CM_MIX_N], rctx[CM_MIX_N];
+	struct cf_mem lm, tm, sm, rm;
+	struct cf_comp c;
+	struct cm_fix cm;
+	int done[CM_MIX_N] = {0};
+	int i, j, nrecv = 0;
+	char what[64];
+	uint64_t end;
+
+	cm_open(&cm, prov, FI_MSG | FI_RMA, 0);
+	cm_connect_pair(&cm);
+	cf_mem_reg(&cm.f, CM_CLIENT, &lm, (size_t)CM_MIX_N * CM_MIX_BIG,
+		   FI_READ | FI_WRITE);
+	cf_mem_reg(&cm.f, CM_SERVER, &tm, (size_t)CM_MIX_N * CM_MIX_BIG,
+		   FI_REMOTE_READ | FI_REMOTE_WRITE);
+	cf_mem_reg(&cm.f, CM_CLIENT, &sm, (size_t)CM_MIX_N * CM_MIX_SMALL,
+		   FI_SEND);
+	cf_mem_reg(&cm.f, CM_SERVER, &rm, (size_t)CM_MIX_N * CM_MIX_SMALL,
+		   FI_RECV);
+	for (i = 0; i < CM_MIX_N; i++) {
+		uint8_t *l = lm.p + (size_t)i * CM_MIX_BIG;
+		uint8_t *t = tm.p + (size_t)i * CM_MIX_BIG;
+
+		switch (i % 3) {
+		case 0: /* read: the target's bytes into ours */
+			cf_fill(t, CM_MIX_BIG, 100 + (unsigned)i);
+			memset(l, 0, CM_MIX_BIG);
+			break;
+		case 1: /* write: ours into the target's */
+			cf_fill(l, CM_MIX_BIG, 100 + (unsigned)i);
+			memset(t, 0, CM_MIX_BIG);
+			break;
+		default: /* send */
+			cf_fill(sm.p + (size_t)i * CM_MIX_SMALL, CM_MIX_SMALL,
+				100 + (unsigned)i);
+			cf_post(&cm.f,
+				fi_recv(cm.f.ep[CM_SERVER].ep,
+					rm.p + (size_t)i * CM_MIX_SMALL,
+					CM_MIX_SMALL, rm.desc, 0, &rctx[i]));
+			nrecv++;
+			break;
+		}
+	}
+	for (i = 0; i < CM_MIX_N; i++) {
+		size_t off = (size_t)i * CM_MIX_BIG;
+		struct fid_ep *ep = cm.f.ep[CM_CLIENT].ep;
+
+		switch (i % 3) {
+		case 0:
+			cf_post(&cm.f, fi_read(ep, lm.p + off, CM_MIX_BIG,
+					       lm.desc, 0, tm.raddr + off,
+					       tm.key, &ctx[i]));
+			break;
+		case 1:
+			cf_post(&cm.f, fi_write(ep, lm.p + off, CM_MIX_BIG,
+						lm.desc, 0, tm.raddr + off,
+						tm.key, &ctx[i]));
+			break;
+		default:
+			cf_post(&cm.f,
+				fi_send(ep, sm.p + (size_t)i * CM_MIX_SMALL,
+					CM_MIX_SMALL, sm.desc, 0, &ctx[i]));
+			break;
+		}
+	}
+	/* Every completion, in whatever order they come; none twice. */
+	end = cf_now_ms() + CF_WAIT_MS;
+	for (j = 0; j < CM_MIX_N; j++) {
+		cf_assert(cf_poll(&cm.f, CM_CLIENT, &c,
+				  (int)(end > cf_now_ms() ? end - cf_now_ms()
+							  : 0)),
+			  "%d of %d transmits completed within %d ms", j,
+			  CM_MIX_N, CF_WAIT_MS);
+		i = (int)((struct fi_context2 *)c.ctx - ctx);
+		cf_assert(i >= 0 && i < CM_MIX_N,
+			  "a completion with a context never posted (%p)",
+			  c.ctx);
+		cf_assert(!done[i], "transmit %d completed twice", i);
+		done[i] = 1;
+		snprintf(what, sizeof(what), "transmit %d (%s)", i,
+			 i % 3 == 0 ? "read" : i % 3 == 1 ? "write" : "send");
+		cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
+			  fi_strerror(c.err));
+		cf_check_flags(&c, i % 3 == 0	? FI_RMA | FI_READ
+				   : i % 3 == 1 ? FI_RMA | FI_WRITE
+						: FI_MSG | FI_SEND,
+			       what);
+		if (i % 3 == 0)
+			cf_check_fill(lm.p + (size_t)i * CM_MIX_BIG,
+				      CM_MIX_BIG, 100 + (unsigned)i, what);
+	}
+	cf_expect_none(&cm.f, CM_CLIENT, 100);
+	for (j = 0; j < nrecv; j++) {
+		c = cf_wait(&cm.f, CM_SERVER);
+		i = (int)((struct fi_context2 *)c.ctx - rctx);
+		cf_assert(i >= 0 && i < CM_MIX_N && i % 3 == 2,
+			  "a receive completion with a context never posted");
+		cf_assert(!c.err, "receive %d: error %d (%s)", i, c.err,
+			  fi_strerror(c.err));
+		cf_check_fill(rm.p + (size_t)i * CM_MIX_SMALL, CM_MIX_SMALL,
+			      100 + (unsigned)i, "receive");
+	}
+	/* A completed write has reached the target (transmit complete;
+	 * with the target's progress, as in cm_rma). */
+	for (i = 1; i < CM_MIX_N; i += 3) {
+		uint8_t *t = tm.p + (size_t)i * CM_MIX_BIG;
+		uint8_t *want = malloc(CM_MIX_BIG);
+
+		cf_assert(want, "out of memory");
+		cf_fill(want, CM_MIX_BIG, 100 + (unsigned)i);
+		end = cf_now_ms() + CF_WAIT_MS;
+		while (memcmp(t, want, CM_MIX_BIG) && cf_now_ms() < end)
+			cf_progress(&cm.f);
+		free(want);
+		snprintf(what, sizeof(what), "write %d at the target", i);
+		cf_check_fill(t, CM_MIX_BIG, 100 + (unsigned)i, what);
+	}
+	cf_expect_none(&cm.f, CM_SERVER, 50);
+	cf_mem_free(&lm);
+	cf_mem_free(&tm);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cm_close(&cm);
+	return 0;
+}
+
 const struct cf_case cf_cases_cm[] = {
     {"cm_connect",
      "FI_EP_MSG: private data in FI_CONNREQ and FI_CONNECTED, messages "
@@ -1543,6 +1683,10 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: fi_writedata with remote CQ data, fi_write/fi_read 1 B "
      "to 1 MiB",
      case_cm_rma},
+    {"cm_mixed_completions",
+     "FI_EP_MSG: 96 reads, writes and sends with completions, mixed: "
+     "each completes once, data in place, in any order",
+     case_cm_mixed_completions},
     {"cm_setname",
      "FI_EP_MSG: fi_setname with a port before fi_connect: the "
      "connection comes from it (fi_getname, the peer's fi_getpeer)",
