@@ -6,7 +6,13 @@
 #   8 B one-way latency: ib_send_lat, fi_msg_pingpong -e msg,
 #                        fi_rdm_tagged_pingpong -e rdm
 #   1 MiB RMA write bandwidth: ib_write_bw, fi_rma_bw -o write (-e msg, rdm)
-# The VM is emulated: only ratios taken in one run mean anything.  Server
+# The VM is emulated: only ratios taken in one run mean anything.
+# Latency runs are long (WEFT_BENCH_LAT_ITERS round trips, 20000 by
+# default, the same count for perftest and weft; weft's 1000 warmup round
+# trips are not timed): in a run of 2000 the emulator's first translation
+# of each code path and the host's other work move the mean by 20% from
+# round to round, and much less so over 20000.  Each ratio is printed
+# per round as well as for the medians, so the spread shows.  Server
 # and client are pinned to different vCPUs (taskset), for perftest and
 # weft alike: two busy-polling processes left to the scheduler share one
 # vCPU now and then, and a run then takes milliseconds per message.
@@ -14,6 +20,7 @@ set -u
 bld=${WEFT_BUILDDIR:?}
 devs=${WEFT_VERBS_DEVS:-"rxe0:10.77.0.1 siw0:10.78.0.1"}
 rounds=${WEFT_BENCH_ROUNDS:-3}
+lat_iters=${WEFT_BENCH_LAT_ITERS:-20000}
 ft=$bld/fabtests
 export LD_LIBRARY_PATH=$bld/.libs
 # Both processes are on this host: without this, RDM would go through the
@@ -67,12 +74,12 @@ for d in $devs; do
 	: >"$tmp/bw_ib"; : >"$tmp/bw_msg"; : >"$tmp/bw_rdm"
 	for r in $(seq "$rounds"); do
 		# ib_send_lat: "#bytes #iterations t_min t_max t_typical t_avg ..."
-		perf ib_send_lat "$dev" "$ip" -s 8 -n 2000 |
+		perf ib_send_lat "$dev" "$ip" -s 8 -n "$lat_iters" |
 			awk '$1 == 8 { print $6 }' >>"$tmp/lat_ib"
-		fab fi_msg_pingpong msg "$dev" "$ip" -S 8 -I 2000 -w 100 |
-			field usec_per_xfer >>"$tmp/lat_msg"
-		fab fi_rdm_tagged_pingpong rdm "$dev" "$ip" -S 8 -I 2000 -w 100 |
-			field usec_per_xfer >>"$tmp/lat_rdm"
+		fab fi_msg_pingpong msg "$dev" "$ip" -S 8 -I "$lat_iters" \
+			-w 1000 | field usec_per_xfer >>"$tmp/lat_msg"
+		fab fi_rdm_tagged_pingpong rdm "$dev" "$ip" -S 8 \
+			-I "$lat_iters" -w 1000 | field usec_per_xfer >>"$tmp/lat_rdm"
 		# ib_write_bw --report_gbits: "#bytes #iterations BW peak BW average ..."
 		perf ib_write_bw "$dev" "$ip" -s 1048576 -n 300 --report_gbits |
 			awk '$1 == 1048576 { printf "%.2f\n", $4 * 125 }' >>"$tmp/bw_ib"
@@ -92,5 +99,7 @@ for d in $devs; do
 	printf '%-34s %7s MB/s %7s MB/s %8s\n' "1 MiB write bw, MSG (ib_write_bw)" "$bi" "$bm" "$(ratio "$bm" "$bi")"
 	printf '%-34s %7s MB/s %7s MB/s %8s\n' "1 MiB write bw, RDM" "$bi" "$br" "$(ratio "$br" "$bi")"
 	echo "raw: ib_send_lat $(tr '\n' ' ' <"$tmp/lat_ib")| msg $(tr '\n' ' ' <"$tmp/lat_msg")| rdm $(tr '\n' ' ' <"$tmp/lat_rdm")"
+	per_round() { paste -d ' ' "$1" "$2" | awk '{ printf "%s", ($1 > 0 && $2 > 0) ? sprintf("%.2f ", $2 / $1) : "n/a " }'; }
+	echo "per round: latency MSG $(per_round "$tmp/lat_ib" "$tmp/lat_msg")| RDM $(per_round "$tmp/lat_ib" "$tmp/lat_rdm")| bw MSG $(per_round "$tmp/bw_ib" "$tmp/bw_msg")| RDM $(per_round "$tmp/bw_ib" "$tmp/bw_rdm")"
 	echo "raw: ib_write_bw $(tr '\n' ' ' <"$tmp/bw_ib")| msg $(tr '\n' ' ' <"$tmp/bw_msg")| rdm $(tr '\n' ' ' <"$tmp/bw_rdm")"
 done
