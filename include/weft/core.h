@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include <rdma/fabric.h>
 
@@ -126,6 +127,16 @@ void weft_log_fini(void);
  * (fi_import_log).  Returns 0 or -FI_ENOMEM; the caller closes it.
  */
 int weft_log_open(struct fid **fid, void *context);
+
+/* ---- this process (src/proc.c) ----------------------------------------- */
+
+/*
+ * This process's pid and the calling thread's id, from a cache: glibc
+ * caches neither, and a lock or a check on a data path must not cost a
+ * system call each time.  A fork makes the child look both up again.
+ */
+pid_t weft_pid(void);
+pid_t weft_tid(void);
 
 /* ---- fi_info lists (src/info.c) ---------------------------------------- */
 

@@ -755,7 +755,7 @@ static inline int peer_status(uint32_t aux)
 static bool cma_allowed(struct shm_xp *ep, const struct shm_conn *c,
 			int32_t pid)
 {
-	return ep->cma && (pid != getpid() || shm_name_held_here(c->name));
+	return ep->cma && (pid != weft_pid() || shm_name_held_here(c->name));
 }
 
 /* An RTS: its iovecs fit their array and hold the whole message. */
@@ -1125,7 +1125,7 @@ static int shm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		return -FI_EAGAIN;
 	rts.tx_id = tx->hdr.tx_id;
 	rts.msg_len = tx->hdr.len;
-	rts.pid = getpid();
+	rts.pid = weft_pid();
 	rts.push = !c->cma || tx->hdr.len < shm_params.cma_min;
 	rts.iov_count = (uint32_t)tx->iov_count;
 	for (i = 0; i < tx->iov_count; i++) {
@@ -1893,7 +1893,7 @@ static int rma_issue(struct shm_xp *ep, struct util_rdm_tx *tx,
 			   (tx->kind == UTIL_RDM_TX_READ && (chunked || !c->cma));
 	req.tx_id = tx->hdr.tx_id;
 	req.len = len;
-	req.pid = getpid();
+	req.pid = weft_pid();
 	req.bounce = bidx;
 	req.kind = (uint8_t)tx->kind;
 	req.iov_count = (uint8_t)n;
@@ -2006,6 +2006,9 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 	size_t len = tx->hdr.len, elem = util_atomic_dt_size(tx->datatype);
 	bool fetch = tx->kind != UTIL_RDM_TX_ATOMIC;
 	uint8_t *buf, *src = NULL, *cmp = NULL, *res = NULL;
+	/* Old values, operands, compare values and results: on the stack
+	 * for the usual few elements, no allocation per atomic. */
+	uint64_t small[4 * 16];
 	struct iovec tgt;
 	ssize_t got;
 	size_t i;
@@ -2016,7 +2019,7 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 	for (i = 0; i < n; i++)
 		if (remote[i].iov_len % elem)
 			return -FI_EINVAL;
-	buf = malloc(len ? 4 * len : 1);
+	buf = 4 * len <= sizeof(small) ? (uint8_t *)small : malloc(4 * len);
 	if (!buf)
 		return -FI_ENOMEM;
 	tgt.iov_base = buf;
@@ -2034,7 +2037,8 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 
 	ret = shm_mrt_lock(m);
 	if (ret) {
-		free(buf);
+		if (buf != (uint8_t *)small)
+			free(buf);
 		return ret;
 	}
 	got = process_vm_readv(m->pid, &tgt, 1, remote, n, 0);
@@ -2051,7 +2055,8 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 	shm_mrt_unlock(m);
 	if (!ret && fetch)
 		util_iov_copy_to(tx->res_iov, tx->res_count, 0, res, len);
-	free(buf);
+	if (buf != (uint8_t *)small)
+		free(buf);
 	return ret;
 }
 

@@ -12,7 +12,6 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,7 +105,7 @@ static bool pin_holder_gone(pid_t pid)
 /* Wait until no pin holds e; clear pins of processes that are gone. */
 static void mrt_drain(struct shm_mrt *t, struct shm_mrt_entry *e)
 {
-	struct timespec start, now, nap = { 0, 20000 };
+	struct timespec start = { 0, 0 }, now, nap = { 0, 20000 };
 	bool busy;
 	int i;
 
@@ -425,7 +424,7 @@ int shm_mrt_pin(struct shm_mrt_map *m, uint64_t key, uint64_t addr,
 		off = addr - c.base;
 		if (off > c.len || len > c.len - off)
 			return -FI_EINVAL;
-		*pin = mrt_take_pin(e, (int32_t)getpid());
+		*pin = mrt_take_pin(e, (int32_t)weft_pid());
 		if (!*pin)
 			return 1;
 		/* Still the entry we checked (see mrt_withdraw)? */
@@ -447,19 +446,18 @@ void shm_mrt_unpin(_Atomic int32_t *pin)
 /* This thread's value of a held lock word (shm_layout.h). */
 static uint64_t lock_self(void)
 {
-	return (uint64_t)(uint32_t)syscall(SYS_gettid) << 32 |
-	       (uint32_t)getpid();
+	return (uint64_t)(uint32_t)weft_tid() << 32 | (uint32_t)weft_pid();
 }
 
 int shm_mrt_lock(struct shm_mrt_map *m)
 {
 	_Atomic uint64_t *w = &m->hdr->atomic_lock.word;
-	struct timespec start, now, nap = { 0, 20000 };
+	struct timespec start = { 0, 0 }, now, nap = { 0, 20000 };
 	uint64_t self = lock_self(), seen, looked = 0;
 	unsigned int spins = 0;
+	bool timing = false;
 	long ms;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		seen = 0;
 		if (atomic_compare_exchange_weak_explicit(
@@ -470,8 +468,14 @@ int shm_mrt_lock(struct shm_mrt_map *m)
 			weft_cpu_relax();
 			continue;
 		}
-		/* Held a while: its holder is preempted, stopped or gone. */
+		/* Held a while: its holder is preempted, stopped or gone.
+		 * The clock counts from here (a read of it may be a system
+		 * call: not for a lock taken at once). */
 		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!timing) {
+			start = now;
+			timing = true;
+		}
 		ms = (now.tv_sec - start.tv_sec) * 1000 +
 		     (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (ms - (long)looked >= 10) {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_ext.h>
@@ -281,4 +283,55 @@ Test(getinfo, no_provider_built_in)
 	cr_assert_null(info);
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, NULL),
 		     -FI_EINVAL);
+}
+
+/* weft_pid / weft_tid: cached, and right again in a forked child. */
+static void *tid_of_thread(void *arg)
+{
+	pid_t *out = arg;
+
+	out[0] = weft_tid();
+	out[1] = (pid_t)syscall(SYS_gettid);
+	return NULL;
+}
+
+Test(proc, pid_and_tid_are_cached_and_follow_fork)
+{
+	pid_t parent = getpid(), t[2], child;
+	pthread_t th;
+	int status, fds[2];
+
+	cr_assert_eq(weft_pid(), parent);
+	cr_assert_eq(weft_tid(), (pid_t)syscall(SYS_gettid));
+	cr_assert_eq(pthread_create(&th, NULL, tid_of_thread, t), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(t[0], t[1], "a thread's id is its own");
+	cr_assert_neq(t[0], weft_tid(), "not the main thread's");
+
+	/* The child learns its own values, not the parent's cached ones. */
+	cr_assert_eq(pipe(fds), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (!child) {
+		pid_t got[4] = { weft_pid(), getpid(), weft_tid(),
+				 (pid_t)syscall(SYS_gettid) };
+
+		_exit(write(fds[1], got, sizeof(got)) == sizeof(got) ? 0 : 1);
+	}
+	{
+		pid_t got[4];
+
+		cr_assert_eq(read(fds[0], got, sizeof(got)),
+			     (ssize_t)sizeof(got));
+		cr_assert_eq(got[0], got[1], "child pid %d, cached %d", got[1],
+			     got[0]);
+		cr_assert_neq(got[0], parent);
+		cr_assert_eq(got[2], got[3], "child tid %d, cached %d", got[3],
+			     got[2]);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(weft_pid(), parent, "the parent's own stays");
 }
