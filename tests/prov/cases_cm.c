@@ -303,20 +303,16 @@ static void cm_ep_open(struct cm_fix *cm, int i, struct fi_info *info)
 }
 
 /*
- * Connect endpoint 0 to the passive endpoint and accept it as endpoint 1,
- * without private data; both sides see FI_CONNECTED.
+ * The passive endpoint's next FI_CONNREQ (what names the connect, for a
+ * failure) accepted without private data as endpoint 1, which sees
+ * FI_CONNECTED.
  */
-static void cm_connect_pair(struct cm_fix *cm)
+static void cm_accept_next(struct cm_fix *cm, const char *what)
 {
 	struct cm_ev ev;
 	struct fi_info *req;
 
-	if (!cm->pep)
-		cm_listen(cm);
-	cm_ep_open(cm, CM_CLIENT, cm->f.info);
-	cf_ok(fi_connect(cm->f.ep[CM_CLIENT].ep, cm->pname, NULL, 0));
-	cm_expect_event(cm, CM_SERVER, FI_CONNREQ, &cm->pep->fid, &ev,
-			"connect");
+	cm_expect_event(cm, CM_SERVER, FI_CONNREQ, &cm->pep->fid, &ev, what);
 	req = cm_entry(&ev)->info;
 	cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
 	cm_ep_open(cm, CM_SERVER, req);
@@ -324,6 +320,21 @@ static void cm_connect_pair(struct cm_fix *cm)
 	fi_freeinfo(req);
 	cm_expect_event(cm, CM_SERVER, FI_CONNECTED,
 			&cm->f.ep[CM_SERVER].ep->fid, &ev, "accept");
+}
+
+/*
+ * Connect endpoint 0 to the passive endpoint and accept it as endpoint 1,
+ * without private data; both sides see FI_CONNECTED.
+ */
+static void cm_connect_pair(struct cm_fix *cm)
+{
+	struct cm_ev ev;
+
+	if (!cm->pep)
+		cm_listen(cm);
+	cm_ep_open(cm, CM_CLIENT, cm->f.info);
+	cf_ok(fi_connect(cm->f.ep[CM_CLIENT].ep, cm->pname, NULL, 0));
+	cm_accept_next(cm, "connect");
 	cm_expect_event(cm, CM_CLIENT, FI_CONNECTED,
 			&cm->f.ep[CM_CLIENT].ep->fid, &ev, "connect");
 }
@@ -595,7 +606,6 @@ static int case_cm_setname(const char *prov)
 {
 	uint8_t n0[CF_MAX_NAME], p1[CF_MAX_NAME];
 	struct sockaddr_storage src;
-	struct fi_info *req;
 	struct cm_ev ev;
 	struct cm_fix cm;
 	size_t l0, lp1, len;
@@ -620,15 +630,7 @@ static int case_cm_setname(const char *prov)
 		cm_ep_open(&cm, CM_CLIENT, cm.f.info);
 		cf_ok(fi_setname(&cm.f.ep[CM_CLIENT].ep->fid, &src, len));
 		cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, NULL, 0));
-		cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
-				"connect from a set name");
-		req = cm_entry(&ev)->info;
-		cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
-		cm_ep_open(&cm, CM_SERVER, req);
-		cf_ok(fi_accept(cm.f.ep[CM_SERVER].ep, NULL, 0));
-		fi_freeinfo(req);
-		cm_expect_event(&cm, CM_SERVER, FI_CONNECTED,
-				&cm.f.ep[CM_SERVER].ep->fid, &ev, "accept");
+		cm_accept_next(&cm, "connect from a set name");
 		cm_expect_event(&cm, CM_CLIENT, FI_CONNECTED,
 				&cm.f.ep[CM_CLIENT].ep->fid, &ev, "connect");
 		l0 = sizeof(n0);
@@ -922,18 +924,7 @@ static int case_cm_peer_killed(const char *prov)
 	len = (uint32_t)cm.pnamelen;
 	cf_write_all(l.wfd, &len, sizeof(len));
 	cf_write_all(l.wfd, cm.pname, len);
-	cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
-			"the peer process's connect");
-	{
-		struct fi_info *req = cm_entry(&ev)->info;
-
-		cf_assert(req && req->handle, "FI_CONNREQ without a handle");
-		cm_ep_open(&cm, CM_SERVER, req);
-		cf_ok(fi_accept(cm.f.ep[CM_SERVER].ep, NULL, 0));
-		fi_freeinfo(req);
-	}
-	cm_expect_event(&cm, CM_SERVER, FI_CONNECTED,
-			&cm.f.ep[CM_SERVER].ep->fid, &ev, "accept");
+	cm_accept_next(&cm, "the peer process's connect");
 	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
 
 	cf_mem_reg(&cm.f, CM_SERVER, &rm, KILL_NRECV * 4096, FI_RECV);
