@@ -5,6 +5,9 @@
 # fi_msg_pingpong (-e msg) over each device, every byte verified (-v).
 . "$(dirname "$0")/lib.sh"
 ft=$bld/fabtests
+# Server and client share a host: without this, RDM endpoints would meet
+# through the shared memory verbs RDM embeds, not through the device.
+export FI_VERBS_SHM=0
 fail=0
 pp() { # pp PROG EP DEV IP
 	prog=$1 ep=$2 dev=$3 ip=$4
