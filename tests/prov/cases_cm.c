@@ -1503,140 +1503,218 @@ static int case_cm_eq_overrun(const char *prov)
 
 /*
  * Reads, writes and sends mixed on one connection, each asking for a
- * completion: every one completes exactly once, successfully, with its
- * data in place, whatever order the device finishes them in.  (siw
- * completes a send or a write once TCP took it, before the answer to a
- * read posted earlier has come back, so its send queue finishes out of
- * order.)
+ * completion (siw completes a send or a write once TCP took it, before
+ * the answer to a read posted earlier has come back, so its send queue
+ * finishes out of order).  cm_mix_post posts them from the client, with
+ * the server's receives first; cm_mix_take harvests the client's
+ * completions, each exactly once.
  */
 #define CM_MIX_N 96
-#define CM_MIX_BIG (64 * 1024)
 #define CM_MIX_SMALL 64
+#define CM_MIX_KIND(i) ((i) % 3) /* 0 read, 1 write, 2 send */
 
+struct cm_mix {
+	size_t big; /* bytes of each read and write */
+	struct cf_mem lm, tm, sm, rm;
+	struct fi_context2 ctx[CM_MIX_N], rctx[CM_MIX_N];
+	int done[CM_MIX_N];
+	int nrecv;
+};
+
+static void cm_mix_post(struct cm_fix *cm, struct cm_mix *x, size_t big)
+{
+	struct fid_ep *ep = cm->f.ep[CM_CLIENT].ep;
+	size_t off;
+	int i;
+
+	memset(x, 0, sizeof(*x));
+	x->big = big;
+	cf_mem_reg(&cm->f, CM_CLIENT, &x->lm, (size_t)CM_MIX_N * x->big,
+		   FI_READ | FI_WRITE);
+	cf_mem_reg(&cm->f, CM_SERVER, &x->tm, (size_t)CM_MIX_N * x->big,
+		   FI_REMOTE_READ | FI_REMOTE_WRITE);
+	cf_mem_reg(&cm->f, CM_CLIENT, &x->sm, (size_t)CM_MIX_N * CM_MIX_SMALL,
+		   FI_SEND);
+	cf_mem_reg(&cm->f, CM_SERVER, &x->rm, (size_t)CM_MIX_N * CM_MIX_SMALL,
+		   FI_RECV);
+	for (i = 0; i < CM_MIX_N; i++) {
+		uint8_t *l = x->lm.p + (size_t)i * x->big;
+		uint8_t *t = x->tm.p + (size_t)i * x->big;
+
+		switch (CM_MIX_KIND(i)) {
+		case 0: /* read: the target's bytes into ours */
+			cf_fill(t, x->big, 100 + (unsigned)i);
+			memset(l, 0, x->big);
+			break;
+		case 1: /* write: ours into the target's */
+			cf_fill(l, x->big, 100 + (unsigned)i);
+			memset(t, 0, x->big);
+			break;
+		default: /* send */
+			cf_fill(x->sm.p + (size_t)i * CM_MIX_SMALL,
+				CM_MIX_SMALL, 100 + (unsigned)i);
+			cf_post(&cm->f,
+				fi_recv(cm->f.ep[CM_SERVER].ep,
+					x->rm.p + (size_t)i * CM_MIX_SMALL,
+					CM_MIX_SMALL, x->rm.desc, 0,
+					&x->rctx[i]));
+			x->nrecv++;
+			break;
+		}
+	}
+	for (i = 0; i < CM_MIX_N; i++) {
+		off = (size_t)i * x->big;
+		switch (CM_MIX_KIND(i)) {
+		case 0:
+			cf_post(&cm->f, fi_read(ep, x->lm.p + off, x->big,
+						x->lm.desc, 0,
+						x->tm.raddr + off, x->tm.key,
+						&x->ctx[i]));
+			break;
+		case 1:
+			cf_post(&cm->f, fi_write(ep, x->lm.p + off, x->big,
+						 x->lm.desc, 0,
+						 x->tm.raddr + off, x->tm.key,
+						 &x->ctx[i]));
+			break;
+		default:
+			cf_post(&cm->f,
+				fi_send(ep, x->sm.p + (size_t)i * CM_MIX_SMALL,
+					CM_MIX_SMALL, x->sm.desc, 0,
+					&x->ctx[i]));
+			break;
+		}
+	}
+}
+
+/*
+ * Every transmit's completion within ms, in whatever order they come,
+ * none twice, none naming something never posted.  errors_ok: the peer
+ * left, so an error completion is allowed (a success still has its data
+ * in place).  Returns how many completed in error.
+ */
+static int cm_mix_take(struct cm_fix *cm, struct cm_mix *x, bool errors_ok,
+		       int ms)
+{
+	uint64_t end = cf_now_ms() + (uint64_t)ms;
+	struct cf_comp c;
+	int i, j, nerr = 0;
+	char what[64];
+
+	for (j = 0; j < CM_MIX_N; j++) {
+		cf_assert(cf_poll(&cm->f, CM_CLIENT, &c,
+				  (int)(end > cf_now_ms() ? end - cf_now_ms()
+							  : 0)),
+			  "%d of %d transmits completed within %d ms", j,
+			  CM_MIX_N, ms);
+		i = (int)((struct fi_context2 *)c.ctx - x->ctx);
+		cf_assert(i >= 0 && i < CM_MIX_N,
+			  "a completion with a context never posted (%p)",
+			  c.ctx);
+		cf_assert(!x->done[i], "transmit %d completed twice", i);
+		x->done[i] = 1;
+		snprintf(what, sizeof(what), "transmit %d (%s)", i,
+			 CM_MIX_KIND(i) == 0   ? "read"
+			 : CM_MIX_KIND(i) == 1 ? "write"
+					       : "send");
+		if (c.err) {
+			cf_assert(errors_ok, "%s: error %d (%s)", what, c.err,
+				  fi_strerror(c.err));
+			nerr++;
+			continue;
+		}
+		cf_check_flags(&c, CM_MIX_KIND(i) == 0	 ? FI_RMA | FI_READ
+				   : CM_MIX_KIND(i) == 1 ? FI_RMA | FI_WRITE
+							 : FI_MSG | FI_SEND,
+			       what);
+		if (CM_MIX_KIND(i) == 0)
+			cf_check_fill(x->lm.p + (size_t)i * x->big,
+				      x->big, 100 + (unsigned)i, what);
+	}
+	cf_expect_none(&cm->f, CM_CLIENT, 100);
+	return nerr;
+}
+
+static void cm_mix_free(struct cm_mix *x)
+{
+	cf_mem_free(&x->lm);
+	cf_mem_free(&x->tm);
+	cf_mem_free(&x->sm);
+	cf_mem_free(&x->rm);
+}
+
+/* All of them complete, successfully, with their data in place. */
 static int case_cm_mixed_completions(const char *prov)
 {
-	static struct fi_context2 ctx[CM_MIX_N], rctx[CM_MIX_N];
-	struct cf_mem lm, tm, sm, rm;
+	static struct cm_mix x;
 	struct cf_comp c;
 	struct cm_fix cm;
-	int done[CM_MIX_N] = {0};
-	int i, j, nrecv = 0;
+	int i, j;
 	char what[64];
 	uint64_t end;
 
 	cm_open(&cm, prov, FI_MSG | FI_RMA, 0);
 	cm_connect_pair(&cm);
-	cf_mem_reg(&cm.f, CM_CLIENT, &lm, (size_t)CM_MIX_N * CM_MIX_BIG,
-		   FI_READ | FI_WRITE);
-	cf_mem_reg(&cm.f, CM_SERVER, &tm, (size_t)CM_MIX_N * CM_MIX_BIG,
-		   FI_REMOTE_READ | FI_REMOTE_WRITE);
-	cf_mem_reg(&cm.f, CM_CLIENT, &sm, (size_t)CM_MIX_N * CM_MIX_SMALL,
-		   FI_SEND);
-	cf_mem_reg(&cm.f, CM_SERVER, &rm, (size_t)CM_MIX_N * CM_MIX_SMALL,
-		   FI_RECV);
-	for (i = 0; i < CM_MIX_N; i++) {
-		uint8_t *l = lm.p + (size_t)i * CM_MIX_BIG;
-		uint8_t *t = tm.p + (size_t)i * CM_MIX_BIG;
-
-		switch (i % 3) {
-		case 0: /* read: the target's bytes into ours */
-			cf_fill(t, CM_MIX_BIG, 100 + (unsigned)i);
-			memset(l, 0, CM_MIX_BIG);
-			break;
-		case 1: /* write: ours into the target's */
-			cf_fill(l, CM_MIX_BIG, 100 + (unsigned)i);
-			memset(t, 0, CM_MIX_BIG);
-			break;
-		default: /* send */
-			cf_fill(sm.p + (size_t)i * CM_MIX_SMALL, CM_MIX_SMALL,
-				100 + (unsigned)i);
-			cf_post(&cm.f,
-				fi_recv(cm.f.ep[CM_SERVER].ep,
-					rm.p + (size_t)i * CM_MIX_SMALL,
-					CM_MIX_SMALL, rm.desc, 0, &rctx[i]));
-			nrecv++;
-			break;
-		}
-	}
-	for (i = 0; i < CM_MIX_N; i++) {
-		size_t off = (size_t)i * CM_MIX_BIG;
-		struct fid_ep *ep = cm.f.ep[CM_CLIENT].ep;
-
-		switch (i % 3) {
-		case 0:
-			cf_post(&cm.f, fi_read(ep, lm.p + off, CM_MIX_BIG,
-					       lm.desc, 0, tm.raddr + off,
-					       tm.key, &ctx[i]));
-			break;
-		case 1:
-			cf_post(&cm.f, fi_write(ep, lm.p + off, CM_MIX_BIG,
-						lm.desc, 0, tm.raddr + off,
-						tm.key, &ctx[i]));
-			break;
-		default:
-			cf_post(&cm.f,
-				fi_send(ep, sm.p + (size_t)i * CM_MIX_SMALL,
-					CM_MIX_SMALL, sm.desc, 0, &ctx[i]));
-			break;
-		}
-	}
-	/* Every completion, in whatever order they come; none twice. */
-	end = cf_now_ms() + CF_WAIT_MS;
-	for (j = 0; j < CM_MIX_N; j++) {
-		cf_assert(cf_poll(&cm.f, CM_CLIENT, &c,
-				  (int)(end > cf_now_ms() ? end - cf_now_ms()
-							  : 0)),
-			  "%d of %d transmits completed within %d ms", j,
-			  CM_MIX_N, CF_WAIT_MS);
-		i = (int)((struct fi_context2 *)c.ctx - ctx);
-		cf_assert(i >= 0 && i < CM_MIX_N,
-			  "a completion with a context never posted (%p)",
-			  c.ctx);
-		cf_assert(!done[i], "transmit %d completed twice", i);
-		done[i] = 1;
-		snprintf(what, sizeof(what), "transmit %d (%s)", i,
-			 i % 3 == 0 ? "read" : i % 3 == 1 ? "write" : "send");
-		cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
-			  fi_strerror(c.err));
-		cf_check_flags(&c, i % 3 == 0	? FI_RMA | FI_READ
-				   : i % 3 == 1 ? FI_RMA | FI_WRITE
-						: FI_MSG | FI_SEND,
-			       what);
-		if (i % 3 == 0)
-			cf_check_fill(lm.p + (size_t)i * CM_MIX_BIG,
-				      CM_MIX_BIG, 100 + (unsigned)i, what);
-	}
-	cf_expect_none(&cm.f, CM_CLIENT, 100);
-	for (j = 0; j < nrecv; j++) {
+	cm_mix_post(&cm, &x, 64 * 1024);
+	cm_mix_take(&cm, &x, false, CF_WAIT_MS);
+	for (j = 0; j < x.nrecv; j++) {
 		c = cf_wait(&cm.f, CM_SERVER);
-		i = (int)((struct fi_context2 *)c.ctx - rctx);
-		cf_assert(i >= 0 && i < CM_MIX_N && i % 3 == 2,
+		i = (int)((struct fi_context2 *)c.ctx - x.rctx);
+		cf_assert(i >= 0 && i < CM_MIX_N && CM_MIX_KIND(i) == 2,
 			  "a receive completion with a context never posted");
 		cf_assert(!c.err, "receive %d: error %d (%s)", i, c.err,
 			  fi_strerror(c.err));
-		cf_check_fill(rm.p + (size_t)i * CM_MIX_SMALL, CM_MIX_SMALL,
+		cf_check_fill(x.rm.p + (size_t)i * CM_MIX_SMALL, CM_MIX_SMALL,
 			      100 + (unsigned)i, "receive");
 	}
 	/* A completed write has reached the target (transmit complete;
 	 * with the target's progress, as in cm_rma). */
 	for (i = 1; i < CM_MIX_N; i += 3) {
-		uint8_t *t = tm.p + (size_t)i * CM_MIX_BIG;
-		uint8_t *want = malloc(CM_MIX_BIG);
+		uint8_t *t = x.tm.p + (size_t)i * x.big;
+		uint8_t *want = malloc(x.big);
 
 		cf_assert(want, "out of memory");
-		cf_fill(want, CM_MIX_BIG, 100 + (unsigned)i);
+		cf_fill(want, x.big, 100 + (unsigned)i);
 		end = cf_now_ms() + CF_WAIT_MS;
-		while (memcmp(t, want, CM_MIX_BIG) && cf_now_ms() < end)
+		while (memcmp(t, want, x.big) && cf_now_ms() < end)
 			cf_progress(&cm.f);
 		free(want);
 		snprintf(what, sizeof(what), "write %d at the target", i);
-		cf_check_fill(t, CM_MIX_BIG, 100 + (unsigned)i, what);
+		cf_check_fill(t, x.big, 100 + (unsigned)i, what);
 	}
 	cf_expect_none(&cm.f, CM_SERVER, 50);
-	cf_mem_free(&lm);
-	cf_mem_free(&tm);
-	cf_mem_free(&sm);
-	cf_mem_free(&rm);
+	cm_mix_free(&x);
+	cm_close(&cm);
+	return 0;
+}
+
+/*
+ * The same mix, and the peer closes its endpoint while they are under
+ * way (some sends done, reads still waiting for their answers): the
+ * connection ends with FI_SHUTDOWN, and every transmit still completes
+ * exactly once within 2 s, in error or (if it finished first)
+ * successfully with its data in place.
+ */
+static int case_cm_mixed_peer_close(const char *prov)
+{
+	static struct cm_mix x;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	int nerr;
+
+	cm_open(&cm, prov, FI_MSG | FI_RMA, 0);
+	cm_connect_pair(&cm);
+	/* Larger, so that a device is still moving them at the close. */
+	cm_mix_post(&cm, &x, 256 * 1024);
+	/* At once: the posts drove progress when the queue was full, so
+	 * some are done, and a device goes on with the rest meanwhile. */
+	cm_ep_close(&cm, CM_SERVER);
+	cm_expect_event(&cm, CM_CLIENT, FI_SHUTDOWN,
+			&cm.f.ep[CM_CLIENT].ep->fid, &ev, "peer's fi_close");
+	nerr = cm_mix_take(&cm, &x, true, CM_CLOSE_MS);
+	cf_note("%d of %d transmits completed in error once the peer left",
+		nerr, CM_MIX_N);
+	cm_mix_free(&x);
 	cm_close(&cm);
 	return 0;
 }
@@ -1678,6 +1756,10 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: 96 reads, writes and sends with completions, mixed: "
      "each completes once, data in place, in any order",
      case_cm_mixed_completions},
+    {"cm_mixed_peer_close",
+     "FI_EP_MSG: the peer closes while 96 mixed reads, writes and sends "
+     "are under way: FI_SHUTDOWN, each completes once within 2 s",
+     case_cm_mixed_peer_close},
     {"cm_setname",
      "FI_EP_MSG: fi_setname with a port before fi_connect: the "
      "connection comes from it (fi_getname, the peer's fi_getpeer)",
