@@ -284,10 +284,15 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 	if (!info)
 		return -FI_EINVAL;
 	*info = NULL;
-	if (FI_MAJOR(version) != 1 || version > WEFT_API_VERSION) {
+	/*
+	 * Any version up to ours, as libfabric 1.17 accepts: MPICH passes 0
+	 * ("no version required"); versions before 1.5 (0 included) get the
+	 * 1.0-1.4 semantics, such as FI_MR_BASIC / FI_MR_SCALABLE.
+	 */
+	if (FI_VERSION_LT(WEFT_API_VERSION, version)) {
 		FI_WARN(&weft_core_prov, FI_LOG_CORE,
 			"API version %u.%u is not supported (this library "
-			"implements 1.0 to %u.%u)\n",
+			"implements up to %u.%u)\n",
 			FI_MAJOR(version), FI_MINOR(version),
 			FI_MAJOR(WEFT_API_VERSION), FI_MINOR(WEFT_API_VERSION));
 		return -FI_ENOSYS;

@@ -623,7 +623,7 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 		if (out->rx_attr)
 			out->rx_attr->op_flags = 0;
 		if (FI_VERSION_LT(version, FI_VERSION(1, 5)) && d)
-			d->mr_mode = d->mr_mode ? FI_MR_BASIC : FI_MR_SCALABLE;
+			d->mr_mode = FI_MR_BASIC;
 		return;
 	}
 
@@ -681,7 +681,9 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 	if (hd && (hd->mr_mode == FI_MR_BASIC || hd->mr_mode == FI_MR_SCALABLE))
 		d->mr_mode = hd->mr_mode;
 	else if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		d->mr_mode = d->mr_mode ? FI_MR_BASIC : FI_MR_SCALABLE;
+		/* As libfabric 1.17 answers an unspecified mode: basic, the
+		 * one every candidate that passed check_mr_mode can serve. */
+		d->mr_mode = FI_MR_BASIC;
 	else if ((hints->mode & FI_LOCAL_MR) && (!hd || !hd->mr_mode))
 		d->mr_mode &= ~FI_MR_LOCAL;
 }

@@ -483,6 +483,14 @@ Test(getinfo, prov_attr_only_and_versions)
 	fi_freeinfo(info);
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 18), NULL, NULL, 0, NULL, &info),
 		     -FI_ENOSYS);
+	/* Versions before 1.0 are accepted, as 1.17 does: MPICH passes 0. */
+	cr_assert_eq(fi_getinfo(0, NULL, NULL, 0, NULL, &info), 0);
+	cr_assert_eq(info->fabric_attr->api_version, 0);
+	cr_assert_eq(info->domain_attr->mr_mode, FI_MR_BASIC);
+	fi_freeinfo(info);
+	cr_assert_eq(fi_getinfo(FI_VERSION(0, 9), NULL, NULL, 0, NULL, &info),
+		     0);
+	fi_freeinfo(info);
 	cr_assert_eq(fi_getinfo(FI_VERSION(2, 0), NULL, NULL, 0, NULL, &info),
 		     -FI_ENOSYS);
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_SOURCE, NULL,
