@@ -99,6 +99,22 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 	(FI_MULTI_RECV | FI_SOURCE | FI_RMA_EVENT | FI_SHARED_AV |             \
 	 FI_TRIGGER | FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM |              \
 	 FI_SOURCE_ERR | FI_RMA_PMEM | FI_AV_USER_ID)
+/*
+ * The capabilities that apply to a transmit and to a receive context
+ * (fi_endpoint(3)).  Other bits in tx_attr->caps or rx_attr->caps mean
+ * nothing on that side and are ignored, as libfabric 1.17 ignores them:
+ * clients pass their whole caps in both (OpenSHMEM puts FI_RECV in tx
+ * caps), in fi_getinfo hints and on fi_endpoint alike.
+ */
+#define UTIL_TX_CAPS                                                           \
+	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_READ | FI_WRITE |        \
+	 FI_SEND | FI_HMEM | FI_TRIGGER | FI_FENCE | FI_MULTICAST |            \
+	 FI_RMA_PMEM | FI_NAMED_RX_CTX | FI_COLLECTIVE)
+#define UTIL_RX_CAPS                                                           \
+	(FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_REMOTE_READ |            \
+	 FI_REMOTE_WRITE | FI_RECV | FI_HMEM | FI_TRIGGER | FI_RMA_PMEM |      \
+	 FI_DIRECTED_RECV | FI_VARIABLE_MSG | FI_MULTI_RECV | FI_SOURCE |      \
+	 FI_RMA_EVENT | FI_SOURCE_ERR | FI_COLLECTIVE)
 /* Secondary capabilities reported even when not asked for: they cost nothing. */
 #define UTIL_FREE_SECONDARY_CAPS                                               \
 	(FI_MULTI_RECV | FI_SHARED_AV | FI_FENCE | FI_LOCAL_COMM |             \

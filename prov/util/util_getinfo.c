@@ -331,7 +331,7 @@ static int check_tx(struct check *c, const struct fi_tx_attr *cand,
 
 	if (!hint)
 		return 0;
-	ret = check_caps(c, "tx ", hint->caps, cand->caps);
+	ret = check_caps(c, "tx ", hint->caps & UTIL_TX_CAPS, cand->caps);
 	if (!ret)
 		ret = check_mode(c, "tx ", cand->mode,
 				 hint->mode ? hint->mode : app_mode);
@@ -362,7 +362,7 @@ static int check_rx(struct check *c, const struct fi_rx_attr *cand,
 
 	if (!hint)
 		return 0;
-	ret = check_caps(c, "rx ", hint->caps, cand->caps);
+	ret = check_caps(c, "rx ", hint->caps & UTIL_RX_CAPS, cand->caps);
 	if (!ret)
 		ret = check_mode(c, "rx ", cand->mode,
 				 hint->mode ? hint->mode : app_mode);
@@ -539,10 +539,10 @@ static int check_ep_open(struct check *c, const struct fi_info *cand,
 	}
 	ret = check_caps(c, "", info->caps, cand->caps);
 	if (!ret && info->tx_attr)
-		ret = check_caps(c, "tx ", info->tx_attr->caps,
+		ret = check_caps(c, "tx ", info->tx_attr->caps & UTIL_TX_CAPS,
 				 cand->tx_attr->caps);
 	if (!ret && info->rx_attr)
-		ret = check_caps(c, "rx ", info->rx_attr->caps,
+		ret = check_caps(c, "rx ", info->rx_attr->caps & UTIL_RX_CAPS,
 				 cand->rx_attr->caps);
 	return ret;
 }

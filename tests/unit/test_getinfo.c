@@ -747,3 +747,44 @@ Test(getinfo, domain_open_refuses_what_is_not_offered)
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 }
+
+/*
+ * Bits with no meaning on one side are ignored there, as 1.17 ignores
+ * them: OpenSHMEM copies its whole caps, FI_RECV and FI_RMA_EVENT among
+ * them, into tx_attr->caps, and transmit bits end up in rx_attr->caps.
+ */
+Test(getinfo, caps_of_the_other_side_are_ignored)
+{
+	struct fi_info *h = hints_new(), *info;
+	uint64_t all = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV |
+		       FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
+		       FI_MULTI_RECV | FI_SOURCE | FI_DIRECTED_RECV;
+
+	h->caps = all;
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->tx_attr->caps = all;
+	h->rx_attr->caps = all;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(info->ep_attr->type, FI_EP_RDM);
+	/* What comes back on each side is only what applies there. */
+	cr_assert_eq(info->tx_attr->caps & (FI_RECV | FI_REMOTE_WRITE |
+					    FI_MULTI_RECV | FI_SOURCE), 0);
+	cr_assert_eq(info->rx_attr->caps & (FI_SEND | FI_READ | FI_WRITE), 0);
+	cr_assert(info->tx_attr->caps & FI_SEND);
+	cr_assert(info->rx_attr->caps & FI_RECV);
+
+	/* fi_endpoint's check takes the same info back. */
+	info->tx_attr->caps |= FI_RECV | FI_REMOTE_WRITE | FI_RMA_EVENT;
+	info->rx_attr->caps |= FI_SEND | FI_WRITE | FI_FENCE;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), 0);
+	/* A bit that applies to the side and is not offered still fails. */
+	info->tx_attr->caps |= FI_ATOMIC;
+	cr_assert_eq(util_prov_check_ep(&mock_util, info), -FI_ENODATA);
+	fi_freeinfo(info);
+
+	h->tx_attr->caps = all | FI_ATOMIC;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	fi_freeinfo(h);
+}
