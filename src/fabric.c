@@ -44,23 +44,32 @@ struct fi_provider weft_core_prov = {
 /*
  * The layered names of libfabric 1.17 that a native provider answers to: a
  * client asking for "tcp;ofi_rxm" gets weft's tcp provider, whose RDM
- * endpoint is native.  Only RDM-capable providers accept the utility suffix.
+ * endpoint is native.  Under such a name the entries look as 1.17's utility
+ * provider makes them: RDM only, its protocol.
  */
-static const char *const layered_suffixes[] = { "ofi_rxm", "ofi_rxd" };
+static const struct {
+	const char *suffix;
+	struct weft_name_look look;
+} layered_names[] = {
+	{ "ofi_rxm", { FI_EP_RDM, FI_PROTO_RXM, 1 } },
+	{ "ofi_rxd", { FI_EP_RDM, FI_PROTO_RXD, 1 } },
+};
 
 /*
  * Provider names of libfabric 1.17 that weft has no provider of its own for,
  * each answered by the provider that does the same job.  "sockets" (still
  * the default of some client setups) is served by tcp: its entries come back
- * named "sockets", as "tcp;ofi_rxm" comes back under that name.  This table
- * is the only place an alias is known; fi_getinfo, fi_fabric, FI_PROVIDER
- * and FI_PROV_ATTR_ONLY listings all go through it.
+ * named "sockets" and say the protocol 1.17's sockets says, as "tcp;ofi_rxm"
+ * comes back under that name.  This table is the only place an alias is
+ * known; fi_getinfo, fi_fabric, FI_PROVIDER and FI_PROV_ATTR_ONLY listings
+ * all go through it.
  */
 static const struct {
 	const char *alias;
 	const char *prov;
+	struct weft_name_look look;
 } prov_aliases[] = {
-	{ "sockets", "tcp" },
+	{ "sockets", "tcp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
 };
 
 /* The alias `name` is of a provider, or NULL: "sockets" -> "tcp". */
@@ -86,11 +95,21 @@ static const char *prov_alias(const struct fi_provider *prov)
 	return NULL;
 }
 
+/* The layered name's entry for what follows "core;", or -1. */
+static int layered_index(const char *rest)
+{
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(layered_names); i++)
+		if (!strcasecmp(rest, layered_names[i].suffix))
+			return (int)i;
+	return -1;
+}
+
 bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
 {
 	size_t len = strlen(prov->name);
 	const char *rest, *target;
-	size_t i;
 
 	if (!asked)
 		return true;
@@ -102,13 +121,27 @@ bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
 	rest = asked + len;
 	if (*rest == '\0')
 		return true;
-	if (*rest != ';')
+	return *rest == ';' && layered_index(rest + 1) >= 0;
+}
+
+bool weft_name_look(const char *name, struct weft_name_look *look)
+{
+	const char *semi;
+	size_t i;
+	int k;
+
+	if (!name)
 		return false;
-	rest++;
-	for (i = 0; i < WEFT_ARRAY_SIZE(layered_suffixes); i++)
-		if (!strcasecmp(rest, layered_suffixes[i]))
+	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
+		if (!strcasecmp(name, prov_aliases[i].alias)) {
+			*look = prov_aliases[i].look;
 			return true;
-	return false;
+		}
+	semi = strchr(name, ';');
+	if (!semi || (k = layered_index(semi + 1)) < 0)
+		return false;
+	*look = layered_names[k].look;
+	return true;
 }
 
 /*
@@ -271,12 +304,88 @@ static int label_infos(struct fi_info *list, const struct fi_provider *prov,
 	return 0;
 }
 
+/*
+ * The hints a provider sees when asked under a name with a look: the type
+ * and protocol the name stands for are the name's, not the provider's.
+ * Fills *h and *ep (h->ep_attr points at ep).  Returns 0, or -FI_ENODATA
+ * having explained why when the hints ask what the name does not offer.
+ */
+static int look_hints(const struct fi_provider *prov, const char *name,
+		      const struct weft_name_look *look,
+		      const struct fi_info *hints, struct fi_info *h,
+		      struct fi_ep_attr *ep)
+{
+	char b1[64], b2[64];
+
+	*h = *hints;
+	if (hints->ep_attr)
+		*ep = *hints->ep_attr;
+	else
+		memset(ep, 0, sizeof(*ep));
+	h->ep_attr = ep;
+	if (look->type != FI_EP_UNSPEC) {
+		if (ep->type != FI_EP_UNSPEC && ep->type != look->type) {
+			weft_explain(prov, "%s offers only %s endpoints", name,
+				     fi_tostr_r(b1, sizeof(b1), &look->type,
+						FI_TYPE_EP_TYPE));
+			return -FI_ENODATA;
+		}
+		ep->type = look->type;
+	}
+	if (look->protocol == FI_PROTO_UNSPEC)
+		return 0;
+	if (ep->protocol != FI_PROTO_UNSPEC && ep->protocol != look->protocol) {
+		weft_explain(prov, "protocol %s is not supported by %s (offers %s)",
+			     fi_tostr_r(b1, sizeof(b1), &ep->protocol,
+					FI_TYPE_PROTOCOL),
+			     name,
+			     fi_tostr_r(b2, sizeof(b2), &look->protocol,
+					FI_TYPE_PROTOCOL));
+		return -FI_ENODATA;
+	}
+	if (ep->protocol_version > look->protocol_version) {
+		weft_explain(prov,
+			     "protocol version %u is newer than the %u of %s",
+			     ep->protocol_version, look->protocol_version,
+			     name);
+		return -FI_ENODATA;
+	}
+	ep->protocol = FI_PROTO_UNSPEC;
+	ep->protocol_version = 0;
+	return 0;
+}
+
+/* Make a provider's answers look as they do under the name asked. */
+static void look_answers(struct fi_info **list,
+			 const struct weft_name_look *look)
+{
+	struct fi_info *cur;
+
+	while ((cur = *list)) {
+		if (look->type != FI_EP_UNSPEC && cur->ep_attr &&
+		    cur->ep_attr->type != look->type) {
+			*list = cur->next;
+			cur->next = NULL;
+			fi_freeinfo(cur);
+			continue;
+		}
+		if (look->protocol != FI_PROTO_UNSPEC && cur->ep_attr) {
+			cur->ep_attr->protocol = look->protocol;
+			cur->ep_attr->protocol_version = look->protocol_version;
+		}
+		list = &cur->next;
+	}
+}
+
 int weft_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info)
 {
 	const char *asked = NULL;
-	struct fi_info *head = NULL, **tail = &head;
+	struct fi_info *head = NULL, **tail = &head, looked;
+	struct fi_ep_attr looked_ep;
+	struct weft_name_look look;
+	bool looks;
 	const struct fi_provider *prov;
 	size_t i, tried = 0;
 	int ret = 0;
@@ -333,7 +442,14 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 		}
 		if (!prov->getinfo)
 			continue;
-		ret = prov->getinfo(version, node, service, flags, hints, &list);
+		looks = weft_name_look(name, &look);
+		if (looks && hints &&
+		    look_hints(prov, name, &look, hints, &looked, &looked_ep))
+			continue;
+		ret = prov->getinfo(version, node, service, flags,
+				    looks && hints ? &looked : hints, &list);
+		if (!ret && looks)
+			look_answers(&list, &look);
 		if (ret == -FI_ENODATA || (!ret && !list))
 			continue;
 		if (ret) {

@@ -100,6 +100,26 @@ const struct fi_provider *weft_prov_at(size_t i);
 bool weft_prov_name_matches(const struct fi_provider *prov,
 			    const char *asked);
 
+/*
+ * How a provider's entries look under a name of libfabric 1.17 that it
+ * answers to without having it: "tcp;ofi_rxm" offers RDM only and says
+ * FI_PROTO_RXM, "sockets" says FI_PROTO_SOCK_TCP, as 1.17 answers under
+ * those names (clients put the protocol in their hints).
+ */
+struct weft_name_look {
+	enum fi_ep_type type; /* the one type offered, or FI_EP_UNSPEC: all */
+	uint32_t protocol; /* ep_attr->protocol, or FI_PROTO_UNSPEC: own */
+	uint32_t protocol_version;
+};
+
+/*
+ * The look of entries under `name` (maybe NULL): true and *look filled for
+ * a layered name or an alias, false for a provider's own name.  Never
+ * blocks.  fi_getinfo applies it to hints and answers; fi_endpoint
+ * accepts the protocol it names.
+ */
+bool weft_name_look(const char *name, struct weft_name_look *look);
+
 /* The core's own identity in logs ("core"). */
 extern struct fi_provider weft_core_prov;
 

@@ -158,10 +158,12 @@ static struct fi_rx_attr tcp_rx_attr = {
 	.iov_limit = UTIL_RDM_IOV_MAX,
 };
 
+/* RDM says what 1.17 says of RDM over tcp (its tcp;ofi_rxm): clients
+ * select it by that protocol. */
 static struct fi_ep_attr tcp_rdm_ep_attr = {
 	.type = FI_EP_RDM,
-	.protocol = FI_PROTO_SOCK_TCP,
-	.protocol_version = TCP_PROTO_VERSION,
+	.protocol = FI_PROTO_RXM,
+	.protocol_version = 1,
 	.max_msg_size = (size_t)1 << 40,
 	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
 	.tx_ctx_cnt = 1,

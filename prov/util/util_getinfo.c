@@ -515,9 +515,16 @@ static int check_domain_open(struct check *c, const struct fi_info *cand,
 static int check_ep_open(struct check *c, const struct fi_info *cand,
 			 const struct fi_info *info)
 {
+	uint32_t protocol = cand->ep_attr->protocol;
+	struct weft_name_look look;
 	char b1[64], b2[64];
 	int ret;
 
+	/* An entry got under "sockets" says the protocol of that name. */
+	if (info->fabric_attr &&
+	    weft_name_look(info->fabric_attr->prov_name, &look) &&
+	    look.protocol != FI_PROTO_UNSPEC)
+		protocol = look.protocol;
 	if (info->ep_attr) {
 		CHECK(c,
 		      info->ep_attr->type == FI_EP_UNSPEC ||
@@ -529,13 +536,11 @@ static int check_ep_open(struct check *c, const struct fi_info *cand,
 			       FI_TYPE_EP_TYPE));
 		CHECK(c,
 		      info->ep_attr->protocol == FI_PROTO_UNSPEC ||
-			      info->ep_attr->protocol ==
-				      cand->ep_attr->protocol,
+			      info->ep_attr->protocol == protocol,
 		      "protocol %s is not supported (offers %s)",
 		      enum_str(b1, sizeof(b1), &info->ep_attr->protocol,
 			       FI_TYPE_PROTOCOL),
-		      enum_str(b2, sizeof(b2), &cand->ep_attr->protocol,
-			       FI_TYPE_PROTOCOL));
+		      enum_str(b2, sizeof(b2), &protocol, FI_TYPE_PROTOCOL));
 	}
 	ret = check_caps(c, "", info->caps, cand->caps);
 	if (!ret && info->tx_attr)

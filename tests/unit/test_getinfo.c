@@ -788,3 +788,77 @@ Test(getinfo, caps_of_the_other_side_are_ignored)
 		     -FI_ENODATA);
 	fi_freeinfo(h);
 }
+
+/*
+ * Under a layered name the entries look as 1.17's utility provider makes
+ * them: RDM only, FI_PROTO_RXM, and that is the protocol clients ask for
+ * (Mercury: "tcp;ofi_rxm" with ep_attr->protocol = FI_PROTO_RXM).
+ */
+Test(getinfo, layered_name_looks_like_1_17)
+{
+	struct fi_info *h = hints_new(), *info, *fi;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = ~0 & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	h->fabric_attr->prov_name = strdup("mock;ofi_rxm");
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	for (fi = info; fi; fi = fi->next) {
+		cr_assert_eq(fi->ep_attr->type, FI_EP_RDM);
+		cr_assert_eq(fi->ep_attr->protocol, FI_PROTO_RXM);
+		cr_assert_eq(fi->ep_attr->protocol_version, 1);
+		/* What fi_getinfo gave, fi_endpoint takes. */
+		cr_assert_eq(util_prov_check_ep(&mock_util, fi), 0);
+	}
+	fi_freeinfo(info);
+
+	h->ep_attr->protocol = FI_PROTO_RXM;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	/* The answer passed back as hints finds itself. */
+	free(info->fabric_attr->prov_name);
+	info->fabric_attr->prov_name = strdup("mock;ofi_rxm");
+	fi = NULL;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, info, &fi),
+		     0);
+	fi_freeinfo(fi);
+	fi_freeinfo(info);
+
+	/* The provider's own protocol is not what the name offers. */
+	h->ep_attr->protocol = FI_PROTO_SHM;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "protocol FI_PROTO_SHM is not supported by "
+				   "mock;ofi_rxm (offers FI_PROTO_RXM)"),
+		  "log was: %s", captured);
+	h->ep_attr->protocol = FI_PROTO_RXM;
+	h->ep_attr->protocol_version = 2;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	h->ep_attr->protocol_version = 0;
+	/* MSG is not offered under it. */
+	h->ep_attr->type = FI_EP_MSG;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "mock;ofi_rxm offers only FI_EP_RDM"),
+		  "log was: %s", captured);
+
+	/* Under its own name the provider keeps its own protocol. */
+	h->ep_attr->type = FI_EP_UNSPEC;
+	h->ep_attr->protocol = FI_PROTO_UNSPEC;
+	free(h->fabric_attr->prov_name);
+	h->fabric_attr->prov_name = strdup("mock");
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 2);
+	cr_assert_eq(info->ep_attr->protocol, FI_PROTO_SHM);
+	fi_freeinfo(info);
+	/* NULL hints under a layered name in FI_PROVIDER: the same look. */
+	setenv("FI_PROVIDER", "mock", 1);
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &info),
+		     0);
+	cr_assert_eq(count(info), 2);
+	fi_freeinfo(info);
+	unsetenv("FI_PROVIDER");
+	fi_freeinfo(h);
+}
