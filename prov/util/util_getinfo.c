@@ -384,6 +384,20 @@ static int check_rx(struct check *c, const struct fi_rx_attr *cand,
 	return 0;
 }
 
+/*
+ * Whether a candidate's address format serves the one asked: FI_SOCKADDR
+ * stands for any socket address, and 1.17 answers it with FI_SOCKADDR_IN
+ * or FI_SOCKADDR_IN6 entries.
+ */
+static bool addr_format_fits(uint32_t hint, uint32_t cand)
+{
+	if (hint == FI_FORMAT_UNSPEC || cand == FI_FORMAT_UNSPEC ||
+	    hint == cand)
+		return true;
+	return hint == FI_SOCKADDR &&
+	       (cand == FI_SOCKADDR_IN || cand == FI_SOCKADDR_IN6);
+}
+
 int util_info_check(const struct fi_info *cand, const struct fi_info *hints,
 		    uint32_t version, char *why, size_t len, int *depth)
 {
@@ -409,9 +423,7 @@ int util_info_check(const struct fi_info *cand, const struct fi_info *hints,
 		if (ret)
 			goto out;
 	}
-	if (hints->addr_format != FI_FORMAT_UNSPEC &&
-	    cand->addr_format != FI_FORMAT_UNSPEC &&
-	    hints->addr_format != cand->addr_format) {
+	if (!addr_format_fits(hints->addr_format, cand->addr_format)) {
 		ret = check_fail(&c, "address format %s is not supported "
 				     "(uses %s)",
 				 enum_str(b1, sizeof(b1), &hints->addr_format,
@@ -714,7 +726,10 @@ static int copy_hint_addrs(struct fi_info *out, const struct fi_info *hints,
 		memcpy(out->dest_addr, hints->dest_addr, hints->dest_addrlen);
 		out->dest_addrlen = hints->dest_addrlen;
 	}
-	if (hints->addr_format != FI_FORMAT_UNSPEC)
+	/* The candidate's own format when the hint is the generic one. */
+	if (hints->addr_format != FI_FORMAT_UNSPEC &&
+	    !(hints->addr_format == FI_SOCKADDR &&
+	      out->addr_format != FI_FORMAT_UNSPEC))
 		out->addr_format = hints->addr_format;
 	if (hints->handle && hints->handle->fclass == FI_CLASS_PEP)
 		out->handle = hints->handle;

@@ -418,6 +418,12 @@ Test(getinfo, addr_format_and_addresses)
 	h->addr_format = FI_SOCKADDR_IN6;
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
 		     -FI_ENODATA);
+	/* FI_SOCKADDR is any socket address: the MSG entry's IPv4 one. */
+	h->addr_format = FI_SOCKADDR;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->addr_format, FI_SOCKADDR_IN);
+	fi_freeinfo(info);
 	h->addr_format = FI_ADDR_STR;
 	h->dest_addr = strdup(addr);
 	h->dest_addrlen = sizeof(addr);
