@@ -54,6 +54,21 @@
 
 #define UTIL_RDM_IOV_MAX 4
 
+/*
+ * The order a transport keeps when everything from one endpoint to one
+ * peer is served in the order posted, whatever its size: messages, RMA
+ * and atomics alike (shm's queue, tcp's connection).  Both the classic
+ * bits and 1.17's FI_ORDER_RMA_* / FI_ORDER_ATOMIC_*, with
+ * max_order_{raw,war,waw}_size UTIL_RDM_ORDER_SIZE.
+ */
+#define UTIL_RDM_ORDER_ALL                                                     \
+	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |           \
+	 FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |           \
+	 FI_ORDER_WAS | FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW |                  \
+	 FI_ORDER_RMA_WAR | FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAR |           \
+	 FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
+#define UTIL_RDM_ORDER_SIZE SIZE_MAX
+
 /* Message classes on the wire. */
 enum util_rdm_op {
 	UTIL_RDM_MSG = 1,

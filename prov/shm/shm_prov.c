@@ -139,11 +139,6 @@ bool shm_cma_probe(void)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
 	 FI_SOURCE_ERR | FI_RMA_EVENT)
-/* One queue carries everything from one sender, served in order. */
-#define SHM_ORDER                                                              \
-	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |           \
-	 FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |           \
-	 FI_ORDER_WAS)
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
@@ -152,7 +147,7 @@ bool shm_cma_probe(void)
 static struct fi_tx_attr shm_tx_attr = {
 	.caps = SHM_TX_CAPS,
 	.op_flags = SHM_TX_OP_FLAGS,
-	.msg_order = SHM_ORDER,
+	.msg_order = UTIL_RDM_ORDER_ALL,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = 4096,
 	.size = 1024,
@@ -163,7 +158,7 @@ static struct fi_tx_attr shm_tx_attr = {
 static struct fi_rx_attr shm_rx_attr = {
 	.caps = SHM_RX_CAPS,
 	.op_flags = SHM_RX_OP_FLAGS,
-	.msg_order = SHM_ORDER,
+	.msg_order = UTIL_RDM_ORDER_ALL,
 	.comp_order = FI_ORDER_NONE,
 	.size = 1024,
 	.iov_limit = UTIL_RDM_IOV_MAX,
@@ -174,6 +169,9 @@ static struct fi_ep_attr shm_ep_attr = {
 	.protocol = FI_PROTO_SHM,
 	.protocol_version = SHM_VERSION,
 	.max_msg_size = SIZE_MAX,
+	.max_order_raw_size = UTIL_RDM_ORDER_SIZE,
+	.max_order_war_size = UTIL_RDM_ORDER_SIZE,
+	.max_order_waw_size = UTIL_RDM_ORDER_SIZE,
 	/* Any bit may be matched or ignored: the generic format. */
 	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
 	.tx_ctx_cnt = 1,

@@ -127,11 +127,6 @@ size_t tcp_sockaddr_len(const void *addr)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM)
-/* One connection carries everything from one sender, handled in order. */
-#define TCP_ORDER                                                              \
-	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |           \
-	 FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |           \
-	 FI_ORDER_WAS)
 #define TCP_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
@@ -141,7 +136,7 @@ size_t tcp_sockaddr_len(const void *addr)
 static struct fi_tx_attr tcp_tx_attr = {
 	.caps = TCP_TX_CAPS,
 	.op_flags = TCP_TX_OP_FLAGS,
-	.msg_order = TCP_ORDER,
+	.msg_order = UTIL_RDM_ORDER_ALL,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = TCP_INJECT,
 	.size = 1024,
@@ -152,7 +147,7 @@ static struct fi_tx_attr tcp_tx_attr = {
 static struct fi_rx_attr tcp_rx_attr = {
 	.caps = TCP_RX_CAPS,
 	.op_flags = TCP_RX_OP_FLAGS,
-	.msg_order = TCP_ORDER,
+	.msg_order = UTIL_RDM_ORDER_ALL,
 	.comp_order = FI_ORDER_NONE,
 	.size = 1024,
 	.iov_limit = UTIL_RDM_IOV_MAX,
@@ -160,11 +155,25 @@ static struct fi_rx_attr tcp_rx_attr = {
 
 /* RDM says what 1.17 says of RDM over tcp (its tcp;ofi_rxm): clients
  * select it by that protocol. */
+/* MSG receives have no FI_DIRECTED_RECV, FI_SOURCE or FI_SOURCE_ERR: one
+ * peer per endpoint. */
+static struct fi_rx_attr tcp_msg_rx_attr = {
+	.caps = TCP_RX_CAPS & TCP_MSG_CAPS,
+	.op_flags = TCP_RX_OP_FLAGS,
+	.msg_order = UTIL_RDM_ORDER_ALL,
+	.comp_order = FI_ORDER_NONE,
+	.size = 1024,
+	.iov_limit = UTIL_RDM_IOV_MAX,
+};
+
 static struct fi_ep_attr tcp_rdm_ep_attr = {
 	.type = FI_EP_RDM,
 	.protocol = FI_PROTO_RXM,
 	.protocol_version = 1,
 	.max_msg_size = (size_t)1 << 40,
+	.max_order_raw_size = UTIL_RDM_ORDER_SIZE,
+	.max_order_war_size = UTIL_RDM_ORDER_SIZE,
+	.max_order_waw_size = UTIL_RDM_ORDER_SIZE,
 	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
 	.tx_ctx_cnt = 1,
 	.rx_ctx_cnt = 1,
@@ -175,6 +184,9 @@ static struct fi_ep_attr tcp_msg_ep_attr = {
 	.protocol = FI_PROTO_SOCK_TCP,
 	.protocol_version = TCP_PROTO_VERSION,
 	.max_msg_size = (size_t)1 << 40,
+	.max_order_raw_size = UTIL_RDM_ORDER_SIZE,
+	.max_order_war_size = UTIL_RDM_ORDER_SIZE,
+	.max_order_waw_size = UTIL_RDM_ORDER_SIZE,
 	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
 	.tx_ctx_cnt = 1,
 	.rx_ctx_cnt = 1,
@@ -212,7 +224,7 @@ static struct fi_info tcp_msg_info = {
 	.caps = TCP_MSG_CAPS,
 	.addr_format = FI_SOCKADDR_IN,
 	.tx_attr = &tcp_tx_attr,
-	.rx_attr = &tcp_rx_attr,
+	.rx_attr = &tcp_msg_rx_attr,
 	.ep_attr = &tcp_msg_ep_attr,
 	.domain_attr = &tcp_domain_attr,
 	.fabric_attr = &tcp_fabric_attr,

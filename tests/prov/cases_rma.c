@@ -1084,6 +1084,176 @@ static int case_rma_bad_access(const char *prov)
 	return 0;
 }
 
+/*
+ * The orders an endpoint claims for RMA and atomics (msg_order: RAW, WAR,
+ * WAW, and 1.17's FI_ORDER_RMA_* / FI_ORDER_ATOMIC_*), as OpenSHMEM and MPI
+ * one-sided rely on them: operations to one peer posted back to back,
+ * with no wait between them, take effect in the order posted, up to the
+ * max_order_*_size the endpoint reports.  A write then a read of the same
+ * range reads what was written (RAW); a read then a write reads the old
+ * data (WAR); two writes leave the second (WAW).  Atomics likewise on one
+ * 64-bit word.
+ */
+static bool order_has(const struct cf_fix *f, uint64_t classic,
+		      uint64_t specific)
+{
+	uint64_t o = f->info->tx_attr->msg_order;
+
+	return (o & classic) || (o & specific);
+}
+
+static void order_rma(struct cf_fix *f, size_t len, bool raw, bool war,
+		      bool waw)
+{
+	struct fi_context2 ctx[4];
+	struct cf_mem a, b, r1, r2, tm;
+	char what[80];
+	int i;
+
+	cf_mem_reg(f, 0, &a, len, rma_local);
+	cf_mem_reg(f, 0, &b, len, rma_local);
+	cf_mem_reg(f, 0, &r1, len, rma_local);
+	cf_mem_reg(f, 0, &r2, len, rma_local);
+	cf_mem_reg(f, 1, &tm, len, rma_remote);
+	cf_fill(tm.p, len, 500);
+	cf_fill(a.p, len, 501);
+	cf_fill(b.p, len, 502);
+	/* read old, write A, read, write B: all in flight at once */
+	cf_post(f, fi_read(f->ep[0].ep, r1.p, len, r1.desc, f->ep[1].addr,
+			   tm.raddr, tm.key, &ctx[0]));
+	cf_post(f, fi_write(f->ep[0].ep, a.p, len, a.desc, f->ep[1].addr,
+			    tm.raddr, tm.key, &ctx[1]));
+	cf_post(f, fi_read(f->ep[0].ep, r2.p, len, r2.desc, f->ep[1].addr,
+			   tm.raddr, tm.key, &ctx[2]));
+	cf_post(f, fi_write(f->ep[0].ep, b.p, len, b.desc, f->ep[1].addr,
+			    tm.raddr, tm.key, &ctx[3]));
+	for (i = 0; i < 4; i++) {
+		struct cf_comp c = cf_wait_ctx(f, 0, &ctx[i]);
+
+		cf_assert(!c.err, "%zu B, op %d: error %d (%s)", len, i, c.err,
+			  fi_strerror(c.err));
+	}
+	if (war) {
+		snprintf(what, sizeof(what), "WAR, %zu B: first read", len);
+		cf_check_fill(r1.p, len, 500, what);
+	}
+	if (raw) {
+		snprintf(what, sizeof(what), "RAW, %zu B: read after write A",
+			 len);
+		cf_check_fill(r2.p, len, 501, what);
+	}
+	if (waw) {
+		snprintf(what, sizeof(what), "WAW, %zu B: target after writes",
+			 len);
+		wait_target(f, tm.p, len, 502, what);
+	}
+	cf_mem_free(&a);
+	cf_mem_free(&b);
+	cf_mem_free(&r1);
+	cf_mem_free(&r2);
+	cf_mem_free(&tm);
+}
+
+static void order_atomic(struct cf_fix *f, bool raw, bool war, bool waw)
+{
+	enum { NADD = 16 };
+	struct fi_context2 ctx[NADD + 4];
+	struct cf_mem src, res, tm;
+	uint64_t *one, *res64, *t;
+	int i, n = 0;
+	size_t count;
+
+	if (fi_atomicvalid(f->ep[0].ep, FI_UINT64, FI_SUM, &count) ||
+	    fi_fetch_atomicvalid(f->ep[0].ep, FI_UINT64, FI_ATOMIC_READ,
+				 &count) ||
+	    fi_atomicvalid(f->ep[0].ep, FI_UINT64, FI_ATOMIC_WRITE, &count)) {
+		cf_note("64-bit sum, read or write is not offered: atomic "
+			"order not tested");
+		return;
+	}
+	cf_mem_reg(f, 0, &src, 2 * sizeof(uint64_t), rma_local);
+	cf_mem_reg(f, 0, &res, 2 * sizeof(uint64_t), rma_local);
+	cf_mem_reg(f, 1, &tm, sizeof(uint64_t), rma_remote);
+	one = (uint64_t *)src.p;
+	res64 = (uint64_t *)res.p;
+	t = (uint64_t *)tm.p;
+	one[0] = 1;
+	one[1] = 1000;
+	res64[0] = res64[1] = ~0ULL;
+	*t = 0;
+	for (i = 0; i < NADD; i++, n++)
+		cf_post(f, fi_atomic(f->ep[0].ep, &one[0], 1, src.desc,
+				     f->ep[1].addr, tm.raddr, tm.key,
+				     FI_UINT64, FI_SUM, &ctx[n]));
+	cf_post(f, fi_fetch_atomic(f->ep[0].ep, NULL, 1, NULL, &res64[0],
+				   res.desc, f->ep[1].addr, tm.raddr, tm.key,
+				   FI_UINT64, FI_ATOMIC_READ, &ctx[n++]));
+	cf_post(f, fi_atomic(f->ep[0].ep, &one[1], 1, src.desc, f->ep[1].addr,
+			     tm.raddr, tm.key, FI_UINT64, FI_ATOMIC_WRITE,
+			     &ctx[n++]));
+	cf_post(f, fi_fetch_atomic(f->ep[0].ep, NULL, 1, NULL, &res64[1],
+				   res.desc, f->ep[1].addr, tm.raddr, tm.key,
+				   FI_UINT64, FI_ATOMIC_READ, &ctx[n++]));
+	for (i = 0; i < n; i++) {
+		struct cf_comp c = cf_wait_ctx(f, 0, &ctx[i]);
+
+		cf_assert(!c.err, "atomic %d: error %d (%s)", i, c.err,
+			  fi_strerror(c.err));
+	}
+	/* The read after the sums sees all of them, and not the write
+	 * posted after it. */
+	if (raw)
+		cf_assert(res64[0] == NADD,
+			  "atomic RAW: read %llu after %d sums",
+			  (unsigned long long)res64[0], NADD);
+	if (war)
+		cf_assert(res64[0] != 1000,
+			  "atomic WAR: a read saw the write posted after it");
+	if (raw || waw)
+		cf_assert(res64[1] == 1000, "atomic RAW/WAW: read %llu after "
+			  "the write of 1000",
+			  (unsigned long long)res64[1]);
+	cf_mem_free(&src);
+	cf_mem_free(&res);
+	cf_mem_free(&tm);
+}
+
+static int case_rma_order(const char *prov)
+{
+	static const size_t sizes[] = {8, 4096, 65537, 1 << 20};
+	struct cf_opts o = {.caps = FI_RMA | FI_ATOMIC};
+	bool raw, war, waw, araw, awar, awaw;
+	struct cf_fix f;
+	size_t i, len;
+	int ret;
+
+	fi_freeinfo(cf_getinfo(prov, &o, &ret));
+	if (ret)
+		o.caps = FI_RMA;
+	cf_open(&f, prov, &o);
+	raw = order_has(&f, FI_ORDER_RAW, FI_ORDER_RMA_RAW);
+	war = order_has(&f, FI_ORDER_WAR, FI_ORDER_RMA_WAR);
+	waw = order_has(&f, FI_ORDER_WAW, FI_ORDER_RMA_WAW);
+	araw = order_has(&f, FI_ORDER_RAW, FI_ORDER_ATOMIC_RAW);
+	awar = order_has(&f, FI_ORDER_WAR, FI_ORDER_ATOMIC_WAR);
+	awaw = order_has(&f, FI_ORDER_WAW, FI_ORDER_ATOMIC_WAW);
+	if (!raw && !war && !waw && !araw && !awar && !awaw)
+		cf_skip("no RMA or atomic order claimed");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		len = sizes[i];
+		order_rma(&f, len,
+			  raw && len <= f.info->ep_attr->max_order_raw_size,
+			  war && len <= f.info->ep_attr->max_order_war_size,
+			  waw && len <= f.info->ep_attr->max_order_waw_size);
+	}
+	if (f.info->caps & FI_ATOMIC)
+		order_atomic(&f, araw && f.info->ep_attr->max_order_raw_size,
+			     awar && f.info->ep_attr->max_order_war_size,
+			     awaw && f.info->ep_attr->max_order_waw_size);
+	cf_close(&f);
+	return 0;
+}
+
 const struct cf_case cf_cases_rma[] = {
     {"rma_sizes",
      "fi_write/fi_read 1 B to 4 MiB at an unaligned offset, "
@@ -1113,5 +1283,9 @@ const struct cf_case cf_cases_rma[] = {
      "write/read counters, remote counters with "
      "FI_RMA_EVENT",
      case_rma_cntr},
+    {"rma_order",
+     "RMA and atomics posted back to back take effect in order, as "
+     "msg_order and max_order_*_size claim (RAW, WAR, WAW)",
+     case_rma_order},
     {NULL},
 };
