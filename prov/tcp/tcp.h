@@ -208,7 +208,8 @@ struct tcp_ep {
 	struct util_eq *eq;
 	struct tcp_conn *conn; /* the one connection */
 	struct tcp_peer *mpeer;
-	bool shutdown_sent;
+	bool shutdown_local; /* fi_shutdown was called */
+	bool shutdown_reported; /* FI_SHUTDOWN is on the EQ */
 	struct sockaddr_storage peer_addr;
 	struct sockaddr_storage src_addr;
 	socklen_t src_addrlen;

@@ -196,14 +196,19 @@ void tcp_conn_lost(struct tcp_conn *conn)
 		return;
 	switch (conn->prev_state) {
 	case TCP_CONN_OPEN:
-		/* Nothing more can arrive: posted receives end. */
+		/* Nothing more can arrive: posted receives end.  FI_SHUTDOWN
+		 * goes to our EQ whichever side shut down first, once. */
 		util_rdm_flush_rx(&ep->rdm, FI_ECANCELED);
-		if (!ep->shutdown_sent)
+		if (!ep->shutdown_reported) {
+			ep->shutdown_reported = true;
 			eq_write_cm(ep, FI_SHUTDOWN, NULL, 0);
+		}
 		break;
 	case TCP_CONN_CONNECTING:
 	case TCP_CONN_HELLO:
-		if (!conn->rejected)
+		/* Our own fi_shutdown of a connect under way reports
+		 * nothing: the application ended it. */
+		if (!conn->rejected && !ep->shutdown_local)
 			eq_write_err(ep, err == FI_ECONNRESET ? FI_ECONNREFUSED :
 								 err,
 				     NULL, 0);
@@ -1610,7 +1615,7 @@ static int tcp_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 		return -FI_ENOSYS;
 	weft_lock(&ep->rdm.lock);
 	if (ep->conn && ep->conn->state != TCP_CONN_CLOSED) {
-		ep->shutdown_sent = true;
+		ep->shutdown_local = true;
 		if (ep->conn->state == TCP_CONN_OPEN)
 			tcp_conn_flush(ep->conn);
 		tcp_conn_close(ep->conn, FI_ECONNRESET);

@@ -678,6 +678,7 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 	struct verbs_fence fence;
 	struct rdma_conn_param cp;
 	const void *data;
+	bool was_open;
 	size_t len;
 
 	switch (ev->event) {
@@ -725,6 +726,7 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (ep->state == VERBS_CM_SHUTDOWN)
 			break;
+		was_open = ep->state == VERBS_CM_CONNECTED;
 		/* The QP to the error state: what is still posted completes
 		 * as FI_ECANCELED.  (rdma_disconnect does that on InfiniBand
 		 * and RoCE; over iWARP it may leave the QP closing, with
@@ -737,7 +739,10 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 			ep->err_flush = ep->domain->dev.err_post_lost;
 		}
 		ep->state = VERBS_CM_SHUTDOWN;
-		if (ep->eq && !ep->local_shutdown)
+		/* Whichever side shut the connection down (clients wait for
+		 * it after their own fi_shutdown), once; nothing for a
+		 * connect the application itself ended. */
+		if (ep->eq && (was_open || !ep->local_shutdown))
 			util_eq_write_cm(ep->eq, FI_SHUTDOWN,
 					 &ep->rdm.ep_fid.fid, NULL, NULL, 0);
 		break;

@@ -800,6 +800,23 @@ static int cm_peer_gone(const char *prov, int leaver, bool close_it)
 
 	cm_expect_event(&cm, stay, FI_SHUTDOWN, sfid, &ev,
 			close_it ? "peer's fi_close" : "peer's fi_shutdown");
+	if (!close_it) {
+		/*
+		 * The leaver's own EQ reports FI_SHUTDOWN too, as 1.17 does:
+		 * clients wait for it in fi_eq_sread after fi_shutdown
+		 * (upstream's cm_data test).  Once: the survivor shutting
+		 * down in turn adds nothing on either side.
+		 */
+		cm_expect_event(&cm, leaver, FI_SHUTDOWN,
+				&cm.f.ep[leaver].ep->fid, &ev,
+				"own fi_shutdown");
+		cf_ok(fi_shutdown(cm.f.ep[stay].ep, 0));
+		cf_expect(!cm_poll(&cm, leaver, &ev, 50),
+			  "leaver EQ: a second event after FI_SHUTDOWN");
+		cf_ok(fi_shutdown(cm.f.ep[leaver].ep, 0));
+		cf_expect(!cm_poll(&cm, leaver, &ev, 50),
+			  "leaver EQ: an event after a second fi_shutdown");
+	}
 
 	/* The survivor's receives: canceled in error, or never completed. */
 	for (k = 0; k < 2; k++) {
