@@ -147,6 +147,7 @@ extern const struct cf_case cf_cases_kill[];
 extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
 extern const struct cf_case cf_cases_err[];
+extern const struct cf_case cf_cases_getinfo[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */
