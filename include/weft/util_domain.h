@@ -113,4 +113,16 @@ static inline bool util_domain_needs_lock(const struct util_domain *domain)
 	return !domain || weft_threading_needs_lock(domain->threading);
 }
 
+/*
+ * For what endpoints' progress reads or writes beside the application's
+ * calls: under FI_PROGRESS_AUTO their threads do so whatever the
+ * threading model, so the lock is needed then too.
+ */
+static inline bool util_domain_progress_needs_lock(
+	const struct util_domain *domain)
+{
+	return util_domain_needs_lock(domain) ||
+	       domain->data_progress == FI_PROGRESS_AUTO;
+}
+
 #endif /* WEFT_UTIL_DOMAIN_H */

@@ -566,9 +566,10 @@ int util_mr_domain_init(struct util_mr_domain *domain,
 	ret = util_domain_init(&domain->util, fabric, info, context);
 	if (ret)
 		return ret;
+	/* Targets look registrations up from their progress threads. */
 	ret = util_mr_map_init(&domain->mr_map, fabric->prov,
 			       info->domain_attr->mr_mode, 0,
-			       util_domain_needs_lock(&domain->util));
+			       util_domain_progress_needs_lock(&domain->util));
 	if (ret) {
 		util_domain_fini(&domain->util);
 		return ret;

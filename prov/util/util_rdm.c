@@ -2582,8 +2582,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->rx_progress.polled = true;
 
 	ret = weft_lock_init(&ep->lock,
-			     util_domain_needs_lock(domain) ||
-				     domain->data_progress == FI_PROGRESS_AUTO);
+			     util_domain_progress_needs_lock(domain));
 	if (ret)
 		return ret;
 	ret = util_match_init(&ep->msgq, &mattr);

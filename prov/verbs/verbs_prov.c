@@ -1431,7 +1431,8 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 	/* Keys are the device's rkeys: the map records them as given. */
 	ret = util_mr_map_init(&domain->base.mr_map, &verbs_prov,
 			       domain->base.util.mr_mode & ~FI_MR_PROV_KEY, 1,
-			       util_domain_needs_lock(&domain->base.util));
+			       util_domain_progress_needs_lock(
+				       &domain->base.util));
 	if (ret)
 		goto err_domain;
 	domain->base.util.domain_fid.fid.ops = &verbs_domain_fi_ops;

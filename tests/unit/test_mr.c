@@ -437,3 +437,34 @@ Test(util_mr, async_registration_event)
 	cr_assert_eq(util_domain_fini(&d), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
+
+/*
+ * A domain's key map is read by its endpoints' progress threads under
+ * FI_PROGRESS_AUTO (targets look keys up and count) while the application
+ * registers and closes: it takes its lock then, whatever the threading
+ * model; under FI_THREAD_DOMAIN with manual progress it need not.
+ */
+static bool map_locked(enum fi_threading threading, enum fi_progress progress)
+{
+	struct fi_domain_attr dattr = { .threading = threading,
+					.data_progress = progress };
+	struct fi_info info = { .domain_attr = &dattr };
+	struct util_mr_domain *d = calloc(1, sizeof(*d));
+	struct util_fabric fab;
+	bool locked;
+
+	cr_assert_not_null(d);
+	cr_assert_eq(util_fabric_init(&fab, &weft_core_prov, NULL, NULL), 0);
+	cr_assert_eq(util_mr_domain_init(d, &fab, &info, NULL), 0);
+	locked = d->mr_map.lock.needed;
+	cr_assert_eq(util_mr_domain_close(&d->util.domain_fid.fid), 0);
+	cr_assert_eq(util_fabric_fini(&fab), 0);
+	return locked;
+}
+
+Test(util_mr, domain_map_locked_for_progress_threads)
+{
+	cr_assert(map_locked(FI_THREAD_DOMAIN, FI_PROGRESS_AUTO));
+	cr_assert(map_locked(FI_THREAD_SAFE, FI_PROGRESS_MANUAL));
+	cr_assert_not(map_locked(FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL));
+}
