@@ -60,6 +60,12 @@ struct util_cntr {
 	struct weft_lock progress_lock;
 	struct dlist_entry progress_list;
 
+	/* Registrations counting into it (fi_mr_bind), under progress_lock;
+	 * under manual progress, while there are any, mr_hook runs the
+	 * domain's target progress (util_domain_target_progress). */
+	unsigned int mr_binds;
+	struct util_progress mr_hook;
+
 	/* Hot: written by every completion.  The pad keeps the fields above
 	 * off their cache line without asking heap allocations for more
 	 * than malloc's alignment. */
@@ -152,6 +158,18 @@ static inline void util_cntr_put(struct util_cntr *cntr)
 {
 	atomic_fetch_sub_explicit(&cntr->ref, 1, memory_order_release);
 }
+
+/*
+ * A registration counts into the counter (fi_mr_bind; util_mr.c): one
+ * reference as util_cntr_get takes, and, for the first registration of a
+ * domain with manual progress, the domain's target progress among the
+ * counter's progress sources (polled: the targets' fds are not in the
+ * counter's wait object), since the application may read or wait on the
+ * counter alone.  util_cntr_mr_put undoes one; it must not be called with
+ * a lock that the targets' progress takes (the key map's).  Control path.
+ */
+void util_cntr_mr_get(struct util_cntr *cntr);
+void util_cntr_mr_put(struct util_cntr *cntr);
 
 /* The util_cntr behind a counter fid opened by util_cntr_init / _open. */
 static inline struct util_cntr *util_cntr_of(struct fid_cntr *cntr_fid)

@@ -19,6 +19,8 @@
 #include "weft/list.h"
 #include "weft/lock.h"
 
+struct util_progress; /* util_wait.h */
+
 struct util_fabric {
 	struct fid_fabric fabric_fid;
 	const struct fi_provider *prov;
@@ -49,6 +51,10 @@ struct util_domain {
 	 * (util_rdm_ep_attr.sweep_domain), under sweep_lock. */
 	struct dlist_entry sweep_eps;
 	pthread_mutex_t sweep_lock;
+	/* What serves the domain's registrations to peers (the RDM
+	 * engine's endpoints: struct util_progress), under target_lock. */
+	struct dlist_entry targets;
+	pthread_mutex_t target_lock;
 };
 
 /*
@@ -94,6 +100,24 @@ int util_domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
 /* fi_domain_bind of an EQ (the only object a domain binds). */
 int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 
+/*
+ * The progress of what serves the domain's registrations to peers: the
+ * RDM engine adds each endpoint with FI_RMA or FI_ATOMIC when it opens it
+ * and removes it at close.  A
+ * counter bound to registrations (fi_mr_bind) runs them, under manual
+ * progress, when it is read or waited on: no endpoint it is bound to
+ * would.  A source's progress runs with target_lock and the counter's
+ * progress lock held, so it must not wait for a lock of its own (it takes
+ * its endpoint's lock only if that is free); add and del take
+ * target_lock, and del returns once no call of the source runs.  Control
+ * path.
+ */
+void util_domain_add_target(struct util_domain *domain,
+			    struct util_progress *source);
+void util_domain_del_target(struct util_domain *domain,
+			    struct util_progress *source);
+void util_domain_target_progress(struct util_domain *domain);
+
 static inline void util_domain_get(struct util_domain *domain)
 {
 	if (domain)
@@ -111,6 +135,18 @@ static inline void util_domain_put(struct util_domain *domain)
 static inline bool util_domain_needs_lock(const struct util_domain *domain)
 {
 	return !domain || weft_threading_needs_lock(domain->threading);
+}
+
+/*
+ * For what endpoints' progress reads or writes beside the application's
+ * calls: under FI_PROGRESS_AUTO their threads do so whatever the
+ * threading model, so the lock is needed then too.
+ */
+static inline bool util_domain_progress_needs_lock(
+	const struct util_domain *domain)
+{
+	return util_domain_needs_lock(domain) ||
+	       domain->data_progress == FI_PROGRESS_AUTO;
 }
 
 #endif /* WEFT_UTIL_DOMAIN_H */

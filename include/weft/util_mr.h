@@ -32,12 +32,15 @@
 #ifndef WEFT_UTIL_MR_H
 #define WEFT_UTIL_MR_H
 
+#include <stdatomic.h>
 #include <sys/uio.h>
 
 #include <rdma/fi_domain.h>
+#include <rdma/fi_rma.h>
 
 #include "weft/core.h"
 #include "weft/lock.h"
+#include "weft/util_cntr.h"
 #include "weft/util_domain.h"
 
 /* Access bits a registration may carry. */
@@ -46,6 +49,8 @@
 	 FI_REMOTE_WRITE | FI_COLLECTIVE)
 /* Registration flags the util MR accepts. */
 #define UTIL_MR_FLAGS (FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY)
+/* What a counter bound to a registration counts (fi_mr_bind). */
+#define UTIL_MR_CNTR_EVENTS (FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* Default most iovecs in one registration (domain mr_iov_limit). */
 #define UTIL_MR_IOV_LIMIT 4
 
@@ -62,6 +67,10 @@ struct util_mr_pub {
 	uint64_t base; /* peers' address of byte 0 */
 	uint64_t len;
 	void *addr; /* local address of byte 0 */
+	/* FI_REMOTE_WRITE / FI_REMOTE_READ: accesses that counters bound
+	 * to it count (fi_mr_bind), which whoever moves data without us
+	 * must report; 0 for most. */
+	uint64_t events;
 };
 
 /*
@@ -69,14 +78,18 @@ struct util_mr_pub {
  * under the map's lock, for every single-iovec registration added, and for
  * those already there at attach time; withdraw for each of them when it is
  * removed, before util_mr_map_remove returns: once it returns, no peer may
- * touch the memory any more.  atomic_lock/atomic_unlock (optional) bracket
- * every atomic the target applies itself, so that atomics peers apply
- * directly and the target's own are serialised.
+ * touch the memory any more.  events (optional) is called, under the
+ * map's lock, when counters are bound to a published registration:
+ * `events` is util_mr_pub.events anew.  atomic_lock/atomic_unlock
+ * (optional) bracket every atomic the target applies itself, so that
+ * atomics peers apply directly and the target's own are serialised.
  */
 struct util_mr_publisher {
 	void (*publish)(struct util_mr_publisher *pub,
 			const struct util_mr_pub *reg);
 	void (*withdraw)(struct util_mr_publisher *pub, uint64_t key);
+	void (*events)(struct util_mr_publisher *pub, uint64_t key,
+		       uint64_t events);
 	int (*atomic_lock)(struct util_mr_publisher *pub); /* 0 or -FI_E* */
 	void (*atomic_unlock)(struct util_mr_publisher *pub);
 };
@@ -97,6 +110,9 @@ struct util_mr_map {
 	/* Bumped by every removal: whoever holds memory a key named, past
 	 * the call that checked it, looks here before touching it again. */
 	uint64_t gen;
+	/* Registrations with a counter bound (fi_mr_bind): while there are
+	 * none, targets skip util_mr_map_count. */
+	atomic_uint counted;
 };
 
 static inline uint64_t util_mr_map_gen(const struct util_mr_map *map)
@@ -163,6 +179,40 @@ int util_mr_map_verify_iov(struct util_mr_map *map, uint64_t key,
  */
 int util_mr_map_verify(struct util_mr_map *map, uint64_t key, uint64_t addr,
 		       size_t len, uint64_t access, void **local);
+
+/*
+ * fi_mr_bind of a counter: the registration under key counts into cntr
+ * the remote operations that write it (FI_REMOTE_WRITE in flags: RMA
+ * writes and atomics) and those that read it (FI_REMOTE_READ: RMA reads,
+ * and fetching and compare atomics, whose old values go back to the
+ * initiator).  A registration counts each event into one counter, which
+ * may count both.  Takes the counter's references (util_cntr_mr_get);
+ * removing the registration drops them.  Control path; must not be
+ * called with a lock the targets' progress takes.  Returns 0, -FI_ENOKEY
+ * (no such registration), -FI_EALREADY (that event is counted already)
+ * or -FI_EINVAL (flags other than those two, or none).
+ */
+int util_mr_map_bind_cntr(struct util_mr_map *map, uint64_t key,
+			  struct util_cntr *cntr, uint64_t flags);
+
+/* Whether any registration of the map has a counter bound: targets call
+ * util_mr_map_count only then, so nothing is paid otherwise. */
+static inline bool util_mr_map_counting(struct util_mr_map *map)
+{
+	return atomic_load_explicit(&map->counted, memory_order_relaxed) != 0;
+}
+
+/*
+ * Target side: an operation that did `events` (FI_REMOTE_WRITE,
+ * FI_REMOTE_READ, or both: util_rdm_mr_events) to the ranges rma[0..n)
+ * succeeded, its data in place.  Each registration those ranges name
+ * counts it once (however many of the ranges it holds) into the counters
+ * bound to it for those events, a counter bound for both once.  Ranges
+ * of no bytes, and keys without a registration or without counters,
+ * count nothing.  Data path: takes the lock, no allocation.
+ */
+void util_mr_map_count(struct util_mr_map *map, const struct fi_rma_iov *rma,
+		       size_t n, uint64_t events);
 
 /*
  * Attach a publisher (at most one; -FI_EBUSY if another is attached) and

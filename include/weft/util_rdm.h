@@ -429,6 +429,10 @@ struct util_rdm_ep {
 	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */
 	bool wait_fds; /* the transports' fds are in bound wait objects */
 	bool sweep; /* on domain->sweep_eps (attr.sweep_domain) */
+	/* On the domain's targets (FI_RMA or FI_ATOMIC): counters bound to
+	 * registrations run it under manual progress. */
+	bool target;
+	struct util_progress target_progress;
 	unsigned int sweep_calls;
 	struct dlist_entry sweep_entry;
 
@@ -541,6 +545,17 @@ uint64_t util_rdm_tx_id(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
  */
 void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags,
 			   size_t len, uint64_t data);
+
+/*
+ * What a remote operation of `kind` (UTIL_RDM_TX_*; `op` for atomics) did
+ * to the target's memory, as counters bound to registrations count it
+ * (util_mr_map_count, fi_mr_bind): FI_REMOTE_WRITE when it may have
+ * changed it (writes, and every atomic but FI_ATOMIC_READ), FI_REMOTE_READ
+ * when it handed its contents to the initiator (reads, fetching and
+ * compare atomics).  The endpoint's remote counters keep fi_ep_bind's
+ * classes (util_rdm_remote_event).
+ */
+uint64_t util_rdm_mr_events(uint32_t kind, enum fi_op op);
 
 /*
  * Target side of software RMA and atomics, for every transport that moves

@@ -1521,6 +1521,43 @@ static void handle_cts(struct shm_xp *ep, struct shm_slot *s);
 static void handle_data(struct shm_xp *ep, struct shm_slot *s);
 static int chunks_continue(struct shm_xp *ep);
 
+/* The key map of the endpoint's domain: its registrations. */
+static inline struct util_mr_map *xp_mr_map(struct shm_xp *ep)
+{
+	return &util_mr_domain_of(ep->base.ep->domain)->mr_map;
+}
+
+/*
+ * A peer read or wrote our memory itself (rma_direct): it counts, on the
+ * endpoint's remote counters and on those bound to the registration it
+ * names.  What it says of a length we cannot check, so it brings no
+ * completion (remote CQ data comes with a request we serve, whose ranges
+ * we check); nor of the range, so a registration counts what its key was
+ * named for.
+ */
+static void rma_event_in(struct shm_xp *ep, const struct shm_slot *s)
+{
+	struct util_mr_map *map = xp_mr_map(ep);
+	uint32_t kind = (uint32_t)(s->data & 0xff);
+	enum fi_op op = (enum fi_op)(s->data >> 8 & 0xff);
+	struct fi_rma_iov r = { 0, s->len, s->tag };
+
+	if ((s->aux & SHM_EVENT_CQ_DATA) || kind < UTIL_RDM_TX_WRITE ||
+	    kind > UTIL_RDM_TX_COMPARE_ATOMIC || op >= FI_ATOMIC_OP_LAST) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"%s: a malformed RMA event dropped\n", ep->name);
+		return;
+	}
+	if (s->aux & SHM_EVENT_EP)
+		util_rdm_remote_event(ep->base.ep,
+				      kind == UTIL_RDM_TX_READ ?
+					      FI_REMOTE_READ :
+					      FI_REMOTE_WRITE,
+				      s->len, 0);
+	if ((s->aux & SHM_EVENT_KEY) && util_mr_map_counting(map))
+		util_mr_map_count(map, &r, 1, util_rdm_mr_events(kind, op));
+}
+
 /*
  * Answers to what this endpoint sent (acknowledgements, RMA responses, the
  * go-ahead to push, pushed data).  Returns false for any other op.
@@ -1541,21 +1578,7 @@ static bool serve_answer(struct shm_xp *ep, struct shm_slot *s)
 		handle_data(ep, s);
 		return true;
 	case SHM_OP_RMA_EVENT:
-		/* A peer read or wrote our memory itself (rma_direct): it
-		 * counts.  What it says of a length we cannot check, so it
-		 * brings no completion (remote CQ data comes with a request
-		 * we serve, whose ranges we check). */
-		if (s->aux & SHM_EVENT_CQ_DATA) {
-			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-				"%s: an RMA event with CQ data dropped\n",
-				ep->name);
-			return true;
-		}
-		util_rdm_remote_event(ep->base.ep,
-				      s->aux & SHM_EVENT_WRITE ?
-					      FI_REMOTE_WRITE :
-					      FI_REMOTE_READ,
-				      s->len, 0);
+		rma_event_in(ep, s);
 		return true;
 	default:
 		return false;
@@ -1822,12 +1845,19 @@ out:
 
 /* ---- RMA and atomics ---------------------------------------------------- */
 
-/* Describe [skip, skip+len) of remote ranges; returns the number of pieces. */
+/*
+ * The pieces of bytes [skip, skip + len) of an operation's remote ranges,
+ * into out; returns how many.  *mask gets bit k set when out[k]'s
+ * registration counts the operation in this part (util_mr_map_count):
+ * out[k] holds the last byte of the operation's last range in that
+ * registration.  Empty ranges count nothing: they change and show nothing.
+ */
 static size_t rma_piece(const struct fi_rma_iov *rma, size_t count, size_t skip,
-			size_t len, struct fi_rma_iov *out)
+			size_t len, struct fi_rma_iov *out, uint8_t *mask)
 {
-	size_t i, n = 0;
+	size_t i, j, n = 0;
 
+	*mask = 0;
 	for (i = 0; i < count && len; i++) {
 		size_t take;
 
@@ -1836,6 +1866,15 @@ static size_t rma_piece(const struct fi_rma_iov *rma, size_t count, size_t skip,
 			continue;
 		}
 		take = WEFT_MIN(rma[i].len - skip, len);
+		if (take == rma[i].len - skip) {
+			/* This part ends range i: count here unless a
+			 * later range lies in the same registration. */
+			for (j = i + 1; j < count; j++)
+				if (rma[j].len && rma[j].key == rma[i].key)
+					break;
+			if (j == count)
+				*mask |= (uint8_t)(1u << n);
+		}
 		out[n].addr = rma[i].addr + skip;
 		out[n].len = take;
 		out[n++].key = rma[i].key;
@@ -1898,7 +1937,7 @@ static int rma_issue(struct shm_xp *ep, struct util_rdm_tx *tx,
 	req.kind = (uint8_t)tx->kind;
 	req.iov_count = (uint8_t)n;
 	req.rma_count = (uint8_t)rma_piece(tx->rma_iov, tx->rma_count, off,
-					   len, req.rma);
+					   len, req.rma, &req.count);
 	req.datatype = (uint8_t)tx->datatype;
 	req.op = (uint8_t)tx->atomic_op;
 	req.last = last;
@@ -2060,20 +2099,42 @@ static int atomic_direct(struct shm_xp *ep, struct shm_conn *c,
 	return ret;
 }
 
-/* Tell the target what happened to its memory when it counts remote
- * accesses (remote CQ data never comes this way: rma_direct); after the
- * data is in place. */
-static void rma_direct_event(struct shm_xp *ep, struct shm_conn *c,
-			     struct util_rdm_tx *tx)
+/*
+ * Tell the target what happened to its memory, after the data is in
+ * place: once for its endpoint's remote counters (its region says it
+ * counts), and once per registration of the operation whose counters
+ * count it (events[i]: what the table said of rma_iov[i]'s, as pinned).
+ * Remote CQ data never comes this way (rma_direct).  Out of line: most
+ * targets count nothing, and rma_direct does not call it then.
+ */
+static __attribute__((noinline)) void
+rma_direct_event(struct shm_xp *ep, struct shm_conn *c, struct util_rdm_tx *tx,
+		 const uint64_t *events)
 {
+	uint64_t ev = util_rdm_mr_events(tx->kind, tx->atomic_op);
+	uint64_t what = SHM_EVENT_KIND(tx->kind, tx->atomic_op);
 	uint32_t aux = 0;
+	size_t i, j;
 
-	if (!(c->map.hdr->flags & SHM_REGION_RMA_EVENT))
-		return;
-	if (tx->kind != UTIL_RDM_TX_READ)
-		aux |= SHM_EVENT_WRITE;
-	send_ctrl_data(ep, c, SHM_OP_RMA_EVENT, 0, aux, 0,
-		       (uint32_t)WEFT_MIN(tx->hdr.len, UINT32_MAX));
+	if (c->map.hdr->flags & SHM_REGION_RMA_EVENT)
+		aux = SHM_EVENT_EP;
+	for (i = 0; i < tx->rma_count; i++) {
+		if (!(events[i] & ev) || !tx->rma_iov[i].len)
+			continue;
+		for (j = 0; j < i; j++)
+			if (tx->rma_iov[j].len &&
+			    tx->rma_iov[j].key == tx->rma_iov[i].key)
+				break;
+		if (j < i)
+			continue; /* that registration is told already */
+		send_ctrl_data(ep, c, SHM_OP_RMA_EVENT, tx->rma_iov[i].key,
+			       aux | SHM_EVENT_KEY, what,
+			       (uint32_t)WEFT_MIN(tx->hdr.len, UINT32_MAX));
+		aux = 0; /* the endpoint counts it once */
+	}
+	if (aux)
+		send_ctrl_data(ep, c, SHM_OP_RMA_EVENT, 0, aux, what,
+			       (uint32_t)WEFT_MIN(tx->hdr.len, UINT32_MAX));
 }
 
 /*
@@ -2089,6 +2150,7 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 {
 	_Atomic int32_t *pin[UTIL_RDM_IOV_MAX];
 	struct iovec remote[UTIL_RDM_IOV_MAX];
+	uint64_t events[UTIL_RDM_IOV_MAX], counted = 0;
 	uint64_t access = rma_access(tx->kind), raddr;
 	struct shm_mrt_map *m;
 	size_t i, n = 0;
@@ -2107,9 +2169,11 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 		return 1;
 	for (i = 0; i < tx->rma_count; i++) {
 		ret = shm_mrt_pin(m, tx->rma_iov[i].key, tx->rma_iov[i].addr,
-				  tx->rma_iov[i].len, access, &raddr, &pin[n]);
+				  tx->rma_iov[i].len, access, &raddr, &pin[n],
+				  &events[n]);
 		if (ret)
 			break;
+		counted |= events[n];
 		remote[n].iov_base = (void *)(uintptr_t)raddr;
 		remote[n++].iov_len = tx->rma_iov[i].len;
 	}
@@ -2134,8 +2198,11 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 		shm_mrt_unpin(pin[i]);
 	if (ret > 0)
 		return 1;
-	if (!ret)
-		rma_direct_event(ep, c, tx);
+	if (weft_unlikely(counted) ||
+	    weft_unlikely(c->map.hdr->flags & SHM_REGION_RMA_EVENT)) {
+		if (!ret)
+			rma_direct_event(ep, c, tx, events);
+	}
 	util_rdm_tx_done(ep->base.ep, tx, -ret);
 	return 0;
 }
@@ -2213,6 +2280,20 @@ static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
 	return write_remote ?
 		       process_vm_writev(pid, local, nlocal, remote, i, 0) :
 		       process_vm_readv(pid, local, nlocal, remote, i, 0);
+}
+
+/* A request served: count it on the counters bound to the registrations
+ * the initiator marked for this part (shm_rma_req.count). */
+static void rma_count_local(struct util_mr_map *map,
+			    const struct shm_rma_req *req)
+{
+	struct fi_rma_iov r[SHM_IOV_MAX];
+	size_t i, n = 0;
+
+	for (i = 0; i < req->rma_count; i++)
+		if (req->count & (1u << i))
+			r[n++] = req->rma[i];
+	util_mr_map_count(map, r, n, util_rdm_mr_events(req->kind, req->op));
 }
 
 /*
@@ -2304,6 +2385,8 @@ static int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
 		break;
 	}
+	if (!ret && req.count && util_mr_map_counting(xp_mr_map(ep)))
+		rma_count_local(xp_mr_map(ep), &req);
 	/* Remote CQ data comes with writes alone (fi_rma(3)), as in tcp. */
 	if (!ret && req.last)
 		util_rdm_remote_event(ep->base.ep,

@@ -32,7 +32,7 @@
 #include <rdma/fi_rma.h>
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
-#define SHM_VERSION 5
+#define SHM_VERSION 6
 #define SHM_NAME_MAX 48 /* including the NUL */
 #define SHM_SLOT_SIZE 256
 #define SHM_SLOT_HDR 40
@@ -106,14 +106,21 @@ enum shm_op {
 	SHM_OP_CTS = 7, /* push the message: tag tx id, aux pull id, data len */
 	SHM_OP_DATA = 8, /* pushed bytes: tag pull id, aux bounce, data offset */
 	SHM_OP_RMA_EVENT = 9, /* an initiator wrote or read our memory itself:
-			       * aux SHM_EVENT_*, len bytes, data CQ data */
+			       * aux SHM_EVENT_*, tag the key, data the
+			       * operation (SHM_EVENT_KIND), len bytes */
 	SHM_OP_SKIP = 10, /* written by the owner over a slot whose claimer
 			  * died before publishing it: nothing */
 };
 
-/* SHM_OP_RMA_EVENT's aux. */
-#define SHM_EVENT_WRITE (1u << 0) /* else a read */
+/* SHM_OP_RMA_EVENT's aux: count it on the endpoint's remote counters;
+ * remote CQ data (never sent: such an event is dropped); count it on the
+ * counters bound to the registration under `tag`.  `data` holds the
+ * engine's UTIL_RDM_TX_* kind in bits 0-7 and the atomic's fi_op in bits
+ * 8-15 (SHM_EVENT_KIND). */
+#define SHM_EVENT_EP (1u << 0)
 #define SHM_EVENT_CQ_DATA (1u << 1)
+#define SHM_EVENT_KEY (1u << 2)
+#define SHM_EVENT_KIND(kind, op) ((uint64_t)(kind) | (uint64_t)(op) << 8)
 
 /* shm_slot.flags: the RDM engine's flags (util_rdm.h: bit 0 remote CQ data,
  * bit 1 the sender waits for delivery), and the message class. */
@@ -151,7 +158,10 @@ struct shm_rma_req {
 	uint8_t op; /* enum fi_op */
 	uint8_t reply_bounce; /* results come back in a target bounce buffer */
 	uint8_t last; /* the operation's last part: report remote events */
-	uint8_t pad;
+	/* Bit i: count this operation on the counters bound to the
+	 * registration of rma[i] (each registration once per operation,
+	 * in the part holding its last byte). */
+	uint8_t count;
 	uint64_t laddr[SHM_IOV_MAX];
 	uint64_t llen[SHM_IOV_MAX];
 	struct fi_rma_iov rma[SHM_IOV_MAX];
@@ -314,7 +324,12 @@ struct shm_mrt_entry {
 	uint64_t addr; /* the owner's address of byte 0 */
 	uint64_t access; /* FI_REMOTE_READ, FI_REMOTE_WRITE */
 	uint32_t live; /* 1: a registration */
-	uint32_t pad0;
+	/* FI_REMOTE_WRITE / FI_REMOTE_READ: the owner counts those accesses
+	 * (counters bound to the registration), so a peer that moves data
+	 * itself tells it (SHM_OP_RMA_EVENT with SHM_EVENT_KEY).  Written by
+	 * the owner whenever a counter is bound; read by a peer holding a
+	 * pin. */
+	_Atomic uint32_t events;
 	_Atomic int32_t pin[SHM_MRT_PINS]; /* pids of peers using it, or 0 */
 	uint8_t pad1[2 * SHM_CACHELINE - 56 - 4 * SHM_MRT_PINS];
 };

@@ -70,6 +70,9 @@ static void mrt_publish(struct util_mr_publisher *pub,
 		e->len = reg->len;
 		e->addr = (uint64_t)(uintptr_t)reg->addr;
 		e->access = reg->access & (FI_REMOTE_READ | FI_REMOTE_WRITE);
+		atomic_store_explicit(&e->events,
+				      (uint32_t)(reg->events & UTIL_MR_CNTR_EVENTS),
+				      memory_order_relaxed);
 		e->live = 1;
 		atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
 		return;
@@ -170,6 +173,30 @@ static void mrt_withdraw(struct util_mr_publisher *pub, uint64_t key)
 	}
 }
 
+/*
+ * Map lock held (util_mr.c): counters were bound to a published
+ * registration.  No need to make peers back off: one that pinned the
+ * entry before reads the old value, and its operation raced the binding
+ * anyway; later ones read the new one (release here, acquire there).
+ */
+static void mrt_events(struct util_mr_publisher *pub, uint64_t key,
+		       uint64_t events)
+{
+	struct shm_mrt *t = mrt_of(pub);
+	struct shm_mrt_entry *e;
+	uint32_t i;
+
+	for (i = 0; i < SHM_MRT_PROBE; i++) {
+		e = mrt_entry(&t->m, key, i);
+		if (!e->live || e->key != key)
+			continue;
+		atomic_store_explicit(&e->events,
+				      (uint32_t)(events & UTIL_MR_CNTR_EVENTS),
+				      memory_order_release);
+		return;
+	}
+}
+
 static int mrt_atomic_lock(struct util_mr_publisher *pub)
 {
 	return shm_mrt_lock(&mrt_of(pub)->m);
@@ -264,6 +291,7 @@ int shm_mrt_get(struct util_mr_map *map, struct shm_mrt **out)
 		goto out;
 	t->pub.publish = mrt_publish;
 	t->pub.withdraw = mrt_withdraw;
+	t->pub.events = mrt_events;
 	t->pub.atomic_lock = mrt_atomic_lock;
 	t->pub.atomic_unlock = mrt_atomic_unlock;
 	t->map = map;
@@ -395,7 +423,7 @@ static _Atomic int32_t *mrt_take_pin(struct shm_mrt_entry *e, int32_t self)
 
 int shm_mrt_pin(struct shm_mrt_map *m, uint64_t key, uint64_t addr,
 		uint64_t len, uint64_t access, uint64_t *raddr,
-		_Atomic int32_t **pin)
+		_Atomic int32_t **pin, uint64_t *events)
 {
 	struct shm_mrt_entry *e, c;
 	uint64_t s1, off;
@@ -433,6 +461,10 @@ int shm_mrt_pin(struct shm_mrt_map *m, uint64_t key, uint64_t addr,
 			return 1;
 		}
 		*raddr = c.addr + off;
+		if (events)
+			*events = atomic_load_explicit(&e->events,
+						       memory_order_acquire) &
+				  UTIL_MR_CNTR_EVENTS;
 		return 0;
 	}
 	return 1;

@@ -60,14 +60,17 @@ void shm_mrt_unmap(struct shm_mrt_map *m);
 /*
  * A peer's use of one registration: find `key` in the table, check that
  * [addr, addr + len) lies inside it and that it grants `access`, and pin
- * it.  Returns 0 with the owner's address of addr in *raddr and the pin in
- * *pin (give it to shm_mrt_unpin); 1 when the table cannot tell (the key
- * is not published there: ask the owner); -FI_EACCES (access not granted)
- * or -FI_EINVAL (outside the registration, or a range that wraps).
+ * it.  Returns 0 with the owner's address of addr in *raddr, the pin in
+ * *pin (give it to shm_mrt_unpin) and, when events is not NULL, what the
+ * owner counts of accesses to it in *events (FI_REMOTE_WRITE,
+ * FI_REMOTE_READ: tell it with SHM_OP_RMA_EVENT); 1 when the table cannot
+ * tell (the key is not published there: ask the owner); -FI_EACCES
+ * (access not granted) or -FI_EINVAL (outside the registration, or a
+ * range that wraps).
  */
 int shm_mrt_pin(struct shm_mrt_map *m, uint64_t key, uint64_t addr,
 		uint64_t len, uint64_t access, uint64_t *raddr,
-		_Atomic int32_t **pin);
+		_Atomic int32_t **pin, uint64_t *events);
 void shm_mrt_unpin(_Atomic int32_t *pin);
 
 /*

@@ -821,19 +821,33 @@ static struct util_mr_map *ep_mr_map(struct tcp_ep *ep)
 	return &ep_domain(ep)->base.mr_map;
 }
 
+/* A remote operation on our memory succeeded: the counters bound to the
+ * registrations it named count it (fi_mr_bind). */
+static void count_target(struct tcp_ep *ep, const struct fi_rma_iov *rma,
+			 size_t n, uint32_t kind, enum fi_op op)
+{
+	struct util_mr_map *map = ep_mr_map(ep);
+
+	if (util_mr_map_counting(map))
+		util_mr_map_count(map, rma, n, util_rdm_mr_events(kind, op));
+}
+
 /* WRITE: the data is in the target's memory (or was dropped). */
 static void write_done(struct tcp_conn *conn)
 {
 	struct tcp_ep *ep = conn->ep;
 	const struct tcp_frame *f = &conn->frame;
 
-	if (!conn->rx_status)
+	if (!conn->rx_status) {
+		count_target(ep, f->rma.iov, f->rma.iov_count,
+			     UTIL_RDM_TX_WRITE, FI_ATOMIC_OP_LAST);
 		util_rdm_remote_event(&ep->rdm,
 				      FI_REMOTE_WRITE |
 					      ((f->flags & TCP_F_CQ_DATA) ?
 						       FI_REMOTE_CQ_DATA :
 						       0),
 				      f->rma.len, f->rma.data);
+	}
 	send_resp(conn, TCP_OP_RESP, f->rma.tx_id, conn->rx_status, NULL, 0);
 }
 
@@ -889,9 +903,12 @@ static int read_req_in(struct tcp_conn *conn)
 	out->iov_count = n + 1;
 	tcp_conn_queue(conn, out);
 	tcp_conn_flush(conn);
-	if (conn->state == TCP_CONN_OPEN)
+	if (conn->state == TCP_CONN_OPEN) {
+		count_target(conn->ep, f->rma.iov, f->rma.iov_count,
+			     UTIL_RDM_TX_READ, FI_ATOMIC_OP_LAST);
 		util_rdm_remote_event(&conn->ep->rdm, FI_REMOTE_READ, f->rma.len,
 				      0);
+	}
 	return 0;
 }
 
@@ -928,8 +945,16 @@ static int atomic_in(struct tcp_conn *conn, const uint8_t *payload)
 			res);
 		util_mr_map_atomic_unlock(ep_mr_map(conn->ep));
 	}
-	if (!ret)
+	if (!ret) {
+		count_target(conn->ep, &r, 1,
+			     f->atomic.kind == TCP_ATOMIC_WRITE ?
+				     UTIL_RDM_TX_ATOMIC :
+			     f->atomic.kind == TCP_ATOMIC_FETCH ?
+				     UTIL_RDM_TX_FETCH_ATOMIC :
+				     UTIL_RDM_TX_COMPARE_ATOMIC,
+			     f->atomic.op);
 		util_rdm_remote_event(&conn->ep->rdm, FI_REMOTE_WRITE, len, 0);
+	}
 	ret = send_resp(conn, TCP_OP_RESP, f->atomic.tx_id, (uint32_t)-ret,
 			res, ret || !res ? 0 : len);
 	free(res);

@@ -489,9 +489,7 @@ static int tcp_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		return ret;
 	}
 	weft_lock_init(&domain->prog_lock,
-		       util_domain_needs_lock(&domain->base.util) ||
-			       domain->base.util.data_progress ==
-				       FI_PROGRESS_AUTO);
+		       util_domain_progress_needs_lock(&domain->base.util));
 	pthread_once(&tcp_domain_fi_ops_once, tcp_domain_fi_ops_init);
 	domain->base.util.domain_fid.fid.ops = &tcp_domain_fi_ops;
 	domain->addr_format = info->addr_format;

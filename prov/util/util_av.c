@@ -1337,7 +1337,10 @@ int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
 	atomic_init(&av->ref, 0);
 	atomic_init(&av->inserts, 0);
 
-	ret = weft_lock_init(&av->lock, util_domain_needs_lock(domain));
+	/* Endpoints' progress threads look senders up (FI_SOURCE, peers
+	 * that connect to us) while the application inserts. */
+	ret = weft_lock_init(&av->lock,
+			     util_domain_progress_needs_lock(domain));
 	if (ret)
 		goto err_free_av;
 	nbuckets = 64;

@@ -50,16 +50,41 @@ void util_cntr_progress(struct util_cntr *cntr)
 	weft_unlock(&cntr->progress_lock);
 }
 
+/* progress_lock held. */
+static void cntr_add_progress_locked(struct util_cntr *cntr,
+				     struct util_progress *progress)
+{
+	dlist_insert_tail(&progress->entry, &cntr->progress_list);
+	if (progress->polled && atomic_fetch_add(&cntr->npoll, 1) == 0)
+		atomic_store(&cntr->waitable.polled, true);
+	atomic_fetch_add(&cntr->nprogress, 1);
+}
+
+/* progress_lock held; whether progress was registered. */
+static bool cntr_del_progress_locked(struct util_cntr *cntr,
+				     struct util_progress *progress)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&cntr->progress_list, e) {
+		if (e != &progress->entry)
+			continue;
+		dlist_remove(&progress->entry);
+		if (progress->polled && atomic_fetch_sub(&cntr->npoll, 1) == 1)
+			atomic_store(&cntr->waitable.polled, false);
+		atomic_fetch_sub(&cntr->nprogress, 1);
+		return true;
+	}
+	return false;
+}
+
 int util_cntr_add_progress(struct util_cntr *cntr,
 			   struct util_progress *progress)
 {
 	if (!progress || !progress->progress)
 		return -FI_EINVAL;
 	weft_lock(&cntr->progress_lock);
-	dlist_insert_tail(&progress->entry, &cntr->progress_list);
-	if (progress->polled && atomic_fetch_add(&cntr->npoll, 1) == 0)
-		atomic_store(&cntr->waitable.polled, true);
-	atomic_fetch_add(&cntr->nprogress, 1);
+	cntr_add_progress_locked(cntr, progress);
 	weft_unlock(&cntr->progress_lock);
 	return 0;
 }
@@ -67,24 +92,48 @@ int util_cntr_add_progress(struct util_cntr *cntr,
 int util_cntr_del_progress(struct util_cntr *cntr,
 			   struct util_progress *progress)
 {
-	struct dlist_entry *e;
-	bool found = false;
+	bool found;
 
 	weft_lock(&cntr->progress_lock);
-	dlist_foreach(&cntr->progress_list, e) {
-		if (e == &progress->entry) {
-			found = true;
-			break;
-		}
-	}
-	if (found) {
-		dlist_remove(&progress->entry);
-		if (progress->polled && atomic_fetch_sub(&cntr->npoll, 1) == 1)
-			atomic_store(&cntr->waitable.polled, false);
-		atomic_fetch_sub(&cntr->nprogress, 1);
-	}
+	found = cntr_del_progress_locked(cntr, progress);
 	weft_unlock(&cntr->progress_lock);
 	return found ? 0 : -FI_ENOENT;
+}
+
+static void cntr_mr_progress(struct util_progress *p)
+{
+	struct util_cntr *cntr = container_of(p, struct util_cntr, mr_hook);
+
+	util_domain_target_progress(cntr->domain);
+}
+
+/* Whether registrations bound to the counter need their targets run. */
+static bool cntr_mr_hooked(const struct util_cntr *cntr)
+{
+	return cntr->domain &&
+	       cntr->domain->data_progress != FI_PROGRESS_AUTO;
+}
+
+void util_cntr_mr_get(struct util_cntr *cntr)
+{
+	util_cntr_get(cntr);
+	weft_lock(&cntr->progress_lock);
+	if (!cntr->mr_binds++ && cntr_mr_hooked(cntr)) {
+		cntr->mr_hook.progress = cntr_mr_progress;
+		cntr->mr_hook.arm = NULL;
+		cntr->mr_hook.polled = true;
+		cntr_add_progress_locked(cntr, &cntr->mr_hook);
+	}
+	weft_unlock(&cntr->progress_lock);
+}
+
+void util_cntr_mr_put(struct util_cntr *cntr)
+{
+	weft_lock(&cntr->progress_lock);
+	if (!--cntr->mr_binds && cntr_mr_hooked(cntr))
+		cntr_del_progress_locked(cntr, &cntr->mr_hook);
+	weft_unlock(&cntr->progress_lock);
+	util_cntr_put(cntr);
 }
 
 static uint64_t util_cntr_read(struct fid_cntr *cntr_fid)

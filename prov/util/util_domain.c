@@ -6,6 +6,7 @@
 
 #include "weft/stubs.h"
 #include "weft/util_eq.h"
+#include "weft/util_wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,8 @@ int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
 	atomic_init(&domain->ref, 0);
 	dlist_init(&domain->sweep_eps);
 	pthread_mutex_init(&domain->sweep_lock, NULL);
+	dlist_init(&domain->targets);
+	pthread_mutex_init(&domain->target_lock, NULL);
 	if (attr && attr->name) {
 		domain->name = strdup(attr->name);
 		if (!domain->name)
@@ -102,9 +105,40 @@ int util_domain_fini(struct util_domain *domain)
 		atomic_fetch_sub(&domain->fabric->ref, 1);
 	weft_lock_destroy(&domain->lock);
 	pthread_mutex_destroy(&domain->sweep_lock);
+	pthread_mutex_destroy(&domain->target_lock);
 	free(domain->name);
 	domain->name = NULL;
 	return 0;
+}
+
+void util_domain_add_target(struct util_domain *domain,
+			    struct util_progress *source)
+{
+	pthread_mutex_lock(&domain->target_lock);
+	dlist_insert_tail(&source->entry, &domain->targets);
+	pthread_mutex_unlock(&domain->target_lock);
+}
+
+void util_domain_del_target(struct util_domain *domain,
+			    struct util_progress *source)
+{
+	pthread_mutex_lock(&domain->target_lock);
+	dlist_remove(&source->entry);
+	pthread_mutex_unlock(&domain->target_lock);
+}
+
+void util_domain_target_progress(struct util_domain *domain)
+{
+	struct dlist_entry *e;
+
+	pthread_mutex_lock(&domain->target_lock);
+	dlist_foreach(&domain->targets, e) {
+		struct util_progress *p =
+			container_of(e, struct util_progress, entry);
+
+		p->progress(p);
+	}
+	pthread_mutex_unlock(&domain->target_lock);
 }
 
 int util_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)

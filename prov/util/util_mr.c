@@ -19,9 +19,27 @@ struct util_mr_entry {
 	uint64_t base; /* peers' address of byte 0 */
 	uint64_t len;  /* total bytes */
 	void *owner;
+	/* Counters bound with fi_mr_bind, or NULL. */
+	struct util_cntr *cntr_write, *cntr_read;
 	size_t iov_count;
 	struct iovec iov[];
 };
+
+/* What counters bound to e count (util_mr_pub.events). */
+static uint64_t mr_events(const struct util_mr_entry *e)
+{
+	return (e->cntr_write ? FI_REMOTE_WRITE : 0) |
+	       (e->cntr_read ? FI_REMOTE_READ : 0);
+}
+
+/* Drop what counters e had bound; the map's lock not held. */
+static void mr_unbind_all(struct util_mr_entry *e)
+{
+	if (e->cntr_write)
+		util_cntr_mr_put(e->cntr_write);
+	if (e->cntr_read)
+		util_cntr_mr_put(e->cntr_read);
+}
 
 /* A bijection of 64-bit values that spreads every input bit. */
 static inline uint64_t mr_mix(uint64_t x)
@@ -123,6 +141,7 @@ static void mr_publish(struct util_mr_map *map, const struct util_mr_entry *e)
 		.base = e->base,
 		.len = e->len,
 		.addr = e->iov[0].iov_base,
+		.events = mr_events(e),
 	};
 
 	if (map->pub && e->iov_count == 1)
@@ -196,6 +215,7 @@ int util_mr_map_init(struct util_mr_map *map, const struct fi_provider *prov,
 	int ret;
 
 	memset(map, 0, sizeof(*map));
+	atomic_init(&map->counted, 0);
 	map->prov = prov ? prov : &weft_core_prov;
 	if (mr_mode == FI_MR_BASIC)
 		mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -225,6 +245,7 @@ void util_mr_map_fini(struct util_mr_map *map)
 	for (i = 0; map->bucket && i <= map->bucket_mask; i++) {
 		for (e = map->bucket[i]; e; e = next) {
 			next = e->next;
+			mr_unbind_all(e);
 			free(e);
 		}
 	}
@@ -274,6 +295,8 @@ int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
 	e->base = base;
 	e->len = total;
 	e->owner = owner;
+	e->cntr_write = NULL;
+	e->cntr_read = NULL;
 	e->iov_count = attr->iov_count;
 	memcpy(e->iov, attr->mr_iov, attr->iov_count * sizeof(e->iov[0]));
 
@@ -317,16 +340,90 @@ int util_mr_map_remove(struct util_mr_map *map, uint64_t key)
 		if (e->key == key) {
 			*link = e->next;
 			map->count--;
+			if (mr_events(e))
+				atomic_fetch_sub(&map->counted, 1);
 			__atomic_add_fetch(&map->gen, 1, __ATOMIC_RELEASE);
 			if (map->pub && e->iov_count == 1)
 				map->pub->withdraw(map->pub, key);
 			weft_unlock(&map->lock);
+			/* Found by no target from here on: its counters
+			 * may go. */
+			mr_unbind_all(e);
 			free(e);
 			return 0;
 		}
 	}
 	weft_unlock(&map->lock);
 	return -FI_ENOKEY;
+}
+
+int util_mr_map_bind_cntr(struct util_mr_map *map, uint64_t key,
+			  struct util_cntr *cntr, uint64_t flags)
+{
+	struct util_mr_entry *e;
+	int refs, i, ret = 0;
+
+	if (!cntr || !flags || (flags & ~UTIL_MR_CNTR_EVENTS))
+		return -FI_EINVAL;
+	/* A reference per event counted, taken outside the lock (the
+	 * counter's progress may run the targets, which take it), given
+	 * back if unused. */
+	refs = !!(flags & FI_REMOTE_WRITE) + !!(flags & FI_REMOTE_READ);
+	for (i = 0; i < refs; i++)
+		util_cntr_mr_get(cntr);
+
+	weft_lock(&map->lock);
+	e = mr_find(map, key);
+	if (!e) {
+		ret = -FI_ENOKEY;
+	} else if (((flags & FI_REMOTE_WRITE) && e->cntr_write) ||
+		   ((flags & FI_REMOTE_READ) && e->cntr_read)) {
+		ret = -FI_EALREADY;
+	} else {
+		if (!mr_events(e))
+			atomic_fetch_add(&map->counted, 1);
+		if (flags & FI_REMOTE_WRITE)
+			e->cntr_write = cntr;
+		if (flags & FI_REMOTE_READ)
+			e->cntr_read = cntr;
+		refs = 0;
+		if (map->pub && map->pub->events && e->iov_count == 1)
+			map->pub->events(map->pub, key, mr_events(e));
+	}
+	weft_unlock(&map->lock);
+
+	while (refs--)
+		util_cntr_mr_put(cntr);
+	return ret;
+}
+
+void util_mr_map_count(struct util_mr_map *map, const struct fi_rma_iov *rma,
+		       size_t n, uint64_t events)
+{
+	struct util_mr_entry *e;
+	struct util_cntr *w, *r;
+	size_t i, j;
+
+	weft_lock(&map->lock);
+	for (i = 0; i < n; i++) {
+		if (!rma[i].len)
+			continue; /* no byte: nothing shown or changed */
+		for (j = 0; j < i; j++)
+			if (rma[j].len && rma[j].key == rma[i].key)
+				break;
+		if (j < i)
+			continue; /* this registration counted already */
+		e = mr_find(map, rma[i].key);
+		if (!e)
+			continue;
+		w = events & FI_REMOTE_WRITE ? e->cntr_write : NULL;
+		r = events & FI_REMOTE_READ ? e->cntr_read : NULL;
+		if (w)
+			util_cntr_inc(w);
+		if (r && r != w)
+			util_cntr_inc(r);
+	}
+	weft_unlock(&map->lock);
 }
 
 void *util_mr_map_lookup(struct util_mr_map *map, uint64_t key)
@@ -448,6 +545,41 @@ static int util_mr_close(struct fid *fid)
 	return 0;
 }
 
+/*
+ * fi_mr_bind: a counter of the same domain, for FI_REMOTE_WRITE and/or
+ * FI_REMOTE_READ (fi_mr(3)).  Registrations here are the domain's, not an
+ * endpoint's (no FI_MR_ENDPOINT), so nothing else binds.
+ */
+static int util_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
+	struct util_cntr *cntr;
+	int ret;
+
+	if (!bfid || bfid->fclass != FI_CLASS_CNTR)
+		return weft_no_bind(fid, bfid, flags);
+	if (!flags || (flags & ~UTIL_MR_CNTR_EVENTS)) {
+		FI_WARN(mr->domain->prov, FI_LOG_MR,
+			"fi_mr_bind of a counter: flags %#llx; a registration "
+			"counts FI_REMOTE_WRITE and FI_REMOTE_READ only\n",
+			(unsigned long long)flags);
+		return -FI_EBADFLAGS;
+	}
+	cntr = util_cntr_of(container_of(bfid, struct fid_cntr, fid));
+	if (cntr->domain != mr->domain) {
+		FI_WARN(mr->domain->prov, FI_LOG_MR,
+			"fi_mr_bind: the counter belongs to another domain\n");
+		return -FI_EINVAL;
+	}
+	ret = util_mr_map_bind_cntr(mr->map, mr->mr_fid.key, cntr, flags);
+	if (ret == -FI_EALREADY)
+		FI_WARN(mr->domain->prov, FI_LOG_MR,
+			"fi_mr_bind: key %#llx counts that event into a "
+			"counter already\n",
+			(unsigned long long)mr->mr_fid.key);
+	return ret;
+}
+
 static int util_mr_control(struct fid *fid, int command, void *arg)
 {
 	/* fi_mr_enable: a util MR is usable as soon as it is registered. */
@@ -457,7 +589,7 @@ static int util_mr_control(struct fid *fid, int command, void *arg)
 static const struct fi_ops util_mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = util_mr_close,
-	.bind = weft_no_bind,
+	.bind = util_mr_bind,
 	.control = util_mr_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
@@ -566,9 +698,10 @@ int util_mr_domain_init(struct util_mr_domain *domain,
 	ret = util_domain_init(&domain->util, fabric, info, context);
 	if (ret)
 		return ret;
+	/* Targets look registrations up from their progress threads. */
 	ret = util_mr_map_init(&domain->mr_map, fabric->prov,
 			       info->domain_attr->mr_mode, 0,
-			       util_domain_needs_lock(&domain->util));
+			       util_domain_progress_needs_lock(&domain->util));
 	if (ret) {
 		util_domain_fini(&domain->util);
 		return ret;

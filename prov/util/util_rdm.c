@@ -2211,6 +2211,20 @@ static bool rdm_arm(struct util_rdm_ep *ep)
 	return n > 0;
 }
 
+/* A counter bound to registrations reads (manual progress): move this
+ * endpoint along if nobody else is (util_domain_target_progress). */
+static void rdm_target_progress(struct util_progress *p)
+{
+	struct util_rdm_ep *ep =
+		container_of(p, struct util_rdm_ep, target_progress);
+
+	if (!weft_trylock(&ep->lock))
+		return;
+	if (ep->enabled)
+		rdm_progress_once(ep);
+	weft_unlock(&ep->lock);
+}
+
 static bool rdm_tx_cq_arm(struct util_progress *p)
 {
 	return rdm_arm(container_of(p, struct util_rdm_ep, tx_progress));
@@ -2582,8 +2596,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->rx_progress.polled = true;
 
 	ret = weft_lock_init(&ep->lock,
-			     util_domain_needs_lock(domain) ||
-				     domain->data_progress == FI_PROGRESS_AUTO);
+			     util_domain_progress_needs_lock(domain));
 	if (ret)
 		return ret;
 	ret = util_match_init(&ep->msgq, &mattr);
@@ -2639,6 +2652,11 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		pthread_mutex_unlock(&domain->sweep_lock);
 		ep->sweep = true;
 	}
+	if (ep->caps & (FI_RMA | FI_ATOMIC)) {
+		ep->target_progress.progress = rdm_target_progress;
+		util_domain_add_target(domain, &ep->target_progress);
+		ep->target = true;
+	}
 	return 0;
 
 err_fetch_pool:
@@ -2683,6 +2701,10 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 		dlist_remove(&ep->sweep_entry);
 		pthread_mutex_unlock(&ep->domain->sweep_lock);
 		ep->sweep = false;
+	}
+	if (ep->target) {
+		util_domain_del_target(ep->domain, &ep->target_progress);
+		ep->target = false;
 	}
 	if (ep->progress_running) {
 		atomic_store_explicit(&ep->progress_stop, true,
@@ -2733,6 +2755,24 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 }
 
 /* ---- target side of software RMA and atomics ---------------------------- */
+
+uint64_t util_rdm_mr_events(uint32_t kind, enum fi_op op)
+{
+	switch (kind) {
+	case UTIL_RDM_TX_WRITE:
+	case UTIL_RDM_TX_ATOMIC:
+		return FI_REMOTE_WRITE;
+	case UTIL_RDM_TX_READ:
+		return FI_REMOTE_READ;
+	case UTIL_RDM_TX_FETCH_ATOMIC:
+		return op == FI_ATOMIC_READ ? FI_REMOTE_READ :
+					      FI_REMOTE_READ | FI_REMOTE_WRITE;
+	case UTIL_RDM_TX_COMPARE_ATOMIC:
+		return FI_REMOTE_READ | FI_REMOTE_WRITE;
+	default:
+		return 0;
+	}
+}
 
 int util_rdm_target_iov(struct util_mr_map *map, const struct fi_rma_iov *rma,
 			size_t count, uint64_t access, struct iovec *local,

@@ -877,10 +877,26 @@ static int verbs_mr_close(struct fid *fid)
 	return 0;
 }
 
+/*
+ * fi_mr_bind: no counter (fi_mr(3): -FI_ENOSYS when the provider cannot
+ * report events on registered memory).  The device reads and writes it
+ * without the CPU, so nothing here sees an access to count; FI_RMA_EVENT
+ * is not offered either.
+ */
+static int verbs_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	if (bfid && bfid->fclass == FI_CLASS_CNTR)
+		FI_WARN(&verbs_prov, FI_LOG_MR,
+			"fi_mr_bind of a counter: verbs cannot count remote "
+			"accesses to registered memory (the device makes them "
+			"without the CPU; FI_RMA_EVENT is not offered)\n");
+	return weft_no_bind(fid, bfid, flags);
+}
+
 static struct fi_ops verbs_mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = verbs_mr_close,
-	.bind = weft_no_bind,
+	.bind = verbs_mr_bind,
 	.control = weft_no_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
@@ -1431,7 +1447,8 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 	/* Keys are the device's rkeys: the map records them as given. */
 	ret = util_mr_map_init(&domain->base.mr_map, &verbs_prov,
 			       domain->base.util.mr_mode & ~FI_MR_PROV_KEY, 1,
-			       util_domain_needs_lock(&domain->base.util));
+			       util_domain_progress_needs_lock(
+				       &domain->base.util));
 	if (ret)
 		goto err_domain;
 	domain->base.util.domain_fid.fid.ops = &verbs_domain_fi_ops;

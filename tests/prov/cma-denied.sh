@@ -5,7 +5,7 @@
 # process_vm_readv and process_vm_writev fail with EPERM (CF_DENY_CMA):
 # in both processes, then in the peer process only.  Messages 0 B to
 # 4 MiB, RMA writes and reads 1 B to 4 MiB (in one process and between
-# two), atomics; over shm, and over tcp whose peers on this host are
+# two), atomics, counters bound to registrations (proc_mr_cntr); over shm, and over tcp whose peers on this host are
 # reached through shm.  FI_SHM_CMA_MIN=0 asks for CMA at every size it
 # could serve.  Each case checks its data byte for byte; weft's warning
 # that it copies instead must appear, so the fallback is what ran.
@@ -27,10 +27,10 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0
 all="-c msg_sizes -c tagged_sizes -c tagged_unexpected -c iov_msg -c rma_sizes
-     -c rma_iov -c atomic -c proc_pingpong -c proc_rma"
+     -c rma_iov -c atomic -c proc_pingpong -c proc_rma -c proc_mr_cntr"
 for mode in 1 peer; do
 	cases=$all
-	[ "$mode" = peer ] && cases="-c proc_pingpong -c proc_rma"
+	[ "$mode" = peer ] && cases="-c proc_pingpong -c proc_rma -c proc_mr_cntr"
 	for p in shm $run; do
 		echo "== $p, CMA denied ($mode)"
 		# shellcheck disable=SC2086

@@ -304,6 +304,8 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 				      FI_MR_ENDPOINT;
 	if (o->mr_mode)
 		hints->domain_attr->mr_mode = o->mr_mode;
+	if (o->mr_mode_none)
+		hints->domain_attr->mr_mode = 0;
 	hints->domain_attr->resource_mgmt = o->resource_mgmt;
 	hints->addr_format = o->addr_format;
 	hints->domain_attr->threading = o->threading;
@@ -719,6 +721,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
+    cf_cases_mr_cntr,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

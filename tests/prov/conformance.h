@@ -103,6 +103,7 @@ struct cf_opts {
 	const void *name;	  /* fi_setname of endpoint 0 before enable */
 	size_t namelen;
 	uint64_t mr_mode;	  /* hints' mr_mode; 0: every mode the suite handles */
+	bool mr_mode_none;	  /* hints' mr_mode 0 itself (no mode bits) */
 	size_t cq_size;		  /* 0: 4096 */
 	enum fi_resource_mgmt resource_mgmt; /* 0: the provider's choice */
 	uint32_t addr_format;		     /* 0: the provider's choice */
@@ -148,6 +149,7 @@ extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
 extern const struct cf_case cf_cases_err[];
 extern const struct cf_case cf_cases_getinfo[];
+extern const struct cf_case cf_cases_mr_cntr[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */

@@ -43,6 +43,9 @@ int cf_reap(struct peer_link *l, int timeout_ms);
 /* The peer roles of the random-kill cases (cases_kill.c). */
 bool cf_kill_is_role(const char *role);
 int cf_kill_peer_main(const char *role);
+/* The target roles of the registration-counter cases (cases_mr_cntr.c). */
+bool cf_mr_cntr_is_role(const char *role);
+int cf_mr_cntr_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 

@@ -1276,3 +1276,35 @@ Test(av, table_same_address_new_index)
 	cr_assert_eq(f[0], 0);
 	cr_assert_eq(f[1], 1);
 }
+
+/*
+ * Under FI_PROGRESS_AUTO endpoints' threads look addresses up (a peer
+ * that connects, FI_SOURCE) while the application inserts, whatever the
+ * threading model: the AV takes its lock then.  Under FI_THREAD_DOMAIN
+ * with manual progress it need not.
+ */
+static bool av_locked(enum fi_threading threading, enum fi_progress progress)
+{
+	struct fi_domain_attr dattr = { .threading = threading,
+					.data_progress = progress };
+	struct fi_info info = { .domain_attr = &dattr };
+	struct fi_av_attr attr = { .type = FI_AV_TABLE };
+	struct util_domain d;
+	struct fid_av *a;
+	bool locked;
+
+	cr_assert_eq(util_domain_init(&d, NULL, &info, NULL), 0);
+	cr_assert_eq(util_av_open(&d, &attr, &util_av_sockaddr_in_ops, &a, NULL),
+		     0);
+	locked = util_av_from_fid(a)->lock.needed;
+	cr_assert_eq(fi_close(&a->fid), 0);
+	cr_assert_eq(util_domain_fini(&d), 0);
+	return locked;
+}
+
+Test(av, locked_for_progress_threads)
+{
+	cr_assert(av_locked(FI_THREAD_DOMAIN, FI_PROGRESS_AUTO));
+	cr_assert(av_locked(FI_THREAD_SAFE, FI_PROGRESS_MANUAL));
+	cr_assert_not(av_locked(FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL));
+}

@@ -7,9 +7,11 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
+#include "weft/util_cntr.h"
 #include "weft/util_domain.h"
 #include "weft/util_eq.h"
 #include "weft/util_mr.h"
+#include "weft/util_rdm.h"
 
 static struct util_mr_map map;
 static char buf[4096];
@@ -436,4 +438,294 @@ Test(util_mr, async_registration_event)
 	util_mr_map_fini(&map);
 	cr_assert_eq(util_domain_fini(&d), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+/*
+ * A domain's key map is read by its endpoints' progress threads under
+ * FI_PROGRESS_AUTO (targets look keys up and count) while the application
+ * registers and closes: it takes its lock then, whatever the threading
+ * model; under FI_THREAD_DOMAIN with manual progress it need not.
+ */
+static bool map_locked(enum fi_threading threading, enum fi_progress progress)
+{
+	struct fi_domain_attr dattr = { .threading = threading,
+					.data_progress = progress };
+	struct fi_info info = { .domain_attr = &dattr };
+	struct util_mr_domain *d = calloc(1, sizeof(*d));
+	struct util_fabric fab;
+	bool locked;
+
+	cr_assert_not_null(d);
+	cr_assert_eq(util_fabric_init(&fab, &weft_core_prov, NULL, NULL), 0);
+	cr_assert_eq(util_mr_domain_init(d, &fab, &info, NULL), 0);
+	locked = d->mr_map.lock.needed;
+	cr_assert_eq(util_mr_domain_close(&d->util.domain_fid.fid), 0);
+	cr_assert_eq(util_fabric_fini(&fab), 0);
+	return locked;
+}
+
+Test(util_mr, domain_map_locked_for_progress_threads)
+{
+	cr_assert(map_locked(FI_THREAD_DOMAIN, FI_PROGRESS_AUTO));
+	cr_assert(map_locked(FI_THREAD_SAFE, FI_PROGRESS_MANUAL));
+	cr_assert_not(map_locked(FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL));
+}
+
+/* ---- counters bound to registrations (fi_mr_bind) ------------------------ */
+
+static struct fid_cntr *mr_cntr_open(struct util_domain *d)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_NONE };
+	struct fid_cntr *cntr = NULL;
+
+	cr_assert_eq(util_cntr_open(d, &attr, &cntr, NULL), 0);
+	return cntr;
+}
+
+static struct fid_mr *mr_reg_key(uint64_t key, size_t off)
+{
+	struct fid_mr *mr = NULL;
+
+	cr_assert_eq(util_mr_reg(&dom, &map, buf + off, 256,
+				 FI_REMOTE_READ | FI_REMOTE_WRITE, 0, key, 0,
+				 &mr, NULL),
+		     0);
+	return mr;
+}
+
+/*
+ * What fi_mr_bind takes and refuses, what each registration counts, and
+ * closing in either order: a counter stays open while a registration
+ * counts into it (fi_cntr(3): -FI_EBUSY), a registration closed while
+ * bound lets its counters go.
+ */
+Test(util_mr, cntr_bind_count_close)
+{
+	struct fid_cntr *wc, *rc, *xc, *oc;
+	struct fid_mr *m1, *m2, *m3;
+	struct util_domain other;
+	struct fi_rma_iov r[6] = {
+		{ 0, 8, 1 }, { 64, 8, 1 }, { 0, 8, 2 },
+		{ 0, 8, 3 }, { 0, 8, 99 }, { 0, 0, 2 },
+	};
+
+	cr_assert_eq(util_domain_init(&other, NULL, NULL, NULL), 0);
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	wc = mr_cntr_open(&dom);
+	rc = mr_cntr_open(&dom);
+	xc = mr_cntr_open(&dom);
+	oc = mr_cntr_open(&other);
+	m1 = mr_reg_key(1, 0);
+	m2 = mr_reg_key(2, 256);
+	m3 = mr_reg_key(3, 512);
+	cr_assert_not(util_mr_map_counting(&map));
+
+	/* refused */
+	cr_assert_eq(fi_mr_bind(m1, &wc->fid, 0), -FI_EBADFLAGS);
+	cr_assert_eq(fi_mr_bind(m1, &wc->fid, FI_SEND), -FI_EBADFLAGS);
+	cr_assert_eq(fi_mr_bind(m1, &wc->fid, FI_REMOTE_WRITE | FI_WRITE),
+		     -FI_EBADFLAGS);
+	cr_assert_eq(fi_mr_bind(m1, &oc->fid, FI_REMOTE_WRITE), -FI_EINVAL,
+		     "a counter of another domain");
+	cr_assert_eq(fi_mr_bind(m1, &m2->fid, 0), -FI_ENOSYS);
+	cr_assert_not(util_mr_map_counting(&map), "a refused bind counts");
+
+	/* one registration, two counters; another, one counter for both */
+	cr_assert_eq(fi_mr_bind(m1, &wc->fid, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(fi_mr_bind(m1, &rc->fid, FI_REMOTE_READ), 0);
+	cr_assert_eq(fi_mr_bind(m2, &wc->fid, FI_REMOTE_WRITE | FI_REMOTE_READ),
+		     0);
+	cr_assert_eq(fi_mr_bind(m1, &wc->fid, FI_REMOTE_WRITE), -FI_EALREADY,
+		     "the same counter twice");
+	cr_assert_eq(fi_mr_bind(m1, &xc->fid, FI_REMOTE_WRITE), -FI_EALREADY,
+		     "a second counter for the same event");
+	cr_assert_eq(fi_mr_bind(m2, &xc->fid, FI_REMOTE_READ), -FI_EALREADY);
+	cr_assert(util_mr_map_counting(&map));
+
+	/* key 1 named twice counts once; key 3 has no counter; 99 no
+	 * registration; a range of no bytes nothing */
+	util_mr_map_count(&map, r, 6, FI_REMOTE_WRITE);
+	cr_assert_eq(fi_cntr_read(wc), 2);
+	cr_assert_eq(fi_cntr_read(rc), 0);
+	util_mr_map_count(&map, r, 2, FI_REMOTE_READ);
+	cr_assert_eq(fi_cntr_read(rc), 1);
+	cr_assert_eq(fi_cntr_read(wc), 2);
+	/* a fetching atomic on m2: both events, one counter, one count */
+	util_mr_map_count(&map, &r[2], 1, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	cr_assert_eq(fi_cntr_read(wc), 3);
+	util_mr_map_count(&map, &r[5], 1, FI_REMOTE_WRITE);
+	cr_assert_eq(fi_cntr_read(wc), 3, "a range of no bytes counted");
+	cr_assert_eq(fi_cntr_read(xc), 0);
+	cr_assert_eq(fi_cntr_readerr(wc), 0);
+
+	/* closing */
+	cr_assert_eq(fi_close(&wc->fid), -FI_EBUSY);
+	cr_assert_eq(fi_close(&rc->fid), -FI_EBUSY);
+	cr_assert_eq(fi_close(&m1->fid), 0);
+	cr_assert_eq(fi_close(&rc->fid), 0, "m1 still holds its counter");
+	cr_assert_eq(fi_close(&wc->fid), -FI_EBUSY, "m2 counts into it");
+	util_mr_map_count(&map, r, 3, FI_REMOTE_WRITE);
+	cr_assert_eq(fi_cntr_read(wc), 4, "a closed registration counts");
+	cr_assert_eq(fi_close(&m2->fid), 0);
+	cr_assert_not(util_mr_map_counting(&map));
+	cr_assert_eq(fi_close(&wc->fid), 0);
+	cr_assert_eq(fi_mr_bind(m3, &xc->fid, FI_REMOTE_READ), 0);
+	cr_assert_eq(fi_close(&m3->fid), 0);
+	cr_assert_eq(fi_close(&xc->fid), 0);
+	cr_assert_eq(fi_close(&oc->fid), 0);
+	util_mr_map_fini(&map);
+	cr_assert_eq(util_domain_fini(&other), 0);
+}
+
+/* What each remote operation does to a registration's counters. */
+Test(util_mr, rma_events_by_operation)
+{
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_WRITE, FI_ATOMIC_OP_LAST),
+		     FI_REMOTE_WRITE);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_READ, FI_ATOMIC_OP_LAST),
+		     FI_REMOTE_READ);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_ATOMIC, FI_SUM),
+		     FI_REMOTE_WRITE);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_FETCH_ATOMIC, FI_SUM),
+		     FI_REMOTE_WRITE | FI_REMOTE_READ);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_FETCH_ATOMIC,
+					FI_ATOMIC_READ),
+		     FI_REMOTE_READ);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_FETCH_ATOMIC,
+					FI_ATOMIC_WRITE),
+		     FI_REMOTE_WRITE | FI_REMOTE_READ);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_COMPARE_ATOMIC, FI_CSWAP),
+		     FI_REMOTE_WRITE | FI_REMOTE_READ);
+	cr_assert_eq(util_rdm_mr_events(UTIL_RDM_TX_SEND, FI_ATOMIC_OP_LAST),
+		     0);
+}
+
+/* A stand-in for an endpoint that serves the domain's registrations. */
+struct fake_target {
+	struct util_progress p;
+	int calls;
+};
+
+static void fake_target_progress(struct util_progress *p)
+{
+	container_of(p, struct fake_target, p)->calls++;
+}
+
+/*
+ * Under manual progress a counter bound only to registrations runs the
+ * domain's targets when read, from the first binding to the last
+ * registration's close; under automatic progress their threads do, and
+ * the counter leaves them alone.
+ */
+static void targets_run_by(enum fi_progress progress, bool runs)
+{
+	struct fi_domain_attr dattr = { .data_progress = progress };
+	struct fi_info info = { .domain_attr = &dattr };
+	struct fake_target t = { .p = { .progress = fake_target_progress } };
+	struct util_domain d;
+	struct fid_cntr *c;
+	struct fid_mr *m1, *m2;
+
+	cr_assert_eq(util_domain_init(&d, NULL, &info, NULL), 0);
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	util_domain_add_target(&d, &t.p);
+	c = mr_cntr_open(&d);
+	cr_assert_eq(util_mr_reg(&d, &map, buf, 64, FI_REMOTE_WRITE, 0, 1, 0,
+				 &m1, NULL),
+		     0);
+	cr_assert_eq(util_mr_reg(&d, &map, buf + 64, 64, FI_REMOTE_WRITE, 0, 2,
+				 0, &m2, NULL),
+		     0);
+	fi_cntr_read(c);
+	cr_assert_eq(t.calls, 0, "nothing bound yet");
+	cr_assert_eq(fi_mr_bind(m1, &c->fid, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(fi_mr_bind(m2, &c->fid, FI_REMOTE_WRITE), 0);
+	fi_cntr_read(c);
+	cr_assert_eq(fi_cntr_wait(c, 1, 20), -FI_ETIMEDOUT);
+	if (runs)
+		cr_assert_geq(t.calls, 2, "read and wait ran no target");
+	else
+		cr_assert_eq(t.calls, 0);
+	cr_assert_eq(fi_close(&m1->fid), 0);
+	t.calls = 0;
+	fi_cntr_read(c);
+	cr_assert_eq(t.calls, runs ? 1 : 0, "m2 is still bound");
+	cr_assert_eq(fi_close(&m2->fid), 0);
+	t.calls = 0;
+	fi_cntr_read(c);
+	cr_assert_eq(t.calls, 0, "runs the targets with nothing bound");
+	cr_assert_eq(fi_close(&c->fid), 0);
+	util_domain_del_target(&d, &t.p);
+	util_mr_map_fini(&map);
+	cr_assert_eq(util_domain_fini(&d), 0);
+}
+
+Test(util_mr, cntr_runs_targets_under_manual_progress)
+{
+	targets_run_by(FI_PROGRESS_MANUAL, true);
+}
+
+Test(util_mr, cntr_leaves_targets_to_auto_progress)
+{
+	targets_run_by(FI_PROGRESS_AUTO, false);
+}
+
+/* A publisher hears what a published registration's counters count. */
+struct fake_pub {
+	struct util_mr_publisher pub;
+	uint64_t key, events;
+	int published, changed;
+};
+
+static void fake_publish(struct util_mr_publisher *pub,
+			 const struct util_mr_pub *reg)
+{
+	struct fake_pub *f = container_of(pub, struct fake_pub, pub);
+
+	f->published++;
+	f->key = reg->key;
+	f->events = reg->events;
+}
+
+static void fake_withdraw(struct util_mr_publisher *pub, uint64_t key)
+{
+	(void)pub;
+	(void)key;
+}
+
+static void fake_events(struct util_mr_publisher *pub, uint64_t key,
+			uint64_t events)
+{
+	struct fake_pub *f = container_of(pub, struct fake_pub, pub);
+
+	f->changed++;
+	f->key = key;
+	f->events = events;
+}
+
+Test(util_mr, publisher_hears_counted_events)
+{
+	struct fake_pub f = { .pub = { .publish = fake_publish,
+				       .withdraw = fake_withdraw,
+				       .events = fake_events } };
+	struct fid_cntr *c = mr_cntr_open(&dom);
+	struct fid_mr *m;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	m = mr_reg_key(7, 0);
+	cr_assert_eq(fi_mr_bind(m, &c->fid, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(util_mr_map_attach(&map, &f.pub), 0);
+	cr_assert_eq(f.published, 1);
+	cr_assert_eq(f.events, FI_REMOTE_WRITE, "attach publishes the events");
+	cr_assert_eq(fi_mr_bind(m, &c->fid, FI_REMOTE_READ), 0);
+	cr_assert_eq(f.changed, 1);
+	cr_assert_eq(f.key, 7);
+	cr_assert_eq(f.events, FI_REMOTE_WRITE | FI_REMOTE_READ);
+	cr_assert_eq(fi_mr_bind(m, &c->fid, FI_REMOTE_READ), -FI_EALREADY);
+	cr_assert_eq(f.changed, 1, "a refused bind told the publisher");
+	util_mr_map_detach(&map, &f.pub);
+	cr_assert_eq(fi_close(&m->fid), 0);
+	cr_assert_eq(fi_close(&c->fid), 0);
+	util_mr_map_fini(&map);
 }

@@ -81,40 +81,40 @@ Test(shm_mrt, lookup_checks_bounds_access_and_wrap)
 
 	cr_assert_eq(shm_mrt_map(mrt->name, getpid(), &m), 0);
 	cr_assert_eq(shm_mrt_pin(&m, key, addr + 100, 64, FI_REMOTE_WRITE,
-				 &raddr, &pin),
+				 &raddr, &pin, NULL),
 		     0);
 	cr_expect_eq(raddr, addr + 100);
 	cr_expect_eq(atomic_load(pin), getpid());
 	shm_mrt_unpin(pin);
 	/* the whole region, and nothing past it */
 	cr_expect_eq(shm_mrt_pin(&m, key, addr, 4096, FI_REMOTE_WRITE, &raddr,
-				 &pin),
+				 &pin, NULL),
 		     0);
 	shm_mrt_unpin(pin);
 	cr_expect_eq(shm_mrt_pin(&m, key, addr + 4096 - 63, 64,
-				 FI_REMOTE_WRITE, &raddr, &pin),
+				 FI_REMOTE_WRITE, &raddr, &pin, NULL),
 		     -FI_EINVAL);
 	cr_expect_eq(shm_mrt_pin(&m, key, addr - 1, 2, FI_REMOTE_WRITE,
-				 &raddr, &pin),
+				 &raddr, &pin, NULL),
 		     -FI_EINVAL);
 	cr_expect_eq(shm_mrt_pin(&m, key, addr + 64, UINT64_MAX - 32,
-				 FI_REMOTE_WRITE, &raddr, &pin),
+				 FI_REMOTE_WRITE, &raddr, &pin, NULL),
 		     -FI_EINVAL);
 	cr_expect_eq(shm_mrt_pin(&m, key, UINT64_MAX - 31, 64,
-				 FI_REMOTE_WRITE, &raddr, &pin),
+				 FI_REMOTE_WRITE, &raddr, &pin, NULL),
 		     -FI_EINVAL);
 	/* no remote read granted */
 	cr_expect_eq(shm_mrt_pin(&m, key, addr, 64, FI_REMOTE_READ, &raddr,
-				 &pin),
+				 &pin, NULL),
 		     -FI_EACCES);
 	/* unknown key: ask the owner */
 	cr_expect_eq(shm_mrt_pin(&m, key ^ 1, addr, 64, FI_REMOTE_WRITE,
-				 &raddr, &pin),
+				 &raddr, &pin, NULL),
 		     1);
 	/* closed: gone from the table */
 	cr_assert_eq(util_mr_map_remove(&map, key), 0);
 	cr_expect_eq(shm_mrt_pin(&m, key, addr, 64, FI_REMOTE_WRITE, &raddr,
-				 &pin),
+				 &pin, NULL),
 		     1);
 	shm_mrt_unmap(&m);
 }
@@ -139,7 +139,7 @@ Test(shm_mrt, registrations_before_the_table_are_published)
 	cr_assert_eq(shm_mrt_get(&m2, &t2), 0);
 	cr_assert_eq(shm_mrt_map(t2->name, getpid(), &pm), 0);
 	cr_expect_eq(shm_mrt_pin(&pm, key, (uintptr_t)buf, 128, FI_REMOTE_READ,
-				 &raddr, &pin),
+				 &raddr, &pin, NULL),
 		     0);
 	shm_mrt_unpin(pin);
 	shm_mrt_unmap(&pm);
@@ -165,7 +165,7 @@ static pid_t pinning_child(uint64_t key, int *rfd, bool die)
 		close(p[0]);
 		if (shm_mrt_map(mrt->name, getppid(), &m) ||
 		    shm_mrt_pin(&m, key, (uintptr_t)buf, 64, FI_REMOTE_WRITE,
-				&raddr, &pin))
+				&raddr, &pin, NULL))
 			_exit(2);
 		if (write(p[1], &c, 1) != 1)
 			_exit(3);
@@ -372,15 +372,68 @@ Test(shm_mrt, last_put_withdraws_what_is_still_registered)
 	cr_assert_eq(util_mr_map_insert(&m2, &attr, NULL, &key), 0);
 	cr_assert_eq(shm_mrt_map(t2->name, getpid(), &pm), 0);
 	cr_assert_eq(shm_mrt_pin(&pm, key, (uintptr_t)buf, 64,
-				 FI_REMOTE_WRITE, &raddr, &pin),
+				 FI_REMOTE_WRITE, &raddr, &pin, NULL),
 		     0);
 	shm_mrt_unpin(pin);
 	/* The endpoints are gone, the registration is not: a peer that
 	 * still maps the table must not use it any more. */
 	shm_mrt_put(t2);
 	cr_expect_eq(shm_mrt_pin(&pm, key, (uintptr_t)buf, 64,
-				 FI_REMOTE_WRITE, &raddr, &pin),
+				 FI_REMOTE_WRITE, &raddr, &pin, NULL),
 		     1);
 	shm_mrt_unmap(&pm);
 	util_mr_map_fini(&m2);
+}
+
+/*
+ * A peer learns from the table which accesses the owner counts (counters
+ * bound to the registration, fi_mr_bind), as bound before or after the
+ * registration was published, so that it tells the owner of what it did
+ * itself; none for a registration without counters.
+ */
+Test(shm_mrt, counted_events_reach_peers)
+{
+	struct util_domain dom;
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	uint64_t k1 = reg(buf, 64, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	uint64_t k2 = reg(buf + 64, 64, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	uint64_t raddr, ev = ~0ULL;
+	struct util_cntr *c;
+	struct fid_cntr *cf;
+	struct shm_mrt_map m;
+	_Atomic int32_t *pin;
+
+	cr_assert_eq(util_domain_init(&dom, NULL, NULL, NULL), 0);
+	cr_assert_eq(util_cntr_open(&dom, &ca, &cf, NULL), 0);
+	c = util_cntr_of(cf);
+	cr_assert_eq(shm_mrt_map(mrt->name, getpid(), &m), 0);
+	cr_assert_eq(shm_mrt_pin(&m, k1, (uintptr_t)buf, 8, FI_REMOTE_WRITE,
+				 &raddr, &pin, &ev),
+		     0);
+	shm_mrt_unpin(pin);
+	cr_expect_eq(ev, 0, "counted before any counter was bound");
+
+	cr_assert_eq(util_mr_map_bind_cntr(&map, k1, c, FI_REMOTE_WRITE), 0);
+	cr_assert_eq(shm_mrt_pin(&m, k1, (uintptr_t)buf, 8, FI_REMOTE_WRITE,
+				 &raddr, &pin, &ev),
+		     0);
+	shm_mrt_unpin(pin);
+	cr_expect_eq(ev, FI_REMOTE_WRITE);
+	cr_assert_eq(util_mr_map_bind_cntr(&map, k1, c, FI_REMOTE_READ), 0);
+	cr_assert_eq(shm_mrt_pin(&m, k1, (uintptr_t)buf, 8, FI_REMOTE_READ,
+				 &raddr, &pin, &ev),
+		     0);
+	shm_mrt_unpin(pin);
+	cr_expect_eq(ev, FI_REMOTE_WRITE | FI_REMOTE_READ);
+	cr_assert_eq(shm_mrt_pin(&m, k2, (uintptr_t)buf + 64, 8,
+				 FI_REMOTE_WRITE, &raddr, &pin, &ev),
+		     0);
+	shm_mrt_unpin(pin);
+	cr_expect_eq(ev, 0, "another registration's counters");
+
+	cr_assert_eq(fi_close(&cf->fid), -FI_EBUSY);
+	cr_assert_eq(util_mr_map_remove(&map, k1), 0);
+	cr_assert_eq(fi_close(&cf->fid), 0);
+	shm_mrt_unmap(&m);
+	cr_assert_eq(util_domain_fini(&dom), 0);
 }
