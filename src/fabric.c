@@ -72,6 +72,13 @@ static const struct {
 	{ "sockets", "tcp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
 };
 
+/*
+ * The names other than a provider's own that 1.17 lists when no provider
+ * is asked for: its utility provider over each core provider with MSG
+ * endpoints, and the aliases (listed_name).
+ */
+static const char *const listed_layered[] = { "tcp;ofi_rxm", "verbs;ofi_rxm" };
+
 /* The alias `name` is of a provider, or NULL: "sockets" -> "tcp". */
 static const char *alias_target(const char *name, size_t len)
 {
@@ -241,6 +248,26 @@ static const char *prov_selected(const struct fi_provider *prov,
 	return NULL;
 }
 
+/*
+ * The k-th name besides its own under which `prov` is listed when no
+ * provider is asked for and FI_PROVIDER allows it, or NULL past the last.
+ */
+static const char *listed_name(const struct fi_provider *prov, size_t k)
+{
+	const char *env = getenv("FI_PROVIDER");
+	size_t i, len = strlen(prov->name);
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(listed_layered); i++)
+		if (!strncasecmp(listed_layered[i], prov->name, len) &&
+		    listed_layered[i][len] == ';' && !k--)
+			return listed_layered[i];
+	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
+		if (!strcasecmp(prov->name, prov_aliases[i].prov) &&
+		    env_allows(env, prov_aliases[i].alias) && !k--)
+			return prov_aliases[i].alias;
+	return NULL;
+}
+
 /* ---- explanations -------------------------------------------------------- */
 
 void weft_explain(const struct fi_provider *prov, const char *fmt, ...)
@@ -377,17 +404,51 @@ static void look_answers(struct fi_info **list,
 	}
 }
 
+/*
+ * One provider's entries under one name it answers to, appended at *tail.
+ * Returns 0 (with or without entries), or -FI_ENOMEM.
+ */
+static int getinfo_named(const struct fi_provider *prov, const char *name,
+			 uint32_t version, const char *node,
+			 const char *service, uint64_t flags,
+			 const struct fi_info *hints, struct fi_info ***tail)
+{
+	struct fi_info *list = NULL, looked;
+	struct fi_ep_attr looked_ep;
+	struct weft_name_look look;
+	bool looks = weft_name_look(name, &look);
+	int ret;
+
+	if (looks && hints &&
+	    look_hints(prov, name, &look, hints, &looked, &looked_ep))
+		return 0;
+	ret = prov->getinfo(version, node, service, flags,
+			    looks && hints ? &looked : hints, &list);
+	if (!ret && looks)
+		look_answers(&list, &look);
+	if (ret == -FI_ENODATA || (!ret && !list))
+		return 0;
+	if (ret) {
+		FI_WARN(&weft_core_prov, FI_LOG_CORE,
+			"%s: fi_getinfo failed: %s\n", prov->name,
+			fi_strerror(-ret));
+		return 0;
+	}
+	ret = label_infos(list, prov, name, version);
+	**tail = list;
+	while (**tail)
+		*tail = &(**tail)->next;
+	return ret;
+}
+
 int weft_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info)
 {
-	const char *asked = NULL;
-	struct fi_info *head = NULL, **tail = &head, looked;
-	struct fi_ep_attr looked_ep;
-	struct weft_name_look look;
-	bool looks;
+	const char *asked = NULL, *listed;
+	struct fi_info *head = NULL, **tail = &head;
 	const struct fi_provider *prov;
-	size_t i, tried = 0;
+	size_t i, k, tried = 0;
 	int ret = 0;
 
 	if (!info)
@@ -415,7 +476,6 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 		asked = hints->fabric_attr->prov_name;
 
 	for (i = 0; (prov = weft_prov_at(i)); i++) {
-		struct fi_info *list = NULL;
 		const char *name = prov_selected(prov, asked);
 		const char *alias = prov_alias(prov);
 
@@ -442,26 +502,18 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 		}
 		if (!prov->getinfo)
 			continue;
-		looks = weft_name_look(name, &look);
-		if (looks && hints &&
-		    look_hints(prov, name, &look, hints, &looked, &looked_ep))
-			continue;
-		ret = prov->getinfo(version, node, service, flags,
-				    looks && hints ? &looked : hints, &list);
-		if (!ret && looks)
-			look_answers(&list, &look);
-		if (ret == -FI_ENODATA || (!ret && !list))
-			continue;
-		if (ret) {
-			FI_WARN(&weft_core_prov, FI_LOG_CORE,
-				"%s: fi_getinfo failed: %s\n", prov->name,
-				fi_strerror(-ret));
-			continue;
-		}
-		ret = label_infos(list, prov, name, version);
-		*tail = list;
-		while (*tail)
-			tail = &(*tail)->next;
+		ret = getinfo_named(prov, name, version, node, service, flags,
+				    hints, &tail);
+		/*
+		 * A listing that names no provider has entries under the
+		 * names 1.17 lists too ("tcp;ofi_rxm", "sockets"): clients
+		 * pick them by name from it (Open MPI's include lists).
+		 */
+		for (k = 0; !ret && !asked && name == prov->name &&
+			    (listed = listed_name(prov, k));
+		     k++)
+			ret = getinfo_named(prov, listed, version, node,
+					    service, flags, hints, &tail);
 		if (ret)
 			goto err_free;
 	}

@@ -380,6 +380,26 @@ static void gi_name(const char *name)
 	fi_freeinfo(all);
 }
 
+/*
+ * Whether a listing that names no provider holds entries named `name`
+ * (and, when `type` is set, of that endpoint type under the provider's
+ * own name).
+ */
+static bool gi_listed(const char *name, enum fi_ep_type type)
+{
+	struct fi_info *all = NULL, *fi;
+	bool found = false;
+
+	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &all))
+		return false;
+	for (fi = all; fi && !found; fi = fi->next)
+		found = fi->fabric_attr && fi->fabric_attr->prov_name &&
+			!strcmp(fi->fabric_attr->prov_name, name) &&
+			(type == FI_EP_UNSPEC || fi->ep_attr->type == type);
+	fi_freeinfo(all);
+	return found;
+}
+
 static int case_getinfo_contract(const char *prov)
 {
 	char names[2][64];
@@ -387,6 +407,16 @@ static int case_getinfo_contract(const char *prov)
 
 	for (i = 0; i < n; i++)
 		gi_name(names[i]);
+	/*
+	 * As in 1.17, a listing that names no provider has the layered RDM
+	 * name of each provider with MSG endpoints (Open MPI's include
+	 * lists pick "tcp;ofi_rxm" or "verbs;ofi_rxm" from it), unless
+	 * FI_PROVIDER narrows it.
+	 */
+	if (n == 2 && !getenv("FI_PROVIDER") && gi_listed(prov, FI_EP_MSG))
+		cf_expect(gi_listed(names[1], FI_EP_UNSPEC),
+			  "a listing naming no provider has no %s entries",
+			  names[1]);
 	return 0;
 }
 
