@@ -581,10 +581,10 @@ static void eq_err(struct ft *f, ssize_t r, const char *what)
 static void read_shutdown(struct ft *f, struct fi_eq_cm_entry *entry)
 {
 	uint32_t event;
-	ssize_t r = fi_eq_sread(f->eq, &event, entry, sizeof(*entry), 5000, 0);
+	ssize_t r = fi_eq_sread(f->eq, &event, entry, sizeof(*entry), 3000, 0);
 
 	if (r == -FI_EAGAIN || r == -FI_ETIMEDOUT)
-		cl_fail(f->c, "no FI_SHUTDOWN on the local EQ within 5 s after "
+		cl_fail(f->c, "no FI_SHUTDOWN on the local EQ within 3 s after "
 			"fi_shutdown");
 	if (r < 0)
 		eq_err(f, r, "shutdown");

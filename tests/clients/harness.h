@@ -295,6 +295,7 @@ static inline int cl_run(int argc, char **argv, const char *client,
 	struct cl c = { .node = "127.0.0.1", .variant = "", .client = client };
 	char verdict[2][1100] = { "", "" };
 	int sv[2], vp[2][2], status[2] = { -1, -1 }, order[2] = { 0, 0 };
+	bool echo[2];
 	pid_t pid[2];
 	const char *t = getenv("CLIENTS_TIMEOUT");
 	int timeout = t && atoi(t) > 0 ? atoi(t) : 30;
@@ -411,8 +412,16 @@ static inline int cl_run(int argc, char **argv, const char *client,
 			printf("%s\n", verdict[r]);
 			return !strncmp(verdict[r], "SKIP", 4) ? 77 : 1;
 		}
-	/* Of two failures, the first rank to end says why. */
-	r = verdict[1][0] && (!verdict[0][0] || order[1] < order[0]);
+	/* Of two failures, the one that is not an echo of the other (the
+	 * other rank gone, a channel or barrier timeout) says why; between
+	 * equals, the first rank to end. */
+	for (i = 0; i < 2; i++)
+		echo[i] = strstr(verdict[i], "went away") ||
+			  strstr(verdict[i], "on the channel") ||
+			  strstr(verdict[i], "at a barrier");
+	r = verdict[1][0] &&
+	    (!verdict[0][0] || (echo[0] && !echo[1]) ||
+	     (echo[0] == echo[1] && order[1] < order[0]));
 	if (verdict[r][0]) {
 		printf("%s\n", verdict[r]);
 		return 1;

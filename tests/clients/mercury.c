@@ -277,6 +277,16 @@ static void verify_info(struct na *n)
 	n->info = fi_dupinfo(pick[count > 1 ? (size_t)cpu % count : 0]);
 	fi_freeinfo(list);
 	free(dom);
+	if (n->info->addr_format == FI_SOCKADDR_IN && n->info->src_addr) {
+		char ip[INET_ADDRSTRLEN] = "";
+
+		inet_ntop(AF_INET,
+			  &((struct sockaddr_in *)n->info->src_addr)->sin_addr,
+			  ip, sizeof(ip));
+		cl_note(c, "%zu candidate domain(s) for source %s; CPU %d takes "
+			"%s, whose src_addr is %s", count, c->node, cpu,
+			n->info->domain_attr->name, ip);
+	}
 	cl_note(c, "%s domain %s protocol %u caps %s",
 		n->info->fabric_attr->prov_name, n->info->domain_attr->name,
 		n->info->ep_attr->protocol,
