@@ -8,7 +8,9 @@
 #
 # Env (check.sh sets them): WEFT_BUILDDIR, WEFT_SRCDIR, WEFT_VM_LOGS,
 # WEFT_REF_LIBDIR (the reference libfabric.so.1's directory, may be empty),
-# WEFT_VM_CASE_TIMEOUT (s, default 300: one test), WEFT_VM_FABTESTS (the
+# WEFT_VM_CASE_TIMEOUT (s, default 300: one test), WEFT_VM_CLIENTS (weft:
+# tests/clients on rxe0 over weft, the default; full: both devices, the
+# reference too; 0: none), WEFT_VM_FABTESTS (the
 # fabtests programs for the verbs matrix, comma-separated, or "all"),
 # WEFT_VM_ONLY (an extended regular expression: only the tests whose
 # names match run; the others are left out, unreported), WEFT_SANITIZERS
@@ -247,6 +249,48 @@ for d in $devs; do
 			run "mpi-$c-${d%%:*}" $((limit * 4)) mpi_verbs "$c" "${d%%:*}"
 		fi
 	done
+done
+
+# ---- tests/clients over the verbs names ----
+# Each program replays a real client's OFI calls (tests/clients/README.md)
+# over weft's verbs, with run.sh's list of known failures.  Emulated, each
+# run takes seconds, so by default one device and weft alone (about 5
+# minutes); WEFT_VM_CLIENTS=full runs both devices and, on each, the
+# reference's verbs first (unless sanitized), so that weft not answering
+# where 1.17 does is a failure (about 35 minutes: raise WEFT_VM_TIMEOUT);
+# WEFT_VM_CLIENTS=0 leaves them out.
+# FI_UNIVERSE_SIZE=64 keeps the reference's verbs;ofi_rxm CQs within rxe's
+# limit.  The variants that change nothing on verbs stay on the host.
+vm_clients=${WEFT_VM_CLIENTS:-weft}
+clients() {	# DEV ADDR LIBRARY (weft, or "" for both)
+	local r=$ref c cs=()
+	[ "$WEFT_SANITIZERS" = yes ] && r=
+	for c in ompi4-mtl ompi5-mtl ompi4-btl ompi5-btl mpich mercury sos \
+		nccl fabtests-rdm fabtests-rma_bw fabtests-cm_data; do
+		cs+=(-c "$c")
+	done
+	top_builddir=$bld REF_LIBDIR=$r CLIENTS_VERBS_ADDR=$2 CLIENTS_SITE=$1 \
+		CLIENTS_ENV="FI_VERBS_SHM=0 FI_UNIVERSE_SIZE=64" \
+		CLIENTS_TIMEOUT=60 \
+		bash "$src/tests/clients/run.sh" "${cs[@]}" ${3:+-l "$3"} \
+		verbs "verbs;ofi_rxm"
+}
+export -f clients
+for d in $devs; do
+	if [ "$vm_clients" = 0 ]; then
+		result SKIP "clients-verbs-${d%%:*}" "WEFT_VM_CLIENTS=0"
+	elif [ "$vm_clients" != full ] && [ "${d%%:*}" != rxe0 ]; then
+		result SKIP "clients-verbs-${d%%:*}" "one device unless WEFT_VM_CLIENTS=full"
+	elif [ $weft_verbs = no ]; then
+		result SKIP "clients-verbs-${d%%:*}" "$no_verbs"
+	elif [ ! -x "$bld/tests/clients/mpich" ]; then
+		result FAIL "clients-verbs-${d%%:*}" "tests/clients not built"
+	else
+		lib=weft
+		[ "$vm_clients" = full ] && lib=
+		run "clients-verbs-${d%%:*}" $((limit * 10)) clients \
+			"${d%%:*}" "${d#*:}" "$lib"
+	fi
 done
 
 # ---- summary: the failures' last lines, then the counts ----
