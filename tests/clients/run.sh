@@ -52,22 +52,10 @@ clients=(
 
 # Known failures: CLIENT|NAME|LIBRARY|reason.  LIBRARY is weft or ref.
 xfail=$(cat <<'EOF'
-ompi4-mtl|tcp;ofi_rxm|weft|asked for no provider, weft names its RDM tcp entries "tcp", never "tcp;ofi_rxm": an include list of "tcp;ofi_rxm" matches nothing
-ompi5-mtl|tcp;ofi_rxm|weft|asked for no provider, weft names its RDM tcp entries "tcp", never "tcp;ofi_rxm": an include list of "tcp;ofi_rxm" matches nothing
-ompi4-mtl|sockets|weft|asked for no provider, weft lists no "sockets" entries (1.17 does): an include list of "sockets" matches nothing
-ompi5-mtl|sockets|weft|asked for no provider, weft lists no "sockets" entries (1.17 does): an include list of "sockets" matches nothing
-ompi4-btl|sockets|weft|asked for no provider, weft lists no "sockets" entries (1.17 does): an include list of "sockets" matches nothing
-ompi5-btl|sockets|weft|asked for no provider, weft lists no "sockets" entries (1.17 does): an include list of "sockets" matches nothing
 mpich|shm|weft|fi_tinjectdata returns -FI_EAGAIN after 16 outstanding 400 B injects to a busy peer over shm: MPI_Send blocks until the receiver enters MPI
 mpich|tcp|weft|fi_tinjectdata returns -FI_EAGAIN after 16 outstanding 400 B injects to a busy peer over shm, which tcp uses for a peer on the same host (passes with FI_TCP_SHM=0): MPI_Send blocks until the receiver enters MPI
 mpich|tcp;ofi_rxm|weft|fi_tinjectdata returns -FI_EAGAIN after 16 outstanding 400 B injects to a busy peer over shm, which tcp uses for a peer on the same host (passes with FI_TCP_SHM=0): MPI_Send blocks until the receiver enters MPI
 mpich|sockets|weft|fi_tinjectdata returns -FI_EAGAIN after 16 outstanding 400 B injects to a busy peer over shm, which tcp uses for a peer on the same host (passes with FI_TCP_SHM=0): MPI_Send blocks until the receiver enters MPI
-mercury|tcp|weft|tcp;ofi_rxm entries say FI_PROTO_SOCK_TCP, Mercury asks for FI_PROTO_RXM: -FI_ENODATA
-mercury|tcp;ofi_rxm|weft|tcp;ofi_rxm entries say FI_PROTO_SOCK_TCP, Mercury asks for FI_PROTO_RXM: -FI_ENODATA
-sos|shm|weft|fi_mr_bind of a memory region to a counter returns -FI_ENOSYS (next: FI_RECV in tx_attr->caps refused by fi_endpoint)
-sos|tcp|weft|fi_mr_bind of a memory region to a counter returns -FI_ENOSYS (next: FI_RECV in tx_attr->caps refused by fi_endpoint)
-sos|tcp;ofi_rxm|weft|fi_mr_bind of a memory region to a counter returns -FI_ENOSYS (next: FI_RECV in tx_attr->caps refused by fi_endpoint)
-sos|sockets|weft|fi_mr_bind of a memory region to a counter returns -FI_ENOSYS (next: FI_RECV in tx_attr->caps refused by fi_endpoint)
 nccl|sockets|weft|as 1.17: without FI_RMA the plugin registers every buffer with requested key 0, the second gets -FI_ENOKEY (upstream relaxed this in 2.2; the plugin works around it for prov_name "tcp" only)
 nccl-hdr119|sockets|weft|as 1.17: without FI_RMA the plugin registers every buffer with requested key 0, the second gets -FI_ENOKEY (upstream relaxed this in 2.2; the plugin works around it for prov_name "tcp" only)
 nccl|tcp|ref|1.17 names the entries "tcp;ofi_rxm", so the plugin's workaround for prov_name "tcp" does not apply: the second registration with requested key 0 gets -FI_ENOKEY
@@ -76,13 +64,6 @@ nccl|sockets|ref|without FI_RMA the second registration with requested key 0 get
 nccl-hdr119|tcp|ref|1.17 names the entries "tcp;ofi_rxm", so the plugin's workaround for prov_name "tcp" does not apply: the second registration with requested key 0 gets -FI_ENOKEY
 nccl-hdr119|tcp;ofi_rxm|ref|the plugin's workaround for prov_name "tcp" does not apply to "tcp;ofi_rxm": the second registration with requested key 0 gets -FI_ENOKEY
 nccl-hdr119|sockets|ref|without FI_RMA the second registration with requested key 0 gets -FI_ENOKEY
-fabtests-cm_data|tcp|weft|tcp MSG never writes FI_SHUTDOWN to the local EQ after the endpoint's own fi_shutdown
-fabtests-cm_data|tcp;ofi_rxm|weft|tcp MSG never writes FI_SHUTDOWN to the local EQ after the endpoint's own fi_shutdown (and tcp;ofi_rxm lists MSG entries, which 1.17 does not)
-fabtests-cm_data|sockets|weft|tcp MSG never writes FI_SHUTDOWN to the local EQ after the endpoint's own fi_shutdown
-ompi4-mtl|verbs;ofi_rxm|weft|asked for no provider, weft names its RDM verbs entries "verbs", never "verbs;ofi_rxm": an include list of "verbs;ofi_rxm" matches nothing
-ompi5-mtl|verbs;ofi_rxm|weft|asked for no provider, weft names its RDM verbs entries "verbs", never "verbs;ofi_rxm": an include list of "verbs;ofi_rxm" matches nothing
-fabtests-cm_data|verbs|weft|verbs MSG does not write FI_SHUTDOWN to the local EQ after the endpoint's own fi_shutdown either
-fabtests-cm_data|verbs;ofi_rxm|weft|verbs MSG does not write FI_SHUTDOWN to the local EQ after the endpoint's own fi_shutdown either (and verbs;ofi_rxm lists MSG entries, which 1.17 does not)
 mercury|verbs|weft@siw0|hints->src_addr (siw0's address) does not restrict verbs' entries to the device that has it: rxe0 comes first with siw0's address as its source, and the RPC's send fails with -FI_EINVAL
 mercury|verbs;ofi_rxm|weft@siw0|hints->src_addr (siw0's address) does not restrict verbs' entries to the device that has it: rxe0 comes first with siw0's address as its source, and the RPC's send fails with -FI_EINVAL
 ompi4-btl|verbs|ref|1.17 aborts inside the provider the BTL takes for "verbs" (its RDM over verbs without ofi_rxm) while the peer waits on fi_fetch_atomic
