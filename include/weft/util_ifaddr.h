@@ -51,8 +51,9 @@ bool util_iface_has(const struct util_iface *ifc, const struct sockaddr *sa);
 /*
  * Fill fi->src_addr / fi->dest_addr for a candidate served by ifc, from
  * fi_getinfo's node, service and flags (FI_SOURCE: node/service name the
- * local address, which must be on ifc; else the destination).  Without a
- * source address the interface's own, with port 0, is used.  Returns 0,
+ * local address, which must be on ifc; else the destination).  A source
+ * address already in fi (the hints') must be on ifc too, unless it is a
+ * wildcard.  Without one the interface's own, with port 0, is used.  Returns 0,
  * -FI_ENODATA (this interface cannot serve the request, or the name does
  * not resolve) or -FI_ENOMEM.
  */

@@ -124,6 +124,19 @@ bool util_iface_has(const struct util_iface *ifc, const struct sockaddr *sa)
 	return true;
 }
 
+/* INADDR_ANY or in6addr_any. */
+static bool addr_is_any(const void *addr)
+{
+	const struct sockaddr *sa = addr;
+
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_UNSPECIFIED(
+		       &((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
 static int set_addr(void **slot, size_t *len, const void *sa)
 {
 	size_t n = util_sockaddr_len(sa);
@@ -188,7 +201,11 @@ int util_iface_fill_addrs(struct fi_info *fi, const struct util_iface *ifc,
 			return ret;
 	}
 	if (fi->src_addr) {
-		if (((struct sockaddr *)fi->src_addr)->sa_family != fam)
+		/* The hints' source address names the interface, as a node
+		 * with FI_SOURCE does; a wildcard one any interface. */
+		if (((struct sockaddr *)fi->src_addr)->sa_family != fam ||
+		    (!addr_is_any(fi->src_addr) &&
+		     !util_iface_has(ifc, fi->src_addr)))
 			return -FI_ENODATA;
 		return 0;
 	}

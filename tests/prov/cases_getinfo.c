@@ -422,12 +422,13 @@ static int case_getinfo_contract(const char *prov)
 
 /*
  * The hints clients of 1.17 pass that name an order or a socket address
- * generically: what the entries claim, asked back, is answered.
+ * generically, or a source address: what the entries claim, asked back, is
+ * answered, and a source address picks the domain that has it.
  */
 static int case_getinfo_hints(const char *prov)
 {
 	const uint32_t version = FI_VERSION(1, 17);
-	struct fi_info *h, *all = NULL, *got, *fi;
+	struct fi_info *h, *all = NULL, *got, *fi, *g;
 	bool sock = false;
 	int ret;
 
@@ -453,6 +454,28 @@ static int case_getinfo_hints(const char *prov)
 			  w,
 			  fi_tostr(&fi->tx_attr->msg_order, FI_TYPE_MSG_ORDER),
 			  ret);
+		fi_freeinfo(got);
+		fi_freeinfo(h);
+		/* Its source address as the hint's names its domain: every
+		 * answer is of that domain (Mercury picks a device by it). */
+		if (!fi->src_addr || (fi->addr_format != FI_SOCKADDR_IN &&
+				      fi->addr_format != FI_SOCKADDR_IN6))
+			continue;
+		h = gi_hints(prov);
+		h->addr_format = fi->addr_format;
+		h->src_addr = malloc(fi->src_addrlen);
+		memcpy(h->src_addr, fi->src_addr, fi->src_addrlen);
+		h->src_addrlen = fi->src_addrlen;
+		got = NULL;
+		ret = fi_getinfo(version, NULL, NULL, 0, h, &got);
+		cf_expect(!ret && got, "%s: its own src_addr as hints: %d", w,
+			  ret);
+		for (g = got; g; g = g->next)
+			cf_expect(!strcmp(g->domain_attr->name,
+					  fi->domain_attr->name),
+				  "%s: its src_addr as hints answered by "
+				  "domain %s",
+				  w, g->domain_attr->name);
 		fi_freeinfo(got);
 		fi_freeinfo(h);
 	}
