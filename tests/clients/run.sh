@@ -64,8 +64,6 @@ nccl|sockets|ref|without FI_RMA the second registration with requested key 0 get
 nccl-hdr119|tcp|ref|1.17 names the entries "tcp;ofi_rxm", so the plugin's workaround for prov_name "tcp" does not apply: the second registration with requested key 0 gets -FI_ENOKEY
 nccl-hdr119|tcp;ofi_rxm|ref|the plugin's workaround for prov_name "tcp" does not apply to "tcp;ofi_rxm": the second registration with requested key 0 gets -FI_ENOKEY
 nccl-hdr119|sockets|ref|without FI_RMA the second registration with requested key 0 gets -FI_ENOKEY
-mercury|verbs|weft@siw0|hints->src_addr (siw0's address) does not restrict verbs' entries to the device that has it: rxe0 comes first with siw0's address as its source, and the RPC's send fails with -FI_EINVAL
-mercury|verbs;ofi_rxm|weft@siw0|hints->src_addr (siw0's address) does not restrict verbs' entries to the device that has it: rxe0 comes first with siw0's address as its source, and the RPC's send fails with -FI_EINVAL
 ompi4-btl|verbs|ref|1.17 aborts inside the provider the BTL takes for "verbs" (its RDM over verbs without ofi_rxm) while the peer waits on fi_fetch_atomic
 ompi5-btl|verbs|ref|1.17 aborts inside the provider the BTL takes for "verbs" (its RDM over verbs without ofi_rxm) while the peer waits on fi_fetch_atomic
 mercury|verbs|ref@siw0|1.17's verbs;ofi_rxm over iWARP reports cq_data_size 0; Mercury needs 4
