@@ -222,6 +222,44 @@ static bool env_allows(const char *env, const char *name)
 	return env_list_has(env, name);
 }
 
+/* Whether the FI_PROVIDER list holds exactly `name`. */
+static bool env_list_exact(const char *list, const char *name)
+{
+	size_t nlen = strlen(name);
+	const char *p = list;
+
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len == nlen && !strncasecmp(p, name, nlen))
+			return true;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return false;
+}
+
+/*
+ * The layered name of `prov` that FI_PROVIDER lists, when it lists that
+ * and not the provider's own name ("FI_PROVIDER=tcp;ofi_rxm": 1.17 then
+ * answers under that name only), or NULL.
+ */
+static const char *env_layered(const char *env, const struct fi_provider *prov)
+{
+	size_t i, len = strlen(prov->name);
+
+	if (!env || !*env || *env == '^' || env_list_exact(env, prov->name))
+		return NULL;
+	for (i = 0; i < WEFT_ARRAY_SIZE(listed_layered); i++)
+		if (!strncasecmp(listed_layered[i], prov->name, len) &&
+		    listed_layered[i][len] == ';' &&
+		    env_list_exact(env, listed_layered[i]))
+			return listed_layered[i];
+	return NULL;
+}
+
 /*
  * The name `prov` answers to in this request, or NULL when FI_PROVIDER or
  * the hints leave it out.  Asked by name (maybe layered or an alias), it is
@@ -232,7 +270,7 @@ static const char *prov_selected(const struct fi_provider *prov,
 				 const char *asked)
 {
 	const char *env = getenv("FI_PROVIDER");
-	const char *alias = prov_alias(prov);
+	const char *alias = prov_alias(prov), *layered;
 
 	if (asked) {
 		if (!weft_prov_name_matches(prov, asked))
@@ -241,6 +279,9 @@ static const char *prov_selected(const struct fi_provider *prov,
 			return env_allows(env, alias) ? asked : NULL;
 		return env_allows(env, prov->name) ? asked : NULL;
 	}
+	layered = env_layered(env, prov);
+	if (layered)
+		return layered;
 	if (env_allows(env, prov->name))
 		return prov->name;
 	if (alias && env && *env && *env != '^' && env_list_has(env, alias))

@@ -103,6 +103,17 @@ else
 	grep '^provider' "$tmp/out" | uniq -c
 fi
 
+# FI_PROVIDER naming the layered name alone: entries under that name only
+# (MPICH then takes its tcp;ofi_rxm settings, as over 1.17).
+FI_PROVIDER='tcp;ofi_rxm' timeout 30 "$info" >"$tmp/out" 2>&1
+if [ "$(grep '^provider: ' "$tmp/out" | sort -u)" = "provider: tcp;ofi_rxm" ] &&
+	! grep -q 'FI_EP_MSG' "$tmp/out"; then
+	echo "ok: FI_PROVIDER=tcp;ofi_rxm fi_info: RDM entries named tcp;ofi_rxm only"
+else
+	fail "FI_PROVIDER=tcp;ofi_rxm fi_info:"
+	grep -E '^(provider|    type)' "$tmp/out" | sort | uniq -c
+fi
+
 # pingpong NAME PROGRAM ARGS...: server and client on 127.0.0.1.
 pingpong() {
 	name=$1
