@@ -480,6 +480,52 @@ static void rma_closer_target(struct cf_fix *f)
 	}
 }
 
+/*
+ * Messages larger than the eager limit, sent by a process that then stops
+ * calling the provider (proc_rndv_passive_sender).
+ */
+static const size_t rndv_len[] = {65537, 1 << 20, 4 << 20};
+#define NRNDV (sizeof(rndv_len) / sizeof(rndv_len[0]))
+#define RNDV_SEED 3100
+
+/*
+ * The sender: post every message, say so ('S'), then block in read() on
+ * the pipe, calling nothing of the library until the receiver is done
+ * ('D'); or, for a provider that needs our progress ('P' first), make
+ * progress until then.  Then its sends must all have completed ('Y').
+ */
+static void rndv_sender(struct cf_fix *f, fi_addr_t peer)
+{
+	struct fi_context2 sc[NRNDV];
+	struct cf_mem m[NRNDV];
+	struct cf_comp c;
+	size_t i;
+	char op, r = 'Y';
+
+	for (i = 0; i < NRNDV; i++) {
+		cf_mem_reg(f, 0, &m[i], rndv_len[i], FI_SEND);
+		cf_fill(m[i].p, rndv_len[i], RNDV_SEED + (unsigned int)i);
+		cf_post(f, fi_tsend(f->ep[0].ep, m[i].p, rndv_len[i],
+				    m[i].desc, peer, RNDV_SEED + i, &sc[i]));
+	}
+	op = 'S';
+	cf_write_all(PEER_OUT, &op, 1);
+	/* Blocks in poll()/read(): no progress of ours from here on. */
+	cf_read_all(PEER_IN, &op, 1, PEER_ALARM_S * 1000);
+	if (op == 'P') {
+		await_fd(f, PEER_IN);
+		cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	}
+	cf_assert(op == 'D', "rendezvous sender: unexpected request %c", op);
+	for (i = 0; i < NRNDV; i++) {
+		c = cf_wait_ctx(f, 0, &sc[i]);
+		if (c.err)
+			r = 'N';
+		cf_mem_free(&m[i]);
+	}
+	cf_write_all(PEER_OUT, &r, 1);
+}
+
 int cf_peer_main(const char *role, int argc, char **argv)
 {
 	struct cf_mem m;
@@ -524,6 +570,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		rma_passive_target(&f);
 	} else if (!strcmp(role, "rma_closer")) {
 		rma_closer_target(&f);
+	} else if (!strcmp(role, "rndv_sender")) {
+		rndv_sender(&f, peer);
 	} else if (!strcmp(role, "burst")) {
 		struct fi_context2 sc[NBURST];
 		struct cf_mem bm[NBURST];
@@ -1346,6 +1394,77 @@ static int case_proc_peer_restart(const char *prov)
 	return 0;
 }
 
+/*
+ * Large messages (past every provider's eager limit: 64 KiB + 1 to
+ * 4 MiB) from a process that posted them and then stopped calling the
+ * provider: each receive completes, intact, within CF_WAIT_MS, where the
+ * data can move without the sender (weft's shm, and tcp between processes
+ * of this host, read it with CMA: passive_may_need_target).  Elsewhere
+ * the sender is asked for its progress at once, with a note.  The
+ * sender's sends complete afterwards.
+ */
+static int case_proc_rndv_passive_sender(const char *prov)
+{
+	struct fi_context2 rc[NRNDV];
+	struct cf_mem rm[NRNDV];
+	struct peer_link l;
+	struct cf_comp c;
+	struct cf_fix f;
+	fi_addr_t peer;
+	bool helped = false;
+	int status;
+	size_t i;
+	char b;
+
+	open_one(&f, prov, FI_MSG | FI_TAGGED);
+	cf_spawn_peer("rndv_sender", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_assert(b == 'S', "rendezvous sender said %c", b);
+	if (passive_may_need_target(prov)) {
+		/* Over the network, the sender writes what the socket takes:
+		 * it has to make progress. */
+		cf_note("large messages need the sender's progress over %s",
+			prov);
+		cf_write_all(l.wfd, "P", 1);
+		helped = true;
+	}
+	for (i = 0; i < NRNDV; i++) {
+		cf_mem_reg(&f, 0, &rm[i], rndv_len[i], FI_RECV);
+		memset(rm[i].p, 0, rndv_len[i]);
+		cf_post(&f, fi_trecv(f.ep[0].ep, rm[i].p, rndv_len[i],
+				     rm[i].desc, peer, RNDV_SEED + i, 0,
+				     &rc[i]));
+	}
+	for (i = 0; i < NRNDV; i++) {
+		cf_assert(cf_poll(&f, 0, &c, CF_WAIT_MS),
+			  "receive of %zu bytes: no completion within %d ms "
+			  "while the sending process %s",
+			  rndv_len[i], CF_WAIT_MS,
+			  helped ? "makes progress" :
+				   "does not call the provider");
+		cf_assert(c.ctx == &rc[i], "completion of another receive");
+		cf_assert(!c.err && c.len == rndv_len[i],
+			  "receive of %zu bytes: err %d len %zu", rndv_len[i],
+			  c.err, c.len);
+		cf_check_fill(rm[i].p, rndv_len[i], RNDV_SEED + (unsigned int)i,
+			      "message of a sender that stopped calling");
+	}
+	cf_write_all(l.wfd, "D", 1);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_expect(b == 'Y', "the sender's sends did not all complete");
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "sender ended with status 0x%x", status);
+	for (i = 0; i < NRNDV; i++)
+		cf_mem_free(&rm[i]);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
 const struct cf_case cf_cases_proc[] = {
     {"proc_pingpong",
      "two processes: 1020 verified round trips, 1 B to "
@@ -1359,6 +1478,10 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: fi_write/fi_read 1 B to 4 MiB and atomics complete "
      "while the target does not call the provider; guards intact",
      case_proc_rma_passive},
+    {"proc_rndv_passive_sender",
+     "two processes: messages of 64 KiB + 1 to 4 MiB arrive while their "
+     "sender does not call the provider",
+     case_proc_rndv_passive_sender},
     {"proc_rma_mr_close",
      "two processes: an MR closed under a peer's writes changes no more "
      "once fi_close returns; its key then fails",
