@@ -526,6 +526,47 @@ static void rndv_sender(struct cf_fix *f, fi_addr_t peer)
 	cf_write_all(PEER_OUT, &r, 1);
 }
 
+/* What the "crossed" peer sends before it closes (proc_crossed_close). */
+#define NCROSSED 6
+#define CROSSED_SEED 3200
+
+/*
+ * The crossed peer: once told ('G'), send NCROSSED small tagged messages
+ * (its first send opens a connection of its own, while the case's
+ * connection to it still waits to be accepted), receive the case's
+ * message, say so ('E'), close and exit.
+ */
+static void crossed_sender(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m)
+{
+	struct fi_context2 sc[NCROSSED], rc;
+	struct cf_mem sm[NCROSSED];
+	struct cf_comp c;
+	size_t i;
+	char op;
+
+	cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	cf_assert(op == 'G', "crossed peer: unexpected request %c", op);
+	for (i = 0; i < NCROSSED; i++) {
+		cf_mem_reg(f, 0, &sm[i], 8 << i, FI_SEND);
+		cf_fill(sm[i].p, 8u << i, CROSSED_SEED + (unsigned int)i);
+		cf_post(f, fi_tsend(f->ep[0].ep, sm[i].p, 8u << i, sm[i].desc,
+				    peer, CROSSED_SEED + i, &sc[i]));
+	}
+	for (i = 0; i < NCROSSED; i++) {
+		c = cf_wait_ctx(f, 0, &sc[i]);
+		cf_assert(!c.err, "crossed peer: send %zu: error %d", i, c.err);
+	}
+	cf_post(f, fi_trecv(f->ep[0].ep, m->p, 64, m->desc, peer,
+			    CROSSED_SEED - 1, 0, &rc));
+	c = cf_wait_ctx(f, 0, &rc);
+	cf_assert(!c.err && c.len == 64, "crossed peer: receive: err %d",
+		  c.err);
+	for (i = 0; i < NCROSSED; i++)
+		cf_mem_free(&sm[i]);
+	op = 'E';
+	cf_write_all(PEER_OUT, &op, 1);
+}
+
 int cf_peer_main(const char *role, int argc, char **argv)
 {
 	struct cf_mem m;
@@ -572,6 +613,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		rma_closer_target(&f);
 	} else if (!strcmp(role, "rndv_sender")) {
 		rndv_sender(&f, peer);
+	} else if (!strcmp(role, "crossed")) {
+		crossed_sender(&f, peer, &m);
 	} else if (!strcmp(role, "burst")) {
 		struct fi_context2 sc[NBURST];
 		struct cf_mem bm[NBURST];
@@ -1465,6 +1508,72 @@ static int case_proc_rndv_passive_sender(const char *prov)
 	return 0;
 }
 
+/*
+ * Two connections between two endpoints, one each way, and the peer gone
+ * before its own is accepted: we send first (our connection waits in the
+ * peer's backlog), then the peer sends six messages, which opens its own
+ * connection to us, reads ours, closes its endpoint and exits, all while
+ * we call nothing.  Only then are receives directed to it posted (with
+ * FI_DIRECTED_RECV): our connection to it ends as they wait, and its
+ * messages are still in its connection, not accepted yet; every one must
+ * arrive, none may fail as if the peer had sent nothing more.
+ */
+static int case_proc_crossed_close(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV,
+			    .nep = 1, .no_insert = true};
+	struct fi_context2 sc, rc[NCROSSED];
+	struct cf_mem sm, rm[NCROSSED];
+	struct peer_link l;
+	struct cf_comp c;
+	struct cf_fix f;
+	fi_addr_t peer;
+	int status;
+	size_t i;
+	char b;
+
+	cf_open(&f, prov, &o);
+	cf_spawn_peer("crossed", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_mem_reg(&f, 0, &sm, 64, FI_SEND);
+	cf_fill(sm.p, 64, CROSSED_SEED - 1);
+	cf_post(&f, fi_tsend(f.ep[0].ep, sm.p, 64, sm.desc, peer,
+			     CROSSED_SEED - 1, &sc));
+	b = 'G';
+	cf_write_all(l.wfd, &b, 1);
+	/* From here on, nothing of ours runs until the peer is gone. */
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_assert(b == 'E', "crossed peer said %c", b);
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	for (i = 0; i < NCROSSED; i++) {
+		cf_mem_reg(&f, 0, &rm[i], 8 << i, FI_RECV);
+		cf_post(&f, fi_trecv(f.ep[0].ep, rm[i].p, 8u << i, rm[i].desc,
+				     peer, CROSSED_SEED + i, 0, &rc[i]));
+	}
+	for (i = 0; i < NCROSSED; i++) {
+		c = cf_wait_ctx(&f, 0, &rc[i]);
+		cf_assert(!c.err && c.len == (8u << i),
+			  "message %zu of the peer that closed: err %d (%s) "
+			  "len %zu",
+			  i, c.err, fi_strerror(c.err), c.len);
+		cf_check_fill(rm[i].p, 8u << i, CROSSED_SEED + (unsigned int)i,
+			      "message of the peer that closed");
+	}
+	c = cf_wait_ctx(&f, 0, &sc);
+	cf_expect(!c.err, "our send to the peer: error %d", c.err);
+	cf_expect_none(&f, 0, 50);
+	for (i = 0; i < NCROSSED; i++)
+		cf_mem_free(&rm[i]);
+	cf_mem_free(&sm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
 const struct cf_case cf_cases_proc[] = {
     {"proc_pingpong",
      "two processes: 1020 verified round trips, 1 B to "
@@ -1482,6 +1591,10 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: messages of 64 KiB + 1 to 4 MiB arrive while their "
      "sender does not call the provider",
      case_proc_rndv_passive_sender},
+    {"proc_crossed_close",
+     "two processes, a connection each way: the peer's messages arrive "
+     "after it closed before its own connection was accepted",
+     case_proc_crossed_close},
     {"proc_rma_mr_close",
      "two processes: an MR closed under a peer's writes changes no more "
      "once fi_close returns; its key then fails",
