@@ -33,11 +33,19 @@ struct shm_params shm_params = {
 	 * that stay in cache. */
 	.bounce_size = 65536,
 	.push_chunk = 16384,
-	/* Measured: pushing large messages through the bounce buffers, the
-	 * copies of both sides overlapping, beats one process_vm_readv at
-	 * every size tried (64 KiB to 16 MiB, two to three times faster), so
-	 * CMA serves messages only on request.  RMA still uses it. */
-	.cma_min = SIZE_MAX,
+	/* Every message past the bounce buffers is read by the receiver
+	 * with process_vm_readv where CMA works.  Pushing through the bounce
+	 * buffers needs both processes on a CPU at once for every 256 KiB
+	 * (16 buffers of 16 KiB): on a host with more busy threads than
+	 * cores (MPI ranks polling, threads sending at once) each refill
+	 * waits for a scheduler time slice.  Measured with MPICH's
+	 * threads/pt2pt/multisend2 (three threads of one rank sending up
+	 * to 2 MiB to three ranks, 2 cores): 23 to 72 s pushing, 9 to 20 s
+	 * with CMA (libfabric 1.17's shm, also CMA: 9 to 12 s); perf showed
+	 * the receivers polling 75% of the CPU time and copying 0.3%.  A pushed pingpong with a
+	 * core for each side was faster at some sizes, but not on a loaded
+	 * host.  Push remains where CMA is denied or disabled. */
+	.cma_min = 0,
 	/* Unexpected messages an endpoint keeps before it holds its senders
 	 * back: 32 MiB is 8000 messages of 4 KiB, or 500 of 64 KiB. */
 	.unexp_max = 32u << 20,
@@ -70,7 +78,8 @@ static void shm_params_read(void)
 	fi_param_define(&shm_prov, "cma_min", FI_PARAM_SIZE_T,
 			"Messages of at least this many bytes are read by the "
 			"receiver with process_vm_readv instead of being "
-			"copied through shared memory (default: never)");
+			"copied through shared memory (default 0: every message "
+			"larger than a bounce buffer, where CMA works)");
 	fi_param_define(&shm_prov, "unexp_max", FI_PARAM_SIZE_T,
 			"Bytes an endpoint may hold for messages that arrived "
 			"before their receive was posted; past it, senders "

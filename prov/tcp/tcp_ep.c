@@ -1346,6 +1346,34 @@ static int tcp_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 	return 0;
 }
 
+/*
+ * Whether everything a failed peer sent has reached the engine.  Each side
+ * of a pair sends on the connection it made itself (or on the other's,
+ * when that came first), so one of its connections ending says nothing of
+ * the other: a peer that sent on its own connection and then closed its
+ * endpoint may have its messages waiting in that connection, not even
+ * accepted yet, after ours to it ended.  Not drained while a connection
+ * of that peer is open, while an accepted one has not said whose it is
+ * (HELLO not read), or while one waits to be accepted.
+ */
+static bool tcp_peer_drained(struct util_rdm_xport *xp, struct util_peer *peer)
+{
+	struct tcp_ep *ep = tcp_ep_of(xp->ep);
+	struct tcp_peer *tp = tcp_peer_of(peer);
+	struct pollfd pfd = { .fd = ep->lfd, .events = POLLIN };
+	struct dlist_entry *e;
+
+	dlist_foreach(&ep->conns, e) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		if (conn->state == TCP_CONN_CLOSED)
+			continue;
+		if (conn->state == TCP_CONN_ACCEPTED || conn->peer == tp)
+			return false;
+	}
+	return ep->lfd < 0 || poll(&pfd, 1, 0) <= 0;
+}
+
 static const struct util_rdm_transport tcp_transport = {
 	.send_eager = tcp_send_eager,
 	.send_rndv = tcp_send_rndv,
@@ -1357,6 +1385,7 @@ static const struct util_rdm_transport tcp_transport = {
 	.wait_fd = tcp_wait_fd,
 	.peer_size = sizeof(struct tcp_peer),
 	.peer_init = tcp_peer_init,
+	.peer_drained = tcp_peer_drained,
 };
 
 /* ---- endpoint fid ops --------------------------------------------------- */

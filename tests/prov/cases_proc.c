@@ -480,6 +480,93 @@ static void rma_closer_target(struct cf_fix *f)
 	}
 }
 
+/*
+ * Messages larger than the eager limit, sent by a process that then stops
+ * calling the provider (proc_rndv_passive_sender).
+ */
+static const size_t rndv_len[] = {65537, 1 << 20, 4 << 20};
+#define NRNDV (sizeof(rndv_len) / sizeof(rndv_len[0]))
+#define RNDV_SEED 3100
+
+/*
+ * The sender: post every message, say so ('S'), then block in read() on
+ * the pipe, calling nothing of the library until the receiver is done
+ * ('D'); or, for a provider that needs our progress ('P' first), make
+ * progress until then.  Then its sends must all have completed ('Y').
+ */
+static void rndv_sender(struct cf_fix *f, fi_addr_t peer)
+{
+	struct fi_context2 sc[NRNDV];
+	struct cf_mem m[NRNDV];
+	struct cf_comp c;
+	size_t i;
+	char op, r = 'Y';
+
+	for (i = 0; i < NRNDV; i++) {
+		cf_mem_reg(f, 0, &m[i], rndv_len[i], FI_SEND);
+		cf_fill(m[i].p, rndv_len[i], RNDV_SEED + (unsigned int)i);
+		cf_post(f, fi_tsend(f->ep[0].ep, m[i].p, rndv_len[i],
+				    m[i].desc, peer, RNDV_SEED + i, &sc[i]));
+	}
+	op = 'S';
+	cf_write_all(PEER_OUT, &op, 1);
+	/* Blocks in poll()/read(): no progress of ours from here on. */
+	cf_read_all(PEER_IN, &op, 1, PEER_ALARM_S * 1000);
+	if (op == 'P') {
+		await_fd(f, PEER_IN);
+		cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	}
+	cf_assert(op == 'D', "rendezvous sender: unexpected request %c", op);
+	for (i = 0; i < NRNDV; i++) {
+		c = cf_wait_ctx(f, 0, &sc[i]);
+		if (c.err)
+			r = 'N';
+		cf_mem_free(&m[i]);
+	}
+	cf_write_all(PEER_OUT, &r, 1);
+}
+
+/* What the "crossed" peer sends before it closes (proc_crossed_close). */
+#define NCROSSED 6
+#define CROSSED_SEED 3200
+
+/*
+ * The crossed peer: once told ('G'), send NCROSSED small tagged messages
+ * (its first send opens a connection of its own, while the case's
+ * connection to it still waits to be accepted), receive the case's
+ * message, say so ('E'), close and exit.
+ */
+static void crossed_sender(struct cf_fix *f, fi_addr_t peer, struct cf_mem *m)
+{
+	struct fi_context2 sc[NCROSSED], rc;
+	struct cf_mem sm[NCROSSED];
+	struct cf_comp c;
+	size_t i;
+	char op;
+
+	cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	cf_assert(op == 'G', "crossed peer: unexpected request %c", op);
+	for (i = 0; i < NCROSSED; i++) {
+		cf_mem_reg(f, 0, &sm[i], 8 << i, FI_SEND);
+		cf_fill(sm[i].p, 8u << i, CROSSED_SEED + (unsigned int)i);
+		cf_post(f, fi_tsend(f->ep[0].ep, sm[i].p, 8u << i, sm[i].desc,
+				    peer, CROSSED_SEED + i, &sc[i]));
+	}
+	for (i = 0; i < NCROSSED; i++) {
+		c = cf_wait_ctx(f, 0, &sc[i]);
+		cf_assert(!c.err, "crossed peer: send %zu: error %d", i, c.err);
+	}
+	cf_post(f, fi_trecv(f->ep[0].ep, m->p, 64, m->desc, peer,
+			    CROSSED_SEED - 1, 0, &rc));
+	c = cf_wait_ctx(f, 0, &rc);
+	cf_assert(!c.err && c.len == 64, "crossed peer: receive: err %d",
+		  c.err);
+	for (i = 0; i < NCROSSED; i++)
+		cf_mem_free(&sm[i]);
+	op = 'E';
+	cf_write_all(PEER_OUT, &op, 1);
+}
+
 int cf_peer_main(const char *role, int argc, char **argv)
 {
 	struct cf_mem m;
@@ -526,6 +613,10 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		rma_passive_target(&f);
 	} else if (!strcmp(role, "rma_closer")) {
 		rma_closer_target(&f);
+	} else if (!strcmp(role, "rndv_sender")) {
+		rndv_sender(&f, peer);
+	} else if (!strcmp(role, "crossed")) {
+		crossed_sender(&f, peer, &m);
 	} else if (!strcmp(role, "burst")) {
 		struct fi_context2 sc[NBURST];
 		struct cf_mem bm[NBURST];
@@ -1348,6 +1439,143 @@ static int case_proc_peer_restart(const char *prov)
 	return 0;
 }
 
+/*
+ * Large messages (past every provider's eager limit: 64 KiB + 1 to
+ * 4 MiB) from a process that posted them and then stopped calling the
+ * provider: each receive completes, intact, within CF_WAIT_MS, where the
+ * data can move without the sender (weft's shm, and tcp between processes
+ * of this host, read it with CMA: passive_may_need_target).  Elsewhere
+ * the sender is asked for its progress at once, with a note.  The
+ * sender's sends complete afterwards.
+ */
+static int case_proc_rndv_passive_sender(const char *prov)
+{
+	struct fi_context2 rc[NRNDV];
+	struct cf_mem rm[NRNDV];
+	struct peer_link l;
+	struct cf_comp c;
+	struct cf_fix f;
+	fi_addr_t peer;
+	bool helped = false;
+	int status;
+	size_t i;
+	char b;
+
+	open_one(&f, prov, FI_MSG | FI_TAGGED);
+	cf_spawn_peer("rndv_sender", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_assert(b == 'S', "rendezvous sender said %c", b);
+	if (passive_may_need_target(prov)) {
+		/* Over the network, the sender writes what the socket takes:
+		 * it has to make progress. */
+		cf_note("large messages need the sender's progress over %s",
+			prov);
+		cf_write_all(l.wfd, "P", 1);
+		helped = true;
+	}
+	for (i = 0; i < NRNDV; i++) {
+		cf_mem_reg(&f, 0, &rm[i], rndv_len[i], FI_RECV);
+		memset(rm[i].p, 0, rndv_len[i]);
+		cf_post(&f, fi_trecv(f.ep[0].ep, rm[i].p, rndv_len[i],
+				     rm[i].desc, peer, RNDV_SEED + i, 0,
+				     &rc[i]));
+	}
+	for (i = 0; i < NRNDV; i++) {
+		cf_assert(cf_poll(&f, 0, &c, CF_WAIT_MS),
+			  "receive of %zu bytes: no completion within %d ms "
+			  "while the sending process %s",
+			  rndv_len[i], CF_WAIT_MS,
+			  helped ? "makes progress" :
+				   "does not call the provider");
+		cf_assert(c.ctx == &rc[i], "completion of another receive");
+		cf_assert(!c.err && c.len == rndv_len[i],
+			  "receive of %zu bytes: err %d len %zu", rndv_len[i],
+			  c.err, c.len);
+		cf_check_fill(rm[i].p, rndv_len[i], RNDV_SEED + (unsigned int)i,
+			      "message of a sender that stopped calling");
+	}
+	cf_write_all(l.wfd, "D", 1);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_expect(b == 'Y', "the sender's sends did not all complete");
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "sender ended with status 0x%x", status);
+	for (i = 0; i < NRNDV; i++)
+		cf_mem_free(&rm[i]);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/*
+ * Two connections between two endpoints, one each way, and the peer gone
+ * before its own is accepted: we send first (our connection waits in the
+ * peer's backlog), then the peer sends six messages, which opens its own
+ * connection to us, reads ours, closes its endpoint and exits, all while
+ * we call nothing.  Only then are receives directed to it posted (with
+ * FI_DIRECTED_RECV): our connection to it ends as they wait, and its
+ * messages are still in its connection, not accepted yet; every one must
+ * arrive, none may fail as if the peer had sent nothing more.
+ */
+static int case_proc_crossed_close(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV,
+			    .nep = 1, .no_insert = true};
+	struct fi_context2 sc, rc[NCROSSED];
+	struct cf_mem sm, rm[NCROSSED];
+	struct peer_link l;
+	struct cf_comp c;
+	struct cf_fix f;
+	fi_addr_t peer;
+	int status;
+	size_t i;
+	char b;
+
+	cf_open(&f, prov, &o);
+	cf_spawn_peer("crossed", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_mem_reg(&f, 0, &sm, 64, FI_SEND);
+	cf_fill(sm.p, 64, CROSSED_SEED - 1);
+	cf_post(&f, fi_tsend(f.ep[0].ep, sm.p, 64, sm.desc, peer,
+			     CROSSED_SEED - 1, &sc));
+	b = 'G';
+	cf_write_all(l.wfd, &b, 1);
+	/* From here on, nothing of ours runs until the peer is gone. */
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_assert(b == 'E', "crossed peer said %c", b);
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	for (i = 0; i < NCROSSED; i++) {
+		cf_mem_reg(&f, 0, &rm[i], 8 << i, FI_RECV);
+		cf_post(&f, fi_trecv(f.ep[0].ep, rm[i].p, 8u << i, rm[i].desc,
+				     peer, CROSSED_SEED + i, 0, &rc[i]));
+	}
+	for (i = 0; i < NCROSSED; i++) {
+		c = cf_wait_ctx(&f, 0, &rc[i]);
+		cf_assert(!c.err && c.len == (8u << i),
+			  "message %zu of the peer that closed: err %d (%s) "
+			  "len %zu",
+			  i, c.err, fi_strerror(c.err), c.len);
+		cf_check_fill(rm[i].p, 8u << i, CROSSED_SEED + (unsigned int)i,
+			      "message of the peer that closed");
+	}
+	c = cf_wait_ctx(&f, 0, &sc);
+	cf_expect(!c.err, "our send to the peer: error %d", c.err);
+	cf_expect_none(&f, 0, 50);
+	for (i = 0; i < NCROSSED; i++)
+		cf_mem_free(&rm[i]);
+	cf_mem_free(&sm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
 const struct cf_case cf_cases_proc[] = {
     {"proc_pingpong",
      "two processes: 1020 verified round trips, 1 B to "
@@ -1361,6 +1589,14 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: fi_write/fi_read 1 B to 4 MiB and atomics complete "
      "while the target does not call the provider; guards intact",
      case_proc_rma_passive},
+    {"proc_rndv_passive_sender",
+     "two processes: messages of 64 KiB + 1 to 4 MiB arrive while their "
+     "sender does not call the provider",
+     case_proc_rndv_passive_sender},
+    {"proc_crossed_close",
+     "two processes, a connection each way: the peer's messages arrive "
+     "after it closed before its own connection was accepted",
+     case_proc_crossed_close},
     {"proc_rma_mr_close",
      "two processes: an MR closed under a peer's writes changes no more "
      "once fi_close returns; its key then fails",
