@@ -321,7 +321,7 @@ void weft_explain(const struct fi_provider *prov, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fi_log(prov, FI_LOG_WARN, FI_LOG_CORE, __func__, __LINE__, "%s: %s",
+	fi_log(prov, FI_LOG_WARN, FI_LOG_CORE, __func__, __LINE__, "%s: %s\n",
 	       prov->name, msg);
 }
 

@@ -159,6 +159,7 @@ WEFT_PROVIDER(mock_prov);
 /* ---- capture warnings through the public logging import ---- */
 
 static char captured[4096];
+static char last_msg[512];
 
 static int cap_enabled(const struct fi_provider *prov, enum fi_log_level level,
 		       enum fi_log_subsys subsys, uint64_t flags)
@@ -170,6 +171,7 @@ static void cap_log(const struct fi_provider *prov, enum fi_log_level level,
 		    enum fi_log_subsys subsys, const char *func, int line,
 		    const char *msg)
 {
+	snprintf(last_msg, sizeof(last_msg), "%s", msg);
 	strncat(captured, msg, sizeof(captured) - strlen(captured) - 1);
 	strncat(captured, "\n", sizeof(captured) - strlen(captured) - 1);
 }
@@ -866,5 +868,21 @@ Test(getinfo, layered_name_looks_like_1_17)
 	cr_assert_eq(count(info), 2);
 	fi_freeinfo(info);
 	unsetenv("FI_PROVIDER");
+	fi_freeinfo(h);
+}
+
+/* An imported logger gets whole lines, as from 1.17 (Mercury prints them
+ * as they come). */
+Test(getinfo, explanations_are_whole_lines)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->caps = FI_COLLECTIVE;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(last_msg, "is not supported"), "last: %s", last_msg);
+	cr_assert_eq(last_msg[strlen(last_msg) - 1], '\n', "last: %s",
+		     last_msg);
 	fi_freeinfo(h);
 }
