@@ -481,11 +481,14 @@ static void site_fill(struct verbs_site *s)
 		s->tx[i].size = cap_size(verbs_params.tx_size, depth);
 		s->rx[i].size = cap_size(verbs_params.rx_size, depth);
 		s->ep[i].max_msg_size = d->max_msg_sz;
+		/* RDMA reads and writes to one peer go down one RC QP in
+		 * the order posted, whatever their size: the RAW and WAW
+		 * that msg_order claims hold up to the largest message. */
+		s->ep[i].max_order_raw_size = d->max_msg_sz;
+		s->ep[i].max_order_waw_size = d->max_msg_sz;
 		if (msg) {
 			s->ep[i].protocol = d->iwarp ? FI_PROTO_IWARP :
 						       FI_PROTO_RDMA_CM_IB_RC;
-			s->ep[i].max_order_raw_size = d->max_msg_sz;
-			s->ep[i].max_order_waw_size = d->max_msg_sz;
 			s->tx[i].inject_size = d->max_inline;
 			s->tx[i].iov_limit = sge;
 			s->rx[i].iov_limit = sge;
