@@ -2408,7 +2408,9 @@ static int shm_wait_fd(struct util_rdm_xport *xp)
 /*
  * About to sleep: empty the bell, and say so in the queue, unless a slot
  * came meanwhile or work of ours needs polling (transfers under way, whose
- * peers may die; slots that found a queue full; requests held back).
+ * peers may die; slots, or transmits the engine queued, that found a
+ * queue full: nobody rings us when it has room again; requests held
+ * back).
  */
 static int shm_arm(struct util_rdm_xport *xp)
 {
@@ -2423,7 +2425,8 @@ static int shm_arm(struct util_rdm_xport *xp)
 		;
 	if (util_rdm_tx_waiting(xp->ep) || !dlist_empty(&ep->pull_list) ||
 	    !slist_empty(&ep->pending) || !dlist_empty(&ep->pushes) ||
-	    !dlist_empty(&ep->chunked) || !dlist_empty(&ep->held_list))
+	    !dlist_empty(&ep->chunked) || !dlist_empty(&ep->held_list) ||
+	    util_rdm_tx_queued(xp->ep, xp))
 		return 1;
 	return shm_queue_sleep(ep->own.queue) ? 0 : 1;
 }
@@ -2451,6 +2454,8 @@ static int shm_ep_close(struct fid *fid)
 {
 	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 
+	/* Injects its peers could not take yet still go (util_rdm.h). */
+	util_rdm_ep_linger(&sep->rdm);
 	shm_xp_closing(&sep->x);
 	util_rdm_ep_fini(&sep->rdm);
 	shm_xp_fini(&sep->x);

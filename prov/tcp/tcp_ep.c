@@ -1316,6 +1316,24 @@ static int tcp_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 	return 0;
 }
 
+/* Bytes reported sent (eager copies, partly written) wait to leave. */
+static bool tcp_lingering(struct util_rdm_xport *xp)
+{
+	struct tcp_ep *ep = tcp_ep_of(xp->ep);
+	struct dlist_entry *e, *o;
+
+	dlist_foreach(&ep->conns, e) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		if (conn->state != TCP_CONN_OPEN)
+			continue;
+		dlist_foreach(&conn->outq, o)
+			if (!container_of(o, struct tcp_out, entry)->tx)
+				return true;
+	}
+	return false;
+}
+
 static const struct util_rdm_transport tcp_transport = {
 	.send_eager = tcp_send_eager,
 	.send_rndv = tcp_send_rndv,
@@ -1327,6 +1345,7 @@ static const struct util_rdm_transport tcp_transport = {
 	.wait_fd = tcp_wait_fd,
 	.peer_size = sizeof(struct tcp_peer),
 	.peer_init = tcp_peer_init,
+	.lingering = tcp_lingering,
 };
 
 /* ---- endpoint fid ops --------------------------------------------------- */
@@ -1359,6 +1378,8 @@ static int tcp_ep_close(struct fid *fid)
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
+	/* Injects its peers could not take yet still go (util_rdm.h). */
+	util_rdm_ep_linger(&ep->rdm);
 	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->epfd);
 	weft_lock(&ep->rdm.lock);
 	ep_close_conns(ep);
