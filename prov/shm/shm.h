@@ -46,6 +46,15 @@ struct shm_params {
 extern struct shm_params shm_params;
 void shm_params_init(void);
 
+/* Bytes fi_inject may carry, and the size of the small inbound buffers
+ * (shm_layout.h): 4 KiB, or less when the bounce buffers are smaller. */
+#define SHM_INJECT_SIZE 4096
+static inline size_t shm_inject_size(void)
+{
+	return shm_params.bounce_size < SHM_INJECT_SIZE ? shm_params.bounce_size :
+							  SHM_INJECT_SIZE;
+}
+
 
 /*
  * A connection to a peer's region: the mapping, and the entry we hold in

@@ -310,9 +310,7 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		       struct fi_info **info)
 {
 	shm_params_init();
-	shm_tx_attr.inject_size = shm_params.bounce_size < 4096 ?
-					  shm_params.bounce_size :
-					  4096;
+	shm_tx_attr.inject_size = shm_inject_size();
 	return util_getinfo(&shm_util_prov, version, node, service, flags,
 			    hints, info);
 }

@@ -55,6 +55,8 @@ static const struct shm_region_attr attr = {
 	.max_peers = 16,
 	.bounce_count = 4,
 	.bounce_size = 1024,
+	.small_count = 8,
+	.small_size = 256,
 };
 
 /* The sizes weft uses by default (a region of about 1.5 MiB). */
@@ -242,6 +244,10 @@ enum corruption {
 	PEERS_HUGE, /* max_peers 2^32 - 1 */
 	BOUNCE_COUNT_HUGE, /* bounce_count 2^32 - 1 */
 	BOUNCE_SIZE_HUGE, /* bounce_size near 2^32 */
+	SMALL_COUNT_HUGE, /* small_count 2^32 - 1 */
+	SMALL_SIZE_HUGE, /* small_size near 2^32 */
+	SMALL_OVER_BOUNCE, /* small_off inside the bounce buffers */
+	SMALL_PAST_END, /* small buffers beyond the file */
 	CORRUPTIONS
 };
 
@@ -269,6 +275,19 @@ static void corrupt(struct shm_region_hdr *h, enum corruption c)
 		break;
 	case BOUNCE_SIZE_HUGE:
 		h->bounce_size = UINT32_MAX - 63;
+		break;
+	case SMALL_COUNT_HUGE:
+		h->small_count = UINT32_MAX;
+		break;
+	case SMALL_SIZE_HUGE:
+		h->small_size = UINT32_MAX - 63;
+		break;
+	case SMALL_OVER_BOUNCE:
+		h->small_off = h->bounce_off;
+		break;
+	case SMALL_PAST_END:
+		h->small_off = h->total_size - 4096;
+		h->small_count = 64;
 		break;
 	case CORRUPTIONS:
 		break;
