@@ -496,6 +496,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 	alarm(PEER_ALARM_S);
 	if (cf_kill_is_role(role))
 		return cf_kill_peer_main(role);
+	if (cf_inject_is_role(role))
+		return cf_inject_peer_main(role);
 	if (!strcmp(role, "restart")) {
 		/* Take over the name of a peer that was killed. */
 		struct cf_opts o = {.caps = FI_MSG | FI_TAGGED, .nep = 1,

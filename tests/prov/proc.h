@@ -43,6 +43,9 @@ int cf_reap(struct peer_link *l, int timeout_ms);
 /* The peer roles of the random-kill cases (cases_kill.c). */
 bool cf_kill_is_role(const char *role);
 int cf_kill_peer_main(const char *role);
+/* The peer of the inject cases (cases_inject.c). */
+bool cf_inject_is_role(const char *role);
+int cf_inject_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 
