@@ -2109,14 +2109,16 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 	ssize_t got;
 	int ret = 0;
 
-	/* Behind our messages and requests the peer has not served yet
-	 * (or holds back), in its queue.  A write with remote CQ data goes
-	 * to the target too: it must look to see the data anyway, and
+	/* Behind our messages and requests the peer has not served yet, in
+	 * its queue, when the endpoint keeps RMA in order (shm.h), or when
+	 * the peer holds our requests back.  A write with remote CQ data
+	 * goes to the target too: it must look to see the data anyway, and
 	 * there it checks the ranges whose length its completion reports,
 	 * which an event of ours could only claim. */
-	if ((tx->hdr.flags & UTIL_RDM_CQ_DATA) || !c->cma || c->rma_queued ||
-	    conn_held(c) ||
-	    !shm_queue_consumed(c->map.queue, c->order_pos) ||
+	if ((tx->hdr.flags & UTIL_RDM_CQ_DATA) || !c->cma || conn_held(c) ||
+	    (ep->rma_order &&
+	     (c->rma_queued ||
+	      !shm_queue_consumed(c->map.queue, c->order_pos))) ||
 	    !(m = conn_mrt(ep, c)))
 		return 1;
 	for (i = 0; i < tx->rma_count; i++) {
@@ -2755,6 +2757,9 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		free(sep);
 		return ret;
 	}
+	sep->x.rma_order = !info->tx_attr || !info->rx_attr ||
+			   ((info->tx_attr->msg_order |
+			     info->rx_attr->msg_order) & SHM_ORDER_RMA);
 	attr.xport = &sep->x.base;
 	ret = util_rdm_ep_init(&sep->rdm, domain, info, &attr, context);
 	if (ret) {
@@ -2802,6 +2807,7 @@ int shm_xp_init(struct shm_xp *ep, const struct shm_naming *naming,
 	ep->bell_fd = -1;
 	ep->wait_fd = epoll_create1(EPOLL_CLOEXEC);
 	ep->cma = shm_cma_probe();
+	ep->rma_order = true; /* another provider's endpoint: its orders */
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);

@@ -4,6 +4,8 @@
  */
 #include "shm.h"
 
+#include "weft/shm_local.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,11 +141,6 @@ bool shm_cma_probe(void)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
 	 FI_SOURCE_ERR | FI_RMA_EVENT)
-/* One queue carries everything from one sender, served in order. */
-#define SHM_ORDER                                                              \
-	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |           \
-	 FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |           \
-	 FI_ORDER_WAS)
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
@@ -309,10 +306,26 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
 {
+	struct fi_info *fi;
+	int ret;
+
 	shm_params_init();
 	shm_tx_attr.inject_size = shm_inject_size();
-	return util_getinfo(&shm_util_prov, version, node, service, flags,
-			    hints, info);
+	ret = util_getinfo(&shm_util_prov, version, node, service, flags,
+			   hints, info);
+	if (ret || !hints)
+		return ret;
+	/* RMA keeps its place behind earlier messages only when asked: the
+	 * orders returned are the ones the endpoint will keep (shm.h). */
+	for (fi = *info; fi; fi = fi->next) {
+		if (hints->tx_attr && fi->tx_attr)
+			fi->tx_attr->msg_order =
+				shm_local_orders(hints->tx_attr->msg_order);
+		if (hints->rx_attr && fi->rx_attr)
+			fi->rx_attr->msg_order =
+				shm_local_orders(hints->rx_attr->msg_order);
+	}
+	return 0;
 }
 
 /* ---- AV ----------------------------------------------------------------- */

@@ -1833,6 +1833,9 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 			free(ep);
 			return -FI_ENOMEM;
 		}
+		if (info->tx_attr && info->rx_attr)
+			shm_local_order(ep->local, info->tx_attr->msg_order |
+							   info->rx_attr->msg_order);
 		attr.local = shm_local_xport(ep->local);
 	}
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
