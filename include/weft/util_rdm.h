@@ -53,6 +53,9 @@
 #include "weft/util_peer.h"
 
 #define UTIL_RDM_IOV_MAX 4
+/* Transmits an endpoint keeps for its other peers when one holds the
+ * rest (at most a quarter of tx_size): see back-pressure below. */
+#define UTIL_RDM_PEER_RESERVE 32
 
 /* Message classes on the wire. */
 enum util_rdm_op {
@@ -173,9 +176,11 @@ struct util_rdm_xport;
  * it makes room, even after the endpoint's close began
  * (util_rdm_ep_linger).  The rule the application sees: a call returns
  * -FI_EAGAIN when the endpoint holds tx_size transmits already, when the
- * destination peer holds three quarters of them (so that one peer that
- * stops reading cannot take every transmit and stall the endpoint's
- * traffic to the others), when the CQ has no room for the completion, or
+ * destination peer holds all of them but a reserve for the others
+ * (UTIL_RDM_PEER_RESERVE, or a quarter of a smaller tx_size: so that one
+ * peer that stops reading cannot take every transmit and stall the
+ * endpoint's traffic to the others, while it still gets about what
+ * tx_attr promises), when the CQ has no room for the completion, or
  * when a transmit nothing reports carries more than inject_max bytes (or
  * reads) and its peer cannot take it now; the application then drives
  * progress (fi_cq_read) and calls again (fi_msg(3)).  A transport that
@@ -420,8 +425,8 @@ struct util_rdm_ep {
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
-	/* Transmits one peer may hold: three quarters of tx_size (all of
-	 * them on a connected endpoint). */
+	/* Transmits one peer may hold: tx_size but a reserve for the others
+	 * (UTIL_RDM_PEER_RESERVE; all of them on a connected endpoint). */
 	uint32_t peer_tx_max;
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	struct util_peer_map peers;

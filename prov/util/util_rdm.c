@@ -2658,9 +2658,13 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	/* The endpoint holds at most tx_size transmits: past it a call
 	 * returns -FI_EAGAIN (util_rdm.h, back-pressure). */
 	pattr.max_cnt = info->tx_attr ? info->tx_attr->size : 0;
-	/* (A connected endpoint has one peer: all of them are its.) */
+	/* One peer holds all but a reserve for the others (a connected
+	 * endpoint has one peer: all of them are its). */
 	ep->peer_tx_max = pattr.max_cnt && !ep->connected ?
-		(uint32_t)WEFT_MAX(pattr.max_cnt - pattr.max_cnt / 4, 1) :
+		(uint32_t)WEFT_MAX(pattr.max_cnt -
+					   WEFT_MIN(pattr.max_cnt / 4,
+						    UTIL_RDM_PEER_RESERVE),
+				   1) :
 		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)

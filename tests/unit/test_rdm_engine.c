@@ -1068,7 +1068,8 @@ Test(rdm_engine, inject_queue_bounded)
 		if (fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)))
 			break;
 	}
-	/* Three quarters of tx_size for one peer (tx_size_exhausted). */
+	/* One peer holds all but a quarter of a tx_size this small
+	 * (tx_size_exhausted); the rest is for the others. */
 	cr_assert_eq(n, 6, "%d injects queued, not 6", n);
 	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)),
 		     -FI_EAGAIN, "and no more");
@@ -1088,6 +1089,47 @@ Test(rdm_engine, inject_queue_bounded)
 	for (i = 0; i < 7; i++)
 		cr_assert_eq(r[i], 100 + (uint32_t)i, "message %d: %u", i, r[i]);
 	cr_assert_eq(eps[EP_B].nrecs, 7, "each once, nothing more");
+	cr_assert_eq(eps[EP_A].nrecs, 0);
+}
+
+/*
+ * A peer that takes nothing may hold all of tx_size but the reserve kept
+ * for the others (UTIL_RDM_PEER_RESERVE), so that with what a transport
+ * takes on its own (a socket, a queue in shared memory, a device's
+ * credits) an application gets the tx_size injects tx_attr promises.
+ * Each then arrives once, in order.
+ */
+Test(rdm_engine, inject_share_of_large_tx_size)
+{
+	struct ep_cfg cfg = { .tx_size = 1024 };
+	static uint32_t r[FIFO_CAP];
+	uint32_t v;
+	int i, n, got = 0;
+
+	reopen_a(&cfg);
+	set_blocked(EP_A, EP_B, true);
+	for (n = 0; n < 2048; n++) {
+		v = (uint32_t)n;
+		if (fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)))
+			break;
+	}
+	cr_assert_eq(n, 1024 - UTIL_RDM_PEER_RESERVE,
+		     "%d injects queued for a peer that takes nothing", n);
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)),
+		     -FI_EAGAIN);
+	set_blocked(EP_A, EP_B, false);
+	/* The mock's queue holds FIFO_CAP: take them in rounds. */
+	while (got < n) {
+		for (i = 0; i < FIFO_CAP && got + i < n; i++)
+			cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]),
+					     NULL, FI_ADDR_UNSPEC, RCTX(i)),
+				     0);
+		pump();
+		for (i = 0; i < FIFO_CAP && got < n; i++, got++)
+			cr_assert_eq(r[i], (uint32_t)got, "message %d: %u",
+				     got, r[i]);
+	}
+	cr_assert_eq(tx_inuse(EP_A), 0);
 	cr_assert_eq(eps[EP_A].nrecs, 0);
 }
 
