@@ -174,6 +174,10 @@ static void ft_usage(const struct ft_prog *prog, FILE *out)
 			prog->op);
 	if (prog->threads)
 		fprintf(out, "  -n N        threads, one endpoint each (default 2)\n");
+	if (prog->ranks)
+		fprintf(out, "  -n N        ranks: processes, one endpoint each; the\n"
+			     "              client starts all but the server's\n"
+			     "              (default 3)\n");
 	fprintf(out,
 		"  -h          this help\n\n"
 		"Exit status: 0 passed, 77 the provider does not support the test,\n"
@@ -283,7 +287,7 @@ void ft_parse(int argc, char **argv, const struct ft_prog *prog)
 	o->comp = FT_COMP_QUEUE;
 	o->op = prog->op;
 	o->timeout = 30;
-	o->threads = 2;
+	o->threads = prog->ranks ? 3 : 2;
 	o->src_port = FT_DEFAULT_PORT;
 	o->dst_port = FT_DEFAULT_PORT;
 	if (ft_parse_sizes(prog->sizes))
@@ -380,8 +384,11 @@ void ft_parse(int argc, char **argv, const struct ft_prog *prog)
 				ft_bad("timeout", optarg);
 			break;
 		case 'n':
-			if (!prog->threads || ft_parse_int(optarg, 1, &o->threads))
-				ft_bad("thread count", optarg);
+			if ((!prog->threads && !prog->ranks) ||
+			    ft_parse_int(optarg, prog->ranks ? 2 : 1,
+					 &o->threads))
+				ft_bad(prog->ranks ? "rank count" : "thread count",
+				       optarg);
 			break;
 		case 'h':
 			ft_usage(prog, stdout);

@@ -61,7 +61,7 @@ struct ft_opts {
 	enum ft_comp comp;
 	const char *op;
 	int timeout;		/* seconds without progress before failing */
-	int threads;
+	int threads;		/* -n: threads, or ranks (ft_prog.ranks) */
 };
 
 /* What a program needs: filled by main() before ft_parse(). */
@@ -76,6 +76,7 @@ struct ft_prog {
 	const char *op;			/* default -o */
 	const char *ops_help;		/* NULL: the program has no -o */
 	bool threads;			/* accepts -n */
+	bool ranks;			/* accepts -n: processes (default 3) */
 };
 
 /* One endpoint and everything that hangs off it. */

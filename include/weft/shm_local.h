@@ -33,6 +33,17 @@ struct shm_xp;
 struct shm_xp *shm_local_new(void);
 struct util_rdm_xport *shm_local_xport(struct shm_xp *x);
 /*
+ * Message orders toward peers reached through shm, for an application
+ * that asked for `asked` (its hints' msg_order): SAS, SAR and SAW always;
+ * RMA keeping its place behind earlier messages and RMA (RAS, WAS, RAR,
+ * RAW, WAR, WAW) only when asked, since keeping it makes an RMA operation
+ * issued after a send wait for the peer to read that send.  The owning
+ * provider's fi_getinfo reports these, and tells the transport what its
+ * endpoint's info says (shm_local_order: the tx and rx msg_order).
+ */
+uint64_t shm_local_orders(uint64_t asked);
+void shm_local_order(struct shm_xp *x, uint64_t msg_order);
+/*
  * At FI_ENABLE: create this endpoint's region, named after the address
  * fi_getname reports (addrlen bytes: the AV's stored form), for an
  * endpoint of provider prov whose other transport `via` names ("tcp",

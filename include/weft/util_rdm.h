@@ -53,6 +53,9 @@
 #include "weft/util_peer.h"
 
 #define UTIL_RDM_IOV_MAX 4
+/* Transmits an endpoint keeps for its other peers when one holds the
+ * rest (at most a quarter of tx_size): see back-pressure below. */
+#define UTIL_RDM_PEER_RESERVE 32
 
 /*
  * The order a transport keeps when everything from one endpoint to one
@@ -181,15 +184,24 @@ struct util_rdm_xport;
  * cannot take the transmit now (connection being made, socket or queue
  * full).  A transmit that will be reported by a completion then waits in
  * the peer's queue and progress hands it over, in order: later transmits
- * to that peer queue behind it.  The rule the application sees: a call
- * returns -FI_EAGAIN when the endpoint holds tx_size transmits already,
- * when the destination peer holds three quarters of them on an endpoint
- * of many peers (so that one peer that stops reading cannot take every
- * transmit and stall the endpoint's traffic to the others), when the CQ has no room for the completion, or when the transmit has no
- * completion to report it (fi_inject, FI_SELECTIVE_COMPLETION without
- * FI_COMPLETION) and its peer cannot take it now; the application then
- * drives progress (fi_cq_read) and calls again (fi_msg(3)).  A transport
- * that becomes able to send may call util_rdm_peer_ready to drain at once.
+ * to that peer queue behind it.  So does one that nothing will report
+ * (fi_inject, a send or write under FI_SELECTIVE_COMPLETION without
+ * FI_COMPLETION) once its data, at most inject_max bytes, is copied into
+ * the transmit: its caller was told it is sent, and the peer gets it when
+ * it makes room, even after the endpoint's close began
+ * (util_rdm_ep_linger).  The rule the application sees: a call returns
+ * -FI_EAGAIN when the endpoint holds tx_size transmits already, when the
+ * destination peer holds all of them but a reserve for the others
+ * (UTIL_RDM_PEER_RESERVE, or a quarter of a smaller tx_size: so that one
+ * peer that stops reading cannot take every transmit and stall the
+ * endpoint's traffic to the others, while it still gets about what
+ * tx_attr promises), when the CQ has no room for the completion, or
+ * when a transmit nothing reports carries more than inject_max bytes (or
+ * reads) and its peer cannot take it now; the application then drives
+ * progress (fi_cq_read) and calls again (fi_msg(3)).  A transport that
+ * becomes able to send may call util_rdm_peer_ready to drain at once.
+ * A queued transmit nothing reports that fails (its peer died) brings no
+ * CQ entry (it has no context); a bound counter counts the error.
  *
  * Transmits that complete later.  send_rndv and rma hand over a tx the
  * transport owns until it calls util_rdm_tx_done (a partial socket write,
@@ -283,6 +295,13 @@ struct util_rdm_transport {
 	 */
 	bool (*peer_drained)(struct util_rdm_xport *xp,
 			     struct util_peer *peer);
+	/*
+	 * Optional: whether bytes the transport reported sent (an eager
+	 * message it took, partly written) still wait in its own queues to
+	 * leave, to a peer it still reaches.  util_rdm_ep_linger waits for
+	 * them too.  Called with the endpoint lock held.
+	 */
+	bool (*lingering)(struct util_rdm_xport *xp);
 };
 
 /*
@@ -421,8 +440,8 @@ struct util_rdm_ep {
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
-	/* Transmits one peer may hold: three quarters of tx_size (all of
-	 * them on a connected endpoint). */
+	/* Transmits one peer may hold: tx_size but a reserve for the others
+	 * (UTIL_RDM_PEER_RESERVE; all of them on a connected endpoint). */
 	uint32_t peer_tx_max;
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	struct util_peer_map peers;
@@ -451,6 +470,20 @@ struct util_rdm_ep {
 int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
 		     const struct util_rdm_ep_attr *attr, void *context);
+
+/*
+ * The start of a provider's close, while its transport still works: the
+ * transmits queued to peers that nothing will report (injects, and sends
+ * without a completion, that their peers could not take yet: their
+ * callers were told they were sent) are handed over, progress running,
+ * and what a transport took of them leaves its own queues
+ * (->lingering), until nothing is left, their peers are found gone
+ * (util_rdm_fail_peer drops them), or UTIL_RDM_LINGER_MS passed (then
+ * the rest is dropped, with a warning).  Returns at once when nothing
+ * waits.  May block; takes the endpoint lock.
+ */
+#define UTIL_RDM_LINGER_MS 5000
+void util_rdm_ep_linger(struct util_rdm_ep *ep);
 
 /*
  * Release the engine state: posted receives complete as FI_ECANCELED,
@@ -522,6 +555,15 @@ static inline void util_rdm_peer_back(struct util_peer *peer)
 {
 	peer->gone = false;
 }
+
+/*
+ * Whether transmits wait in the queue of a peer that xp reaches, for the
+ * transport to take them (back-pressure).  A transport that cannot wake a
+ * sleeper when such a peer makes room (shm) polls instead of sleeping
+ * while this holds.  Not a fast path: it walks the blocked peers.
+ */
+bool util_rdm_tx_queued(const struct util_rdm_ep *ep,
+			const struct util_rdm_xport *xp);
 
 /* Whether any transmit waits on a peer (rendezvous, RMA, acknowledgement). */
 static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep);

@@ -46,6 +46,29 @@ struct shm_params {
 extern struct shm_params shm_params;
 void shm_params_init(void);
 
+/*
+ * Ordering.  One queue carries everything from one sender, served in
+ * order, so messages keep theirs (SAS), and a send stays behind an RMA
+ * operation issued before it (SAR, SAW: one moved by CMA is done before
+ * its call returns).  An RMA operation moved by CMA keeps its place behind
+ * earlier messages and RMA requests still in the target's queue only when
+ * asked (SHM_ORDER_RMA in msg_order): then it waits for the target to
+ * reach them.  fi_getinfo returns those orders only when the hints ask
+ * for them, as libfabric 1.17's shm does.
+ */
+#define SHM_ORDER_ALWAYS (FI_ORDER_SAS | FI_ORDER_SAR | FI_ORDER_SAW)
+#define SHM_ORDER (UTIL_RDM_ORDER_ALL)
+#define SHM_ORDER_RMA (SHM_ORDER & ~SHM_ORDER_ALWAYS)
+
+/* Bytes fi_inject may carry, and the size of the small inbound buffers
+ * (shm_layout.h): 4 KiB, or less when the bounce buffers are smaller. */
+#define SHM_INJECT_SIZE 4096
+static inline size_t shm_inject_size(void)
+{
+	return shm_params.bounce_size < SHM_INJECT_SIZE ? shm_params.bounce_size :
+							  SHM_INJECT_SIZE;
+}
+
 
 /*
  * A connection to a peer's region: the mapping, and the entry we hold in
@@ -137,6 +160,10 @@ struct shm_xp {
 	 * so that the buffers a dead reader held come back (conn_died). */
 	struct shm_conn **out_reader;
 	bool cma;
+	/* RMA and atomics keep their place behind this endpoint's earlier
+	 * messages and RMA requests to the same peer (its msg_order asks
+	 * for SHM_ORDER_RMA); else one moved by CMA goes at once. */
+	bool rma_order;
 	struct shm_mrt *mrt; /* the domain's registration table, or NULL */
 
 	struct shm_rxpeer *rxpeers; /* [own table index] */

@@ -226,7 +226,7 @@ static void buf_mark_reclaim(struct shm_map *m, struct shm_peer *p)
 	uint32_t b = atomic_exchange_explicit(&p->bounce, 0,
 					      memory_order_acq_rel);
 
-	if (b && b <= m->bounce_count)
+	if (b && shm_map_buf_inbound(m, b - 1))
 		buf_put(m, b - 1);
 }
 
@@ -930,16 +930,25 @@ static void flush_pending(struct shm_xp *ep)
 }
 
 /*
- * Bounce buffers: a region's two pools (shm_layout.h).  An eager message
- * takes one of its receiver's inbound pool (indices below bounce_count, a
- * stack shared by all who map the region), so the payload lives where it
- * is consumed; pushed data and RMA take one of the sender's own outbound
- * pool (the indices above), in ring order, which the peer gives back once
- * it copied it out.
+ * Bounce buffers: a region's pools (shm_layout.h).  An eager message takes
+ * one of its receiver's inbound buffers (a small one when it fits, indices
+ * from 2 x bounce_count; else one of the large pool, indices below
+ * bounce_count; each a stack shared by all who map the region), so the
+ * payload lives where it is consumed; pushed data and RMA take one of the
+ * sender's own outbound pool (the indices between), in ring order, which
+ * the peer gives back once it copied it out.
  */
-static int buf_get_in(struct shm_map *m, uint32_t *idx)
+static int buf_get_in(struct shm_map *m, size_t len, uint32_t *idx)
 {
-	return shm_buf_pop(&shm_map_queue(m)->buf_free, shm_map_bounce(m, 0),
+	struct shm_queue *q = shm_map_queue(m);
+
+	if (len <= m->small_size &&
+	    !shm_buf_pop(&q->small_free, shm_map_small(m, 0),
+			 shm_map_small_stride(m), m->small_count, idx)) {
+		*idx += (uint32_t)shm_map_small_first(m);
+		return 0;
+	}
+	return shm_buf_pop(&q->buf_free, shm_map_bounce(m, 0),
 			   shm_map_bounce_stride(m), m->bounce_count, idx);
 }
 
@@ -953,12 +962,12 @@ static int buf_get_in(struct shm_map *m, uint32_t *idx)
  * buffers that senders killed meanwhile had taken are given back (at most
  * every SHM_RECLAIM_MS), and the pool is tried once more.
  */
-static int buf_get_in_for(struct shm_xp *ep, struct shm_conn *c,
+static int buf_get_in_for(struct shm_xp *ep, struct shm_conn *c, size_t len,
 			  uint32_t *idx)
 {
 	uint64_t t;
 	uint32_t i;
-	int ret = buf_get_in(&c->map, idx);
+	int ret = buf_get_in(&c->map, len, idx);
 
 	if (weft_unlikely(ret)) {
 		t = coarse_ms();
@@ -973,7 +982,7 @@ static int buf_get_in_for(struct shm_xp *ep, struct shm_conn *c,
 			    peer_holder_dead(p))
 				buf_mark_reclaim(&c->map, p);
 		}
-		ret = buf_get_in(&c->map, idx);
+		ret = buf_get_in(&c->map, len, idx);
 		if (ret)
 			return ret;
 	}
@@ -1033,6 +1042,10 @@ static void buf_put(struct shm_map *m, uint32_t idx)
 	else if (buf_valid(m, idx))
 		atomic_store_explicit(&shm_map_bounce(m, idx)->busy, 0,
 				      memory_order_release);
+	else if (shm_map_buf_inbound(m, idx))
+		shm_buf_push(&shm_map_queue(m)->small_free,
+			     shm_map_small(m, 0), shm_map_small_stride(m),
+			     idx - (uint32_t)shm_map_small_first(m));
 }
 
 static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
@@ -1058,7 +1071,7 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 	if (weft_unlikely(conn_held(c)))
 		return -FI_EAGAIN; /* the receiver holds us back */
 	if (!inl) {
-		ret = buf_get_in_for(ep, c, &bidx);
+		ret = buf_get_in_for(ep, c, hdr->len, &bidx);
 		if (ret)
 			return ret;
 	}
@@ -1091,7 +1104,8 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 		else
 			util_iov_copy_from(s->payload, iov, iov_count, 0, hdr->len);
 	} else {
-		struct shm_bounce *bb = shm_map_bounce(&c->map, bidx);
+		struct shm_bounce *bb = shm_map_bounce_in(&c->map, bidx,
+							  hdr->len);
 
 		s->op = SHM_OP_BOUNCE;
 		s->aux = bidx;
@@ -2157,14 +2171,16 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 	ssize_t got;
 	int ret = 0;
 
-	/* Behind our messages and requests the peer has not served yet
-	 * (or holds back), in its queue.  A write with remote CQ data goes
-	 * to the target too: it must look to see the data anyway, and
+	/* Behind our messages and requests the peer has not served yet, in
+	 * its queue, when the endpoint keeps RMA in order (shm.h), or when
+	 * the peer holds our requests back.  A write with remote CQ data
+	 * goes to the target too: it must look to see the data anyway, and
 	 * there it checks the ranges whose length its completion reports,
 	 * which an event of ours could only claim. */
-	if ((tx->hdr.flags & UTIL_RDM_CQ_DATA) || !c->cma || c->rma_queued ||
-	    conn_held(c) ||
-	    !shm_queue_consumed(c->map.queue, c->order_pos) ||
+	if ((tx->hdr.flags & UTIL_RDM_CQ_DATA) || !c->cma || conn_held(c) ||
+	    (ep->rma_order &&
+	     (c->rma_queued ||
+	      !shm_queue_consumed(c->map.queue, c->order_pos))) ||
 	    !(m = conn_mrt(ep, c)))
 		return 1;
 	for (i = 0; i < tx->rma_count; i++) {
@@ -2491,7 +2507,9 @@ static int shm_wait_fd(struct util_rdm_xport *xp)
 /*
  * About to sleep: empty the bell, and say so in the queue, unless a slot
  * came meanwhile or work of ours needs polling (transfers under way, whose
- * peers may die; slots that found a queue full; requests held back).
+ * peers may die; slots, or transmits the engine queued, that found a
+ * queue full: nobody rings us when it has room again; requests held
+ * back).
  */
 static int shm_arm(struct util_rdm_xport *xp)
 {
@@ -2506,7 +2524,8 @@ static int shm_arm(struct util_rdm_xport *xp)
 		;
 	if (util_rdm_tx_waiting(xp->ep) || !dlist_empty(&ep->pull_list) ||
 	    !slist_empty(&ep->pending) || !dlist_empty(&ep->pushes) ||
-	    !dlist_empty(&ep->chunked) || !dlist_empty(&ep->held_list))
+	    !dlist_empty(&ep->chunked) || !dlist_empty(&ep->held_list) ||
+	    util_rdm_tx_queued(xp->ep, xp))
 		return 1;
 	return shm_queue_sleep(ep->own.queue) ? 0 : 1;
 }
@@ -2534,6 +2553,8 @@ static int shm_ep_close(struct fid *fid)
 {
 	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
 
+	/* Injects its peers could not take yet still go (util_rdm.h). */
+	util_rdm_ep_linger(&sep->rdm);
 	shm_xp_closing(&sep->x);
 	util_rdm_ep_fini(&sep->rdm);
 	shm_xp_fini(&sep->x);
@@ -2649,6 +2670,12 @@ int shm_xp_start(struct shm_xp *ep)
 	attr.max_peers = (uint32_t)shm_params.max_peers;
 	attr.bounce_count = (uint32_t)shm_params.bounce_count;
 	attr.bounce_size = (uint32_t)shm_params.bounce_size;
+	/* As many small buffers as slots: a queue full of injects fits.
+	 * Bounce buffers no larger than an inject serve on their own. */
+	attr.small_size = (uint32_t)shm_inject_size();
+	attr.small_count = shm_params.bounce_size > attr.small_size ?
+				   (uint32_t)shm_params.queue_slots :
+				   0;
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
 	if (ep->base.ep->rem_write_cntr || ep->base.ep->rem_read_cntr)
 		attr.flags |= SHM_REGION_RMA_EVENT;
@@ -2787,7 +2814,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		return -FI_EINVAL;
 	shm_params_init();
 	attr.unexp_max = shm_params.unexp_max;
-	attr.inject_max = WEFT_MIN(shm_params.bounce_size, 4096);
+	attr.inject_max = shm_inject_size();
 	attr.atomic_max = shm_params.bounce_size / 2;
 
 	sep = calloc(1, sizeof(*sep));
@@ -2813,6 +2840,9 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		free(sep);
 		return ret;
 	}
+	sep->x.rma_order = !info->tx_attr || !info->rx_attr ||
+			   ((info->tx_attr->msg_order |
+			     info->rx_attr->msg_order) & SHM_ORDER_RMA);
 	attr.xport = &sep->x.base;
 	ret = util_rdm_ep_init(&sep->rdm, domain, info, &attr, context);
 	if (ret) {
@@ -2860,6 +2890,7 @@ int shm_xp_init(struct shm_xp *ep, const struct shm_naming *naming,
 	ep->bell_fd = -1;
 	ep->wait_fd = epoll_create1(EPOLL_CLOEXEC);
 	ep->cma = shm_cma_probe();
+	ep->rma_order = true; /* another provider's endpoint: its orders */
 	slist_init(&ep->pending);
 	dlist_init(&ep->pushes);
 	dlist_init(&ep->chunked);

@@ -9,6 +9,7 @@
  *   queue_off       struct shm_queue + slots    inbound messages (MPSC ring)
  *   peers_off       struct shm_peer[max_peers]  who may send here
  *   bounce_off      2 x bounce_count buffers    payloads too big for a slot
+ *   small_off       small_count buffers         payloads up to small_size
  *
  * Ownership: the region's owner is the only consumer of its queue; peers
  * are producers on the queue and claim entries of the peer table.  The
@@ -19,7 +20,12 @@
  * owner's own pushed data and RMA: the owner alone takes them, in ring
  * order, and the peer that copied one out clears its `busy`.  Two pools,
  * so that messages waiting for their receives never starve the owner's own
- * transfers.
+ * transfers.  The small buffers are a third inbound pool, as many as the
+ * queue has slots, for eager messages of up to small_size bytes (the
+ * inject size): their own stack (shm_queue.small_free), so that a queue
+ * full of such messages, a thousand injects to a peer that sleeps, is
+ * taken without the receiver's progress.  Buffers are named by one index:
+ * inbound first, then outbound, then small (from 2 x bounce_count).
  */
 #ifndef WEFT_SHM_LAYOUT_H
 #define WEFT_SHM_LAYOUT_H
@@ -39,6 +45,7 @@
 #define SHM_INLINE_MAX (SHM_SLOT_SIZE - SHM_SLOT_HDR)
 #define SHM_CACHELINE 64
 #define SHM_IOV_MAX 4 /* iovecs a descriptor carries */
+#define SHM_SMALL_MAX (1u << 20) /* small_count at most */
 
 /* Region header.  Written by the owner before `ready` is set to 1 (release);
  * peers read it after seeing ready == 1 (acquire). */
@@ -64,7 +71,9 @@ struct shm_region_hdr {
 	/* The shm_open name of the owner's domain's registration table
 	 * (struct shm_mrt_hdr) without its '/', or "" when there is none. */
 	char mrt[SHM_NAME_MAX];
-	uint8_t pad[16];
+	uint64_t small_off;
+	uint32_t small_count;
+	uint32_t small_size;
 };
 static_assert(sizeof(struct shm_region_hdr) == 192, "shm_region_hdr size");
 
@@ -185,8 +194,9 @@ static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
  * dead owner without a system call.  (The owner takes it again if only the
  * thread that held it ended.)
  *
- * buf_free is a lock-free stack any process mapping the region pops from
- * and pushes to: bits 0-31 the top buffer's index + 1 (0: empty), bits
+ * buf_free (and small_free, the small buffers') is a lock-free stack any
+ * process mapping the region pops from and pushes to: bits 0-31 the top
+ * buffer's index + 1 within its pool (0: empty), bits
  * 32-63 a tag every change bumps, so a CAS never mistakes a top that was
  * popped and pushed back for the one it read (ABA).  Each buffer's `next`
  * links to the one below, index + 1.
@@ -207,9 +217,11 @@ struct shm_queue {
 	uint8_t pad3[SHM_CACHELINE - 8];
 	_Atomic uint64_t buf_free; /* inbound pool: tag << 32 | top */
 	uint8_t pad4[SHM_CACHELINE - 8];
+	_Atomic uint64_t small_free; /* small buffers: tag << 32 | top */
+	uint8_t pad5[SHM_CACHELINE - 8];
 	struct shm_slot slot[];
 };
-static_assert(sizeof(struct shm_queue) == 4 * SHM_CACHELINE, "shm_queue size");
+static_assert(sizeof(struct shm_queue) == 5 * SHM_CACHELINE, "shm_queue size");
 static_assert(sizeof(pthread_mutex_t) <= SHM_CACHELINE - 8,
 	      "the owner's mutex fits the queue's first line");
 
@@ -251,9 +263,10 @@ struct shm_peer {
 	 * 0).  The owner reads it only to skip a slot whose claimer died
 	 * before publishing it. */
 	_Atomic uint64_t claim;
-	/* Holder: the index + 1 of the inbound bounce buffer it took from
-	 * the pool and has not yet handed over in a published slot (0:
-	 * none): whoever finds the holder dead gives it back. */
+	/* Holder: the index + 1 of the inbound bounce buffer (of the large
+	 * or the small pool) it took and has not yet handed over in a
+	 * published slot (0: none): whoever finds the holder dead gives it
+	 * back. */
 	_Atomic uint32_t bounce;
 	uint8_t pad1[2 * SHM_CACHELINE - 44 - SHM_NAME_MAX];
 };

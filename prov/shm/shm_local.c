@@ -150,6 +150,16 @@ struct util_rdm_xport *shm_local_xport(struct shm_xp *x)
 	return &x->base;
 }
 
+uint64_t shm_local_orders(uint64_t asked)
+{
+	return SHM_ORDER_ALWAYS | (asked & SHM_ORDER);
+}
+
+void shm_local_order(struct shm_xp *x, uint64_t msg_order)
+{
+	x->rma_order = msg_order & SHM_ORDER_RMA;
+}
+
 static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
 			   size_t addrlen)
 {

@@ -4,6 +4,8 @@
  */
 #include "shm.h"
 
+#include "weft/shm_local.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,12 +318,26 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
 {
+	struct fi_info *fi;
+	int ret;
+
 	shm_params_init();
-	shm_tx_attr.inject_size = shm_params.bounce_size < 4096 ?
-					  shm_params.bounce_size :
-					  4096;
-	return util_getinfo(&shm_util_prov, version, node, service, flags,
-			    hints, info);
+	shm_tx_attr.inject_size = shm_inject_size();
+	ret = util_getinfo(&shm_util_prov, version, node, service, flags,
+			   hints, info);
+	if (ret || !hints)
+		return ret;
+	/* RMA keeps its place behind earlier messages only when asked: the
+	 * orders returned are the ones the endpoint will keep (shm.h). */
+	for (fi = *info; fi; fi = fi->next) {
+		if (hints->tx_attr && fi->tx_attr)
+			fi->tx_attr->msg_order =
+				shm_local_orders(hints->tx_attr->msg_order);
+		if (hints->rx_attr && fi->rx_attr)
+			fi->rx_attr->msg_order =
+				shm_local_orders(hints->rx_attr->msg_order);
+	}
+	return 0;
 }
 
 /* ---- AV ----------------------------------------------------------------- */

@@ -36,6 +36,7 @@ static inline void shm_queue_init(struct shm_queue *q, uint32_t slots)
 	atomic_init(&q->sleeping, 0);
 	atomic_init(&q->head, 0);
 	atomic_init(&q->buf_free, 0);
+	atomic_init(&q->small_free, 0);
 	for (i = 0; i < slots; i++)
 		atomic_init(&q->slot[i].seq, i);
 }

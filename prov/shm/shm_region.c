@@ -123,6 +123,11 @@ static size_t region_layout(const struct shm_region_attr *attr,
 				(sizeof(struct shm_bounce) +
 				 align_up(attr->bounce_size, SHM_CACHELINE)),
 			SHM_PAGE);
+	hdr->small_off = off;
+	off += align_up((size_t)attr->small_count *
+				(sizeof(struct shm_bounce) +
+				 align_up(attr->small_size, SHM_CACHELINE)),
+			SHM_PAGE);
 	return off;
 }
 
@@ -166,14 +171,27 @@ static int map_geometry(const struct shm_region_hdr *h, size_t size,
 	    (h->bounce_count &&
 	     stride > (size - h->bounce_off) / (2 * (uint64_t)h->bounce_count)))
 		return -FI_EINVAL;
+	end = h->bounce_off + 2 * (uint64_t)h->bounce_count * stride;
+
+	/* The small buffers; their indices follow both pools' in 32 bits. */
+	stride = sizeof(struct shm_bounce) + (uint64_t)h->small_size;
+	if (h->small_size % SHM_CACHELINE || h->small_off < end ||
+	    h->small_off % SHM_PAGE || h->small_off > size ||
+	    h->small_count > SHM_SMALL_MAX ||
+	    (h->small_count &&
+	     stride > (size - h->small_off) / h->small_count))
+		return -FI_EINVAL;
 
 	map->queue = (struct shm_queue *)((char *)map->hdr + h->queue_off);
 	map->peers = (struct shm_peer *)((char *)map->hdr + h->peers_off);
 	map->bounce = (char *)map->hdr + h->bounce_off;
+	map->small = (char *)map->hdr + h->small_off;
 	map->queue_slots = h->queue_slots;
 	map->max_peers = h->max_peers;
 	map->bounce_count = h->bounce_count;
 	map->bounce_size = h->bounce_size;
+	map->small_count = h->small_count;
+	map->small_size = h->small_size;
 	return 0;
 }
 
@@ -401,6 +419,9 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	hdr->max_peers = attr->max_peers;
 	hdr->bounce_count = attr->bounce_count;
 	hdr->bounce_size = (uint32_t)align_up(attr->bounce_size, SHM_CACHELINE);
+	hdr->small_off = layout.small_off;
+	hdr->small_count = attr->small_count;
+	hdr->small_size = (uint32_t)align_up(attr->small_size, SHM_CACHELINE);
 	snprintf(hdr->name, sizeof(hdr->name), "%s", name);
 	snprintf(hdr->mrt, sizeof(hdr->mrt), "%s", attr->mrt ? attr->mrt : "");
 	map->hdr = hdr;
@@ -411,6 +432,8 @@ int shm_region_create(const char *name, const struct shm_region_attr *attr,
 	shm_queue_init(map->queue, map->queue_slots);
 	shm_buf_init(&map->queue->buf_free, shm_map_bounce(map, 0),
 		     shm_map_bounce_stride(map), map->bounce_count);
+	shm_buf_init(&map->queue->small_free, shm_map_small(map, 0),
+		     shm_map_small_stride(map), map->small_count);
 	atomic_store_explicit(&hdr->ready, 1, memory_order_release);
 
 	/* Publish: link fails if the name is taken, by a live region or a

@@ -17,6 +17,8 @@ struct shm_region_attr {
 	uint32_t max_peers;
 	uint32_t bounce_count;
 	uint32_t bounce_size; /* payload bytes per bounce buffer */
+	uint32_t small_count; /* small inbound buffers (0: none) */
+	uint32_t small_size; /* payload bytes per small buffer */
 	uint32_t flags; /* SHM_REGION_* */
 	const char *mrt; /* the registration table's name, or NULL */
 };
@@ -36,10 +38,13 @@ struct shm_map {
 	struct shm_queue *queue;
 	struct shm_peer *peers;
 	char *bounce; /* the first bounce buffer */
+	char *small; /* the first small buffer */
 	uint32_t queue_slots; /* power of two */
 	uint32_t max_peers;
 	uint32_t bounce_count;
 	uint32_t bounce_size; /* payload bytes of each bounce buffer */
+	uint32_t small_count;
+	uint32_t small_size; /* payload bytes of each small buffer */
 };
 
 static inline struct shm_queue *shm_map_queue(const struct shm_map *m)
@@ -64,6 +69,35 @@ static inline struct shm_bounce *shm_map_bounce(const struct shm_map *m,
 				     (size_t)i * shm_map_bounce_stride(m));
 }
 
+/* Bytes from one small buffer to the next. */
+static inline size_t shm_map_small_stride(const struct shm_map *m)
+{
+	return sizeof(struct shm_bounce) + m->small_size;
+}
+
+/* Small buffer i, i < m->small_count (its index is 2 * bounce_count + i). */
+static inline struct shm_bounce *shm_map_small(const struct shm_map *m,
+					       uint32_t i)
+{
+	return (struct shm_bounce *)(m->small +
+				     (size_t)i * shm_map_small_stride(m));
+}
+
+/* The index of small buffer 0 among all of a region's buffers. */
+static inline uint64_t shm_map_small_first(const struct shm_map *m)
+{
+	return 2 * (uint64_t)m->bounce_count;
+}
+
+/* Whether idx names an inbound buffer (a peer's eager payload for the
+ * owner): one of the large pool, or a small one. */
+static inline bool shm_map_buf_inbound(const struct shm_map *m, uint64_t idx)
+{
+	return idx < m->bounce_count ||
+	       (idx >= shm_map_small_first(m) &&
+		idx - shm_map_small_first(m) < m->small_count);
+}
+
 /*
  * Peer-controlled input: a slot names a peer-table entry or a bounce buffer
  * and a length, and both come from another process.  These accessors are
@@ -79,15 +113,21 @@ static inline struct shm_peer *shm_map_peer(const struct shm_map *m,
 }
 
 /*
- * Inbound buffer idx (an eager payload a peer put there for the owner)
- * when `len` bytes of it may be read or written, or NULL.
+ * Inbound buffer idx (an eager payload a peer put there for the owner: a
+ * buffer of the large pool, or a small one) when `len` bytes of it may be
+ * read or written, or NULL.
  */
 static inline struct shm_bounce *shm_map_bounce_in(const struct shm_map *m,
 						   uint64_t idx, uint64_t len)
 {
-	if (idx >= m->bounce_count || len > m->bounce_size)
+	if (idx < m->bounce_count)
+		return len <= m->bounce_size ? shm_map_bounce(m, (uint32_t)idx) :
+					       NULL;
+	if (idx < shm_map_small_first(m) ||
+	    idx - shm_map_small_first(m) >= m->small_count ||
+	    len > m->small_size)
 		return NULL;
-	return shm_map_bounce(m, (uint32_t)idx);
+	return shm_map_small(m, (uint32_t)(idx - shm_map_small_first(m)));
 }
 
 /*

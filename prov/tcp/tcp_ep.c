@@ -1374,6 +1374,24 @@ static bool tcp_peer_drained(struct util_rdm_xport *xp, struct util_peer *peer)
 	return ep->lfd < 0 || poll(&pfd, 1, 0) <= 0;
 }
 
+/* Bytes reported sent (eager copies, partly written) wait to leave. */
+static bool tcp_lingering(struct util_rdm_xport *xp)
+{
+	struct tcp_ep *ep = tcp_ep_of(xp->ep);
+	struct dlist_entry *e, *o;
+
+	dlist_foreach(&ep->conns, e) {
+		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
+
+		if (conn->state != TCP_CONN_OPEN)
+			continue;
+		dlist_foreach(&conn->outq, o)
+			if (!container_of(o, struct tcp_out, entry)->tx)
+				return true;
+	}
+	return false;
+}
+
 static const struct util_rdm_transport tcp_transport = {
 	.send_eager = tcp_send_eager,
 	.send_rndv = tcp_send_rndv,
@@ -1386,6 +1404,7 @@ static const struct util_rdm_transport tcp_transport = {
 	.peer_size = sizeof(struct tcp_peer),
 	.peer_init = tcp_peer_init,
 	.peer_drained = tcp_peer_drained,
+	.lingering = tcp_lingering,
 };
 
 /* ---- endpoint fid ops --------------------------------------------------- */
@@ -1418,6 +1437,8 @@ static int tcp_ep_close(struct fid *fid)
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
+	/* Injects its peers could not take yet still go (util_rdm.h). */
+	util_rdm_ep_linger(&ep->rdm);
 	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->epfd);
 	weft_lock(&ep->rdm.lock);
 	ep_close_conns(ep);
@@ -1871,6 +1892,9 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 			free(ep);
 			return -FI_ENOMEM;
 		}
+		if (info->tx_attr && info->rx_attr)
+			shm_local_order(ep->local, info->tx_attr->msg_order |
+							   info->rx_attr->msg_order);
 		attr.local = shm_local_xport(ep->local);
 	}
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);

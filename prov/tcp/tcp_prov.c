@@ -10,6 +10,8 @@
  */
 #include "tcp.h"
 
+#include "weft/shm_local.h"
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netdb.h>
@@ -381,6 +383,18 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 			     node ? node : "", service ? ":" : "",
 			     service ? service : "");
 		return -FI_ENODATA;
+	}
+	/* An RDM endpoint reaches the peers of its host through shm: the
+	 * orders it keeps are shm's (weft/shm_local.h). */
+	for (fi = all; hints && tcp_params.shm && fi; fi = fi->next) {
+		if (fi->ep_attr->type != FI_EP_RDM)
+			continue;
+		if (hints->tx_attr)
+			fi->tx_attr->msg_order =
+				shm_local_orders(hints->tx_attr->msg_order);
+		if (hints->rx_attr)
+			fi->rx_attr->msg_order =
+				shm_local_orders(hints->rx_attr->msg_order);
 	}
 	*info = all;
 	return 0;

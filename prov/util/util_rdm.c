@@ -151,9 +151,11 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 			util_cq_write_err(cq, &e);
 		}
 		util_cq_writer_unlock(cq);
-	} else if (err && cq) {
+	} else if (err && cq && !(tx->flags & RDM_NO_COMPLETION)) {
 		/* Failures are reported even without FI_COMPLETION
-		 * (fi_cq(3): selective completion suppresses successes). */
+		 * (fi_cq(3): selective completion suppresses successes).  An
+		 * inject has no context to report: its caller was told it
+		 * was sent, and only a bound counter counts the failure. */
 		struct fi_cq_err_entry e = {
 			.op_context = tx->context,
 			.flags = tx->cq_flags,
@@ -318,9 +320,27 @@ static void tx_queue(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 }
 
 /*
+ * Whether a transmit that nothing will report (an inject, or a send or
+ * write without a completion) may wait in its peer's queue: its caller is
+ * told it is sent, so only with every byte it carries copied into the
+ * transmit (inject_max at most), never holding the caller's buffer.
+ * Reads and fetching atomics put data into the caller's buffer: they
+ * never wait unreported.
+ */
+static inline bool tx_quiet_queueable(const struct util_rdm_ep *ep,
+				      const struct util_rdm_tx *tx)
+{
+	return (tx->kind == UTIL_RDM_TX_SEND ||
+		tx->kind == UTIL_RDM_TX_WRITE ||
+		tx->kind == UTIL_RDM_TX_ATOMIC) &&
+	       tx->hdr.len <= ep->inject_max;
+}
+
+/*
  * Start tx now, or queue it when its peer has transmits queued already or
- * the transport says -FI_EAGAIN.  Returns 0, or the transport's error (tx
- * untouched).
+ * the transport says -FI_EAGAIN.  A transmit nothing will report waits
+ * only as tx_quiet_queueable allows (else -FI_EAGAIN, tx untouched).
+ * Returns 0, or the transport's error (tx untouched).
  */
 static int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
@@ -331,11 +351,11 @@ static int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
-	/* Nothing will be reported for it: the caller hears now. */
-	if (!tx->cq_reserved)
+	if (!tx->cq_reserved && !tx_quiet_queueable(ep, tx))
 		return -FI_EAGAIN;
-	/* Injected data is the caller's again when we return. */
-	if (tx->flags & FI_INJECT && tx->iov_count &&
+	/* Injected data, and data of a transmit nothing reports, is the
+	 * caller's again when we return: it waits in the transmit. */
+	if ((tx->flags & FI_INJECT || !tx->cq_reserved) && tx->iov_count &&
 	    tx->iov[0].iov_base != tx->inject_buf &&
 	    tx->hdr.len <= ep->inject_max) {
 		util_iov_copy_from(tx->inject_buf, tx->iov, tx->iov_count, 0,
@@ -343,6 +363,7 @@ static int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 		tx->iov[0].iov_base = tx->inject_buf;
 		tx->iov[0].iov_len = tx->hdr.len;
 		tx->iov_count = 1;
+		tx->desc[0] = NULL;
 	}
 	tx_queue(ep, tx);
 	return 0;
@@ -383,6 +404,17 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 	}
 	dlist_remove(&peer->blocked);
 	peer->draining = false;
+}
+
+bool util_rdm_tx_queued(const struct util_rdm_ep *ep,
+			const struct util_rdm_xport *xp)
+{
+	const struct dlist_entry *e;
+
+	dlist_foreach(&ep->blocked, e)
+		if (container_of(e, struct util_peer, blocked)->xp == xp)
+			return true;
+	return false;
 }
 
 void util_rdm_peer_ready(struct util_rdm_ep *ep, struct util_peer *peer)
@@ -476,14 +508,16 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 			goto out;
 		}
 		tx_unreserve(ep, comp);
-		if (ret != -FI_EAGAIN || !comp)
+		/* The transport cannot take it now: queue it below, if it
+		 * can wait (tx_quiet_queueable: a copy of its data). */
+		if (ret != -FI_EAGAIN || (!comp && hdr.len > ep->inject_max))
 			goto out;
-		/* The transport cannot take it now: queue it below. */
 	} else if (!comp && !dlist_empty(&peer->queued)) {
-		/* No completion to report it by: refuse it now, after a try
-		 * at the queue ahead of it. */
+		/* No completion to report it by: a try at the queue ahead of
+		 * it, then it queues with a copy of its data, or is refused
+		 * now if it cannot. */
 		peer_drain(ep, peer);
-		if (!dlist_empty(&peer->queued)) {
+		if (!dlist_empty(&peer->queued) && hdr.len > ep->inject_max) {
 			ret = -FI_EAGAIN;
 			goto out;
 		}
@@ -2637,9 +2671,13 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	/* The endpoint holds at most tx_size transmits: past it a call
 	 * returns -FI_EAGAIN (util_rdm.h, back-pressure). */
 	pattr.max_cnt = info->tx_attr ? info->tx_attr->size : 0;
-	/* (A connected endpoint has one peer: all of them are its.) */
+	/* One peer holds all but a reserve for the others (a connected
+	 * endpoint has one peer: all of them are its). */
 	ep->peer_tx_max = pattr.max_cnt && !ep->connected ?
-		(uint32_t)WEFT_MAX(pattr.max_cnt - pattr.max_cnt / 4, 1) :
+		(uint32_t)WEFT_MAX(pattr.max_cnt -
+					   WEFT_MIN(pattr.max_cnt / 4,
+						    UTIL_RDM_PEER_RESERVE),
+				   1) :
 		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
@@ -2672,6 +2710,77 @@ err_msgq:
 err_lock:
 	weft_lock_destroy(&ep->lock);
 	return ret;
+}
+
+/*
+ * Transmits queued to peers that nothing will report (injects whose peer
+ * could not take them yet): their callers were told they were sent.
+ */
+static size_t quiet_queued(struct util_rdm_ep *ep)
+{
+	struct dlist_entry *e, *t;
+	size_t n = 0;
+
+	dlist_foreach(&ep->blocked, e) {
+		struct util_peer *peer =
+			container_of(e, struct util_peer, blocked);
+
+		dlist_foreach(&peer->queued, t)
+			if (!container_of(t, struct util_rdm_tx, waiting)
+				     ->cq_reserved)
+				n++;
+	}
+	return n;
+}
+
+static uint64_t linger_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Whether a transport still holds bytes it reported sent. */
+static bool xports_lingering(struct util_rdm_ep *ep)
+{
+	struct util_rdm_xport *xps[] = { ep->xp, ep->local };
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(xps); i++)
+		if (xps[i] && xps[i]->ops->lingering &&
+		    xps[i]->ops->lingering(xps[i]))
+			return true;
+	return false;
+}
+
+void util_rdm_ep_linger(struct util_rdm_ep *ep)
+{
+	uint64_t end = 0;
+	struct timespec pause = { 0, 100000 };
+	size_t n;
+
+	ep_lock(ep);
+	while (ep->enabled &&
+	       ((n = quiet_queued(ep)) || xports_lingering(ep))) {
+		if (!end) {
+			end = linger_now_ms() + UTIL_RDM_LINGER_MS;
+		} else if (linger_now_ms() >= end) {
+			FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+				"%zu injected message(s) (and what the "
+				"transport took) not taken by their peers in "
+				"%d ms: dropped at close\n",
+				n, UTIL_RDM_LINGER_MS);
+			break;
+		}
+		if (rdm_progress_once(ep))
+			continue;
+		/* Nothing moved: the peers' turn. */
+		ep_unlock(ep);
+		nanosleep(&pause, NULL);
+		ep_lock(ep);
+	}
+	ep_unlock(ep);
 }
 
 static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)

@@ -1846,6 +1846,8 @@ static int ep_close(struct fid *fid)
 		.srx = ep->srx,
 	};
 
+	/* Injects its peer could not take yet still go (util_rdm.h). */
+	util_rdm_ep_linger(&ep->rdm);
 	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->cm_ch->fd);
 	if (ep->state == VERBS_CM_CONNECTED)
 		rdma_disconnect(ep->id);

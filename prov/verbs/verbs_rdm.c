@@ -2356,6 +2356,8 @@ static int verbs_rdm_ep_close(struct fid *fid)
 		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
+	/* Injects its peers could not take yet still go (util_rdm.h). */
+	util_rdm_ep_linger(&ep->rdm);
 	weft_lock(&ep->rdm.lock);
 	/* Everything outstanding ends as canceled, while the engine can
 	 * still report it. */

@@ -585,6 +585,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		return cf_kill_peer_main(role);
 	if (cf_mr_cntr_is_role(role))
 		return cf_mr_cntr_peer_main(role);
+	if (cf_inject_is_role(role))
+		return cf_inject_peer_main(role);
 	if (!strcmp(role, "restart")) {
 		/* Take over the name of a peer that was killed. */
 		struct cf_opts o = {.caps = FI_MSG | FI_TAGGED, .nep = 1,
@@ -1025,6 +1027,149 @@ static int case_proc_rma_passive(const char *prov)
 	cf_mem_free(&lm);
 	cf_mem_free(&rm);
 	cf_mem_free(&am);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/*
+ * RMA issued after a message the target has not read: the target sleeps
+ * (it blocks in read() on a pipe, calling nothing of the provider), so the
+ * message waits in its queue.  Unless the application asked for RMA to
+ * keep its order behind earlier sends (FI_ORDER_WAS, FI_ORDER_RAS),
+ * nothing makes a write or a read wait for the target to read it: shm
+ * (and tcp's peers of one host) move the data at once by CMA, as
+ * libfabric 1.17's shm does ("fast RMA"); other providers get a note and
+ * the target's progress.  A job whose ranks write to each other between
+ * barriers of messages (fabtests' multinode test) spent most of its time
+ * waiting so.  Then, on shm and tcp's peers of one host, an endpoint that
+ * asks for those orders and gets them: a write issued after a message
+ * the target has not read does not complete while the target sleeps, and
+ * completes once it makes progress.  The target checks its region.
+ */
+static int case_proc_rma_after_send(const char *prov)
+{
+	static const size_t sizes[] = {8, 1024, 65537, PASSIVE_DATA};
+	struct cf_opts oo = {.caps = FI_MSG | FI_RMA | FI_ATOMIC,
+			     .nep = 1,
+			     .no_insert = true,
+			     .msg_order = FI_ORDER_SAS | FI_ORDER_WAS |
+					  FI_ORDER_RAS};
+	struct passive_want w = {0};
+	struct fi_context2 ctx, sctx;
+	struct peer_name name;
+	struct peer_link l;
+	struct cf_mem lm, rm, mm, olm, omm;
+	struct cf_fix f, of;
+	struct fi_info *oi;
+	struct cf_comp c;
+	uint64_t key, raddr;
+	fi_addr_t peer, opeer;
+	bool helped = false;
+	int status, ret;
+	size_t k;
+	char b;
+
+	open_one(&f, prov, FI_MSG | FI_RMA | FI_ATOMIC);
+	cf_spawn_peer("rma_passive", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	cf_read_name(l.rfd, &name);
+	peer = cf_insert_name(&f, &name);
+	cf_read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	cf_read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_mem_reg(&f, 0, &lm, PASSIVE_DATA, FI_READ | FI_WRITE);
+	cf_mem_reg(&f, 0, &rm, PASSIVE_DATA, FI_READ | FI_WRITE);
+	cf_mem_reg(&f, 0, &mm, 64, FI_SEND);
+	cf_fill(mm.p, 64, 1);
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t len = sizes[k];
+		unsigned int seed = PASSIVE_SEED + 10 + (unsigned int)k;
+
+		/* A message the target does not read (it posts no receive
+		 * and calls nothing), then RMA.  (A provider whose
+		 * connections need both sides, verbs, needs the target's
+		 * progress for the first one.) */
+		cf_post(&f, fi_send(f.ep[0].ep, mm.p, 64, mm.desc, peer,
+				    &sctx));
+		passive_done(&f, &l, &sctx, "a message to the sleeping target",
+			     64, &helped);
+		cf_fill(lm.p, len, seed);
+		cf_post(&f, fi_write(f.ep[0].ep, lm.p, len, lm.desc, peer,
+				     raddr + PASSIVE_GUARD, key, &ctx));
+		passive_done(&f, &l, &ctx, "fi_write after a message", len,
+			     &helped);
+		memset(rm.p, 0, len);
+		cf_post(&f, fi_read(f.ep[0].ep, rm.p, len, rm.desc, peer,
+				    raddr + PASSIVE_GUARD, key, &ctx));
+		passive_done(&f, &l, &ctx, "fi_read after a message", len,
+			     &helped);
+		cf_check_fill(rm.p, len, seed, "data read back");
+		w.seed = seed;
+	}
+
+	/* The orders asked for and granted: the write waits its turn. */
+	memset(&of, 0, sizeof(of));
+	if (helped || passive_may_need_target(prov)) {
+		cf_note("the target makes progress already: the ordered "
+			"write is not checked");
+	} else if (!(oi = cf_getinfo(prov, &oo, &ret))) {
+		cf_assert(ret == -FI_ENODATA, "fi_getinfo: %d", ret);
+		cf_note("FI_ORDER_WAS | FI_ORDER_RAS not offered: the ordered "
+			"write is not checked");
+	} else {
+		fi_freeinfo(oi);
+		cf_open(&of, prov, &oo);
+		cf_assert((of.info->tx_attr->msg_order & FI_ORDER_WAS) &&
+			  (of.info->tx_attr->msg_order & FI_ORDER_RAS),
+			  "FI_ORDER_WAS | FI_ORDER_RAS asked for, not granted");
+		opeer = cf_insert_name(&of, &name);
+		cf_mem_reg(&of, 0, &olm, PASSIVE_DATA, FI_WRITE);
+		cf_mem_reg(&of, 0, &omm, 64, FI_SEND);
+		cf_fill(omm.p, 64, 2);
+		cf_post(&of, fi_send(of.ep[0].ep, omm.p, 64, omm.desc, opeer,
+				     &sctx));
+		c = cf_wait_ctx(&of, 0, &sctx);
+		cf_assert(!c.err, "a message to the sleeping target: err %d",
+			  c.err);
+		w.seed = PASSIVE_SEED + 20;
+		cf_fill(olm.p, PASSIVE_DATA, w.seed);
+		cf_post(&of, fi_write(of.ep[0].ep, olm.p, PASSIVE_DATA,
+				      olm.desc, opeer, raddr + PASSIVE_GUARD,
+				      key, &ctx));
+		cf_mark("an ordered write behind a message not read");
+		cf_assert(!cf_poll(&of, 0, &c, 300),
+			  "with FI_ORDER_WAS, a write issued after a message "
+			  "the target has not read completed (err %d) while "
+			  "the target sleeps",
+			  c.err);
+		/* The target reads the messages now, then the write lands. */
+		cf_write_all(l.wfd, "P", 1);
+		c = cf_wait_ctx(&of, 0, &ctx);
+		cf_assert(!c.err, "the ordered write: err %d (%s)", c.err,
+			  fi_strerror(c.err));
+	}
+
+	cf_write_all(l.wfd, "C", 1);
+	cf_write_all(l.wfd, &w, sizeof(w));
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_expect(b == 'Y',
+		  "the target process found its region wrong (part %c: 1-4 "
+		  "guards and data)",
+		  b);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	if (of.ep[0].ep) {
+		cf_mem_free(&olm);
+		cf_mem_free(&omm);
+		cf_close(&of);
+	}
+	cf_mem_free(&lm);
+	cf_mem_free(&rm);
+	cf_mem_free(&mm);
 	cf_close(&f);
 	close(l.wfd);
 	close(l.rfd);
@@ -1597,6 +1742,10 @@ const struct cf_case cf_cases_proc[] = {
      "two processes, a connection each way: the peer's messages arrive "
      "after it closed before its own connection was accepted",
      case_proc_crossed_close},
+    {"proc_rma_after_send",
+     "two processes: RMA after a message the sleeping target has not read "
+     "completes at once (unless FI_ORDER_WAS asked: then it waits)",
+     case_proc_rma_after_send},
     {"proc_rma_mr_close",
      "two processes: an MR closed under a peer's writes changes no more "
      "once fi_close returns; its key then fails",

@@ -1221,15 +1221,27 @@ static void order_atomic(struct cf_fix *f, bool raw, bool war, bool waw)
 static int case_rma_order(const char *prov)
 {
 	static const size_t sizes[] = {8, 4096, 65537, 1 << 20};
-	struct cf_opts o = {.caps = FI_RMA | FI_ATOMIC};
+	/* Orders are asked for, as MPICH asks: a provider may keep them
+	 * only when asked (shm's RMA waits for earlier messages then). */
+	static const uint64_t ask =
+		FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW | FI_ORDER_RAR |
+		FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR | FI_ORDER_RMA_WAW |
+		FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW;
+	struct cf_opts o = {.caps = FI_RMA | FI_ATOMIC, .msg_order = ask};
 	bool raw, war, waw, araw, awar, awaw;
 	struct cf_fix f;
 	size_t i, len;
 	int ret;
 
-	fi_freeinfo(cf_getinfo(prov, &o, &ret));
-	if (ret)
-		o.caps = FI_RMA;
+	/* With atomics, then without; all orders, then what is claimed
+	 * unasked. */
+	for (i = 0; i < 4; i++) {
+		o.caps = i & 1 ? FI_RMA : FI_RMA | FI_ATOMIC;
+		o.msg_order = i & 2 ? 0 : ask;
+		fi_freeinfo(cf_getinfo(prov, &o, &ret));
+		if (!ret)
+			break;
+	}
 	cf_open(&f, prov, &o);
 	raw = order_has(&f, FI_ORDER_RAW, FI_ORDER_RMA_RAW);
 	war = order_has(&f, FI_ORDER_WAR, FI_ORDER_RMA_WAR);

@@ -145,6 +145,7 @@ extern const struct cf_case cf_cases_atomic[];
 extern const struct cf_case cf_cases_misc[];
 extern const struct cf_case cf_cases_proc[];
 extern const struct cf_case cf_cases_kill[];
+extern const struct cf_case cf_cases_inject[];
 extern const struct cf_case cf_cases_cm[];
 extern const struct cf_case cf_cases_wait[];
 extern const struct cf_case cf_cases_err[];

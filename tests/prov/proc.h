@@ -46,6 +46,9 @@ int cf_kill_peer_main(const char *role);
 /* The target roles of the registration-counter cases (cases_mr_cntr.c). */
 bool cf_mr_cntr_is_role(const char *role);
 int cf_mr_cntr_peer_main(const char *role);
+/* The peer of the inject cases (cases_inject.c). */
+bool cf_inject_is_role(const char *role);
+int cf_inject_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 

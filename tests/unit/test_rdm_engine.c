@@ -1008,40 +1008,212 @@ Test(rdm_engine, later_sends_queue_behind)
 	cr_assert_eq(count_ctx(EP_A, CTX(1), NULL), 1);
 }
 
+/*
+ * An inject its peer cannot take now waits in the peer's queue with a copy
+ * of its data: the call returns 0 at once and the caller's buffer is its
+ * own again.  It keeps its place among the peer's transmits, arrives
+ * once, and reports nothing.
+ */
 Test(rdm_engine, inject_to_blocked_peer)
 {
-	uint32_t v = 42, r = 0, w = 43;
+	uint32_t v = 42, r[3] = { 0 }, w = 43;
+	int i;
 
 	set_blocked(EP_A, EP_B, true);
-	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)),
-		     -FI_EAGAIN);
-	cr_assert_eq(tx_inuse(EP_A), 0, "not queued");
-	cr_assert(dlist_empty(&peer_of(EP_A, EP_B)->p.queued));
-	/* Behind a queued send it is refused too. */
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0,
+		     "an inject the transport cannot take waits");
+	cr_assert_eq(tx_inuse(EP_A), 1, "queued");
+	v = 0;
+	/* Behind it a send with a completion, and another inject. */
 	cr_assert_eq(fi_send(fep(EP_A), &w, sizeof(w), NULL, to(EP_A, EP_B),
 			     CTX(0)), 0);
-	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)),
-		     -FI_EAGAIN);
-	cr_assert_eq(tx_inuse(EP_A), 1);
+	v = 44;
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0,
+		     "behind a queued send it waits too");
+	v = 0;
+	cr_assert_eq(tx_inuse(EP_A), 3);
 	pump();
 	cr_assert_eq(eps[EP_A].nrecs, 0);
 	cr_assert_eq(eps[EP_B].count, 0);
 	set_blocked(EP_A, EP_B, false);
-	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0,
-		     "the queue ahead drains first, then it goes");
-	v = 0;
-	cr_assert_eq(fi_recv(fep(EP_B), &r, sizeof(r), NULL, FI_ADDR_UNSPEC,
-			     RCTX(0)), 0);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]), NULL,
+				     FI_ADDR_UNSPEC, RCTX(i)), 0);
 	pump();
-	cr_assert_eq(r, 43, "the queued send arrives first");
-	cr_assert_eq(fi_recv(fep(EP_B), &r, sizeof(r), NULL, FI_ADDR_UNSPEC,
-			     RCTX(1)), 0);
-	cr_assert_eq(r, 42);
-	pump();
-	/* The inject reports nothing; the send once. */
+	cr_assert_eq(r[0], 42, "the first inject first, its data as it was");
+	cr_assert_eq(r[1], 43, "then the send");
+	cr_assert_eq(r[2], 44, "then the second inject");
+	/* The injects report nothing; the send once. */
 	cr_assert_eq(eps[EP_A].nrecs, 1);
 	cr_assert_eq(count_ctx(EP_A, CTX(0), NULL), 1);
 	cr_assert_eq(tx_inuse(EP_A), 0);
+	cr_assert_eq(eps[EP_B].nrecs, 3);
+}
+
+/*
+ * Injects waiting for a blocked peer count against its share of tx_size:
+ * past it the call says -FI_EAGAIN and takes nothing.  Once the peer
+ * takes them, each arrives exactly once, in order, and room is back.
+ */
+Test(rdm_engine, inject_queue_bounded)
+{
+	struct ep_cfg cfg = { .tx_size = 8 };
+	uint32_t v, r[8];
+	int i, n;
+
+	reopen_a(&cfg);
+	set_blocked(EP_A, EP_B, true);
+	for (n = 0; n < 16; n++) {
+		v = 100 + (uint32_t)n;
+		if (fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)))
+			break;
+	}
+	/* One peer holds all but a quarter of a tx_size this small
+	 * (tx_size_exhausted); the rest is for the others. */
+	cr_assert_eq(n, 6, "%d injects queued, not 6", n);
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)),
+		     -FI_EAGAIN, "and no more");
+	cr_assert_eq(tx_inuse(EP_A), 6);
+	set_blocked(EP_A, EP_B, false);
+	pump();
+	cr_assert_eq(tx_inuse(EP_A), 0);
+	v = 106;
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0,
+		     "room again once the peer took them");
+	for (i = 0; i < 8; i++) {
+		r[i] = 0;
+		cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]), NULL,
+				     FI_ADDR_UNSPEC, RCTX(i)), 0);
+	}
+	pump();
+	for (i = 0; i < 7; i++)
+		cr_assert_eq(r[i], 100 + (uint32_t)i, "message %d: %u", i, r[i]);
+	cr_assert_eq(eps[EP_B].nrecs, 7, "each once, nothing more");
+	cr_assert_eq(eps[EP_A].nrecs, 0);
+}
+
+/*
+ * A peer that takes nothing may hold all of tx_size but the reserve kept
+ * for the others (UTIL_RDM_PEER_RESERVE), so that with what a transport
+ * takes on its own (a socket, a queue in shared memory, a device's
+ * credits) an application gets the tx_size injects tx_attr promises.
+ * Each then arrives once, in order.
+ */
+Test(rdm_engine, inject_share_of_large_tx_size)
+{
+	struct ep_cfg cfg = { .tx_size = 1024 };
+	static uint32_t r[FIFO_CAP];
+	uint32_t v;
+	int i, n, got = 0;
+
+	reopen_a(&cfg);
+	set_blocked(EP_A, EP_B, true);
+	for (n = 0; n < 2048; n++) {
+		v = (uint32_t)n;
+		if (fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)))
+			break;
+	}
+	cr_assert_eq(n, 1024 - UTIL_RDM_PEER_RESERVE,
+		     "%d injects queued for a peer that takes nothing", n);
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)),
+		     -FI_EAGAIN);
+	set_blocked(EP_A, EP_B, false);
+	/* The mock's queue holds FIFO_CAP: take them in rounds. */
+	while (got < n) {
+		for (i = 0; i < FIFO_CAP && got + i < n; i++)
+			cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]),
+					     NULL, FI_ADDR_UNSPEC, RCTX(i)),
+				     0);
+		pump();
+		for (i = 0; i < FIFO_CAP && got < n; i++, got++)
+			cr_assert_eq(r[i], (uint32_t)got, "message %d: %u",
+				     got, r[i]);
+	}
+	cr_assert_eq(tx_inuse(EP_A), 0);
+	cr_assert_eq(eps[EP_A].nrecs, 0);
+}
+
+/*
+ * Queued injects to a peer found gone end without a CQ entry (they have
+ * no context; their callers were told they were sent), beside the
+ * queued send's error, and never go out afterwards.
+ */
+Test(rdm_engine, inject_queued_peer_fails)
+{
+	struct mock_peer *p = peer_of(EP_A, EP_B);
+	uint32_t v = 1, w = 2, r = 0;
+	int err;
+
+	set_blocked(EP_A, EP_B, true);
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0);
+	cr_assert_eq(fi_send(fep(EP_A), &w, sizeof(w), NULL, to(EP_A, EP_B),
+			     CTX(0)), 0);
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0);
+	cr_assert_eq(util_rdm_fail_peer(&eps[EP_A].rdm, &p->p, FI_EHOSTUNREACH),
+		     3);
+	cr_assert_eq(tx_inuse(EP_A), 0);
+	collect(EP_A);
+	cr_assert_eq(eps[EP_A].nrecs, 1, "the send's error alone");
+	cr_assert_eq(count_ctx(EP_A, CTX(0), &err), 1);
+	cr_assert_eq(err, FI_EHOSTUNREACH);
+	set_blocked(EP_A, EP_B, false);
+	cr_assert_eq(fi_recv(fep(EP_B), &r, sizeof(r), NULL, FI_ADDR_UNSPEC,
+			     RCTX(0)), 0);
+	pump();
+	cr_assert_eq(eps[EP_B].count, 0);
+	cr_assert_eq(eps[EP_B].nrecs, 0, "nothing failed went out");
+}
+
+/*
+ * The start of a close hands queued injects over while the peer takes
+ * them (util_rdm_ep_linger), and gives up on a peer that takes nothing
+ * within UTIL_RDM_LINGER_MS.  Sends with a completion wait for nobody:
+ * the close cancels them.
+ */
+Test(rdm_engine, inject_linger_at_close, .timeout = 60)
+{
+	uint32_t v, r[4] = { 0 };
+	int i;
+
+	/* A peer that takes them: they go before the close goes on. */
+	set_blocked(EP_A, EP_B, true);
+	for (i = 0; i < 3; i++) {
+		v = 200 + (uint32_t)i;
+		cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v),
+				       to(EP_A, EP_B)), 0);
+	}
+	cr_assert_eq(eps[EP_B].count, 0);
+	set_blocked(EP_A, EP_B, false);
+	util_rdm_ep_linger(&eps[EP_A].rdm);
+	cr_assert_eq(eps[EP_B].count, 3, "handed over at close");
+	cr_assert_eq(tx_inuse(EP_A), 0);
+	ep_close(EP_A);
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(fi_recv(fep(EP_B), &r[i], sizeof(r[i]), NULL,
+				     FI_ADDR_UNSPEC, RCTX(i)), 0);
+	pump();
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(r[i], 200 + (uint32_t)i);
+	cr_assert_eq(eps[EP_B].nrecs, 3);
+
+	/* Nothing quiet queued: the close does not wait, even for a peer
+	 * that takes nothing. */
+	ep_open(EP_A, &(struct ep_cfg){ 0 });
+	set_blocked(EP_A, EP_B, true);
+	cr_assert_eq(fi_send(fep(EP_A), &v, sizeof(v), NULL, to(EP_A, EP_B),
+			     CTX(0)), 0);
+	util_rdm_ep_linger(&eps[EP_A].rdm);
+	cr_assert_eq(tx_inuse(EP_A), 1, "the send still waits");
+
+	/* A peer that takes nothing: the close goes on without them
+	 * (after UTIL_RDM_LINGER_MS), and they never go out. */
+	cr_assert_eq(fi_inject(fep(EP_A), &v, sizeof(v), to(EP_A, EP_B)), 0);
+	util_rdm_ep_linger(&eps[EP_A].rdm);
+	cr_assert_eq(tx_inuse(EP_A), 2);
+	ep_close(EP_A);
+	pump();
+	cr_assert_eq(eps[EP_B].count, 0, "nothing more reached B");
+	cr_assert_eq(eps[EP_B].nrecs, 3);
 }
 
 Test(rdm_engine, queued_inject_flag_copies_buffer)
@@ -1420,7 +1592,8 @@ Test(rdm_engine, connected_any_dest)
 	((struct mock_peer *)peer)->blocked = true;
 	cr_assert_eq(fi_send(fep(EP_C), &v[0], sizeof(v[0]), NULL, 0,
 			     CTX(3)), 0);
-	cr_assert_eq(fi_inject(fep(EP_C), &v[0], sizeof(v[0]), 0), -FI_EAGAIN);
+	/* And an inject waits behind it. */
+	cr_assert_eq(fi_inject(fep(EP_C), &v[1], sizeof(v[1]), 0), 0);
 	((struct mock_peer *)peer)->blocked = false;
 	pump();
 	cr_assert_eq(count_ctx(EP_C, CTX(3), NULL), 1);

@@ -279,6 +279,67 @@ Test(shm_region, bounce_pools)
 	shm_region_unmap(&own);
 }
 
+/*
+ * The small buffers: a section of their own after the bounce buffers,
+ * named from 2 x bounce_count on, each handed out once until given back;
+ * the accessors take only their indices and at most small_size bytes.
+ */
+Test(shm_region, small_pool)
+{
+	struct shm_region_attr a = attr;
+	struct shm_map own, peer;
+	char name[SHM_NAME_MAX];
+	struct shm_queue *q;
+	uint32_t idx, i, first;
+	uint64_t seen = 0;
+
+	a.small_count = 40;
+	a.small_size = 300;
+	unique_name(name, sizeof(name), "small");
+	cr_assert_eq(shm_region_create(name, &a, &own), 0);
+	cr_assert_eq(shm_region_map(name, &peer), 0);
+	cr_assert_eq(peer.small_count, 40);
+	cr_assert_eq(peer.small_size, 320, "rounded to a cache line");
+	cr_assert_geq(peer.small, (char *)shm_map_bounce(&peer, 8),
+		      "after both bounce pools");
+	cr_assert_leq((char *)shm_map_small(&peer, 39)->data + 320,
+		      (char *)peer.hdr + peer.size);
+	first = (uint32_t)shm_map_small_first(&peer);
+	cr_assert_eq(first, 8);
+	q = shm_map_queue(&peer);
+	for (i = 0; i < 40; i++) {
+		cr_assert_eq(shm_buf_pop(&q->small_free, shm_map_small(&peer, 0),
+					 shm_map_small_stride(&peer), 40, &idx),
+			     0);
+		cr_assert_lt(idx, 40);
+		cr_assert_eq(seen & (1ull << idx), 0, "small buffer %u twice",
+			     idx);
+		seen |= 1ull << idx;
+		cr_assert(shm_map_buf_inbound(&peer, first + idx));
+		cr_assert_eq(shm_map_bounce_in(&own, first + idx, 320),
+			     shm_map_small(&own, idx));
+		cr_assert_null(shm_map_bounce_in(&own, first + idx, 321));
+	}
+	cr_assert_eq(shm_buf_pop(&q->small_free, shm_map_small(&peer, 0),
+				 shm_map_small_stride(&peer), 40, &idx),
+		     -FI_EAGAIN);
+	/* The large pools are apart: outbound buffers are not inbound, and
+	 * nothing lies past the small ones. */
+	cr_assert(shm_map_buf_inbound(&peer, 3));
+	cr_assert_not(shm_map_buf_inbound(&peer, 4));
+	cr_assert_null(shm_map_bounce_in(&peer, 4, 1));
+	cr_assert_not(shm_map_buf_inbound(&peer, first + 40));
+	cr_assert_null(shm_map_bounce_in(&peer, first + 40, 1));
+	shm_buf_push(&q->small_free, shm_map_small(&own, 0),
+		     shm_map_small_stride(&own), 17);
+	cr_assert_eq(shm_buf_pop(&q->small_free, shm_map_small(&own, 0),
+				 shm_map_small_stride(&own), 40, &idx),
+		     0);
+	cr_assert_eq(idx, 17);
+	shm_region_unmap(&peer);
+	shm_region_unmap(&own);
+}
+
 Test(shm_region, forked_child_leaves_the_region_alone)
 {
 	struct shm_map own, m;

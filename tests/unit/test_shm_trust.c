@@ -55,6 +55,8 @@ static const struct shm_region_attr attr = {
 	.max_peers = 16,
 	.bounce_count = 4,
 	.bounce_size = 1024,
+	.small_count = 8,
+	.small_size = 256,
 };
 
 /* The sizes weft uses by default (a region of about 1.5 MiB). */
@@ -242,6 +244,10 @@ enum corruption {
 	PEERS_HUGE, /* max_peers 2^32 - 1 */
 	BOUNCE_COUNT_HUGE, /* bounce_count 2^32 - 1 */
 	BOUNCE_SIZE_HUGE, /* bounce_size near 2^32 */
+	SMALL_COUNT_HUGE, /* small_count 2^32 - 1 */
+	SMALL_SIZE_HUGE, /* small_size near 2^32 */
+	SMALL_OVER_BOUNCE, /* small_off inside the bounce buffers */
+	SMALL_PAST_END, /* small buffers beyond the file */
 	CORRUPTIONS
 };
 
@@ -269,6 +275,19 @@ static void corrupt(struct shm_region_hdr *h, enum corruption c)
 		break;
 	case BOUNCE_SIZE_HUGE:
 		h->bounce_size = UINT32_MAX - 63;
+		break;
+	case SMALL_COUNT_HUGE:
+		h->small_count = UINT32_MAX;
+		break;
+	case SMALL_SIZE_HUGE:
+		h->small_size = UINT32_MAX - 63;
+		break;
+	case SMALL_OVER_BOUNCE:
+		h->small_off = h->bounce_off;
+		break;
+	case SMALL_PAST_END:
+		h->small_off = h->total_size - 4096;
+		h->small_count = 64;
 		break;
 	case CORRUPTIONS:
 		break;
@@ -303,7 +322,10 @@ Test(shm_trust, hostile_header_is_refused, .timeout = 60)
 /*
  * The queue's own fields are rewritten after the region was mapped: the
  * sender masks positions with the count it checked, and a slot ahead of a
- * tail that never moves does not make it spin.
+ * tail that never moves does not make it spin.  The queue looks full:
+ * the transport takes nothing (nothing is claimed or written), and each
+ * inject waits in the sender's engine (util_rdm.h) until its share of
+ * tx_size is used, then -FI_EAGAIN.
  */
 Test(shm_trust, queue_rewritten_after_mapping, .timeout = 60)
 {
@@ -311,6 +333,7 @@ Test(shm_trust, queue_rewritten_after_mapping, .timeout = 60)
 	char name[SHM_NAME_MAX];
 	struct shm_queue *q;
 	struct tep tx;
+	int n;
 
 	cr_assert_eq(tep_open(&tx, NULL), 0);
 	unique_name(name, sizeof(name), "queue");
@@ -319,11 +342,21 @@ Test(shm_trust, queue_rewritten_after_mapping, .timeout = 60)
 	q = raw_queue(own.hdr);
 	q->slots = 1u << 31;
 	atomic_store(&q->tail, (1ull << 30) + 3);
-	cr_assert_eq(tep_send(&tx, name), -FI_EAGAIN, "huge slot count");
+	cr_assert_eq(tep_send(&tx, name), 0, "huge slot count: it waits");
+	cr_assert_eq(atomic_load(&q->tail), (1ull << 30) + 3,
+		     "huge slot count: nothing claimed");
 	/* A tail that stays behind a slot's sequence number. */
 	atomic_store(&q->tail, 5);
 	atomic_store(&q->slot[5].seq, 1000);
-	cr_assert_eq(tep_send(&tx, name), -FI_EAGAIN, "slot ahead of tail");
+	for (n = 0; n < 4096 && !tep_send(&tx, name); n++)
+		;
+	cr_assert_lt(n, 4096, "slot ahead of tail: -FI_EAGAIN once the "
+			      "sender holds its share");
+	cr_assert_eq(atomic_load(&q->tail), 5, "slot ahead of tail: nothing "
+					       "claimed");
+	cr_assert_eq(atomic_load(&q->slot[5].seq), 1000);
+	/* The owner is gone: the sender's close drops what waits. */
+	atomic_store(&own.hdr->gone, 1);
 	shm_region_unmap(&own);
 	tep_close(&tx);
 }
