@@ -4,7 +4,8 @@
  * provider calls valid through fi_atomicvalid, fi_fetch_atomicvalid or
  * fi_compare_atomicvalid is run against the target, and the target's new
  * contents and the fetched old values are compared with this file's own
- * reference model of fi_atomic(3).
+ * reference model of fi_atomic(3); the domain's fi_query_atomic must say
+ * the same as the endpoint.
  *
  * The operands are small integers (and small complex numbers), so every
  * result is exact in every datatype and the model needs no rounding.
@@ -330,8 +331,21 @@ enum form { F_ATOMIC, F_FETCH, F_COMPARE };
 static const char *const form_name[] = {"fi_atomic", "fi_fetch_atomic",
 					"fi_compare_atomic"};
 
+/* "fi_fetch_atomic FI_SUM on FI_INT32" (fi_tostr's buffer is reused). */
+static const char *combo_str(enum form form, int op, int dt, char *s,
+			     size_t len)
+{
+	int n = snprintf(s, len, "%s %s on ", form_name[form],
+			 fi_tostr(&op, FI_TYPE_ATOMIC_OP));
+
+	snprintf(s + n, len - (size_t)n, "%s",
+		 fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE));
+	return s;
+}
+
+/* Endpoint 0 of f applies atomics to buffers of endpoint 1. */
 struct atom {
-	struct cf_fix f;
+	struct cf_fix *f;
 	struct cf_mem tgt, opnd, cmpv, res;
 	int tested, unmodelled;
 };
@@ -352,7 +366,7 @@ static void num_str(int dt, const struct num *n, char *s, size_t len)
 static void run_one(struct atom *a, enum form form, int op, int dt,
 		    size_t count)
 {
-	struct cf_fix *f = &a->f;
+	struct cf_fix *f = a->f;
 	size_t sz = dt_size(dt), n = count < NELEM ? count : NELEM, i;
 	struct num want[NELEM], old[NELEM];
 	struct fi_context2 ctx;
@@ -360,10 +374,7 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 	struct cf_comp c;
 	char what[128], s1[64], s2[64];
 
-	snprintf(what, sizeof(what), "%s %s on %s", form_name[form],
-		 fi_tostr(&op, FI_TYPE_ATOMIC_OP), "");
-	snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s",
-		 fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE));
+	combo_str(form, op, dt, what, sizeof(what));
 	for (i = 0; i < n; i++) {
 		struct num t = mknum(dt, t_re[i], t_im[i]);
 		struct num o = mknum(dt, o_re[i], o_im[i]);
@@ -446,55 +457,105 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 	a->tested++;
 }
 
-static int case_atomic(const char *prov)
-{
-	struct cf_opts o = {.caps = FI_ATOMIC};
-	static struct atom a;
-	size_t count;
-	int dt, op, form, ret;
+static const uint64_t form_flags[] = {0, FI_FETCH_ATOMIC, FI_COMPARE_ATOMIC};
 
-	cf_open(&a.f, prov, &o);
-	cf_mem_reg(&a.f, 1, &a.tgt, NELEM * MAX_DT_SIZE,
-		   FI_REMOTE_READ | FI_REMOTE_WRITE);
-	cf_mem_reg(&a.f, 0, &a.opnd, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
-	cf_mem_reg(&a.f, 0, &a.cmpv, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
-	cf_mem_reg(&a.f, 0, &a.res, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+/* Whether ep calls (form, op, dt) valid: its count, or 0. */
+static size_t valid_count(struct fid_ep *ep, enum form form, int op, int dt)
+{
+	size_t count = 0;
+	int ret;
+
+	cf_mark("fi_*atomicvalid");
+	if (form == F_ATOMIC)
+		ret = fi_atomicvalid(ep, dt, op, &count);
+	else if (form == F_FETCH)
+		ret = fi_fetch_atomicvalid(ep, dt, op, &count);
+	else
+		ret = fi_compare_atomicvalid(ep, dt, op, &count);
+	return ret ? 0 : count;
+}
+
+/*
+ * Every (form, op, datatype): the domain's fi_query_atomic must agree with
+ * the endpoint's valid call (fi_atomic(3): both report what the provider
+ * supports, the count as the endpoint allows), and what is valid is run
+ * and checked.
+ */
+static void atom_table(struct atom *a)
+{
+	struct cf_fix *f = a->f;
+	struct fi_atomic_attr attr;
+	int dt, op, form, q;
+	char what[96];
+	size_t count;
+
 	for (dt = FI_INT8; dt <= FI_UINT128; dt++) {
 		for (op = FI_MIN; op < FI_ATOMIC_OP_LAST; op++) {
 			for (form = F_ATOMIC; form <= F_COMPARE; form++) {
-				count = 0;
-				if (form == F_ATOMIC)
-					ret = fi_atomicvalid(a.f.ep[0].ep, dt,
-							     op, &count);
-				else if (form == F_FETCH)
-					ret = fi_fetch_atomicvalid(
-					    a.f.ep[0].ep, dt, op, &count);
-				else
-					ret = fi_compare_atomicvalid(
-					    a.f.ep[0].ep, dt, op, &count);
-				if (ret || !count)
+				count = valid_count(f->ep[0].ep, form, op, dt);
+				memset(&attr, 0, sizeof(attr));
+				cf_mark("fi_query_atomic");
+				q = fi_query_atomic(f->domain, dt, op, &attr,
+						    form_flags[form]);
+				combo_str(form, op, dt, what, sizeof(what));
+				cf_expect(!q == !!count,
+					  "%s: fi_query_atomic %d, the "
+					  "endpoint's count %zu",
+					  what, q, count);
+				if (!count)
 					continue;
 				cf_assert(dt_size(dt),
 					  "datatype %d valid but "
 					  "unknown to this suite",
 					  dt);
-				run_one(&a, form, op, dt, count);
+				cf_expect(q || (attr.size == dt_size(dt) &&
+						attr.count == count),
+					  "%s: fi_query_atomic size %zu count "
+					  "%zu, the endpoint's count %zu",
+					  what, attr.size, attr.count, count);
+				run_one(a, form, op, dt, count);
 			}
 		}
 	}
+}
+
+static void atom_mem(struct atom *a)
+{
+	cf_mem_reg(a->f, 1, &a->tgt, NELEM * MAX_DT_SIZE,
+		   FI_REMOTE_READ | FI_REMOTE_WRITE);
+	cf_mem_reg(a->f, 0, &a->opnd, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+	cf_mem_reg(a->f, 0, &a->cmpv, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+	cf_mem_reg(a->f, 0, &a->res, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+}
+
+static void atom_mem_free(struct atom *a)
+{
+	cf_mem_free(&a->tgt);
+	cf_mem_free(&a->opnd);
+	cf_mem_free(&a->cmpv);
+	cf_mem_free(&a->res);
+}
+
+static int case_atomic(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_ATOMIC};
+	static struct cf_fix f;
+	static struct atom a;
+
+	cf_open(&f, prov, &o);
+	a.f = &f;
+	atom_mem(&a);
+	atom_table(&a);
 	/* Nothing completes at the target of atomics without RMA events. */
-	cf_expect_none(&a.f, 1, 20);
-	cf_expect_none(&a.f, 0, 0);
+	cf_expect_none(&f, 1, 20);
+	cf_expect_none(&f, 0, 0);
 	if (!a.tested)
 		cf_skip("no (op, datatype) is valid");
 	cf_note("%d (form, op, datatype) combinations checked, %d without a "
 		"model",
 		a.tested, a.unmodelled);
-	cf_mem_free(&a.tgt);
-	cf_mem_free(&a.opnd);
-	cf_mem_free(&a.cmpv);
-	cf_mem_free(&a.res);
-	cf_close(&a.f);
+	atom_mem_free(&a);
+	cf_close(&f);
 	return 0;
 }
 
