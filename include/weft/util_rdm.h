@@ -529,7 +529,7 @@ void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags,
 
 /*
  * Target side of software RMA and atomics, for every transport that moves
- * the data itself (shm, tcp):
+ * the data itself (shm, tcp, and verbs for its atomics):
  *  util_rdm_target_iov     checks that a peer may access each remote range
  *                          (key, bounds, access) and translates the ranges
  *                          into at most max local pieces;

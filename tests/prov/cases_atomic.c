@@ -6,7 +6,8 @@
  * and over a connected MSG pair, and the target's new contents and the
  * fetched old values are compared with this file's own reference model of
  * fi_atomic(3); the domain's fi_query_atomic must say the same as the
- * endpoint.  One 64-bit location updated concurrently by initiators in
+ * endpoint.  An RDM endpoint must offer what Sandia OpenSHMEM checks for
+ * at start-up.  One 64-bit location updated concurrently by initiators in
  * two threads, with every op the provider offers mixed, must lose no
  * update.
  *
@@ -588,6 +589,78 @@ static int case_cm_atomic(const char *prov)
 }
 
 /*
+ * What Sandia OpenSHMEM's OFI transport checks at start-up, on an LP64
+ * host (int is FI_INT32; long and long long FI_INT64), before it runs at
+ * all: atomic, fetching and compare-and-swap sums, atomic and fetching
+ * swaps and fetches, and masked swap (its locks).  Each must be valid with
+ * a count.  The reductions it checks too, but can do in software, are
+ * reported when missing.
+ */
+static int case_atomic_shmem(const char *prov)
+{
+	static const int std_dt[] = {FI_INT32, FI_INT64};
+	static const int ext_dt[] = {FI_FLOAT, FI_DOUBLE, FI_INT32, FI_INT64};
+	static const struct {
+		enum form form;
+		int op;
+		const int *dt;
+		size_t ndt;
+	} need[] = {
+	    {F_ATOMIC, FI_SUM, std_dt, 2},
+	    {F_FETCH, FI_SUM, std_dt, 2},
+	    {F_COMPARE, FI_CSWAP, std_dt, 2},
+	    {F_ATOMIC, FI_ATOMIC_WRITE, ext_dt, 4},
+	    {F_FETCH, FI_ATOMIC_WRITE, ext_dt, 4},
+	    {F_FETCH, FI_ATOMIC_READ, ext_dt, 4},
+	    {F_COMPARE, FI_MSWAP, std_dt, 1},
+	};
+	static const int bit_dt[] = {FI_INT16, FI_INT32, FI_INT64};
+	static const int cmp_dt[] = {FI_FLOAT,	FI_DOUBLE, FI_INT16,
+				     FI_INT32,	FI_INT64,  FI_LONG_DOUBLE};
+	static const int ari_dt[] = {FI_FLOAT,		FI_DOUBLE,
+				     FI_FLOAT_COMPLEX,	FI_DOUBLE_COMPLEX,
+				     FI_INT16,		FI_INT32,
+				     FI_INT64,		FI_LONG_DOUBLE};
+	static const struct {
+		int op;
+		const int *dt;
+		size_t ndt;
+	} soft[] = {
+	    {FI_BAND, bit_dt, 3}, {FI_BOR, bit_dt, 3}, {FI_BXOR, bit_dt, 3},
+	    {FI_MIN, cmp_dt, 6},  {FI_MAX, cmp_dt, 6}, {FI_SUM, ari_dt, 8},
+	    {FI_PROD, ari_dt, 8},
+	};
+	struct cf_opts o = {.caps = FI_ATOMIC};
+	struct cf_fix f;
+	char what[96];
+	size_t i, j;
+	int missing = 0;
+
+	cf_open(&f, prov, &o);
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		for (j = 0; j < need[i].ndt; j++) {
+			int op = need[i].op, dt = need[i].dt[j];
+
+			cf_expect(valid_count(f.ep[0].ep, need[i].form, op, dt),
+				  "%s is not valid: Sandia OpenSHMEM will not "
+				  "start",
+				  combo_str(need[i].form, op, dt, what,
+					    sizeof(what)));
+		}
+	for (i = 0; i < sizeof(soft) / sizeof(soft[0]); i++)
+		for (j = 0; j < soft[i].ndt; j++)
+			if (!valid_count(f.ep[0].ep, F_ATOMIC, soft[i].op,
+					 soft[i].dt[j]))
+				missing++;
+	if (missing)
+		cf_note("%d reduction (op, datatype) pairs Sandia OpenSHMEM "
+			"would do in software",
+			missing);
+	cf_close(&f);
+	return 0;
+}
+
+/*
  * Atomic SUM from two initiators on one counter in flight at once: the
  * updates must all land, none lost (atomicity across initiators).
  */
@@ -958,6 +1031,9 @@ const struct cf_case cf_cases_atomic[] = {
      "one 64-bit location, two initiator threads mixing FI_SUM with every "
      "other op offered: no update lost",
      case_atomic_mixed},
+    {"atomic_shmem",
+     "the atomics Sandia OpenSHMEM requires at start-up are valid",
+     case_atomic_shmem},
     {"cm_atomic",
      "FI_EP_MSG: every valid (op, datatype) of fi_atomic, fetch and "
      "compare against a reference model",
