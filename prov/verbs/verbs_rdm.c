@@ -54,6 +54,7 @@
 #include "weft/util_atomic.h"
 #include "weft/util_bufpool.h"
 #include "weft/util_iov.h"
+#include "weft/util_wait.h"
 
 /* ---- wire format (docs/verbs-protocol.md) -------------------------------- */
 
@@ -173,6 +174,9 @@ _Static_assert(sizeof(struct vrdm_hdr) + sizeof(struct vrdm_atomic) +
 #define VRDM_OP_WR_MAX 8
 /* Receive buffers handed back at most, before they go to the SRQ. */
 #define VRDM_REPOST_MAX 16
+/* iWARP: how long connect requests a live peer leaves unanswered are
+ * made again (conn_retry), about as long as InfiniBand's CM retries. */
+#define VRDM_IWARP_CONNECT_MS 60000
 
 /* ---- objects ------------------------------------------------------------- */
 
@@ -251,6 +255,9 @@ struct vpeer {
 	int conn_err;
 	/* Connects refused a busy local port in a row (route_resolved). */
 	uint8_t port_busy;
+	/* iWARP: until when (CLOCK_MONOTONIC ns) an unanswered connect is
+	 * made again (conn_retry); 0 while no attempt is under way. */
+	uint64_t connect_until;
 };
 
 struct vbuf {
@@ -674,6 +681,7 @@ static void conn_lost(struct vconn *conn, int err)
 	}
 	if (vp && vp->conn == conn) {
 		vp->conn = NULL;
+		vp->connect_until = 0;
 		vp->peer.state = UTIL_PEER_FAILED;
 		if (!ep->closing)
 			FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
@@ -703,6 +711,7 @@ static void conn_open(struct vconn *conn)
 		return;
 	vp->conn_err = 0;
 	vp->port_busy = 0;
+	vp->connect_until = 0;
 	if (!vp->conn) /* it connected first: we answer on its QP */
 		vp->conn = conn;
 	if (vp->conn == conn) {
@@ -800,6 +809,8 @@ static int peer_connect(struct verbs_rdm_ep *ep, struct vpeer *vp)
 	ep->cm_busy++;
 	vp->conn = conn;
 	vp->peer.state = UTIL_PEER_CONNECTING;
+	if (!vp->connect_until)
+		vp->connect_until = util_wait_deadline(VRDM_IWARP_CONNECT_MS);
 	ret = verbs_resolve_addr(id, &ep->domain->dev,
 				 (struct sockaddr *)&src,
 				 (struct sockaddr *)&dst);
@@ -936,6 +947,32 @@ static void route_resolved(struct vconn *conn)
 	conn->state = VC_CONNECTING;
 }
 
+/*
+ * iWARP: a connect request the peer's endpoint has not accepted (it has
+ * not called the provider since: the process is busy, or waits on
+ * something else) ends UNREACHABLE once the device gives up waiting for
+ * the answer (siw: about 13 s), though the peer is there and may accept
+ * later.  Connect again, the transmits still waiting, until
+ * VRDM_IWARP_CONNECT_MS after the first attempt, as InfiniBand's CM
+ * retries a request by itself.  Whether conn was made again.
+ */
+static bool conn_retry(struct vconn *conn)
+{
+	struct verbs_rdm_ep *ep = conn->ep;
+	struct vpeer *vp = conn->peer;
+
+	if (!ep->domain->dev.iwarp || !conn->outgoing || ep->closing ||
+	    conn->state != VC_CONNECTING || !vp || vp->conn != conn ||
+	    !util_wait_remaining(vp->connect_until))
+		return false;
+	FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+		"connect request not answered: connecting again\n");
+	vp->conn = NULL;
+	conn_lost(conn, FI_EHOSTUNREACH); /* not the peer's: vp->conn */
+	peer_connect(ep, vp);		  /* its failure fails the peer */
+	return true;
+}
+
 static int cm_progress(struct verbs_rdm_ep *ep)
 {
 	struct rdma_cm_event *ev;
@@ -979,9 +1016,12 @@ static int cm_progress(struct verbs_rdm_ep *ep)
 		case RDMA_CM_EVENT_REJECTED:
 			conn_lost(conn, FI_ECONNREFUSED);
 			break;
+		case RDMA_CM_EVENT_UNREACHABLE:
+			if (conn_retry(conn))
+				break;
+			/* fall through */
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
 			conn_lost(conn, FI_EHOSTUNREACH);
 			break;
 		case RDMA_CM_EVENT_CONNECT_ERROR:
