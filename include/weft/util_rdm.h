@@ -601,7 +601,7 @@ uint64_t util_rdm_mr_events(uint32_t kind, enum fi_op op);
 
 /*
  * Target side of software RMA and atomics, for every transport that moves
- * the data itself (shm, tcp):
+ * the data itself (shm, tcp, and verbs for its atomics):
  *  util_rdm_target_iov     checks that a peer may access each remote range
  *                          (key, bounds, access) and translates the ranges
  *                          into at most max local pieces;

@@ -59,6 +59,13 @@ struct tcp_params {
 };
 extern struct tcp_params tcp_params;
 
+/* Bytes of one atomic's operands: they and the compare values arrive in
+ * one staged frame.  The endpoints' limit and fi_query_atomic's. */
+static inline size_t tcp_atomic_max(void)
+{
+	return tcp_params.rx_stage / 2;
+}
+
 /* A connection's staging buffer until its traffic needs the full one. */
 #define TCP_STAGE_MIN 4096
 /* Payload left from which an empty socket is waited for with epoll. */

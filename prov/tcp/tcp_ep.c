@@ -1865,7 +1865,7 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		return -FI_EINVAL;
 	tcp_params_init();
 	attr.inject_max = WEFT_MIN(tcp_params.eager_max, 4096);
-	attr.atomic_max = tcp_params.rx_stage / 2;
+	attr.atomic_max = tcp_atomic_max();
 	attr.unexp_max = tcp_params.unexp_max;
 	attr.connected = info->ep_attr->type == FI_EP_MSG;
 	if (container_of(util_mr_domain_of(domain), struct tcp_domain, base)

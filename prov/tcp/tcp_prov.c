@@ -421,8 +421,7 @@ static int tcp_query_atomic(struct fid_domain *domain,
 			    enum fi_datatype datatype, enum fi_op op,
 			    struct fi_atomic_attr *attr, uint64_t flags)
 {
-	return util_atomic_query(datatype, op, tcp_params.rx_stage, flags,
-				 attr);
+	return util_atomic_query(datatype, op, tcp_atomic_max(), flags, attr);
 }
 
 static int tcp_endpoint(struct fid_domain *domain, struct fi_info *info,

@@ -35,6 +35,7 @@
 #include <rdma/rdma_cma.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -94,6 +95,10 @@ struct verbs_params {
 	int ack_timeout;	 /* FI_VERBS_ACK_TIMEOUT: RC exponent, 0 = rdma_cm's */
 	size_t mr_cache_entries; /* FI_VERBS_MR_CACHE_ENTRIES: 0 keeps none */
 	bool shm; /* FI_VERBS_SHM: RDM endpoints use shm for local peers */
+	/* FI_VERBS_DEVICE_ATOMICS: RDM endpoints offer the device's atomics
+	 * only (64-bit FI_SUM and FI_CSWAP), instead of every atomic of
+	 * fi_atomic(3) applied by the target endpoint (verbs_rdm.c). */
+	bool device_atomics;
 };
 extern struct verbs_params verbs_params;
 void verbs_params_init(void);
@@ -272,6 +277,27 @@ int verbs_wc_err(enum ibv_wc_status status);
 int verbs_resolve_addr(struct rdma_cm_id *id, const struct verbs_dev *dev,
 		       const struct sockaddr *src, const struct sockaddr *dst);
 void verbs_qp_tune(struct rdma_cm_id *id, const struct verbs_dev *dev);
+
+/*
+ * Atomics.  The device does 64-bit fetch-add and compare-and-swap, atomic
+ * with respect to each other only (IBV_ATOMIC_HCA), not with the CPU's
+ * updates.  MSG endpoints offer those; RDM endpoints offer every atomic of
+ * fi_atomic(3), each applied by the target endpoint's CPU, unless
+ * FI_VERBS_DEVICE_ATOMICS asks for the device's only (docs/verbs-protocol.md
+ * says why never a mix of both).
+ *
+ * verbs_dev_atomic: whether the device does op on dt in the class that
+ * flags selects (0, FI_FETCH_ATOMIC or FI_COMPARE_ATOMIC), as
+ * util_atomic_query answers (attr written only on success, count 1).
+ * verbs_rdm_device_atomics: whether RDM endpoints use the device's.
+ */
+#define VERBS_RDM_ATOMIC_MAX 4096 /* bytes of one atomic's operands */
+int verbs_dev_atomic(const struct verbs_dev *d, enum fi_datatype dt,
+		     enum fi_op op, uint64_t flags, struct fi_atomic_attr *attr);
+static inline bool verbs_rdm_device_atomics(void)
+{
+	return verbs_params.device_atomics;
+}
 
 /* verbs_msg.c */
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

@@ -1280,11 +1280,12 @@ static struct fi_ops_rma verbs_rma_ops = {
 
 /* ---- fi_ops_atomic: 64-bit FI_SUM and FI_CSWAP on the device ------------ */
 
-static bool atomic_ok(enum fi_datatype dt, enum fi_op op, bool compare)
+static bool atomic_ok(struct verbs_msg_ep *ep, enum fi_datatype dt,
+		      enum fi_op op, uint64_t flags)
 {
-	if (dt != FI_UINT64 && dt != FI_INT64)
-		return false;
-	return compare ? op == FI_CSWAP : op == FI_SUM;
+	struct fi_atomic_attr attr;
+
+	return !verbs_dev_atomic(&ep->domain->dev, dt, op, flags, &attr);
 }
 
 static ssize_t atomic_post(struct verbs_msg_ep *ep, enum fi_op op,
@@ -1307,7 +1308,8 @@ static ssize_t atomic_post(struct verbs_msg_ep *ep, enum fi_op op,
 		.cntr = fetch ? VERBS_CNTR_READ : VERBS_CNTR_WRITE,
 	};
 
-	if (!ep->domain->dev.atomics || !atomic_ok(dt, op, cmp != NULL) ||
+	if (!atomic_ok(ep, dt, op,
+		       cmp ? FI_COMPARE_ATOMIC : fetch ? FI_FETCH_ATOMIC : 0) ||
 	    !src || src->count != 1 || rma->count != 1 ||
 	    (cmp && cmp->count != 1) || (res && res->count != 1))
 		return -FI_EOPNOTSUPP;
@@ -1489,32 +1491,37 @@ static ssize_t atomic_compwrite(struct fid_ep *ep_fid, const void *buf,
 }
 
 static int atomic_valid(struct verbs_msg_ep *ep, enum fi_datatype dt,
-			enum fi_op op, size_t *count, bool compare)
+			enum fi_op op, size_t *count, uint64_t flags)
 {
+	struct fi_atomic_attr attr;
+	int ret;
+
 	if (!count)
 		return -FI_EINVAL;
-	if (!ep->domain->dev.atomics || !atomic_ok(dt, op, compare))
-		return -FI_EOPNOTSUPP;
-	*count = 1;
+	ret = verbs_dev_atomic(&ep->domain->dev, dt, op, flags, &attr);
+	if (ret)
+		return ret;
+	*count = attr.count;
 	return 0;
 }
 
 static int atomic_writevalid(struct fid_ep *ep_fid, enum fi_datatype dt,
 			     enum fi_op op, size_t *count)
 {
-	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, false);
+	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, 0);
 }
 
 static int atomic_readwritevalid(struct fid_ep *ep_fid, enum fi_datatype dt,
 				 enum fi_op op, size_t *count)
 {
-	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, false);
+	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, FI_FETCH_ATOMIC);
 }
 
 static int atomic_compwritevalid(struct fid_ep *ep_fid, enum fi_datatype dt,
 				 enum fi_op op, size_t *count)
 {
-	return atomic_valid(msg_ep_of(ep_fid), dt, op, count, true);
+	return atomic_valid(msg_ep_of(ep_fid), dt, op, count,
+			    FI_COMPARE_ATOMIC);
 }
 
 static struct fi_ops_atomic verbs_atomic_ops = {

@@ -26,6 +26,7 @@
 #include <rdma/fi_atomic.h>
 
 #include "weft/stubs.h"
+#include "weft/util_atomic.h"
 #include "weft/util_av.h"
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
@@ -79,6 +80,11 @@ static void verbs_params_read(void)
 	fi_param_define(&verbs_prov, "shm", FI_PARAM_BOOL,
 			"RDM endpoints reach the peers on this host through "
 			"shared memory (default yes)");
+	fi_param_define(&verbs_prov, "device_atomics", FI_PARAM_BOOL,
+			"RDM endpoints offer only the device's atomics (64-bit "
+			"sum and compare-swap, no target progress needed) "
+			"instead of every atomic, applied by the target "
+			"(default no)");
 
 	s = NULL;
 	if (!fi_param_get_str(&verbs_prov, "iface", &s) && s)
@@ -103,6 +109,8 @@ static void verbs_params_read(void)
 		verbs_params.mr_cache_entries = v;
 	if (!fi_param_get_bool(&verbs_prov, "shm", &i))
 		verbs_params.shm = i;
+	if (!fi_param_get_bool(&verbs_prov, "device_atomics", &i))
+		verbs_params.device_atomics = i;
 }
 
 void verbs_params_init(void)
@@ -497,7 +505,9 @@ static void site_fill(struct verbs_site *s)
 			if (d->max_srq && d->max_srq_wr && d->max_srq_sge)
 				s->dom[i].max_ep_srx_ctx = 1;
 		}
-		if (!d->atomics) {
+		/* RDM endpoints apply atomics at the target, unless asked
+		 * for the device's (verbs.h); MSG endpoints have only those. */
+		if (!d->atomics && (msg || verbs_rdm_device_atomics())) {
 			s->info[i].caps &= ~FI_ATOMIC;
 			s->tx[i].caps &= ~FI_ATOMIC;
 			s->rx[i].caps &= ~FI_ATOMIC;
@@ -1169,7 +1179,8 @@ static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = util_prov_check_ep(sites_prov(), info);
 	if (ret)
 		return ret;
-	if ((info->caps & FI_ATOMIC) && !domain->dev.atomics)
+	if ((info->caps & FI_ATOMIC) && !domain->dev.atomics &&
+	    (info->ep_attr->type != FI_EP_RDM || verbs_rdm_device_atomics()))
 		return -FI_EOPNOTSUPP;
 	switch (info->ep_attr->type) {
 	case FI_EP_MSG:
@@ -1194,7 +1205,29 @@ static int verbs_av_open(struct fid_domain *domain_fid,
 			    av, context);
 }
 
-/* Atomics the device does itself: 64-bit fetch-add and compare-swap. */
+int verbs_dev_atomic(const struct verbs_dev *d, enum fi_datatype dt,
+		     enum fi_op op, uint64_t flags, struct fi_atomic_attr *attr)
+{
+	struct fi_atomic_attr a;
+	int ret;
+
+	ret = util_atomic_query(dt, op, sizeof(uint64_t), flags, &a);
+	if (ret)
+		return ret;
+	/* A fetch-add whose result is dropped is a non-fetching sum. */
+	if (!d->atomics || (dt != FI_UINT64 && dt != FI_INT64) ||
+	    ((flags & FI_COMPARE_ATOMIC) ? op != FI_CSWAP : op != FI_SUM))
+		return -FI_EOPNOTSUPP;
+	*attr = a;
+	return 0;
+}
+
+/*
+ * fi_query_atomic answers for the domain's kind of endpoint: MSG (and
+ * RDM with FI_VERBS_DEVICE_ATOMICS) the device's atomics, RDM every
+ * atomic, which the target applies (verbs_rdm.c), up to
+ * VERBS_RDM_ATOMIC_MAX bytes of operands.
+ */
 static int verbs_query_atomic(struct fid_domain *domain_fid,
 			      enum fi_datatype datatype, enum fi_op op,
 			      struct fi_atomic_attr *attr, uint64_t flags)
@@ -1203,17 +1236,10 @@ static int verbs_query_atomic(struct fid_domain *domain_fid,
 
 	if (!attr)
 		return -FI_EINVAL;
-	if (!domain->dev.atomics)
-		return -FI_EOPNOTSUPP;
-	if (datatype != FI_UINT64 && datatype != FI_INT64)
-		return -FI_EOPNOTSUPP;
-	/* MSG and RDM endpoints map these onto the device's own atomics (a
-	 * non-fetching sum is a fetch-add whose result is dropped). */
-	if ((flags & FI_COMPARE_ATOMIC) ? op != FI_CSWAP : op != FI_SUM)
-		return -FI_EOPNOTSUPP;
-	attr->size = sizeof(uint64_t);
-	attr->count = 1;
-	return 0;
+	if (domain->ep_type == FI_EP_RDM && !verbs_rdm_device_atomics())
+		return util_atomic_query(datatype, op, VERBS_RDM_ATOMIC_MAX,
+					 flags, attr);
+	return verbs_dev_atomic(&domain->dev, datatype, op, flags, attr);
 }
 
 static struct {

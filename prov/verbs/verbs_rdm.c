@@ -21,8 +21,16 @@
  *  rendezvous RTS names the sender's buffer (address, rkey, length); the
  *             receiver RDMA-reads it into the receive buffer and answers
  *             FIN, on which the sender's transmit completes.
- *  RMA        RDMA WRITE / READ / WRITE_WITH_IMM and the device's 64-bit
- *             fetch-add and compare-swap, straight from the initiator.
+ *  RMA        RDMA WRITE / READ / WRITE_WITH_IMM, straight from the
+ *             initiator.
+ *  atomics    every one of fi_atomic(3): an ATOMIC message that the
+ *             target's progress applies to its memory (util_atomic, under
+ *             the same lock as same-host peers' through shared memory),
+ *             answered by ATOMIC_RESP with the fetched values.  RMA to a
+ *             peer waits while an atomic to it is unanswered (write after
+ *             atomic stays ordered).  With FI_VERBS_DEVICE_ATOMICS the
+ *             device's 64-bit fetch-add and compare-swap instead, and
+ *             nothing else (never a mix: docs/verbs-protocol.md).
  *  same host  peers whose endpoint lives on this host (same network
  *             namespace, same user) are reached through shared memory
  *             (weft/shm_local.h), as tcp does: the region is named after
@@ -46,10 +54,11 @@
 #include "weft/util_atomic.h"
 #include "weft/util_bufpool.h"
 #include "weft/util_iov.h"
+#include "weft/util_wait.h"
 
 /* ---- wire format (docs/verbs-protocol.md) -------------------------------- */
 
-#define VRDM_VERSION 2
+#define VRDM_VERSION 3
 
 enum vrdm_op {
 	VRDM_OP_MSG = 1,   /* eager message: header + payload */
@@ -59,6 +68,8 @@ enum vrdm_op {
 	VRDM_OP_HELLO = 5, /* first message of a connecting side */
 	VRDM_OP_WDATA = 6, /* remote CQ data of the RDMA write before it */
 	VRDM_OP_CREDIT = 7, /* only the credits field */
+	VRDM_OP_ATOMIC = 8, /* header + struct vrdm_atomic + operands */
+	VRDM_OP_ATOMIC_RESP = 9, /* status, and the fetched values */
 };
 
 #define VRDM_F_TAGGED (1u << 0)
@@ -96,6 +107,28 @@ struct vrdm_rts {
 _Static_assert(sizeof(struct vrdm_rts) == 8 + 24 * UTIL_RDM_IOV_MAX,
 	       "vrdm_rts is 104 bytes");
 
+/*
+ * An atomic the target applies: follows the header (whose len is the
+ * bytes of target memory, whole elements, at most VRDM_ATOMIC_MAX), and is
+ * followed by len bytes of operands (none for FI_ATOMIC_READ), then, for
+ * compare atomics, len bytes of compare values.
+ */
+struct vrdm_atomic {
+	uint64_t addr;	  /* target address (FI_MR_VIRT_ADDR) */
+	uint32_t key;	  /* its registration's rkey */
+	uint8_t kind;	  /* VRDM_AMO_* */
+	uint8_t op;	  /* enum fi_op */
+	uint8_t datatype; /* enum fi_datatype */
+	uint8_t reserved;
+};
+_Static_assert(sizeof(struct vrdm_atomic) == 16, "vrdm_atomic is 16 bytes");
+
+enum vrdm_amo_kind {
+	VRDM_AMO_WRITE = 0,   /* fi_atomic */
+	VRDM_AMO_FETCH = 1,   /* fi_fetch_atomic */
+	VRDM_AMO_COMPARE = 2, /* fi_compare_atomic */
+};
+
 /* rdma_cm private data of a connect request. */
 struct vrdm_cm_priv {
 	uint8_t version; /* VRDM_VERSION */
@@ -116,6 +149,11 @@ _Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
 
 #define VRDM_EAGER_MAX 8192
 #define VRDM_BUF_SIZE 8256 /* header + eager payload, 64-byte multiple */
+/* An atomic request with both vectors fills one buffer exactly. */
+#define VRDM_ATOMIC_MAX VERBS_RDM_ATOMIC_MAX
+_Static_assert(sizeof(struct vrdm_hdr) + sizeof(struct vrdm_atomic) +
+			       2 * VRDM_ATOMIC_MAX <= VRDM_BUF_SIZE,
+	       "an atomic request fits a buffer");
 /*
  * Flow control by credits (iWARP has no RNR retry: a SEND finding no
  * receive breaks the connection).  Each QP brings VRDM_CREDITS receive
@@ -136,6 +174,9 @@ _Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
 #define VRDM_OP_WR_MAX 8
 /* Receive buffers handed back at most, before they go to the SRQ. */
 #define VRDM_REPOST_MAX 16
+/* iWARP: how long connect requests a live peer leaves unanswered are
+ * made again (conn_retry), about as long as InfiniBand's CM retries. */
+#define VRDM_IWARP_CONNECT_MS 60000
 
 /* ---- objects ------------------------------------------------------------- */
 
@@ -198,6 +239,10 @@ struct vconn {
 	uint64_t flush_seq;
 	/* The peer's fence region (struct vrdm_cm_priv); rkey 0: none. */
 	struct verbs_fence fence;
+	/* ATOMIC requests sent on this QP and not answered yet: RMA waits
+	 * for them, or an RDMA write could land before an atomic the
+	 * target has still to apply. */
+	uint32_t amo_out;
 };
 
 
@@ -210,6 +255,9 @@ struct vpeer {
 	int conn_err;
 	/* Connects refused a busy local port in a row (route_resolved). */
 	uint8_t port_busy;
+	/* iWARP: until when (CLOCK_MONOTONIC ns) an unanswered connect is
+	 * made again (conn_retry); 0 while no attempt is under way. */
+	uint64_t connect_until;
 };
 
 struct vbuf {
@@ -234,6 +282,7 @@ enum vop_kind {
 	VOP_RNDV,  /* a rendezvous send waiting for FIN */
 	VOP_RMA,   /* write, read, atomic */
 	VOP_CTRL,  /* a FIN / ACK waiting for send queue room */
+	VOP_ANSWER, /* an ATOMIC_RESP in its send buffer (bounce), waiting */
 };
 
 struct vop {
@@ -248,7 +297,9 @@ struct vop {
 	int err;
 	size_t nmr; /* registrations of the domain's cache it holds */
 	struct util_mr_cache_entry *mr[VRDM_OP_WR_MAX];
-	struct vbuf *bounce; /* atomics: the result lands here */
+	struct vbuf *bounce; /* device atomics: the result lands here;
+			      * VOP_ANSWER: the answer, ans_len bytes */
+	uint32_t ans_len;
 	struct vbuf *copy;   /* an injected write's data */
 	size_t nwr;	     /* prepared, for a deferred post */
 	struct ibv_send_wr wr[VRDM_OP_WR_MAX];
@@ -309,6 +360,7 @@ struct verbs_rdm_ep {
 	uint64_t conns_freed; /* since the endpoint opened (logged) */
 	struct shm_xp *local; /* peers on this host; NULL: FI_VERBS_SHM=0 */
 	bool local_up;	      /* its region exists */
+	bool amo_device;      /* FI_VERBS_DEVICE_ATOMICS: the device's only */
 };
 
 static inline struct verbs_rdm_ep *vep_of(struct util_rdm_ep *rdm)
@@ -629,6 +681,7 @@ static void conn_lost(struct vconn *conn, int err)
 	}
 	if (vp && vp->conn == conn) {
 		vp->conn = NULL;
+		vp->connect_until = 0;
 		vp->peer.state = UTIL_PEER_FAILED;
 		if (!ep->closing)
 			FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
@@ -658,6 +711,7 @@ static void conn_open(struct vconn *conn)
 		return;
 	vp->conn_err = 0;
 	vp->port_busy = 0;
+	vp->connect_until = 0;
 	if (!vp->conn) /* it connected first: we answer on its QP */
 		vp->conn = conn;
 	if (vp->conn == conn) {
@@ -755,6 +809,8 @@ static int peer_connect(struct verbs_rdm_ep *ep, struct vpeer *vp)
 	ep->cm_busy++;
 	vp->conn = conn;
 	vp->peer.state = UTIL_PEER_CONNECTING;
+	if (!vp->connect_until)
+		vp->connect_until = util_wait_deadline(VRDM_IWARP_CONNECT_MS);
 	ret = verbs_resolve_addr(id, &ep->domain->dev,
 				 (struct sockaddr *)&src,
 				 (struct sockaddr *)&dst);
@@ -891,6 +947,32 @@ static void route_resolved(struct vconn *conn)
 	conn->state = VC_CONNECTING;
 }
 
+/*
+ * iWARP: a connect request the peer's endpoint has not accepted (it has
+ * not called the provider since: the process is busy, or waits on
+ * something else) ends UNREACHABLE once the device gives up waiting for
+ * the answer (siw: about 13 s), though the peer is there and may accept
+ * later.  Connect again, the transmits still waiting, until
+ * VRDM_IWARP_CONNECT_MS after the first attempt, as InfiniBand's CM
+ * retries a request by itself.  Whether conn was made again.
+ */
+static bool conn_retry(struct vconn *conn)
+{
+	struct verbs_rdm_ep *ep = conn->ep;
+	struct vpeer *vp = conn->peer;
+
+	if (!ep->domain->dev.iwarp || !conn->outgoing || ep->closing ||
+	    conn->state != VC_CONNECTING || !vp || vp->conn != conn ||
+	    !util_wait_remaining(vp->connect_until))
+		return false;
+	FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+		"connect request not answered: connecting again\n");
+	vp->conn = NULL;
+	conn_lost(conn, FI_EHOSTUNREACH); /* not the peer's: vp->conn */
+	peer_connect(ep, vp);		  /* its failure fails the peer */
+	return true;
+}
+
 static int cm_progress(struct verbs_rdm_ep *ep)
 {
 	struct rdma_cm_event *ev;
@@ -934,9 +1016,12 @@ static int cm_progress(struct verbs_rdm_ep *ep)
 		case RDMA_CM_EVENT_REJECTED:
 			conn_lost(conn, FI_ECONNREFUSED);
 			break;
+		case RDMA_CM_EVENT_UNREACHABLE:
+			if (conn_retry(conn))
+				break;
+			/* fall through */
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
 			conn_lost(conn, FI_EHOSTUNREACH);
 			break;
 		case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -1048,6 +1133,49 @@ static const uint32_t vrdm_keep[] = {
 };
 
 /*
+ * Send the len bytes of send buffer b (a header, whose credits are filled
+ * in here, and what follows it) as one SEND on conn; b goes back to the
+ * free list at its completion.  0, -FI_EAGAIN (no room or credit) or an
+ * error from the device: then b is still the caller's.
+ */
+static int post_buf(struct verbs_rdm_ep *ep, struct vconn *conn,
+		    struct vbuf *b, size_t len, enum vrdm_class cls,
+		    uint64_t late)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	uint16_t give;
+	int ret;
+
+	if (weft_unlikely(conn->credits <= vrdm_keep[cls] ||
+			  !sq_room(ep, conn, 1, cls == VRDM_DATA)))
+		return -FI_EAGAIN;
+	give = (uint16_t)WEFT_MIN(conn->credit_return, (uint32_t)UINT16_MAX);
+	memcpy(b->data + offsetof(struct vrdm_hdr, credits), &give,
+	       sizeof(give));
+	sge.addr = (uintptr_t)b->data;
+	sge.length = (uint32_t)len;
+	sge.lkey = ep->tx_mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr_id = wr_id(b, VWR_SEND);
+	b->conn = conn;
+	ret = ibv_post_send(conn->qp, &wr, &bad);
+	if (weft_unlikely(ret)) {
+		b->conn = NULL;
+		return ret == ENOMEM ? -FI_EAGAIN : post_errno(ret);
+	}
+	sq_take(ep, conn, 1);
+	conn->late[(conn->batch_tail - 1) % VRDM_SQ_DEPTH] = late;
+	conn->credits--;
+	conn->credit_return -= give;
+	return 0;
+}
+
+/*
  * Send hdr (hdr_len bytes, its credits filled in here) and len bytes of
  * iov as one SEND on conn: inline when it fits, else through a send
  * buffer.  0, or -FI_EAGAIN (no room, credit or buffer), or an error from
@@ -1061,7 +1189,6 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 	struct ibv_sge sge[UTIL_RDM_IOV_MAX + 1];
 	struct ibv_send_wr wr, *bad;
 	uint32_t give;
-	struct vbuf *b;
 	size_t i, n;
 	int ret;
 
@@ -1091,27 +1218,21 @@ static int post_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		if (late || conn->unsig >= 15 || !sq_room(ep, conn, 8, true))
 			wr.send_flags |= IBV_SEND_SIGNALED;
 		wr.wr_id = wr_id(conn, VWR_INLINE);
-		b = NULL;
 	} else {
-		b = txbuf_get(ep);
+		struct vbuf *b = txbuf_get(ep);
+
 		if (!b)
 			return -FI_EAGAIN;
 		memcpy(b->data, hdr, hdr_len);
 		util_iov_copy_from(b->data + hdr_len, iov, count, 0, len);
-		b->conn = conn;
-		sge[0].addr = (uintptr_t)b->data;
-		sge[0].length = (uint32_t)(hdr_len + len);
-		sge[0].lkey = ep->tx_mr->lkey;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr_id = wr_id(b, VWR_SEND);
+		ret = post_buf(ep, conn, b, hdr_len + len, cls, late);
+		if (weft_unlikely(ret))
+			txbuf_put(ep, b);
+		return ret;
 	}
 	ret = ibv_post_send(conn->qp, &wr, &bad);
-	if (weft_unlikely(ret)) {
-		if (b)
-			txbuf_put(ep, b);
+	if (weft_unlikely(ret))
 		return ret == ENOMEM ? -FI_EAGAIN : post_errno(ret);
-	}
 	if (wr.send_flags & IBV_SEND_SIGNALED) {
 		sq_take(ep, conn, 1);
 		conn->late[(conn->batch_tail - 1) % VRDM_SQ_DEPTH] = late;
@@ -1258,6 +1379,11 @@ static void deferred_run(struct verbs_rdm_ep *ep)
 				ret = post_msg(ep, conn, &op->ctrl,
 					       sizeof(op->ctrl), NULL, 0, 0,
 					       VRDM_ANSWER, 0);
+			} else if (op->kind == VOP_ANSWER) {
+				ret = post_buf(ep, conn, op->bounce,
+					       op->ans_len, VRDM_ANSWER, 0);
+				if (!ret)
+					op->bounce = NULL; /* the SEND's */
 			} else {
 				ret = op_post(ep, op, false);
 			}
@@ -1265,7 +1391,7 @@ static void deferred_run(struct verbs_rdm_ep *ep)
 				break;
 			dlist_remove(&op->dentry);
 			ep->ndeferred--;
-			if (op->kind == VOP_CTRL) {
+			if (op->kind == VOP_CTRL || op->kind == VOP_ANSWER) {
 				op_release(ep, op);
 			} else if (ret && !op->pending) {
 				op->err = -ret;
@@ -1419,6 +1545,55 @@ static inline size_t wr_max(struct verbs_rdm_ep *ep)
 					    (1u << 31);
 }
 
+/*
+ * An atomic for the target to apply: one ATOMIC message (header, struct
+ * vrdm_atomic, operands, compare values), as data.  The transmit completes
+ * at the answer (rx_atomic_resp), once the target applied it.
+ */
+static int amo_send(struct verbs_rdm_ep *ep, struct util_rdm_tx *tx)
+{
+	struct {
+		struct vrdm_hdr h;
+		struct vrdm_atomic a;
+	} m;
+	struct iovec iov[2 * UTIL_RDM_IOV_MAX];
+	size_t n = 0, len = tx->hdr.len, plen = 0;
+	struct vconn *conn;
+	int ret;
+
+	if (len > VRDM_ATOMIC_MAX || tx->rma_iov[0].key > UINT32_MAX)
+		return -FI_EINVAL;
+	ret = peer_conn(ep, tx->peer, &conn);
+	if (ret)
+		return ret;
+	memset(&m, 0, sizeof(m));
+	m.h.version = VRDM_VERSION;
+	m.h.op = VRDM_OP_ATOMIC;
+	m.h.tx_id = tx->hdr.tx_id;
+	m.h.len = len;
+	m.a.addr = tx->rma_iov[0].addr;
+	m.a.key = (uint32_t)tx->rma_iov[0].key;
+	m.a.kind = tx->kind == UTIL_RDM_TX_ATOMIC	? VRDM_AMO_WRITE :
+		   tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ? VRDM_AMO_FETCH :
+							  VRDM_AMO_COMPARE;
+	m.a.op = (uint8_t)tx->atomic_op;
+	m.a.datatype = (uint8_t)tx->datatype;
+	if (tx->atomic_op != FI_ATOMIC_READ) {
+		memcpy(iov, tx->iov, tx->iov_count * sizeof(*iov));
+		n = tx->iov_count;
+		plen = len;
+	}
+	if (tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC) {
+		memcpy(iov + n, tx->cmp_iov, tx->cmp_count * sizeof(*iov));
+		n += tx->cmp_count;
+		plen += len;
+	}
+	ret = post_msg(ep, conn, &m.h, sizeof(m), iov, n, plen, VRDM_DATA, 0);
+	if (!ret)
+		conn->amo_out++;
+	return ret;
+}
+
 static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 {
 	struct util_rdm_ep *rdm = xp->ep;
@@ -1433,6 +1608,8 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 
 	if (tx->rma_count != 1)
 		return -FI_EOPNOTSUPP;
+	if (tx->kind >= UTIL_RDM_TX_ATOMIC && !ep->amo_device)
+		return amo_send(ep, tx);
 	if (tx->kind >= UTIL_RDM_TX_ATOMIC &&
 	    (!ep->domain->dev.atomics || tx->hdr.len != sizeof(uint64_t) ||
 	     (tx->datatype != FI_UINT64 && tx->datatype != FI_INT64) ||
@@ -1443,6 +1620,11 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	ret = peer_conn(ep, tx->peer, &conn);
 	if (ret)
 		return ret;
+	/* Not past an atomic the target has still to apply: the write
+	 * would land first (FI_ORDER_WAW, and reads FI_ORDER_RAW).  The
+	 * engine keeps it queued, in order, until the answer. */
+	if (weft_unlikely(conn->amo_out))
+		return -FI_EAGAIN;
 	/* Remote CQ data takes one of the target's receives. */
 	imm = tx->kind == UTIL_RDM_TX_WRITE &&
 	      (tx->hdr.flags & UTIL_RDM_CQ_DATA);
@@ -1880,6 +2062,150 @@ static void rx_fin(struct verbs_rdm_ep *ep, struct vconn *conn,
 }
 
 /*
+ * Apply an ATOMIC request to our memory, the fetched values (if any) to
+ * res; returns 0 or a positive FI_E* for the answer, with *rlen the bytes
+ * of res to send.  A key, range or access the registration does not
+ * allow, or a request that does not add up, is refused, never applied.
+ */
+static uint32_t amo_apply(struct verbs_rdm_ep *ep, const struct vrdm_hdr *h,
+			  uint32_t byte_len, uint8_t *res, size_t *rlen)
+{
+	static const enum util_atomic_class cls[] = {
+		[VRDM_AMO_WRITE] = UTIL_ATOMIC_BASE,
+		[VRDM_AMO_FETCH] = UTIL_ATOMIC_FETCH,
+		[VRDM_AMO_COMPARE] = UTIL_ATOMIC_COMPARE,
+	};
+	const struct vrdm_atomic *a = (const void *)(h + 1);
+	const uint8_t *src = (const uint8_t *)(a + 1), *cmp = NULL;
+	struct util_mr_map *map = &ep->domain->base.mr_map;
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	size_t elem, len = h->len, plen = 0, n = 0;
+	struct fi_rma_iov r;
+	int ret;
+
+	*rlen = 0;
+	if (byte_len < sizeof(*h) + sizeof(*a))
+		return FI_EINVAL;
+	if (a->kind > VRDM_AMO_COMPARE ||
+	    !util_atomic_valid(a->op, a->datatype, cls[a->kind]))
+		return FI_EOPNOTSUPP;
+	elem = util_atomic_dt_size(a->datatype);
+	if (!elem || !len || len > VRDM_ATOMIC_MAX || len % elem)
+		return FI_EINVAL;
+	if (a->op == FI_ATOMIC_READ)
+		src = NULL;
+	else
+		plen = len;
+	if (a->kind == VRDM_AMO_COMPARE) {
+		cmp = (const uint8_t *)(a + 1) + plen;
+		plen += len;
+	}
+	if (byte_len - sizeof(*h) - sizeof(*a) < plen)
+		return FI_EINVAL;
+	r.addr = a->addr;
+	r.len = len;
+	r.key = a->key;
+	ret = util_rdm_target_iov(map, &r, 1,
+				  FI_REMOTE_WRITE |
+					  (a->kind != VRDM_AMO_WRITE ?
+						   FI_REMOTE_READ :
+						   0),
+				  local, UTIL_RDM_IOV_MAX * 2, &n);
+	/* Peers of this host may apply atomics to the same memory through
+	 * shared memory (its registration table): under their lock. */
+	if (!ret)
+		ret = util_mr_map_atomic_lock(map);
+	if (ret)
+		return (uint32_t)-ret;
+	ret = util_rdm_target_atomic(a->op, a->datatype, local, n, src, cmp,
+				     a->kind != VRDM_AMO_WRITE ? res : NULL);
+	util_mr_map_atomic_unlock(map);
+	if (ret)
+		return (uint32_t)-ret;
+	util_rdm_remote_event(&ep->rdm, FI_REMOTE_WRITE, len, 0);
+	*rlen = a->kind != VRDM_AMO_WRITE ? len : 0;
+	return 0;
+}
+
+/*
+ * An ATOMIC request: applied, and answered on its QP with ATOMIC_RESP
+ * (status, fetched values), now or as soon as there is room.  Both the
+ * answer's send buffer and what defers it are taken before the atomic is
+ * applied, so an applied atomic is always answered; without them the
+ * request is refused (-FI_EAGAIN: held, and offered again in order).  On
+ * a connection already lost it is dropped, not applied: no answer could
+ * go back, and its sender hears of the loss.
+ */
+static int rx_atomic(struct verbs_rdm_ep *ep, struct vconn *conn,
+		     const struct vrdm_hdr *h, uint32_t byte_len)
+{
+	struct vrdm_hdr r;
+	struct vbuf *b;
+	struct vop *op;
+	size_t rlen;
+	int ret;
+
+	if (conn->state == VC_CLOSED)
+		return 0;
+	b = txbuf_get(ep);
+	if (!b)
+		return -FI_EAGAIN;
+	op = op_get(ep, VOP_ANSWER, conn);
+	if (!op) {
+		txbuf_put(ep, b);
+		return -FI_EAGAIN;
+	}
+	op->bounce = b;
+	memset(&r, 0, sizeof(r));
+	r.version = VRDM_VERSION;
+	r.op = VRDM_OP_ATOMIC_RESP;
+	r.tx_id = h->tx_id;
+	r.status = amo_apply(ep, h, byte_len, b->data + sizeof(r), &rlen);
+	r.len = rlen;
+	memcpy(b->data, &r, sizeof(r));
+	op->ans_len = (uint32_t)(sizeof(r) + rlen);
+	if (dlist_empty(&conn->deferred)) {
+		ret = post_buf(ep, conn, b, op->ans_len, VRDM_ANSWER, 0);
+		if (!ret)
+			op->bounce = NULL; /* the SEND's now */
+		if (ret != -FI_EAGAIN) {
+			op_release(ep, op);
+			return 0;
+		}
+	}
+	op_defer(ep, op);
+	return 0;
+}
+
+/* The answer to one of our ATOMIC requests: its fetched values, and the
+ * transmit is done.  RMA to the peer may go once none is unanswered. */
+static void rx_atomic_resp(struct verbs_rdm_ep *ep, struct vconn *conn,
+			   const struct vrdm_hdr *h, uint32_t byte_len)
+{
+	struct util_rdm_tx *tx = answered_tx(ep, conn, h->tx_id);
+	int err = (int)h->status;
+
+	if (conn->amo_out)
+		conn->amo_out--;
+	if (!tx)
+		return;
+	if (tx->kind < UTIL_RDM_TX_ATOMIC) {
+		FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
+			"atomic answer for another request: ignored\n");
+		return;
+	}
+	if (!err && tx->kind != UTIL_RDM_TX_ATOMIC) {
+		if (h->len != tx->hdr.len ||
+		    byte_len - sizeof(*h) < tx->hdr.len)
+			err = FI_EIO;
+		else
+			util_iov_copy_to(tx->res_iov, tx->res_count, 0, h + 1,
+					 tx->hdr.len);
+	}
+	util_rdm_tx_done(&ep->rdm, tx, err);
+}
+
+/*
  * One receive buffer: 0 when it may be reposted, -FI_EAGAIN when the
  * engine refused it (the caller holds it, in order).
  */
@@ -1903,6 +2229,11 @@ static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 		return rx_msg(ep, conn, h, b->byte_len);
 	case VRDM_OP_FIN:
 		rx_fin(ep, conn, h);
+		return 0;
+	case VRDM_OP_ATOMIC:
+		return rx_atomic(ep, conn, h, b->byte_len);
+	case VRDM_OP_ATOMIC_RESP:
+		rx_atomic_resp(ep, conn, h, b->byte_len);
 		return 0;
 	case VRDM_OP_ACK: {
 		struct util_rdm_tx *tx = answered_tx(ep, conn, h->tx_id);
@@ -2032,7 +2363,7 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 	if (weft_unlikely(!dlist_empty(&ep->held)) ||
 	    weft_unlikely(rx_one(ep, b) == -FI_EAGAIN)) {
 		if (dlist_empty(&ep->held) || h->op == VRDM_OP_MSG ||
-		    h->op == VRDM_OP_RTS) {
+		    h->op == VRDM_OP_RTS || h->op == VRDM_OP_ATOMIC) {
 			dlist_insert_tail(&b->entry, &ep->held);
 			return;
 		}
@@ -2378,8 +2709,9 @@ static int verbs_rdm_ep_close(struct fid *fid)
 			util_rdm_fetch_done(&ep->rdm, cookie, FI_ECANCELED);
 			continue;
 		}
-		tx = op->kind == VOP_CTRL ? NULL :
-					    util_rdm_tx_of(&ep->rdm, op->tx_id);
+		tx = op->kind == VOP_CTRL || op->kind == VOP_ANSWER ?
+			     NULL :
+			     util_rdm_tx_of(&ep->rdm, op->tx_id);
 		op_release(ep, op);
 		if (tx)
 			util_rdm_tx_done(&ep->rdm, tx, FI_ECANCELED);
@@ -2458,31 +2790,40 @@ static struct fi_ops verbs_rdm_fi_ops = {
 	.ops_set = weft_no_ops_set,
 };
 
-/* The device does 64-bit fetch-add and compare-swap, nothing else. */
-static int atomic_ok(struct fid_ep *ep_fid, enum fi_datatype dt,
-		     enum fi_op op, bool compare, size_t *count)
+/* FI_VERBS_DEVICE_ATOMICS: what the device does, nothing else. */
+static int device_valid(struct fid_ep *ep_fid, enum fi_datatype dt,
+			enum fi_op op, uint64_t flags, size_t *count)
 {
 	struct verbs_rdm_ep *ep = vep_of(util_rdm_ep_of(ep_fid));
+	struct fi_atomic_attr attr;
+	int ret;
 
-	if (!ep->domain->dev.atomics || !(ep->rdm.caps & FI_ATOMIC) ||
-	    (dt != FI_UINT64 && dt != FI_INT64) ||
-	    (compare ? op != FI_CSWAP : op != FI_SUM))
+	if (!(ep->rdm.caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
+	ret = verbs_dev_atomic(&ep->domain->dev, dt, op, flags, &attr);
+	if (ret)
+		return ret;
 	if (count)
-		*count = 1;
+		*count = attr.count;
 	return 0;
 }
 
 static int verbs_rdm_writevalid(struct fid_ep *ep, enum fi_datatype dt,
 				enum fi_op op, size_t *count)
 {
-	return atomic_ok(ep, dt, op, false, count);
+	return device_valid(ep, dt, op, 0, count);
+}
+
+static int verbs_rdm_readwritevalid(struct fid_ep *ep, enum fi_datatype dt,
+				    enum fi_op op, size_t *count)
+{
+	return device_valid(ep, dt, op, FI_FETCH_ATOMIC, count);
 }
 
 static int verbs_rdm_compwritevalid(struct fid_ep *ep, enum fi_datatype dt,
 				    enum fi_op op, size_t *count)
 {
-	return atomic_ok(ep, dt, op, true, count);
+	return device_valid(ep, dt, op, FI_COMPARE_ATOMIC, count);
 }
 
 /* Listen at sa (its port 0: one the kernel picks); the endpoint is named
@@ -2641,7 +2982,8 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 					       info->tx_attr->inject_size :
 					       256,
 				       (size_t)VRDM_EAGER_MAX),
-		.atomic_max = sizeof(uint64_t),
+		.atomic_max = verbs_rdm_device_atomics() ? sizeof(uint64_t) :
+							   VRDM_ATOMIC_MAX,
 		.unexp_inline = 256,
 		.unexp_max = 64u << 20,
 		.peer_addr_len = domain->addr_format == FI_SOCKADDR_IN6 ?
@@ -2678,7 +3020,11 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	 * devices (siw completes out of order: see sq_give). */
 	ep->xp.eager_late = true;
 	attr.xport = &ep->xp;
-	if (verbs_params.shm) {
+	ep->amo_device = verbs_rdm_device_atomics();
+	/* Same-host peers apply atomics through shared memory with the
+	 * CPU, not atomically with the device's: with device atomics, all
+	 * go through the device. */
+	if (verbs_params.shm && !(ep->amo_device && (info->caps & FI_ATOMIC))) {
 		ep->local = shm_local_new();
 		if (!ep->local) {
 			ret = -FI_ENOMEM;
@@ -2692,10 +3038,11 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->rdm.ep_fid.fid.ops = &verbs_rdm_fi_ops;
 	ep->rdm.ep_fid.cm = &verbs_rdm_cm_ops;
-	if (ep->rdm.ep_fid.atomic) {
+	/* Else the engine's: every atomic, up to atomic_max bytes. */
+	if (ep->rdm.ep_fid.atomic && ep->amo_device) {
 		ep->atomic_ops = *ep->rdm.ep_fid.atomic;
 		ep->atomic_ops.writevalid = verbs_rdm_writevalid;
-		ep->atomic_ops.readwritevalid = verbs_rdm_writevalid;
+		ep->atomic_ops.readwritevalid = verbs_rdm_readwritevalid;
 		ep->atomic_ops.compwritevalid = verbs_rdm_compwritevalid;
 		ep->rdm.ep_fid.atomic = &ep->atomic_ops;
 	}

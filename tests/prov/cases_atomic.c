@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Conformance case for atomics: every (operation, datatype) pair the
+ * Conformance cases for atomics: every (operation, datatype) pair the
  * provider calls valid through fi_atomicvalid, fi_fetch_atomicvalid or
- * fi_compare_atomicvalid is run against the target, and the target's new
- * contents and the fetched old values are compared with this file's own
- * reference model of fi_atomic(3).
+ * fi_compare_atomicvalid is run against the target, over RDM endpoints
+ * and over a connected MSG pair, and the target's new contents and the
+ * fetched old values are compared with this file's own reference model of
+ * fi_atomic(3); the domain's fi_query_atomic must say the same as the
+ * endpoint.  An RDM endpoint must offer what Sandia OpenSHMEM checks for
+ * at start-up.  One 64-bit location updated concurrently by initiators in
+ * two threads, with every op the provider offers mixed, must lose no
+ * update.
  *
  * The operands are small integers (and small complex numbers), so every
  * result is exact in every datatype and the model needs no rounding.
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,8 +337,21 @@ enum form { F_ATOMIC, F_FETCH, F_COMPARE };
 static const char *const form_name[] = {"fi_atomic", "fi_fetch_atomic",
 					"fi_compare_atomic"};
 
+/* "fi_fetch_atomic FI_SUM on FI_INT32" (fi_tostr's buffer is reused). */
+static const char *combo_str(enum form form, int op, int dt, char *s,
+			     size_t len)
+{
+	int n = snprintf(s, len, "%s %s on ", form_name[form],
+			 fi_tostr(&op, FI_TYPE_ATOMIC_OP));
+
+	snprintf(s + n, len - (size_t)n, "%s",
+		 fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE));
+	return s;
+}
+
+/* Endpoint 0 of f applies atomics to buffers of endpoint 1. */
 struct atom {
-	struct cf_fix f;
+	struct cf_fix *f;
 	struct cf_mem tgt, opnd, cmpv, res;
 	int tested, unmodelled;
 };
@@ -352,7 +372,7 @@ static void num_str(int dt, const struct num *n, char *s, size_t len)
 static void run_one(struct atom *a, enum form form, int op, int dt,
 		    size_t count)
 {
-	struct cf_fix *f = &a->f;
+	struct cf_fix *f = a->f;
 	size_t sz = dt_size(dt), n = count < NELEM ? count : NELEM, i;
 	struct num want[NELEM], old[NELEM];
 	struct fi_context2 ctx;
@@ -360,10 +380,7 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 	struct cf_comp c;
 	char what[128], s1[64], s2[64];
 
-	snprintf(what, sizeof(what), "%s %s on %s", form_name[form],
-		 fi_tostr(&op, FI_TYPE_ATOMIC_OP), "");
-	snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s",
-		 fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE));
+	combo_str(form, op, dt, what, sizeof(what));
 	for (i = 0; i < n; i++) {
 		struct num t = mknum(dt, t_re[i], t_im[i]);
 		struct num o = mknum(dt, o_re[i], o_im[i]);
@@ -446,55 +463,200 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 	a->tested++;
 }
 
-static int case_atomic(const char *prov)
-{
-	struct cf_opts o = {.caps = FI_ATOMIC};
-	static struct atom a;
-	size_t count;
-	int dt, op, form, ret;
+static const uint64_t form_flags[] = {0, FI_FETCH_ATOMIC, FI_COMPARE_ATOMIC};
 
-	cf_open(&a.f, prov, &o);
-	cf_mem_reg(&a.f, 1, &a.tgt, NELEM * MAX_DT_SIZE,
-		   FI_REMOTE_READ | FI_REMOTE_WRITE);
-	cf_mem_reg(&a.f, 0, &a.opnd, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
-	cf_mem_reg(&a.f, 0, &a.cmpv, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
-	cf_mem_reg(&a.f, 0, &a.res, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+/* Whether ep calls (form, op, dt) valid: its count, or 0. */
+static size_t valid_count(struct fid_ep *ep, enum form form, int op, int dt)
+{
+	size_t count = 0;
+	int ret;
+
+	cf_mark("fi_*atomicvalid");
+	if (form == F_ATOMIC)
+		ret = fi_atomicvalid(ep, dt, op, &count);
+	else if (form == F_FETCH)
+		ret = fi_fetch_atomicvalid(ep, dt, op, &count);
+	else
+		ret = fi_compare_atomicvalid(ep, dt, op, &count);
+	return ret ? 0 : count;
+}
+
+/*
+ * Every (form, op, datatype): the domain's fi_query_atomic must agree with
+ * the endpoint's valid call (fi_atomic(3): both report what the provider
+ * supports, the count as the endpoint allows), and what is valid is run
+ * and checked.
+ */
+static void atom_table(struct atom *a)
+{
+	struct cf_fix *f = a->f;
+	struct fi_atomic_attr attr;
+	int dt, op, form, q;
+	char what[96];
+	size_t count;
+
 	for (dt = FI_INT8; dt <= FI_UINT128; dt++) {
 		for (op = FI_MIN; op < FI_ATOMIC_OP_LAST; op++) {
 			for (form = F_ATOMIC; form <= F_COMPARE; form++) {
-				count = 0;
-				if (form == F_ATOMIC)
-					ret = fi_atomicvalid(a.f.ep[0].ep, dt,
-							     op, &count);
-				else if (form == F_FETCH)
-					ret = fi_fetch_atomicvalid(
-					    a.f.ep[0].ep, dt, op, &count);
-				else
-					ret = fi_compare_atomicvalid(
-					    a.f.ep[0].ep, dt, op, &count);
-				if (ret || !count)
+				count = valid_count(f->ep[0].ep, form, op, dt);
+				memset(&attr, 0, sizeof(attr));
+				cf_mark("fi_query_atomic");
+				q = fi_query_atomic(f->domain, dt, op, &attr,
+						    form_flags[form]);
+				combo_str(form, op, dt, what, sizeof(what));
+				cf_expect(!q == !!count,
+					  "%s: fi_query_atomic %d, the "
+					  "endpoint's count %zu",
+					  what, q, count);
+				if (!count)
 					continue;
 				cf_assert(dt_size(dt),
 					  "datatype %d valid but "
 					  "unknown to this suite",
 					  dt);
-				run_one(&a, form, op, dt, count);
+				cf_expect(q || (attr.size == dt_size(dt) &&
+						attr.count == count),
+					  "%s: fi_query_atomic size %zu count "
+					  "%zu, the endpoint's count %zu",
+					  what, attr.size, attr.count, count);
+				run_one(a, form, op, dt, count);
 			}
 		}
 	}
+}
+
+static void atom_mem(struct atom *a)
+{
+	cf_mem_reg(a->f, 1, &a->tgt, NELEM * MAX_DT_SIZE,
+		   FI_REMOTE_READ | FI_REMOTE_WRITE);
+	cf_mem_reg(a->f, 0, &a->opnd, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+	cf_mem_reg(a->f, 0, &a->cmpv, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+	cf_mem_reg(a->f, 0, &a->res, NELEM * MAX_DT_SIZE, FI_READ | FI_WRITE);
+}
+
+static void atom_mem_free(struct atom *a)
+{
+	cf_mem_free(&a->tgt);
+	cf_mem_free(&a->opnd);
+	cf_mem_free(&a->cmpv);
+	cf_mem_free(&a->res);
+}
+
+static int case_atomic(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_ATOMIC};
+	static struct cf_fix f;
+	static struct atom a;
+
+	cf_open(&f, prov, &o);
+	a.f = &f;
+	atom_mem(&a);
+	atom_table(&a);
 	/* Nothing completes at the target of atomics without RMA events. */
-	cf_expect_none(&a.f, 1, 20);
-	cf_expect_none(&a.f, 0, 0);
+	cf_expect_none(&f, 1, 20);
+	cf_expect_none(&f, 0, 0);
 	if (!a.tested)
 		cf_skip("no (op, datatype) is valid");
 	cf_note("%d (form, op, datatype) combinations checked, %d without a "
 		"model",
 		a.tested, a.unmodelled);
-	cf_mem_free(&a.tgt);
-	cf_mem_free(&a.opnd);
-	cf_mem_free(&a.cmpv);
-	cf_mem_free(&a.res);
-	cf_close(&a.f);
+	atom_mem_free(&a);
+	cf_close(&f);
+	return 0;
+}
+
+/*
+ * The same over a connected FI_EP_MSG pair: what its endpoints call valid
+ * must work (a provider that maps MSG atomics onto a device offers only
+ * what the device does).
+ */
+static int case_cm_atomic(const char *prov)
+{
+	static struct atom a;
+	struct cf_fix *f = cf_msg_pair_open(prov, FI_MSG | FI_ATOMIC);
+
+	a.f = f;
+	atom_mem(&a);
+	atom_table(&a);
+	if (!a.tested)
+		cf_skip("FI_EP_MSG: no (op, datatype) is valid");
+	cf_note("FI_EP_MSG: %d (form, op, datatype) combinations checked, %d "
+		"without a model",
+		a.tested, a.unmodelled);
+	atom_mem_free(&a);
+	cf_msg_pair_close(f);
+	return 0;
+}
+
+/*
+ * What Sandia OpenSHMEM's OFI transport checks at start-up, on an LP64
+ * host (int is FI_INT32; long and long long FI_INT64), before it runs at
+ * all: atomic, fetching and compare-and-swap sums, atomic and fetching
+ * swaps and fetches, and masked swap (its locks).  Each must be valid with
+ * a count.  The reductions it checks too, but can do in software, are
+ * reported when missing.
+ */
+static int case_atomic_shmem(const char *prov)
+{
+	static const int std_dt[] = {FI_INT32, FI_INT64};
+	static const int ext_dt[] = {FI_FLOAT, FI_DOUBLE, FI_INT32, FI_INT64};
+	static const struct {
+		enum form form;
+		int op;
+		const int *dt;
+		size_t ndt;
+	} need[] = {
+	    {F_ATOMIC, FI_SUM, std_dt, 2},
+	    {F_FETCH, FI_SUM, std_dt, 2},
+	    {F_COMPARE, FI_CSWAP, std_dt, 2},
+	    {F_ATOMIC, FI_ATOMIC_WRITE, ext_dt, 4},
+	    {F_FETCH, FI_ATOMIC_WRITE, ext_dt, 4},
+	    {F_FETCH, FI_ATOMIC_READ, ext_dt, 4},
+	    {F_COMPARE, FI_MSWAP, std_dt, 1},
+	};
+	static const int bit_dt[] = {FI_INT16, FI_INT32, FI_INT64};
+	static const int cmp_dt[] = {FI_FLOAT,	FI_DOUBLE, FI_INT16,
+				     FI_INT32,	FI_INT64,  FI_LONG_DOUBLE};
+	static const int ari_dt[] = {FI_FLOAT,		FI_DOUBLE,
+				     FI_FLOAT_COMPLEX,	FI_DOUBLE_COMPLEX,
+				     FI_INT16,		FI_INT32,
+				     FI_INT64,		FI_LONG_DOUBLE};
+	static const struct {
+		int op;
+		const int *dt;
+		size_t ndt;
+	} soft[] = {
+	    {FI_BAND, bit_dt, 3}, {FI_BOR, bit_dt, 3}, {FI_BXOR, bit_dt, 3},
+	    {FI_MIN, cmp_dt, 6},  {FI_MAX, cmp_dt, 6}, {FI_SUM, ari_dt, 8},
+	    {FI_PROD, ari_dt, 8},
+	};
+	struct cf_opts o = {.caps = FI_ATOMIC};
+	struct cf_fix f;
+	char what[96];
+	size_t i, j;
+	int missing = 0;
+
+	cf_open(&f, prov, &o);
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		for (j = 0; j < need[i].ndt; j++) {
+			int op = need[i].op, dt = need[i].dt[j];
+
+			cf_expect(valid_count(f.ep[0].ep, need[i].form, op, dt),
+				  "%s is not valid: Sandia OpenSHMEM will not "
+				  "start",
+				  combo_str(need[i].form, op, dt, what,
+					    sizeof(what)));
+		}
+	for (i = 0; i < sizeof(soft) / sizeof(soft[0]); i++)
+		for (j = 0; j < soft[i].ndt; j++)
+			if (!valid_count(f.ep[0].ep, F_ATOMIC, soft[i].op,
+					 soft[i].dt[j]))
+				missing++;
+	if (missing)
+		cf_note("%d reduction (op, datatype) pairs Sandia OpenSHMEM "
+			"would do in software",
+			missing);
+	cf_close(&f);
 	return 0;
 }
 
@@ -548,6 +710,316 @@ static int case_atomic_contend(const char *prov)
 	return 0;
 }
 
+/*
+ * One 64-bit location, initiators in two threads at once, each driving
+ * its own endpoint only (FI_THREAD_SAFE), the target's progress in the
+ * main thread: endpoint 1 adds 1 (fi_atomic and fi_fetch_atomic FI_SUM);
+ * endpoint 2 mixes in every other op on FI_UINT64 the provider offers,
+ * chosen to commute with the sums: no-ops (FI_MIN of the largest value,
+ * FI_MAX of 0, FI_BAND of all ones, FI_PROD of 1, a FI_CSWAP that never
+ * matches, FI_CSWAP_LT of the largest value, fetches), bits above the
+ * sums (FI_BOR, FI_MSWAP, FI_BXOR toggled), and an increment of 2^20 by
+ * a FI_CSWAP loop.  The end value is then exact; an op applied as a
+ * read-modify-write that is not atomic with another path (a device's
+ * atomic against the target CPU's, two initiators' copies) loses sums.
+ */
+#define MIX_SUMS 2000
+#define MIX_OPS 1200
+#define MIX_CAS 64
+#define MIX_WIN 16
+#define MIX_INC (1ULL << 20)
+#define MIX_BOR (1ULL << 40)
+#define MIX_BXOR (1ULL << 56)
+#define MIX_MSWAP (1ULL << 62)
+
+struct mix_kind {
+	enum form form;
+	int op;
+	uint64_t operand, compare;
+	const char *name;
+};
+
+static const struct mix_kind mix_sum_kinds[] = {
+    {F_ATOMIC, FI_SUM, 1, 0, "sum"},
+    {F_FETCH, FI_SUM, 1, 0, "fetch sum"},
+};
+
+static const struct mix_kind mix_other_kinds[] = {
+    {F_ATOMIC, FI_MIN, UINT64_MAX, 0, "min"},
+    {F_ATOMIC, FI_MAX, 0, 0, "max"},
+    {F_FETCH, FI_MIN, UINT64_MAX, 0, "fetch min"},
+    {F_FETCH, FI_MAX, 0, 0, "fetch max"},
+    {F_ATOMIC, FI_BAND, UINT64_MAX, 0, "band"},
+    {F_ATOMIC, FI_PROD, 1, 0, "prod"},
+    {F_ATOMIC, FI_BOR, MIX_BOR, 0, "bor"},
+    {F_ATOMIC, FI_BXOR, MIX_BXOR, 0, "bxor"},
+    {F_FETCH, FI_ATOMIC_READ, 0, 0, "read"},
+    {F_COMPARE, FI_CSWAP, 0, 1ULL << 63, "cswap"},
+    {F_COMPARE, FI_CSWAP_LT, 0, UINT64_MAX, "cswap_lt"},
+    {F_COMPARE, FI_MSWAP, MIX_MSWAP, MIX_MSWAP, "mswap"},
+};
+
+/* Slots of a mixer's registered buffer, 8 bytes each: operand and
+ * compare value of each kind, a result per op in flight, the increment's
+ * operand and compare value. */
+#define MIX_KINDS 16
+enum {
+	MIX_OPND = 0,
+	MIX_CMP = MIX_OPND + MIX_KINDS,
+	MIX_RES = MIX_CMP + MIX_KINDS,
+	MIX_INC_OPND = MIX_RES + MIX_WIN + 1,
+	MIX_INC_CMP,
+	MIX_SLOTS,
+};
+
+struct mixer {
+	struct cf_fix *f;
+	int e; /* its endpoint */
+	struct cf_mem mem;
+	uint64_t raddr, key;
+	const struct mix_kind *kind[MIX_KINDS];
+	int nkind;
+	int nops;		  /* to post, besides the CSWAP loop */
+	bool cas;		  /* run the FI_CSWAP increment loop */
+	struct fi_context2 ctx[MIX_WIN + 1];
+	int slot_kind[MIX_WIN]; /* the kind a slot's op is, or -1 */
+	/* results */
+	int done_ops, cas_ok, bxor, bor, mswap;
+	int err;
+	char why[160];
+	atomic_bool finished;
+};
+
+static uint64_t *mix_slot(struct mixer *m, int i)
+{
+	return (uint64_t *)m->mem.p + i;
+}
+
+/* Post an op of the mixer's kind ki, its result (if any) to slot. */
+static ssize_t mix_post(struct mixer *m, int ki, int slot, void *ctx)
+{
+	const struct mix_kind *k = m->kind[ki];
+	struct fid_ep *ep = m->f->ep[m->e].ep;
+	fi_addr_t to = m->f->ep[0].addr;
+	uint64_t *opnd = mix_slot(m, MIX_OPND + ki);
+	uint64_t *cmpv = mix_slot(m, MIX_CMP + ki);
+
+	if (k->form == F_ATOMIC)
+		return fi_atomic(ep, opnd, 1, m->mem.desc, to, m->raddr, m->key,
+				 FI_UINT64, k->op, ctx);
+	if (k->form == F_FETCH)
+		return fi_fetch_atomic(ep, opnd, 1, m->mem.desc,
+				       mix_slot(m, MIX_RES + slot), m->mem.desc,
+				       to, m->raddr, m->key, FI_UINT64, k->op,
+				       ctx);
+	return fi_compare_atomic(ep, opnd, 1, m->mem.desc, cmpv, m->mem.desc,
+				 mix_slot(m, MIX_RES + slot), m->mem.desc, to,
+				 m->raddr, m->key, FI_UINT64, k->op, ctx);
+}
+
+static void mix_fail(struct mixer *m, int err, const char *what)
+{
+	if (m->err)
+		return;
+	m->err = err;
+	snprintf(m->why, sizeof(m->why), "endpoint %d: %s: %d (%s)", m->e,
+		 what, err, fi_strerror(err < 0 ? -err : err));
+}
+
+/*
+ * A window of ops of the mixer's kinds, round robin, and (cas) one
+ * FI_CSWAP increment at a time in ctx[MIX_WIN], until nops are done and
+ * MIX_CAS increments have taken.  Reads only its own endpoint's CQ.
+ */
+static void *mix_thread(void *p)
+{
+	struct mixer *m = p;
+	struct fid_cq *cq = m->f->ep[m->e].cq;
+	static const struct mix_kind inc = {F_COMPARE, FI_CSWAP, 0, 0, "inc"};
+	uint64_t end = cf_now_ms() + 4 * CF_WAIT_MS, guess = 0;
+	int posted = 0, out = 0, next = 0, i;
+	bool cas_out = false;
+	ssize_t ret;
+
+	for (i = 0; i < MIX_WIN; i++)
+		m->slot_kind[i] = -1;
+	while (!m->err && (m->done_ops < m->nops ||
+			   (m->cas && m->cas_ok < MIX_CAS) || out ||
+			   cas_out)) {
+		struct fi_cq_tagged_entry e;
+
+		if (cf_now_ms() > end) {
+			mix_fail(m, -FI_ETIMEDOUT, "not done in time");
+			break;
+		}
+		for (i = 0; i < MIX_WIN && posted < m->nops; i++) {
+			int k = next % m->nkind;
+
+			if (m->slot_kind[i] >= 0)
+				continue;
+			ret = mix_post(m, k, i, &m->ctx[i]);
+			if (ret == -FI_EAGAIN)
+				break;
+			if (ret) {
+				mix_fail(m, (int)ret, m->kind[k]->name);
+				break;
+			}
+			m->slot_kind[i] = k;
+			if (m->kind[k]->op == FI_BXOR)
+				m->bxor++;
+			posted++;
+			next++;
+			out++;
+		}
+		if (m->cas && !cas_out && m->cas_ok < MIX_CAS) {
+			*mix_slot(m, MIX_INC_CMP) = guess;
+			*mix_slot(m, MIX_INC_OPND) = guess + MIX_INC;
+			ret = fi_compare_atomic(
+			    m->f->ep[m->e].ep, mix_slot(m, MIX_INC_OPND), 1,
+			    m->mem.desc, mix_slot(m, MIX_INC_CMP), m->mem.desc,
+			    mix_slot(m, MIX_RES + MIX_WIN), m->mem.desc,
+			    m->f->ep[0].addr, m->raddr, m->key, FI_UINT64,
+			    FI_CSWAP, &m->ctx[MIX_WIN]);
+			if (!ret)
+				cas_out = true;
+			else if (ret != -FI_EAGAIN)
+				mix_fail(m, (int)ret, inc.name);
+		}
+		ret = fi_cq_read(cq, &e, 1);
+		if (ret == -FI_EAGAIN)
+			continue;
+		if (ret == -FI_EAVAIL) {
+			struct fi_cq_err_entry ee = {0};
+
+			ret = fi_cq_readerr(cq, &ee, 0);
+			mix_fail(m, ret == 1 ? ee.err : (int)ret,
+				 "error completion");
+			break;
+		}
+		if (ret != 1) {
+			mix_fail(m, (int)ret, "fi_cq_read");
+			break;
+		}
+		if (e.op_context == &m->ctx[MIX_WIN]) {
+			uint64_t got = *mix_slot(m, MIX_RES + MIX_WIN);
+
+			cas_out = false;
+			if (got == guess) {
+				m->cas_ok++;
+				guess += MIX_INC;
+			} else {
+				guess = got;
+			}
+			continue;
+		}
+		i = (int)((struct fi_context2 *)e.op_context - m->ctx);
+		if (i < 0 || i >= MIX_WIN || m->slot_kind[i] < 0) {
+			mix_fail(m, -FI_EOTHER, "completion of no posted op");
+			break;
+		}
+		if (m->kind[m->slot_kind[i]]->op == FI_BOR)
+			m->bor++;
+		if (m->kind[m->slot_kind[i]]->op == FI_MSWAP)
+			m->mswap++;
+		m->slot_kind[i] = -1;
+		m->done_ops++;
+		out--;
+	}
+	atomic_store(&m->finished, true);
+	return NULL;
+}
+
+static void mix_setup(struct mixer *m, struct cf_fix *f, int e,
+		      const struct cf_mem *tgt, const struct mix_kind *kinds,
+		      int nkinds, int nops)
+{
+	int k;
+
+	m->f = f;
+	m->e = e;
+	m->raddr = tgt->raddr;
+	m->key = tgt->key;
+	m->nops = nops;
+	atomic_init(&m->finished, false);
+	cf_mem_reg(f, e, &m->mem, MIX_SLOTS * 8, FI_READ | FI_WRITE);
+	for (k = 0; k < nkinds && m->nkind < MIX_KINDS; k++) {
+		const struct mix_kind *mk = &kinds[k];
+
+		if (!valid_count(f->ep[e].ep, mk->form, mk->op, FI_UINT64))
+			continue;
+		*mix_slot(m, MIX_OPND + m->nkind) = mk->operand;
+		*mix_slot(m, MIX_CMP + m->nkind) = mk->compare;
+		m->kind[m->nkind++] = mk;
+	}
+}
+
+static int case_atomic_mixed(const char *prov)
+{
+	struct cf_opts o = {
+	    .caps = FI_ATOMIC, .nep = 3, .threading = FI_THREAD_SAFE};
+	static struct mixer sum, mix;
+	struct fi_cq_tagged_entry e;
+	char ran[256] = "";
+	uint64_t want, got, end;
+	pthread_t th[2];
+	struct cf_mem tgt;
+	struct cf_fix f;
+	int k;
+
+	cf_open(&f, prov, &o);
+	if (!valid_count(f.ep[1].ep, F_ATOMIC, FI_SUM, FI_UINT64))
+		cf_skip("FI_SUM on FI_UINT64 is not valid");
+	cf_mem_reg(&f, 0, &tgt, 8, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	mix_setup(&sum, &f, 1, &tgt, mix_sum_kinds, 2, MIX_SUMS);
+	mix_setup(&mix, &f, 2, &tgt, mix_other_kinds,
+		  (int)(sizeof(mix_other_kinds) / sizeof(mix_other_kinds[0])),
+		  MIX_OPS);
+	mix.cas = valid_count(f.ep[2].ep, F_COMPARE, FI_CSWAP, FI_UINT64);
+	if (!mix.nkind)
+		mix.nops = 0;
+	for (k = 0; k < mix.nkind; k++)
+		snprintf(ran + strlen(ran), sizeof(ran) - strlen(ran), " %s",
+			 mix.kind[k]->name);
+	cf_note("endpoint 1 adds (%d ops); endpoint 2 mixes in%s%s", MIX_SUMS,
+		mix.nkind ? ran : " nothing else",
+		mix.cas ? ", and increments by FI_CSWAP" : "");
+	cf_assert(!pthread_create(&th[0], NULL, mix_thread, &sum),
+		  "pthread_create");
+	cf_assert(!pthread_create(&th[1], NULL, mix_thread, &mix),
+		  "pthread_create");
+	/* The target's progress, for providers whose target applies them. */
+	while (!atomic_load(&sum.finished) || !atomic_load(&mix.finished))
+		(void)fi_cq_read(f.ep[0].cq, &e, 0);
+	cf_mark("joining the initiators");
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	cf_assert(!sum.err, "%s", sum.why);
+	cf_assert(!mix.err, "%s", mix.why);
+	want = (uint64_t)sum.done_ops + (uint64_t)mix.cas_ok * MIX_INC +
+	       (mix.bor ? MIX_BOR : 0) + (mix.mswap ? MIX_MSWAP : 0) +
+	       (mix.bxor % 2 ? MIX_BXOR : 0);
+	end = cf_now_ms() + CF_WAIT_MS;
+	while ((got = *(volatile uint64_t *)tgt.p) != want) {
+		cf_assert(cf_now_ms() < end,
+			  "the location is 0x%llx, want 0x%llx: the sums "
+			  "(of 1, and increments of 2^20) short by %lld, the "
+			  "bits above them 0x%llx instead of 0x%llx",
+			  (unsigned long long)got, (unsigned long long)want,
+			  (long long)((want & (MIX_BOR - 1)) -
+				      (got & (MIX_BOR - 1))),
+			  (unsigned long long)(got & ~(MIX_BOR - 1)),
+			  (unsigned long long)(want & ~(MIX_BOR - 1)));
+		(void)fi_cq_read(f.ep[0].cq, &e, 0);
+	}
+	cf_note("%d sums, %d mixed ops, %d FI_CSWAP increments: exact",
+		sum.done_ops, mix.done_ops, mix.cas_ok);
+	cf_mem_free(&sum.mem);
+	cf_mem_free(&mix.mem);
+	cf_mem_free(&tgt);
+	cf_close(&f);
+	return 0;
+}
+
 const struct cf_case cf_cases_atomic[] = {
     {"atomic",
      "every valid (op, datatype) of fi_atomic, fetch and "
@@ -555,5 +1027,16 @@ const struct cf_case cf_cases_atomic[] = {
      case_atomic},
     {"atomic_contend", "FI_SUM from two initiators, no update lost",
      case_atomic_contend},
+    {"atomic_mixed",
+     "one 64-bit location, two initiator threads mixing FI_SUM with every "
+     "other op offered: no update lost",
+     case_atomic_mixed},
+    {"atomic_shmem",
+     "the atomics Sandia OpenSHMEM requires at start-up are valid",
+     case_atomic_shmem},
+    {"cm_atomic",
+     "FI_EP_MSG: every valid (op, datatype) of fi_atomic, fetch and "
+     "compare against a reference model",
+     case_cm_atomic},
     {NULL},
 };

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # A hostile raw peer of an RDM endpoint (tests/verbs/bad_peer.c), on each
-# device: malformed messages are dropped, the honest one after them lands.
+# device: peers of earlier wire versions are refused, malformed messages
+# are dropped and the honest one after them lands, malformed or forbidden
+# atomics are answered with an error and change nothing.
 . "$(dirname "$0")/lib.sh"
 prog=$bld/tests/verbs/bad_peer
 [ -x "$prog" ] || skip "$prog is not built (make check builds it)"

@@ -8,9 +8,15 @@
  *    of header size and length would wrap);
  *  - an eager message longer than what arrived;
  *  - a message of another protocol version;
- *  - a rendezvous announcement with no segments, and one with too many.
- * Before that, a connection request in the previous wire version (32
- * bytes of private data, no fence region) must be refused.  After it,
+ *  - a rendezvous announcement with no segments, and one with too many;
+ *  - atomics that do not add up (shorter than their own header, a kind,
+ *    op or datatype that does not go together, too long, operands
+ *    missing) or name memory they may not touch (a key never issued, a
+ *    range past the registration): each is answered with an error and
+ *    changes nothing, and an honest one after them is applied.
+ * Before that, connection requests in the earlier wire versions (1: 32
+ * bytes of private data, no fence region; 2: no atomics applied by the
+ * target) must be refused.  After it,
  * the endpoint writes into the peer, which named a fence region with a
  * key that does not exist: over iWARP, where every write is followed by
  * a read of that region, the write must fail at the endpoint (not
@@ -39,8 +45,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-/* The wire format of docs/verbs-protocol.md, version 2. */
-#define WIRE_VERSION 2
+/* The wire format of docs/verbs-protocol.md, version 3. */
+#define WIRE_VERSION 3
 struct hdr {
 	uint8_t version, op;
 	uint16_t flags;
@@ -56,9 +62,18 @@ struct cm_priv {
 	uint64_t fence_addr; /* a region of ours the target reads */
 	uint32_t fence_rkey, reserved2; /* here: a key never issued */
 } __attribute__((packed));
+struct amo {
+	uint64_t addr;
+	uint32_t key;
+	uint8_t kind, op, datatype, reserved;
+};
 _Static_assert(sizeof(struct cm_priv) == 48, "private data");
 _Static_assert(sizeof(struct hdr) == 48, "header");
-enum { OP_MSG = 1, OP_RTS = 2, OP_HELLO = 5 };
+_Static_assert(sizeof(struct amo) == 16, "atomic request");
+enum { OP_MSG = 1, OP_RTS = 2, OP_HELLO = 5, OP_ATOMIC = 8,
+       OP_ATOMIC_RESP = 9 };
+enum { AMO_WRITE = 0, AMO_FETCH = 1, AMO_COMPARE = 2 };
+#define NRECV 8 /* receives of 512 bytes posted for what the target sends */
 
 static int failures;
 #define FAIL(...)                                                              \
@@ -134,9 +149,73 @@ static void cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 	exit(1);
 }
 
+/*
+ * Send hdr + amo + n bytes (sbuf) as an ATOMIC with tx_id id, drive the
+ * target until its ATOMIC_RESP for id arrives (reposting each receive),
+ * and return its status (-1: none came, or it was malformed); *old gets
+ * the first 8 bytes fetched.
+ */
+static int amo_ask(struct ibv_qp *qp, struct ibv_cq *scq, struct ibv_mr *mr,
+		   char *sbuf, uint32_t n, struct ibv_mr *pmr, char *pbuf,
+		   uint64_t id, uint64_t *old)
+{
+	struct ibv_sge sge = { (uintptr_t)sbuf, n, mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct fi_cq_tagged_entry e;
+	bool sent = false;
+	int status = -1;
+	uint64_t end;
+	struct ibv_wc wc;
+
+	((struct hdr *)sbuf)->tx_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	CHECK(ibv_post_send(qp, &wr, &bad));
+	end = now_ms() + 5000;
+	while ((!sent || status < 0) && now_ms() < end) {
+		const struct hdr *r;
+		struct ibv_sge rs;
+		struct ibv_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 },
+				   *rbad;
+
+		if (ibv_poll_cq(scq, 1, &wc) != 1) {
+			if (target_poll(1, &e))
+				FAIL("a completion at the target for an atomic");
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS) {
+			FAIL("atomic %llu: %s", (unsigned long long)id,
+			     ibv_wc_status_str(wc.status));
+			return -1;
+		}
+		if (!(wc.opcode & IBV_WC_RECV)) {
+			sent = true;
+			continue;
+		}
+		r = (const struct hdr *)(pbuf + wc.wr_id * 512);
+		if (r->op == OP_ATOMIC_RESP && r->tx_id == id &&
+		    wc.byte_len >= sizeof(*r) + r->len) {
+			status = (int)r->status;
+			if (r->len >= 8 && old)
+				memcpy(old, r + 1, 8);
+		}
+		rs.addr = (uintptr_t)pbuf + wc.wr_id * 512;
+		rs.length = 512;
+		rs.lkey = pmr->lkey;
+		rwr.wr_id = wc.wr_id;
+		CHECK(ibv_post_recv(qp, &rwr, &rbad));
+	}
+	return status;
+}
+
 int main(int argc, char **argv)
 {
-	static char rbuf[1 << 20], sbuf[4096], tbuf[4096], pbuf[4096];
+	static char rbuf[1 << 20], sbuf[8256], tbuf[4096], pbuf[NRECV * 512];
+	static uint64_t abuf[8]; /* the target's memory for atomics */
+	struct fid_mr *amr;
+	uint64_t old;
 	static char wbuf[64] = "written by the target, fenced";
 	struct fi_info *hints, *info;
 	struct fid_fabric *fabric;
@@ -171,7 +250,7 @@ int main(int argc, char **argv)
 	}
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_RMA;
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -195,6 +274,8 @@ int main(int argc, char **argv)
 	CHECK(fi_recv(ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, &rctx));
 	CHECK(fi_mr_reg(domain, wbuf, sizeof(wbuf), FI_WRITE, 0, 0, 0, &wmr,
 			NULL));
+	CHECK(fi_mr_reg(domain, abuf, sizeof(abuf),
+			FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &amr, NULL));
 
 	ch = rdma_create_event_channel();
 	CHECK(!ch);
@@ -204,11 +285,12 @@ int main(int argc, char **argv)
 	me.sin_family = AF_INET;
 	me.sin_addr = tgt.sin_addr;
 
-	/* A peer of the previous wire version (32 bytes of private data,
-	 * no fence region) is refused, not half understood. */
-	{
+	/* Peers of the earlier wire versions (1: 32 bytes of private
+	 * data, no fence region; 2: the same 48 bytes, but no atomics
+	 * applied by the target) are refused, not half understood. */
+	for (i = 1; i < WIRE_VERSION; i++) {
 		struct rdma_cm_id *old_id;
-		struct cm_priv old = { .version = WIRE_VERSION - 1 };
+		struct cm_priv prev = { .version = (uint8_t)i };
 
 		CHECK(rdma_create_id(ch, &old_id, NULL, RDMA_PS_TCP));
 		CHECK(rdma_resolve_addr(old_id, (struct sockaddr *)&me,
@@ -217,22 +299,22 @@ int main(int argc, char **argv)
 		CHECK(rdma_resolve_route(old_id, 5000));
 		cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
 		me.sin_port = htons(9);
-		old.addr_len = sizeof(me);
-		memcpy(old.addr, &me, sizeof(me));
+		prev.addr_len = sizeof(me);
+		memcpy(prev.addr, &me, sizeof(me));
 		me.sin_port = 0;
-		cp.private_data = &old;
-		cp.private_data_len = 32;
+		cp.private_data = &prev;
+		cp.private_data_len = i == 1 ? 32 : sizeof(prev);
 		cp.responder_resources = cp.initiator_depth = 1;
 		cp.retry_count = 7;
 		cp.rnr_retry_count = 7;
+		memset(&qa_old, 0, sizeof(qa_old));
 		qa_old.qp_type = IBV_QPT_RC;
 		qa_old.cap.max_send_wr = qa_old.cap.max_recv_wr = 4;
 		qa_old.cap.max_send_sge = qa_old.cap.max_recv_sge = 1;
 		CHECK(rdma_create_qp(old_id, NULL, &qa_old));
 		CHECK(rdma_connect(old_id, &cp));
 		cm_wait(ch, RDMA_CM_EVENT_REJECTED);
-		printf("ok: a peer of wire version %d is refused\n",
-		       WIRE_VERSION - 1);
+		printf("ok: a peer of wire version %d is refused\n", i);
 		rdma_destroy_qp(old_id);
 		rdma_destroy_id(old_id);
 		memset(&cp, 0, sizeof(cp));
@@ -260,10 +342,11 @@ int main(int argc, char **argv)
 	CHECK(!tmr);
 	pmr = ibv_reg_mr(id->pd, pbuf, sizeof(pbuf), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(!pmr);
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < NRECV; i++) {
 		struct ibv_sge sge = { (uintptr_t)pbuf + (uint64_t)i * 512, 512,
 				       pmr->lkey };
-		struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 },
+		struct ibv_recv_wr rwr = { .wr_id = (uint64_t)i, .sg_list = &sge,
+					   .num_sge = 1 },
 				   *rbad;
 
 		CHECK(ibv_post_recv(id->qp, &rwr, &rbad));
@@ -335,6 +418,55 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* Atomics: each bad one answered with an error, nothing changed;
+	 * then an honest fetching sum applied. */
+	abuf[0] = 7;
+	for (i = 0; i < 8; i++) {
+		struct amo *a = (struct amo *)(h + 1);
+		uint32_t sz = sizeof(*h) + sizeof(*a) + 8;
+		const char *what;
+		int st;
+
+		memset(sbuf, 0, sizeof(sbuf));
+		h->version = WIRE_VERSION;
+		h->op = OP_ATOMIC;
+		h->len = 8;
+		a->addr = (uintptr_t)abuf;
+		a->key = (uint32_t)fi_mr_key(amr);
+		a->kind = AMO_FETCH;
+		a->op = FI_SUM;
+		a->datatype = FI_UINT64;
+		memcpy(a + 1, &(uint64_t){ 5 }, 8);
+		switch (i) {
+		case 0: what = "an atomic shorter than its header"; sz = sizeof(*h) + 8; break;
+		case 1: what = "an atomic of kind 7"; a->kind = 7; break;
+		case 2: what = "FI_BOR on FI_FLOAT"; a->op = FI_BOR; a->datatype = FI_FLOAT; h->len = 4; break;
+		case 3: what = "an atomic of 5000 bytes"; h->len = 5000; sz = sizeof(*h) + sizeof(*a) + 5000; break;
+		case 4: what = "a compare atomic without its compare values"; a->kind = AMO_COMPARE; a->op = FI_CSWAP; break;
+		case 5: what = "an atomic with a key never issued"; a->key ^= 0x5a5a5a00; break;
+		case 6: what = "an atomic past the registration"; a->addr += sizeof(abuf); break;
+		default: what = "an honest fetching sum"; break;
+		}
+		old = ~0ULL;
+		st = amo_ask(id->qp, scq, mr, sbuf, sz, pmr, pbuf,
+			     1000 + (uint64_t)i, &old);
+		if (i < 7) {
+			if (st <= 0)
+				FAIL("%s: answered %d, not an error", what, st);
+			else if (abuf[0] != 7)
+				FAIL("%s: the target's memory changed", what);
+			else
+				printf("ok: %s refused: %s\n", what,
+				       fi_strerror(st));
+		} else if (st != 0 || old != 7 || abuf[0] != 12) {
+			FAIL("%s: status %d, fetched %llu, memory %llu", what,
+			     st, (unsigned long long)old,
+			     (unsigned long long)abuf[0]);
+		} else {
+			printf("ok: %s applied, the old value fetched\n", what);
+		}
+	}
+
 	/* The target writes into us: over iWARP its fence read uses the
 	 * key we named, which does not exist. */
 	CHECK(fi_write(ep, wbuf, sizeof(wbuf), fi_mr_desc(wmr), peer,
@@ -378,6 +510,7 @@ int main(int argc, char **argv)
 	rdma_destroy_event_channel(ch);
 	CHECK(fi_close(&ep->fid));
 	CHECK(fi_close(&wmr->fid));
+	CHECK(fi_close(&amr->fid));
 	CHECK(fi_close(&cq->fid));
 	CHECK(fi_close(&av->fid));
 	CHECK(fi_close(&domain->fid));

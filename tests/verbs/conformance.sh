@@ -15,6 +15,7 @@ for d in $devs; do
 	CF_NODE=$ip FI_VERBS_DEVICE_NAME=$dev timeout 300 "$prog" -p verbs \
 		-c cm_connect -c cm_reject -c cm_shutdown -c cm_peer_close \
 		-c cm_refused -c cm_no_answer -c cm_rma -c cm_rma_bad_access \
+		-c cm_atomic \
 		>"$tmp/out" 2>&1
 	rc=$?
 	cat "$tmp/out"
