@@ -266,6 +266,26 @@ static inline void cl_check(struct cl *c, const void *buf, size_t len,
 				(unsigned char)(seed * 131 + i * 7 + (i >> 8)));
 }
 
+/* Open MPI's MTL and BTL alike (opal/mca/common/ofi, common_ofi.c): whether
+ * info b may stand in for a when one is picked among several. */
+static inline bool cl_ompi_alike(const struct fi_info *a, const struct fi_info *b)
+{
+	return !strcmp(a->fabric_attr->prov_name, b->fabric_attr->prov_name) &&
+	       !strcmp(a->fabric_attr->name, b->fabric_attr->name) &&
+	       !(b->tx_attr->msg_order & ~a->tx_attr->msg_order) &&
+	       !(b->tx_attr->op_flags & ~a->tx_attr->op_flags) &&
+	       b->tx_attr->inject_size == a->tx_attr->inject_size &&
+	       !(b->rx_attr->msg_order & ~a->rx_attr->msg_order) &&
+	       !(b->rx_attr->op_flags & ~a->rx_attr->op_flags) &&
+	       !(b->ep_attr->type & ~a->ep_attr->type) &&
+	       !(b->ep_attr->mem_tag_format & ~a->ep_attr->mem_tag_format) &&
+	       b->ep_attr->max_msg_size == a->ep_attr->max_msg_size &&
+	       b->ep_attr->tx_ctx_cnt == a->ep_attr->tx_ctx_cnt &&
+	       b->ep_attr->rx_ctx_cnt == a->ep_attr->rx_ctx_cnt &&
+	       !(a->caps & ~b->caps) && !(a->mode & ~b->mode) &&
+	       a->addr_format == b->addr_format;
+}
+
 /* Which libfabric.so.1 serves this process, and its version. */
 static inline void cl_lib(struct cl *c)
 {

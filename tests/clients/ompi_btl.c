@@ -73,24 +73,6 @@ struct reg {			/* what a rank publishes of its window */
 	uint64_t base, rkey, base_addr;
 };
 
-static bool alike(const struct fi_info *a, const struct fi_info *b)
-{
-	return !strcmp(a->fabric_attr->prov_name, b->fabric_attr->prov_name) &&
-	       !strcmp(a->fabric_attr->name, b->fabric_attr->name) &&
-	       !(b->tx_attr->msg_order & ~a->tx_attr->msg_order) &&
-	       !(b->tx_attr->op_flags & ~a->tx_attr->op_flags) &&
-	       b->tx_attr->inject_size == a->tx_attr->inject_size &&
-	       !(b->rx_attr->msg_order & ~a->rx_attr->msg_order) &&
-	       !(b->rx_attr->op_flags & ~a->rx_attr->op_flags) &&
-	       !(b->ep_attr->type & ~a->ep_attr->type) &&
-	       !(b->ep_attr->mem_tag_format & ~a->ep_attr->mem_tag_format) &&
-	       b->ep_attr->max_msg_size == a->ep_attr->max_msg_size &&
-	       b->ep_attr->tx_ctx_cnt == a->ep_attr->tx_ctx_cnt &&
-	       b->ep_attr->rx_ctx_cnt == a->ep_attr->rx_ctx_cnt &&
-	       !(a->caps & ~b->caps) && !(a->mode & ~b->mode) &&
-	       a->addr_format == b->addr_format;
-}
-
 /* validate_info: NULL when the BTL takes this info, else why not. */
 static const char *refuse(struct btl *b, const struct fi_info *i, uint64_t req)
 {
@@ -201,9 +183,9 @@ again:
 		cl_skip(c, "no answer's prov_name starts with \"%s\" (answers: "
 			"%s)", c->name, seen);
 	for (pick = p; pick; pick = pick->next)
-		n += alike(p, pick);
+		n += cl_ompi_alike(p, pick);
 	for (pick = p; pick; pick = pick->next)
-		if (alike(p, pick) && i++ == c->rank % n)
+		if (cl_ompi_alike(p, pick) && i++ == c->rank % n)
 			break;
 	b->info = fi_dupinfo(pick);
 	fi_freeinfo(list);

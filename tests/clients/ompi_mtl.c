@@ -78,24 +78,6 @@ static bool in_list(const char *list, const char *item)
 	return !strncasecmp(item, list, strlen(list));
 }
 
-static bool alike(const struct fi_info *a, const struct fi_info *b)
-{
-	return !strcmp(a->fabric_attr->prov_name, b->fabric_attr->prov_name) &&
-	       !strcmp(a->fabric_attr->name, b->fabric_attr->name) &&
-	       !(b->tx_attr->msg_order & ~a->tx_attr->msg_order) &&
-	       !(b->tx_attr->op_flags & ~a->tx_attr->op_flags) &&
-	       b->tx_attr->inject_size == a->tx_attr->inject_size &&
-	       !(b->rx_attr->msg_order & ~a->rx_attr->msg_order) &&
-	       !(b->rx_attr->op_flags & ~a->rx_attr->op_flags) &&
-	       !(b->ep_attr->type & ~a->ep_attr->type) &&
-	       !(b->ep_attr->mem_tag_format & ~a->ep_attr->mem_tag_format) &&
-	       b->ep_attr->max_msg_size == a->ep_attr->max_msg_size &&
-	       b->ep_attr->tx_ctx_cnt == a->ep_attr->tx_ctx_cnt &&
-	       b->ep_attr->rx_ctx_cnt == a->ep_attr->rx_ctx_cnt &&
-	       !(a->caps & ~b->caps) && !(a->mode & ~b->mode) &&
-	       a->addr_format == b->addr_format;
-}
-
 static void set_hints(struct mtl *m, struct fi_info *hints)
 {
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -171,9 +153,9 @@ again:
 	/* Alike infos from the first one included; unbound ranks take them
 	 * round robin by local rank. */
 	for (pick = p; pick; pick = pick->next)
-		n += alike(p, pick);
+		n += cl_ompi_alike(p, pick);
 	for (pick = p; pick; pick = pick->next)
-		if (alike(p, pick) && i++ == c->rank % n)
+		if (cl_ompi_alike(p, pick) && i++ == c->rank % n)
 			break;
 	m->info = fi_dupinfo(pick);
 	fi_freeinfo(list);
