@@ -104,6 +104,9 @@ struct util_rdm_tx {
 	uint32_t gen; /* bumped at each reuse: the high half of its id */
 	bool live;
 	bool handing; /* inside the transport call that takes it */
+	/* Reported (counted) when the engine took it, inject completion
+	 * (tx_inject_complete): its end reports nothing more. */
+	bool reported;
 	struct util_rdm_hdr hdr;
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];

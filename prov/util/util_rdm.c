@@ -98,6 +98,7 @@ static struct util_rdm_tx *tx_get(struct util_rdm_ep *ep,
 			tx->gen = 1;
 		tx->live = true;
 		tx->handing = false;
+		tx->reported = false;
 	}
 	return tx;
 }
@@ -134,6 +135,19 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 {
 	struct util_cq *cq = ep->tx_cq;
 
+	if (tx->reported) {
+		/* Complete since it was taken (tx_inject_complete); its
+		 * caller was told so, and is not told twice. */
+		if (err)
+			FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+				"an injected %s to %llu failed after it "
+				"completed: %s\n",
+				tx->kind == UTIL_RDM_TX_WRITE ? "write" :
+								"atomic",
+				(unsigned long long)tx->dest,
+				fi_strerror(err));
+		return;
+	}
 	if (tx->cq_reserved) {
 		util_cq_writer_lock(cq);
 		if (!err) {
@@ -235,6 +249,43 @@ void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err)
 		return;
 	}
 	util_rdm_tx_done(ep, tx, err);
+}
+
+/*
+ * Whether a write or an atomic without a result completes when the engine
+ * has taken it: inject completion (fi_cq(3), FI_INJECT_COMPLETE), which
+ * fi_inject_write, fi_inject_writedata and fi_inject_atomic have
+ * (fi_rma(3), fi_atomic(3): the semantics of fi_inject), as does a
+ * writemsg or atomicmsg with FI_INJECT that asks for it.  Its data is
+ * copied (FI_INJECT), the caller's buffer is free: a counter bound for
+ * writes counts it then, without waiting for the target to answer (MPICH's
+ * MPI_Put then MPI_Win_flush waits on that counter, while the target may
+ * call nothing of the provider).  The target's answer then reports nothing
+ * more.  An explicit FI_TRANSMIT_COMPLETE or FI_DELIVERY_COMPLETE asks for
+ * more, and is reported when it is met.
+ */
+static inline bool tx_inject_complete(const struct util_rdm_tx *tx)
+{
+	if (tx->kind != UTIL_RDM_TX_WRITE && tx->kind != UTIL_RDM_TX_ATOMIC)
+		return false;
+	if (!(tx->flags & FI_INJECT) ||
+	    (tx->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
+		return false;
+	return tx->flags & (FI_INJECT_COMPLETE | RDM_NO_COMPLETION);
+}
+
+/*
+ * After tx_submit took tx (the transport has it, or it is queued): report
+ * it now if it completes so (tx_inject_complete) and is not done already
+ * (a transport may finish it during the call: then id names nothing).
+ */
+static void tx_taken(struct util_rdm_ep *ep, struct util_rdm_tx *tx,
+		     uint64_t id)
+{
+	if (util_rdm_tx_of(ep, id) != tx || !tx_inject_complete(tx))
+		return;
+	tx_report(ep, tx, 0);
+	tx->reported = true;
 }
 
 /* Reserve the CQ slot an operation will report to; -FI_EAGAIN if full. */
@@ -704,6 +755,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	struct util_rdm_tx *tx;
 	struct util_peer *peer;
 	size_t len, rlen = 0, i;
+	uint64_t id;
 	bool comp;
 	ssize_t ret;
 
@@ -778,9 +830,12 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 		else
 			memset(tx->desc, 0, sizeof(tx->desc));
 	}
+	id = tx->hdr.tx_id;
 	ret = tx_submit(ep, tx);
-	if (!ret)
+	if (!ret) {
+		tx_taken(ep, tx, id);
 		goto out;
+	}
 	tx_unreserve(ep, comp);
 err_put:
 	tx_put(ep, tx);
@@ -960,6 +1015,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	ssize_t n, ncmp = 0, nres = 0;
 	struct util_rdm_tx *tx;
 	struct util_peer *peer;
+	uint64_t id;
 	bool comp;
 	ssize_t ret;
 
@@ -1032,9 +1088,25 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		tx->rma_iov[i].key = a->rma[i].key;
 	}
 	memset(tx->desc, 0, sizeof(tx->desc));
+	if ((a->flags & FI_INJECT) && tx->hdr.len > ep->inject_max) {
+		ret = -FI_EINVAL;
+		goto err_unreserve;
+	}
+	if ((a->flags & FI_INJECT) && tx->iov_count) {
+		/* The operand is the caller's again when we return. */
+		util_iov_copy_from(tx->inject_buf, tx->iov, tx->iov_count, 0,
+				   tx->hdr.len);
+		tx->iov[0].iov_base = tx->inject_buf;
+		tx->iov[0].iov_len = tx->hdr.len;
+		tx->iov_count = 1;
+	}
+	id = tx->hdr.tx_id;
 	ret = tx_submit(ep, tx);
-	if (!ret)
+	if (!ret) {
+		tx_taken(ep, tx, id);
 		goto out;
+	}
+err_unreserve:
 	tx_unreserve(ep, comp);
 err_put:
 	tx_put(ep, tx);

@@ -436,6 +436,89 @@ static void rma_passive_target(struct cf_fix *f)
 }
 
 /*
+ * Injected writes into a process that has stopped calling the provider
+ * (proc_inject_write_cntr): a region of INJ_WORDS 64-bit words and one
+ * more, the sum, between two guards.  The case writes word i once, with
+ * inj_value(i), and adds 1 to the sum with each injected atomic.
+ */
+#define INJ_WORDS 256
+#define INJ_GUARD 64
+#define INJ_SUM (INJ_GUARD + 8 * INJ_WORDS)
+#define INJ_REGION (INJ_SUM + 8 + INJ_GUARD)
+
+static uint64_t inj_value(size_t i)
+{
+	return 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+}
+
+/* 'Y' when the first n words hold their values, the others 0, the sum
+ * na and the guards their byte; else which part is wrong ('1', 'w', 's',
+ * '2'). */
+static char inject_check(const uint8_t *r, size_t n, uint64_t na)
+{
+	uint64_t v;
+	size_t i;
+
+	if (!all_bytes(r, INJ_GUARD, PASSIVE_GUARD_BYTE))
+		return '1';
+	for (i = 0; i < INJ_WORDS; i++) {
+		memcpy(&v, r + INJ_GUARD + 8 * i, 8);
+		if (v != (i < n ? inj_value(i) : 0))
+			return 'w';
+	}
+	memcpy(&v, r + INJ_SUM, 8);
+	if (v != na)
+		return 's';
+	if (!all_bytes(r + INJ_SUM + 8, INJ_GUARD, PASSIVE_GUARD_BYTE))
+		return '2';
+	return 'Y';
+}
+
+/*
+ * The target of injected writes: register the region, hand out its key
+ * and address, make progress until the case starts ('S', after it met us
+ * with a read), say so ('B') and block in read() on the pipe, calling
+ * nothing of the library, until the case has seen its writes counted
+ * ('P'); then make progress until it asks for the check ('C', with the
+ * number of words written and of atomics) and answer 'Y' once the region
+ * holds them
+ * (they may land after their initiator counted them), or what is wrong.
+ */
+static void inject_target(struct cf_fix *f)
+{
+	uint64_t n, na, end;
+	struct cf_mem t;
+	char op, r;
+
+	cf_mem_reg(f, 0, &t, INJ_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	memset(t.p, PASSIVE_GUARD_BYTE, INJ_REGION);
+	memset(t.p + INJ_GUARD, 0, 8 * INJ_WORDS + 8);
+	cf_write_all(PEER_OUT, &t.key, sizeof(t.key));
+	cf_write_all(PEER_OUT, &t.raddr, sizeof(t.raddr));
+	await_fd(f, PEER_IN);
+	cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	cf_assert(op == 'S', "injected-writes target: unexpected request %c",
+		  op);
+	op = 'B';
+	cf_write_all(PEER_OUT, &op, 1);
+	/* Blocks in poll()/read(): no progress of ours from here on. */
+	cf_read_all(PEER_IN, &op, 1, PEER_ALARM_S * 1000);
+	cf_assert(op == 'P', "injected-writes target: unexpected request %c",
+		  op);
+	await_fd(f, PEER_IN);
+	cf_read_all(PEER_IN, &op, 1, CF_WAIT_MS);
+	cf_assert(op == 'C', "injected-writes target: unexpected request %c",
+		  op);
+	cf_read_all(PEER_IN, &n, sizeof(n), CF_WAIT_MS);
+	cf_read_all(PEER_IN, &na, sizeof(na), CF_WAIT_MS);
+	end = cf_now_ms() + CF_WAIT_MS;
+	while ((r = inject_check(t.p, n, na)) != 'Y' && cf_now_ms() < end)
+		cf_progress(f);
+	cf_write_all(PEER_OUT, &r, 1);
+	cf_mem_free(&t);
+}
+
+/*
  * The closing target: once the initiator writes in a loop ('G'), close
  * the MR while its writes land, overwrite the region, say so ('X'), make
  * progress (a stale key is refused by us where the initiator cannot tell
@@ -602,7 +685,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 			 !strcmp(role, "rma_target") ||
 					 !strcmp(role, "rma_closer")
 				 ? FI_MSG | FI_RMA
-			 : !strcmp(role, "rma_passive")
+			 : !strcmp(role, "rma_passive") ||
+					 !strcmp(role, "inject_target")
 				 ? FI_MSG | FI_RMA | FI_ATOMIC
 				 : FI_MSG | FI_TAGGED);
 	}
@@ -615,6 +699,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		rma_passive_target(&f);
 	} else if (!strcmp(role, "rma_closer")) {
 		rma_closer_target(&f);
+	} else if (!strcmp(role, "inject_target")) {
+		inject_target(&f);
 	} else if (!strcmp(role, "rndv_sender")) {
 		rndv_sender(&f, peer);
 	} else if (!strcmp(role, "crossed")) {
@@ -1170,6 +1256,164 @@ static int case_proc_rma_after_send(const char *prov)
 	cf_mem_free(&lm);
 	cf_mem_free(&rm);
 	cf_mem_free(&mm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
+/*
+ * MPICH's MPI_Put of a small value followed by MPI_Win_flush, as its
+ * multi-threaded one-sided tests repeat it: fi_inject_write, then a wait
+ * for the write counter to count it, before the next one; while the
+ * target process calls nothing of the provider.  fi_inject_write has
+ * fi_inject's completion semantics (fi_rma(3)): the write is complete
+ * once injected, so it is counted without the target's progress (1.17's
+ * tcp;ofi_rxm counts it when sent).  So does fi_inject_atomic
+ * (fi_atomic(3)), which the case posts next, adding 1 to one word each
+ * time (1.17's tcp counts those only when the target answers).  Then the
+ * target makes progress: the writes land, each word once, the sum is the
+ * number of atomics and the guards are intact (read back over the
+ * provider where reads are ordered after writes, and checked by the
+ * target in its own memory), and the counter ends at exactly the number
+ * of writes and atomics, none in error: the target's answers count
+ * nothing again.
+ */
+static int case_proc_inject_write_cntr(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_MSG | FI_RMA | FI_ATOMIC, .nep = 1,
+			    .no_insert = true,
+			    .cntr_mask = 1u << CF_CNTR_WRITE};
+	struct fi_context2 ctx;
+	struct fid_cntr *wc;
+	struct peer_link l;
+	struct cf_mem rm;
+	struct cf_comp c;
+	struct cf_fix f;
+	uint64_t key, raddr, v, end, n, nw, na;
+	fi_addr_t peer;
+	int status;
+	size_t i;
+	char b;
+
+	cf_open(&f, prov, &o);
+	wc = f.ep[0].cntr[CF_CNTR_WRITE];
+	/* Within what the endpoint may hold toward one unanswering peer. */
+	nw = f.info->tx_attr->size / 2;
+	if (nw > INJ_WORDS)
+		nw = INJ_WORDS;
+	na = (nw + 1) / 2;
+	cf_assert(nw > 0, "tx_attr->size %zu", f.info->tx_attr->size);
+	cf_assert(f.info->tx_attr->inject_size >= 8,
+		  "tx_attr->inject_size %zu", f.info->tx_attr->inject_size);
+	cf_spawn_peer("inject_target", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &key, sizeof(key), CF_WAIT_MS);
+	cf_read_all(l.rfd, &raddr, sizeof(raddr), CF_WAIT_MS);
+	cf_mem_reg(&f, 0, &rm, INJ_REGION, FI_READ);
+
+	/* Meet the target while it still makes progress. */
+	cf_post(&f, fi_read(f.ep[0].ep, rm.p, INJ_REGION, rm.desc, peer,
+			    raddr, key, &ctx));
+	c = cf_wait_ctx(&f, 0, &ctx);
+	cf_assert(!c.err, "first fi_read: error %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_expect(inject_check(rm.p, 0, 0) == 'Y',
+		  "first fi_read: the region is not as registered");
+	b = 'S';
+	cf_write_all(l.wfd, &b, 1);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_assert(b == 'B', "target: %c", b);
+
+	for (i = 0; i < nw; i++) {
+		v = inj_value(i);
+		cf_post(&f, fi_inject_write(f.ep[0].ep, &v, 8, peer,
+					    raddr + INJ_GUARD + 8 * i, key));
+		v = ~0ull; /* the buffer is ours again */
+		end = cf_now_ms() + CF_WAIT_MS;
+		while ((n = fi_cntr_read(wc)) < i + 1) {
+			cf_assert(!fi_cntr_readerr(wc),
+				  "fi_inject_write %zu: counted in error "
+				  "(%llu)",
+				  i, (unsigned long long)fi_cntr_readerr(wc));
+			cf_assert(cf_now_ms() < end,
+				  "fi_inject_write %zu of 8 bytes: the write "
+				  "counter reads %llu after %d ms while the "
+				  "target process does not call the provider",
+				  i, (unsigned long long)n, CF_WAIT_MS);
+			cf_progress(&f);
+		}
+		cf_assert(n == i + 1, "fi_inject_write %zu: the write counter "
+			  "reads %llu", i, (unsigned long long)n);
+	}
+	/* fi_inject_atomic has the same semantics (fi_atomic(3)). */
+	for (i = 0; i < na; i++) {
+		v = 1;
+		cf_post(&f, fi_inject_atomic(f.ep[0].ep, &v, 1, peer,
+					     raddr + INJ_SUM, key, FI_UINT64,
+					     FI_SUM));
+		v = ~0ull;
+		end = cf_now_ms() + CF_WAIT_MS;
+		while ((n = fi_cntr_read(wc)) < nw + i + 1) {
+			cf_assert(!fi_cntr_readerr(wc),
+				  "fi_inject_atomic %zu: counted in error "
+				  "(%llu)",
+				  i, (unsigned long long)fi_cntr_readerr(wc));
+			cf_assert(cf_now_ms() < end,
+				  "fi_inject_atomic %zu (FI_SUM, FI_UINT64): "
+				  "the write counter reads %llu after %llu "
+				  "writes and %d ms while the target process "
+				  "does not call the provider",
+				  i, (unsigned long long)n,
+				  (unsigned long long)nw, CF_WAIT_MS);
+			cf_progress(&f);
+		}
+		cf_assert(n == nw + i + 1, "fi_inject_atomic %zu: the write "
+			  "counter reads %llu after %llu writes", i,
+			  (unsigned long long)n, (unsigned long long)nw);
+	}
+
+	/* The target makes progress from here on. */
+	b = 'P';
+	cf_write_all(l.wfd, &b, 1);
+	if (f.info->tx_attr->msg_order & (FI_ORDER_RAW | FI_ORDER_RMA_RAW)) {
+		memset(rm.p, 0, INJ_REGION);
+		cf_post(&f, fi_read(f.ep[0].ep, rm.p, INJ_REGION, rm.desc,
+				    peer, raddr, key, &ctx));
+		c = cf_wait_ctx(&f, 0, &ctx);
+		cf_assert(!c.err, "fi_read after the writes: error %d (%s)",
+			  c.err, fi_strerror(c.err));
+		b = inject_check(rm.p, nw, na);
+		cf_expect(b == 'Y',
+			  "read back after %llu injected writes and %llu "
+			  "atomics: part %c wrong (1, 2: guards, w: words, s: "
+			  "sum)",
+			  (unsigned long long)nw, (unsigned long long)na, b);
+	}
+	b = 'C';
+	cf_write_all(l.wfd, &b, 1);
+	cf_write_all(l.wfd, &nw, sizeof(nw));
+	cf_write_all(l.wfd, &na, sizeof(na));
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS + 5000);
+	cf_expect(b == 'Y',
+		  "the target found its region wrong after %llu injected "
+		  "writes and %llu atomics: part %c (1, 2: guards, w: words, "
+		  "s: sum)",
+		  (unsigned long long)nw, (unsigned long long)na, b);
+	/* Whatever the target answered is in; nothing counts again. */
+	cf_expect_none(&f, 0, 300);
+	n = fi_cntr_read(wc);
+	cf_expect(n == nw + na, "the write counter reads %llu after %llu "
+		  "injected writes and %llu atomics", (unsigned long long)n,
+		  (unsigned long long)nw, (unsigned long long)na);
+	n = fi_cntr_readerr(wc);
+	cf_expect(!n, "%llu injected writes or atomics counted in error",
+		  (unsigned long long)n);
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "peer ended with status 0x%x", status);
+	cf_mem_free(&rm);
 	cf_close(&f);
 	close(l.wfd);
 	close(l.rfd);
@@ -1743,6 +1987,10 @@ const struct cf_case cf_cases_proc[] = {
      "two processes: fi_write/fi_read 1 B to 4 MiB and atomics complete "
      "while the target does not call the provider; guards intact",
      case_proc_rma_passive},
+    {"proc_inject_write_cntr",
+     "two processes: each fi_inject_write is counted by the write counter "
+     "while the target does not call the provider; then it lands, once",
+     case_proc_inject_write_cntr},
     {"proc_rndv_passive_sender",
      "two processes: messages of 64 KiB + 1 to 4 MiB arrive while their "
      "sender does not call the provider",
