@@ -120,6 +120,17 @@ static inline uint64_t util_mr_map_gen(const struct util_mr_map *map)
 	return __atomic_load_n(&map->gen, __ATOMIC_ACQUIRE);
 }
 
+/* An mr_mode as bits: FI_MR_BASIC is FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+ * FI_MR_PROV_KEY, FI_MR_SCALABLE none of them (fi_mr(3)). */
+static inline int util_mr_mode_bits(int mr_mode)
+{
+	if (mr_mode == FI_MR_BASIC)
+		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	if (mr_mode == FI_MR_SCALABLE)
+		return 0;
+	return mr_mode;
+}
+
 /*
  * Initialise an empty map for a domain's mr_mode (FI_MR_BASIC means
  * FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, FI_MR_SCALABLE

@@ -1099,9 +1099,10 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 		if (hdr->flags & UTIL_RDM_ACK_REQ)
 			memcpy(s->payload + SHM_INLINE_MAX - sizeof(hdr->tx_id),
 			       &hdr->tx_id, sizeof(hdr->tx_id));
-		if (iov_count == 1)
+		/* A 0-byte message may name no buffer at all. */
+		if (iov_count == 1 && hdr->len)
 			memcpy(s->payload, iov[0].iov_base, hdr->len);
-		else
+		else if (iov_count > 1)
 			util_iov_copy_from(s->payload, iov, iov_count, 0, hdr->len);
 	} else {
 		struct shm_bounce *bb = shm_map_bounce_in(&c->map, bidx,

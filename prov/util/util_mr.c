@@ -217,11 +217,7 @@ int util_mr_map_init(struct util_mr_map *map, const struct fi_provider *prov,
 	memset(map, 0, sizeof(*map));
 	atomic_init(&map->counted, 0);
 	map->prov = prov ? prov : &weft_core_prov;
-	if (mr_mode == FI_MR_BASIC)
-		mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	else if (mr_mode == FI_MR_SCALABLE)
-		mr_mode = 0;
-	map->mr_mode = mr_mode;
+	map->mr_mode = util_mr_mode_bits(mr_mode);
 	map->iov_limit = iov_limit ? iov_limit : UTIL_MR_IOV_LIMIT;
 	mr_seed(map);
 	ret = weft_lock_init(&map->lock, needs_lock);

@@ -1473,9 +1473,12 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 	ret = util_domain_init(&domain->base.util, fabric, info, context);
 	if (ret)
 		goto err_cache;
-	/* Keys are the device's rkeys: the map records them as given. */
+	/* Keys are the device's rkeys: the map records them as given (an
+	 * FI_MR_BASIC domain's included: its bits, less FI_MR_PROV_KEY). */
 	ret = util_mr_map_init(&domain->base.mr_map, &verbs_prov,
-			       domain->base.util.mr_mode & ~FI_MR_PROV_KEY, 1,
+			       util_mr_mode_bits(domain->base.util.mr_mode) &
+				       ~FI_MR_PROV_KEY,
+			       1,
 			       util_domain_progress_needs_lock(
 				       &domain->base.util));
 	if (ret)
