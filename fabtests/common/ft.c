@@ -99,7 +99,7 @@ static void *ft_watchdog(void *arg)
 	return NULL;
 }
 
-static void ft_watchdog_start(void)
+void ft_watchdog_start(void)
 {
 	static bool started;
 	pthread_t thread;

@@ -153,6 +153,10 @@ uint64_t ft_mr_access(uint64_t caps);
  */
 int ft_init(void);
 /* Only the side channel (the raw baselines use it as their data socket). */
+/* The -T watchdog: a thread, started once per process (ft_oob_open starts
+ * it).  A program that forks does so before: threads do not survive
+ * fork(), and a child may inherit a lock that another thread held. */
+void ft_watchdog_start(void);
 int ft_oob_open(void);
 /*
  * The buffer slots of an endpoint for ft.max_size and the window: how

@@ -847,15 +847,29 @@ int main(int argc, char **argv)
 	for (ret = 0; ret < ft.opts.nsizes; ret++)
 		if (ft.opts.sizes[ret] > ft.max_size)
 			ft.max_size = ft.opts.sizes[ret];
-	ret = ft_oob_open();
-	if (ret)
-		return 1;
+	/* The ranks are forked before any thread runs (the watchdog):
+	 * threads do not survive fork(), and a child of a threaded parent
+	 * may inherit a lock another thread held (an allocator's, under
+	 * ASan), and hang on it. */
+	ret = 0;
 	if (mn.rank == 1) {
 		ret = start_ranks();
 		if (ret) {
 			FT_ERR("starting the ranks", ret);
 			mn.nranks = 2;
 		}
+	}
+	if (mn.rank > 1) {
+		ft_watchdog_start();
+	} else if (ft_oob_open()) {
+		/* Our ranks see their channel end, and go. */
+		for (int k = 2; mn.rank == 1 && mn.child_fd && k < mn.nranks;
+		     k++)
+			if (mn.child_pid[k])
+				close(mn.child_fd[k]);
+		if (mn.rank == 1)
+			reap_ranks(1);
+		return 1;
 	}
 	/* A rank set up alone fails alone: every exchange agrees first. */
 	ret = ret ? ret : mn_rank_main();
