@@ -1325,7 +1325,8 @@ static int ctrl_send(struct vconn *conn, uint8_t opc, uint64_t tx_id,
 
 	if (conn->state != VC_OPEN)
 		return -FI_ENOTCONN;
-	if (dlist_empty(&conn->deferred)) {
+	/* A CREDIT need not keep its place behind what waits (credit_run). */
+	if (dlist_empty(&conn->deferred) || opc == VRDM_OP_CREDIT) {
 		ret = post_msg(ep, conn, &h, sizeof(h), NULL, 0, 0,
 			       opc == VRDM_OP_CREDIT ? VRDM_RETURN :
 						       VRDM_ANSWER, 0);
@@ -1352,7 +1353,36 @@ static inline void credit_maybe(struct vconn *conn)
 
 static int fetch_start(struct verbs_rdm_ep *ep, struct vop *op);
 
-/* Post what waits on each conn, in order, while there is room. */
+/*
+ * The CREDIT waiting on conn, ahead of what waits before it.  What waits
+ * (a FIN, an ACK, data) may wait for credits that the peer can give only
+ * once it has ours: when both sides are down to their last credits with
+ * answers queued, each holding back the other's CREDIT behind them would
+ * stop both for good.  A CREDIT carries nothing else, so it may pass.
+ */
+static void credit_run(struct verbs_rdm_ep *ep, struct vconn *conn)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&conn->deferred, e) {
+		struct vop *op = container_of(e, struct vop, dentry);
+
+		if (op->kind != VOP_CTRL || op->ctrl.op != VRDM_OP_CREDIT)
+			continue;
+		if (conn->credit_return &&
+		    post_msg(ep, conn, &op->ctrl, sizeof(op->ctrl), NULL, 0, 0,
+			     VRDM_RETURN, 0) == -FI_EAGAIN)
+			return;
+		conn->credit_queued = false;
+		dlist_remove(&op->dentry);
+		ep->ndeferred--;
+		op_release(ep, op);
+		return;
+	}
+}
+
+/* Post what waits on each conn, in order, while there is room; a
+ * waiting CREDIT first (credit_run). */
 static void deferred_run(struct verbs_rdm_ep *ep)
 {
 	struct dlist_entry *ce;
@@ -1360,6 +1390,8 @@ static void deferred_run(struct verbs_rdm_ep *ep)
 	dlist_foreach(&ep->conns, ce) {
 		struct vconn *conn = container_of(ce, struct vconn, entry);
 
+		if (weft_unlikely(conn->credit_queued))
+			credit_run(ep, conn);
 		while (!dlist_empty(&conn->deferred)) {
 			struct vop *op = container_of(conn->deferred.next,
 						      struct vop, dentry);

@@ -95,10 +95,7 @@ logs=$out/logs
 mkdir -p "$logs" || exit 99
 
 # Known failures over weft: "config/program" -> the reason.
-declare -A xfail=(
-	[verbs-btl-rxe0/threads]="MPI_THREAD_MULTIPLE over btl ofi on verbs (rxe0, in the test VM) does not finish within 120 s or 240 s; not understood yet"
-	[verbs-btl-siw0/threads]="MPI_THREAD_MULTIPLE over btl ofi on verbs (siw0, in the test VM, runs since verbs RDM offers atomics on iWARP) does not finish within 240 s, as on rxe0; not understood yet"
-)
+declare -A xfail=()
 
 npass=0 nfail=0 nskip=0
 declare -a summary=()

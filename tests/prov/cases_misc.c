@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -575,6 +576,249 @@ static int case_comp_levels(const char *prov)
 	return 0;
 }
 
+/*
+ * Bursts both ways at once, as threads of an MPI rank send: under
+ * FI_THREAD_SAFE, one thread per endpoint posts its receives, meets the
+ * other thread, sends its burst at FI_DELIVERY_COMPLETE and reads only its
+ * own CQ until its sends and receives are done; several rounds on the
+ * same path.  Each side owes the other a delivery answer for every
+ * message, many more than a peer may have unanswered under a provider's
+ * flow control, while its own burst has used up what the peer can take.
+ */
+enum { BT_N = 200, BT_LEN = 1000, BT_ROUNDS = 8 };
+
+/* Whether buf holds cf_fill's pattern for seed (no failure recorded). */
+static bool holds_fill_bt(const uint8_t *buf, size_t len, unsigned int seed)
+{
+	uint8_t *want = malloc(len);
+	bool same;
+
+	if (!want)
+		return false;
+	cf_fill(want, len, seed);
+	same = !memcmp(buf, want, len);
+	free(want);
+	return same;
+}
+
+struct bt_side {
+	struct cf_fix *f;
+	int i, round;
+	pthread_barrier_t *bar;
+	struct cf_mem *sm, *rm;
+	struct fi_context2 sc[BT_N], rc[BT_N];
+	uint8_t seen[BT_N];
+	bool met; /* past the barrier */
+	char err[200];
+};
+
+static void bt_fail(struct bt_side *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void bt_fail(struct bt_side *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (b->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->err, sizeof(b->err), fmt, ap);
+	va_end(ap);
+}
+
+/* Completions of this side's CQ: how many were read, -1 on a failure. */
+static int bt_read(struct bt_side *b)
+{
+	struct fi_cq_tagged_entry e[16];
+	struct fid_cq *cq = b->f->ep[b->i].cq;
+	ssize_t n, k;
+
+	n = fi_cq_read(cq, e, 16);
+	if (n == -FI_EAGAIN)
+		return 0;
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry ee = {0};
+
+		fi_cq_readerr(cq, &ee, 0);
+		bt_fail(b, "round %d, endpoint %d: error %d (%s)", b->round,
+			b->i, ee.err, fi_strerror(ee.err));
+		return -1;
+	}
+	if (n < 0) {
+		bt_fail(b, "round %d, endpoint %d: fi_cq_read %zd", b->round,
+			b->i, n);
+		return -1;
+	}
+	for (k = 0; k < n; k++) {
+		void *ctx = e[k].op_context;
+		const uint8_t *p;
+		int m;
+
+		if (ctx >= (void *)b->sc && ctx < (void *)(b->sc + BT_N))
+			continue;
+		if (ctx < (void *)b->rc || ctx >= (void *)(b->rc + BT_N)) {
+			bt_fail(b, "round %d, endpoint %d: context %p",
+				b->round, b->i, ctx);
+			return -1;
+		}
+		p = b->rm->p +
+		    (size_t)((struct fi_context2 *)ctx - b->rc) * BT_LEN;
+		memcpy(&m, p, sizeof(m));
+		if (e[k].len != BT_LEN || m < 0 || m >= BT_N || b->seen[m] ||
+		    !holds_fill_bt(p + sizeof(m), BT_LEN - sizeof(m),
+				   10000 * b->round + 1000 * (1 - b->i) + m)) {
+			bt_fail(b, "round %d, endpoint %d: %zu bytes, message "
+				"%d, or its data wrong", b->round, b->i,
+				e[k].len, m);
+			return -1;
+		}
+		b->seen[m] = 1;
+	}
+	return (int)n;
+}
+
+static void *bt_thread(void *arg)
+{
+	struct bt_side *b = arg;
+	struct cf_fix *f = b->f;
+	struct fid_ep *ep = f->ep[b->i].ep;
+	fi_addr_t to = f->ep[1 - b->i].addr;
+	int left = 2 * BT_N, j, n;
+	uint64_t end;
+	ssize_t ret;
+
+	memset(b->seen, 0, sizeof(b->seen));
+	b->met = false;
+	for (j = 0; j < BT_N; j++) {
+		end = cf_now_ms() + CF_WAIT_MS;
+		while ((ret = fi_trecv(ep, b->rm->p + (size_t)j * BT_LEN,
+				       BT_LEN, b->rm->desc, FI_ADDR_UNSPEC,
+				       (uint64_t)b->round, 0, &b->rc[j])) ==
+			       -FI_EAGAIN &&
+		       cf_now_ms() < end)
+			if ((n = bt_read(b)) < 0)
+				goto out;
+			else
+				left -= n;
+		if (ret) {
+			bt_fail(b, "round %d, endpoint %d: fi_trecv %zd",
+				b->round, b->i, ret);
+			goto out;
+		}
+	}
+	pthread_barrier_wait(b->bar);
+	b->met = true;
+	for (j = 0; j < BT_N; j++) {
+		uint8_t *p = b->sm->p + (size_t)j * BT_LEN;
+		struct iovec iov = {p, BT_LEN};
+		struct fi_msg_tagged msg = {
+		    .msg_iov = &iov,
+		    .desc = &b->sm->desc,
+		    .iov_count = 1,
+		    .addr = to,
+		    .tag = (uint64_t)b->round,
+		    .context = &b->sc[j],
+		};
+
+		memcpy(p, &j, sizeof(j));
+		cf_fill(p + sizeof(j), BT_LEN - sizeof(j),
+			10000 * b->round + 1000 * b->i + j);
+		end = cf_now_ms() + CF_WAIT_MS;
+		while ((ret = fi_tsendmsg(ep, &msg,
+					  FI_COMPLETION |
+						  FI_DELIVERY_COMPLETE)) ==
+			       -FI_EAGAIN &&
+		       cf_now_ms() < end)
+			if ((n = bt_read(b)) < 0)
+				goto out;
+			else
+				left -= n;
+		if (ret) {
+			bt_fail(b, "round %d, endpoint %d: send %d: %zd (no "
+				"room for %d ms)", b->round, b->i, j, ret,
+				CF_WAIT_MS);
+			goto out;
+		}
+	}
+	end = cf_now_ms() + CF_WAIT_MS;
+	while (left > 0) {
+		if ((n = bt_read(b)) < 0)
+			goto out;
+		if (n) {
+			left -= n;
+			end = cf_now_ms() + CF_WAIT_MS;
+		} else if (cf_now_ms() > end) {
+			bt_fail(b, "round %d, endpoint %d: %d of %d completions "
+				"missing, none for %d ms", b->round, b->i, left,
+				2 * BT_N, CF_WAIT_MS);
+			goto out;
+		}
+	}
+	return NULL;
+out:
+	/* The other thread may wait at the barrier still. */
+	if (!b->met)
+		pthread_barrier_wait(b->bar);
+	return NULL;
+}
+
+static int case_burst_threads(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED, .threading = FI_THREAD_SAFE};
+	static struct bt_side side[2];
+	static struct fi_context2 wc[2][2];
+	pthread_barrier_t bar;
+	struct cf_mem sm[2], rm[2];
+	pthread_t th[2];
+	struct cf_comp c;
+	struct cf_fix f;
+	int i, r;
+
+	cf_open(&f, prov, &o);
+	for (i = 0; i < 2; i++) {
+		cf_mem_reg(&f, i, &sm[i], (size_t)BT_N * BT_LEN, FI_SEND);
+		cf_mem_reg(&f, i, &rm[i], (size_t)BT_N * BT_LEN, FI_RECV);
+	}
+	/* The path, one way then the other: a provider that connects on
+	 * demand answers on the connection the first side made. */
+	for (i = 0; i < 2; i++) {
+		cf_post(&f, fi_trecv(f.ep[1 - i].ep, rm[1 - i].p, BT_LEN,
+				     rm[1 - i].desc, FI_ADDR_UNSPEC, 1000, 0,
+				     &wc[1 - i][1]));
+		cf_post(&f, fi_tsend(f.ep[i].ep, sm[i].p, BT_LEN, sm[i].desc,
+				     f.ep[1 - i].addr, 1000, &wc[i][0]));
+		c = cf_wait_ctx(&f, i, &wc[i][0]);
+		cf_assert(!c.err, "first send %d: error %d", i, c.err);
+		c = cf_wait_ctx(&f, 1 - i, &wc[1 - i][1]);
+		cf_assert(!c.err, "first receive %d: error %d", 1 - i, c.err);
+	}
+	for (r = 0; r < BT_ROUNDS; r++) {
+		pthread_barrier_init(&bar, NULL, 2);
+		for (i = 0; i < 2; i++) {
+			side[i].f = &f;
+			side[i].i = i;
+			side[i].round = r;
+			side[i].bar = &bar;
+			side[i].sm = &sm[i];
+			side[i].rm = &rm[i];
+			side[i].err[0] = 0;
+			cf_assert(!pthread_create(&th[i], NULL, bt_thread,
+						  &side[i]),
+				  "pthread_create");
+		}
+		for (i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&bar);
+		for (i = 0; i < 2; i++)
+			cf_assert(!side[i].err[0], "%s", side[i].err);
+	}
+	for (i = 0; i < 2; i++) {
+		cf_mem_free(&sm[i]);
+		cf_mem_free(&rm[i]);
+	}
+	cf_close(&f);
+	return 0;
+}
+
 /* A context with guard bytes on both sides. */
 struct guarded_ctx {
 	uint8_t pre[64];
@@ -1056,6 +1300,10 @@ const struct cf_case cf_cases_misc[] = {
      "FI_INJECT/TRANSMIT/DELIVERY_COMPLETE on sends and "
      "writes",
      case_comp_levels},
+    {"burst_threads",
+     "FI_THREAD_SAFE: a thread per endpoint sends 200 messages at "
+     "FI_DELIVERY_COMPLETE to the other at once, 8 rounds: all complete",
+     case_burst_threads},
     {"context",
      "FI_CONTEXT/FI_CONTEXT2: only the context is written, "
      "returned as given",
