@@ -1078,7 +1078,9 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	tx->hdr.data = a->data & ep->data_mask;
 	tx->hdr.len = rcount * elem;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
-	tx->iov_count = a->op == FI_ATOMIC_READ && !a->iov ? 0 : a->count;
+	/* FI_ATOMIC_READ reads no operand, even where one is named (Sandia
+	 * OpenSHMEM names one at address NULL): nothing copies it. */
+	tx->iov_count = a->op == FI_ATOMIC_READ ? 0 : a->count;
 	tx->cmp_count = a->kind == UTIL_RDM_TX_COMPARE_ATOMIC ? a->cmp_count : 0;
 	tx->res_count = a->kind != UTIL_RDM_TX_ATOMIC ? a->res_count : 0;
 	tx->rma_count = a->rma_count;
@@ -1088,7 +1090,9 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		tx->rma_iov[i].key = a->rma[i].key;
 	}
 	memset(tx->desc, 0, sizeof(tx->desc));
-	if ((a->flags & FI_INJECT) && tx->hdr.len > ep->inject_max) {
+	/* FI_INJECT names the operand's buffer: FI_ATOMIC_READ has none. */
+	if ((a->flags & FI_INJECT) && tx->iov_count &&
+	    tx->hdr.len > ep->inject_max) {
 		ret = -FI_EINVAL;
 		goto err_unreserve;
 	}

@@ -1020,6 +1020,81 @@ static int case_atomic_mixed(const char *prov)
 	return 0;
 }
 
+/*
+ * Sandia OpenSHMEM's fetch (shmem_transport_fetch_atomic_nbi): an
+ * fi_fetch_atomicmsg with FI_INJECT and FI_ATOMIC_READ whose operand is
+ * one element at address NULL, never to be read; then an injected
+ * fetching sum whose operand the caller overwrites as soon as the call
+ * returns (FI_INJECT: the buffer is the caller's again).
+ */
+static int case_atomic_inject_fetch(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_ATOMIC};
+	struct fi_context2 ctx[2];
+	struct cf_mem res, tm;
+	struct cf_comp c;
+	struct cf_fix f;
+	uint64_t operand = 5, *r, *t;
+	size_t count;
+	struct fi_ioc ioc = {.addr = NULL, .count = 1};
+	struct fi_ioc rioc;
+	struct fi_rma_ioc rma;
+	struct fi_msg_atomic m = {0};
+	void *rdesc;
+
+	cf_open(&f, prov, &o);
+	if (fi_fetch_atomicvalid(f.ep[0].ep, FI_UINT64, FI_ATOMIC_READ,
+				 &count) ||
+	    fi_fetch_atomicvalid(f.ep[0].ep, FI_UINT64, FI_SUM, &count))
+		cf_skip("64-bit fetching read or sum not offered");
+	cf_mem_reg(&f, 0, &res, 2 * sizeof(uint64_t), FI_READ | FI_WRITE);
+	cf_mem_reg(&f, 1, &tm, sizeof(uint64_t),
+		   FI_REMOTE_READ | FI_REMOTE_WRITE);
+	r = (uint64_t *)res.p;
+	t = (uint64_t *)tm.p;
+	*t = 40;
+	rdesc = res.desc;
+	rma.addr = tm.raddr;
+	rma.count = 1;
+	rma.key = tm.key;
+	m.msg_iov = &ioc;
+	m.iov_count = 1;
+	m.addr = f.ep[1].addr;
+	m.rma_iov = &rma;
+	m.rma_iov_count = 1;
+	m.datatype = FI_UINT64;
+	m.op = FI_ATOMIC_READ;
+	m.context = &ctx[0];
+	rioc.addr = &r[0];
+	rioc.count = 1;
+	cf_post(&f, fi_fetch_atomicmsg(f.ep[0].ep, &m, &rioc, &rdesc, 1,
+				       FI_INJECT | FI_COMPLETION));
+	c = cf_wait_ctx(&f, 0, &ctx[0]);
+	cf_assert(!c.err, "injected FI_ATOMIC_READ: error %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_assert(r[0] == 40, "injected FI_ATOMIC_READ fetched %llu, not 40",
+		  (unsigned long long)r[0]);
+	ioc.addr = &operand;
+	m.op = FI_SUM;
+	m.context = &ctx[1];
+	rioc.addr = &r[1];
+	cf_post(&f, fi_fetch_atomicmsg(f.ep[0].ep, &m, &rioc, &rdesc, 1,
+				       FI_INJECT | FI_COMPLETION));
+	operand = 1000; /* the caller's again */
+	c = cf_wait_ctx(&f, 0, &ctx[1]);
+	cf_assert(!c.err, "injected fetching sum: error %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_assert(r[1] == 40, "injected fetching sum fetched %llu, not 40",
+		  (unsigned long long)r[1]);
+	/* The fetch answered once the sum was applied: 40 + 5, not 1000. */
+	cf_assert(*t == 45, "target holds %llu after the sum of 5, not 45",
+		  (unsigned long long)*t);
+	cf_mem_free(&res);
+	cf_mem_free(&tm);
+	cf_close(&f);
+	return 0;
+}
+
 const struct cf_case cf_cases_atomic[] = {
     {"atomic",
      "every valid (op, datatype) of fi_atomic, fetch and "
@@ -1031,6 +1106,10 @@ const struct cf_case cf_cases_atomic[] = {
      "one 64-bit location, two initiator threads mixing FI_SUM with every "
      "other op offered: no update lost",
      case_atomic_mixed},
+    {"atomic_inject_fetch",
+     "fi_fetch_atomicmsg with FI_INJECT: FI_ATOMIC_READ with a NULL "
+     "operand (Sandia OpenSHMEM), a sum whose operand is reused at once",
+     case_atomic_inject_fetch},
     {"atomic_shmem",
      "the atomics Sandia OpenSHMEM requires at start-up are valid",
      case_atomic_shmem},
