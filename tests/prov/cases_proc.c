@@ -1395,6 +1395,9 @@ static int case_proc_inject_write_cntr(const char *prov)
 	cf_write_all(l.wfd, &b, 1);
 	cf_write_all(l.wfd, &nw, sizeof(nw));
 	cf_write_all(l.wfd, &na, sizeof(na));
+	/* Our progress goes on: what was reported complete when taken may
+	 * still wait here for the peer's room (verbs' credits). */
+	await_fd(&f, l.rfd);
 	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS + 5000);
 	cf_expect(b == 'Y',
 		  "the target found its region wrong after %llu injected "
