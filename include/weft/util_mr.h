@@ -49,6 +49,8 @@
 	 FI_REMOTE_WRITE | FI_COLLECTIVE)
 /* Registration flags the util MR accepts. */
 #define UTIL_MR_FLAGS (FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY)
+/* The access that peers use, and that a registration needs a key for. */
+#define UTIL_MR_REMOTE_ACCESS (FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* What a counter bound to a registration counts (fi_mr_bind). */
 #define UTIL_MR_CNTR_EVENTS (FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* Default most iovecs in one registration (domain mr_iov_limit). */
@@ -154,6 +156,10 @@ void util_mr_map_fini(struct util_mr_map *map);
  * Control path: takes the lock, allocates.  Returns 0 and *key, or
  * -FI_ENOKEY (requested key in use), -FI_EINVAL, -FI_ENOMEM.
  */
+/* The checks util_mr_map_insert makes, for a registration that takes no
+ * key (no remote access): 0 or -FI_EINVAL. */
+int util_mr_map_check(const struct util_mr_map *map,
+		      const struct fi_mr_attr *attr);
 int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
 		       void *owner, uint64_t *key);
 

@@ -251,16 +251,17 @@ void util_mr_map_fini(struct util_mr_map *map)
 	weft_lock_destroy(&map->lock);
 }
 
-int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
-		       void *owner, uint64_t *key)
+/* What a registration must be, whether peers reach it or not; its base
+ * and length as peers address it in *base and *total. */
+static int mr_attr_check(const struct util_mr_map *map,
+			 const struct fi_mr_attr *attr, uint64_t *base,
+			 uint64_t *total_out)
 {
-	struct util_mr_entry *e;
-	uint64_t total = 0, base;
+	uint64_t total = 0;
 	size_t i;
-	int ret;
 
-	if (!attr || !key || !attr->iov_count ||
-	    attr->iov_count > map->iov_limit || !attr->mr_iov)
+	if (!attr || !attr->iov_count || attr->iov_count > map->iov_limit ||
+	    !attr->mr_iov)
 		return -FI_EINVAL;
 	if (attr->access & ~UTIL_MR_ACCESS) {
 		FI_WARN(map->prov, FI_LOG_MR, "unknown access bits %#llx\n",
@@ -277,12 +278,36 @@ int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
 			return -FI_EINVAL;
 	}
 
-	base = map->mr_mode & FI_MR_VIRT_ADDR ?
-		       (uint64_t)(uintptr_t)attr->mr_iov[0].iov_base :
-		       attr->offset;
+	*base = map->mr_mode & FI_MR_VIRT_ADDR ?
+			(uint64_t)(uintptr_t)attr->mr_iov[0].iov_base :
+			attr->offset;
 	/* The peers' range [base, base + total) must not wrap. */
-	if (total > UINT64_MAX - base)
+	if (total > UINT64_MAX - *base)
 		return -FI_EINVAL;
+	*total_out = total;
+	return 0;
+}
+
+int util_mr_map_check(const struct util_mr_map *map,
+		      const struct fi_mr_attr *attr)
+{
+	uint64_t base, total;
+
+	return mr_attr_check(map, attr, &base, &total);
+}
+
+int util_mr_map_insert(struct util_mr_map *map, const struct fi_mr_attr *attr,
+		       void *owner, uint64_t *key)
+{
+	struct util_mr_entry *e;
+	uint64_t total, base;
+	int ret;
+
+	if (!key)
+		return -FI_EINVAL;
+	ret = mr_attr_check(map, attr, &base, &total);
+	if (ret)
+		return ret;
 
 	e = malloc(sizeof(*e) + attr->iov_count * sizeof(e->iov[0]));
 	if (!e)
@@ -531,7 +556,9 @@ static int util_mr_close(struct fid *fid)
 	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
 	int ret;
 
-	ret = util_mr_map_remove(mr->map, mr->mr_fid.key);
+	ret = mr->access & UTIL_MR_REMOTE_ACCESS ?
+		      util_mr_map_remove(mr->map, mr->mr_fid.key) :
+		      0;
 	if (ret)
 		FI_WARN(mr->domain->prov, FI_LOG_MR,
 			"closing MR: key %#llx was not in the map\n",
@@ -630,9 +657,23 @@ int util_mr_regattr(struct util_domain *domain, struct util_mr_map *map,
 	mr->iov_count = attr->iov_count;
 	memcpy(mr->iov, attr->mr_iov, attr->iov_count * sizeof(mr->iov[0]));
 
-	ret = util_mr_map_insert(map, attr, mr, &mr->mr_fid.key);
-	if (ret)
-		goto err_free_mr;
+	/*
+	 * A key is for peers: a registration they cannot reach takes none
+	 * (FI_KEY_NOTAVAIL), so it cannot collide with one they can, and a
+	 * requested key stays free.  Clients register every local buffer
+	 * with requested key 0 (aws-ofi-nccl without FI_RMA); libfabric does
+	 * the same from 2.2 on.
+	 */
+	if (attr->access & UTIL_MR_REMOTE_ACCESS) {
+		ret = util_mr_map_insert(map, attr, mr, &mr->mr_fid.key);
+		if (ret)
+			goto err_free_mr;
+	} else {
+		ret = util_mr_map_check(map, attr);
+		if (ret)
+			goto err_free_mr;
+		mr->mr_fid.key = FI_KEY_NOTAVAIL;
+	}
 	util_domain_get(domain);
 	*mr_fid = &mr->mr_fid;
 

@@ -52,10 +52,6 @@ clients=(
 
 # Known failures: CLIENT|NAME|LIBRARY|reason.  LIBRARY is weft or ref.
 xfail=$(cat <<'EOF'
-nccl|tcp;ofi_rxm|weft|as 1.17: the entries are named "tcp;ofi_rxm", so the plugin's workaround for prov_name "tcp" does not apply: the second registration with requested key 0 gets -FI_ENOKEY
-nccl-hdr119|tcp;ofi_rxm|weft|as 1.17: the entries are named "tcp;ofi_rxm", so the plugin's workaround for prov_name "tcp" does not apply: the second registration with requested key 0 gets -FI_ENOKEY
-nccl|sockets|weft|as 1.17: without FI_RMA the plugin registers every buffer with requested key 0, the second gets -FI_ENOKEY (upstream relaxed this in 2.2; the plugin works around it for prov_name "tcp" only)
-nccl-hdr119|sockets|weft|as 1.17: without FI_RMA the plugin registers every buffer with requested key 0, the second gets -FI_ENOKEY (upstream relaxed this in 2.2; the plugin works around it for prov_name "tcp" only)
 nccl|tcp|ref|1.17 names the entries "tcp;ofi_rxm", so the plugin's workaround for prov_name "tcp" does not apply: the second registration with requested key 0 gets -FI_ENOKEY
 nccl|tcp;ofi_rxm|ref|the plugin's workaround for prov_name "tcp" does not apply to "tcp;ofi_rxm": the second registration with requested key 0 gets -FI_ENOKEY
 nccl|sockets|ref|without FI_RMA the second registration with requested key 0 gets -FI_ENOKEY

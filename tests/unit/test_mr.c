@@ -365,6 +365,48 @@ Test(util_mr, reg_key_desc_close)
 	util_mr_map_fini(&map);
 }
 
+/*
+ * A registration peers cannot reach (no FI_REMOTE_*) takes no key: fi_mr_key
+ * says FI_KEY_NOTAVAIL and its requested key stays free, so a client that
+ * registers every local buffer with requested key 0 (aws-ofi-nccl without
+ * FI_RMA) is not refused the second time, as from libfabric 2.2 on.  It is
+ * still checked as any registration is.
+ */
+Test(util_mr, local_registrations_take_no_key)
+{
+	struct fid_mr *a, *b, *r, *r2;
+
+	cr_assert_eq(util_mr_map_init(&map, NULL, 0, 0, true), 0);
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, FI_SEND | FI_RECV, 0, 0,
+				 0, &a, NULL),
+		     0);
+	cr_assert_eq(util_mr_reg(&dom, &map, buf + 64, 64, FI_SEND | FI_READ,
+				 0, 0, 0, &b, NULL),
+		     0);
+	cr_assert_eq(fi_mr_key(a), FI_KEY_NOTAVAIL);
+	cr_assert_eq(fi_mr_key(b), FI_KEY_NOTAVAIL);
+	cr_assert_null(util_mr_map_lookup(&map, 0));
+	/* the key stays free for a registration peers reach */
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, FI_REMOTE_WRITE, 0, 0, 0,
+				 &r, NULL),
+		     0);
+	cr_assert_eq(fi_mr_key(r), 0);
+	/* and those still collide */
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, FI_REMOTE_READ, 0, 0, 0,
+				 &r2, NULL),
+		     -FI_ENOKEY);
+	/* a local registration is validated all the same */
+	cr_assert_eq(util_mr_reg(&dom, &map, buf, 64, 1ULL << 61, 0, 0, 0, &r2,
+				 NULL),
+		     -FI_EINVAL);
+	cr_assert_eq(fi_close(&a->fid), 0);
+	cr_assert_eq(fi_close(&b->fid), 0);
+	cr_assert_eq(util_mr_map_lookup(&map, 0), util_mr_from_fid(r));
+	cr_assert_eq(fi_close(&r->fid), 0);
+	cr_assert_eq(atomic_load(&dom.ref), 0);
+	util_mr_map_fini(&map);
+}
+
 Test(util_mr, reg_validates)
 {
 	struct fi_mr_attr attr = { .iov_count = 1, .access = FI_REMOTE_READ };
