@@ -168,9 +168,15 @@ static struct fi_rx_attr tcp_msg_rx_attr = {
 	.iov_limit = UTIL_RDM_IOV_MAX,
 };
 
+/*
+ * Under the name "tcp" the RDM endpoint says what libfabric 1.18 and later
+ * say of theirs (FI_PROTO_XNET, version 1): clients that see fi_version()
+ * >= 1.18 ask for it so (Mercury).  Under "tcp;ofi_rxm" and "sockets" it
+ * says what those names said in 1.17 (src/fabric.c).
+ */
 static struct fi_ep_attr tcp_rdm_ep_attr = {
 	.type = FI_EP_RDM,
-	.protocol = FI_PROTO_RXM,
+	.protocol = FI_PROTO_XNET,
 	.protocol_version = 1,
 	.max_msg_size = (size_t)1 << 40,
 	.max_order_raw_size = UTIL_RDM_ORDER_SIZE,
