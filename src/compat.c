@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The older versions of fi_getinfo, fi_freeinfo, fi_dupinfo (FABRIC_1.0 to
- * 1.2) and fi_fabric (FABRIC_1.0).  Each converts the caller's fi_info
- * layout (include/weft/compat.h) to the current one, calls the core, and
- * converts the answer back, so an old program only ever sees structs of the
- * sizes its headers declared.
+ * The entry points of every symbol version node: fi_getinfo, fi_freeinfo
+ * and fi_dupinfo at FABRIC_1.0 to 1.9, fi_fabric at 1.0, fi_fabric2.
  *
- * Two moves do all the work:
+ * FABRIC_1.0 to 1.2 had smaller attribute structs.  Their entry points
+ * convert the caller's fi_info layout (include/weft/compat.h) to the current
+ * one, call the core, and convert the answer back, so an old program only
+ * ever sees structs of the sizes its headers declared.  Two moves do all
+ * the work:
  *  unpack  an old fi_info into a current one on the stack, borrowing every
  *          pointer (strings, addresses, keys, the NIC); weft_info_dup() then
  *          makes the deep copy.
  *  pack    a current fi_info into a newly allocated old one, deep.
  * fi_dupinfo at an old node is unpack then pack, so it needs no code of its
  * own; fi_dupinfo(NULL) packs an empty fi_info whose attributes are present.
+ *
+ * FABRIC_1.3 to 1.9 differ only in how long domain_attr is.  weft's fi_info
+ * lists have the longest, so they go out to all of them as they are; what
+ * comes in (hints, fi_dupinfo's source) is read up to the caller's length.
  */
 #include "weft/compat.h"
 
@@ -702,16 +707,6 @@ static void *compat_dupinfo(enum weft_abi abi, const void *old)
 	return weft_compat_info_from_new(abi, &u.info);
 }
 
-static void free_new_list(struct fi_info *list)
-{
-	struct fi_info *next;
-
-	for (; list; list = next) {
-		next = list->next;
-		weft_info_free(list);
-	}
-}
-
 /*
  * fi_getinfo at an old node: only the first entry of the hints counts, as
  * in the current version.  *info is set only on success.
@@ -746,14 +741,14 @@ static int compat_getinfo(enum weft_abi abi, uint32_t version,
 			head = old;
 		tail = old;
 	}
-	free_new_list(list);
+	weft_info_free_list(list);
 	weft_info_free(hints);
 	*info = head;
 	return 0;
 
 err_free_old:
 	weft_compat_info_free(abi, head);
-	free_new_list(list);
+	weft_info_free_list(list);
 err_free_hints:
 	weft_info_free(hints);
 	return ret;
@@ -884,3 +879,111 @@ weft_compat_dupinfo_1_2(const struct weft_info_1_2 *info)
 	return compat_dupinfo(WEFT_ABI_1_2, info);
 }
 WEFT_COMPAT_SYMVER(weft_compat_dupinfo_1_2, fi_dupinfo, FABRIC_1.2);
+
+/* ---- FABRIC_1.3 to 1.9: one fi_info layout, domain_attr grows -------------- */
+
+/*
+ * The hints' domain_attr past tclass, read up to dom_len: weft has no
+ * authorization keys and no groups, and its counters take any 64-bit value.
+ */
+static int hints_tail_check(const struct fi_info *hints, size_t dom_len)
+{
+	const struct weft_domain_attr_tail *tail;
+
+	if (!hints || !hints->domain_attr || dom_len <= WEFT_DOMAIN_ATTR_SIZE_1_3)
+		return 0;
+	tail = (const struct weft_domain_attr_tail *)((const char *)
+							      hints->domain_attr +
+						      WEFT_DOMAIN_ATTR_SIZE_1_3);
+	if (tail->max_ep_auth_key) {
+		FI_INFO(&weft_core_prov, FI_LOG_CORE,
+			"hints ask for %zu authorization keys per endpoint: "
+			"weft has none\n", tail->max_ep_auth_key);
+		return -FI_ENODATA;
+	}
+	if (dom_len >= WEFT_DOMAIN_ATTR_SIZE_1_8 && tail->max_group_id) {
+		FI_INFO(&weft_core_prov, FI_LOG_CORE,
+			"hints ask for group ids up to %u: weft has no groups\n",
+			tail->max_group_id);
+		return -FI_ENODATA;
+	}
+	return 0;
+}
+
+static int getinfo_sized(size_t node_len, uint32_t version, const char *node,
+			 const char *service, uint64_t flags,
+			 const struct fi_info *hints, struct fi_info **info)
+{
+	size_t dom_len = WEFT_MIN(node_len, weft_domain_attr_size_for(version));
+	int ret;
+
+	if (!info)
+		return -FI_EINVAL;
+	ret = hints_tail_check(hints, dom_len);
+	if (ret)
+		return ret;
+	return weft_getinfo(version, node, service, flags, hints, info);
+}
+
+/* fi_freeinfo is the same at every node from 1.3 on: weft allocated it all. */
+
+WEFT_EXPORT int fi_getinfo(uint32_t version, const char *node,
+			   const char *service, uint64_t flags,
+			   const struct fi_info *hints, struct fi_info **info)
+{
+	return getinfo_sized(WEFT_DOMAIN_ATTR_SIZE_1_9, version, node, service,
+			     flags, hints, info);
+}
+
+WEFT_EXPORT struct fi_info *fi_dupinfo(const struct fi_info *info)
+{
+	return weft_info_dup_sized(info, WEFT_DOMAIN_ATTR_SIZE_1_9);
+}
+
+WEFT_EXPORT void fi_freeinfo(struct fi_info *info)
+{
+	weft_info_free_list(info);
+}
+
+/* 2.0: fi_fabric with the fabric_attr of an fi_info; no flags defined. */
+WEFT_EXPORT int fi_fabric2(struct fi_info *info, struct fid_fabric **fabric,
+			   uint64_t flags, void *context)
+{
+	if (!info || flags)
+		return -FI_EINVAL;
+	return weft_fabric(info->fabric_attr, fabric, context);
+}
+
+#define WEFT_NODE_1_3_TO_1_8(n, size)                                          \
+	WEFT_EXPORT int weft_compat_getinfo_##n(                               \
+		uint32_t version, const char *node, const char *service,       \
+		uint64_t flags, const struct fi_info *hints,                   \
+		struct fi_info **info)                                         \
+	{                                                                      \
+		return getinfo_sized(size, version, node, service, flags,      \
+				     hints, info);                             \
+	}                                                                      \
+	WEFT_EXPORT struct fi_info *weft_compat_dupinfo_##n(                   \
+		const struct fi_info *info)                                    \
+	{                                                                      \
+		return weft_info_dup_sized(info, size);                        \
+	}                                                                      \
+	WEFT_EXPORT void weft_compat_freeinfo_##n(struct fi_info *info)        \
+	{                                                                      \
+		weft_info_free_list(info);                                     \
+	}
+
+WEFT_NODE_1_3_TO_1_8(1_3, WEFT_DOMAIN_ATTR_SIZE_1_3)
+WEFT_COMPAT_SYMVER(weft_compat_getinfo_1_3, fi_getinfo, FABRIC_1.3);
+WEFT_COMPAT_SYMVER(weft_compat_dupinfo_1_3, fi_dupinfo, FABRIC_1.3);
+WEFT_COMPAT_SYMVER(weft_compat_freeinfo_1_3, fi_freeinfo, FABRIC_1.3);
+
+WEFT_NODE_1_3_TO_1_8(1_7, WEFT_DOMAIN_ATTR_SIZE_1_7)
+WEFT_COMPAT_SYMVER(weft_compat_getinfo_1_7, fi_getinfo, FABRIC_1.7);
+WEFT_COMPAT_SYMVER(weft_compat_dupinfo_1_7, fi_dupinfo, FABRIC_1.7);
+WEFT_COMPAT_SYMVER(weft_compat_freeinfo_1_7, fi_freeinfo, FABRIC_1.7);
+
+WEFT_NODE_1_3_TO_1_8(1_8, WEFT_DOMAIN_ATTR_SIZE_1_8)
+WEFT_COMPAT_SYMVER(weft_compat_getinfo_1_8, fi_getinfo, FABRIC_1.8);
+WEFT_COMPAT_SYMVER(weft_compat_dupinfo_1_8, fi_dupinfo, FABRIC_1.8);
+WEFT_COMPAT_SYMVER(weft_compat_freeinfo_1_8, fi_freeinfo, FABRIC_1.8);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <rdma/fi_ext.h>
+#include "weft/compat.h"
 
 /* ---- registry ------------------------------------------------------------ */
 
@@ -434,7 +434,7 @@ static void look_answers(struct fi_info **list,
 		    cur->ep_attr->type != look->type) {
 			*list = cur->next;
 			cur->next = NULL;
-			fi_freeinfo(cur);
+			weft_info_free_list(cur);
 			continue;
 		}
 		if (look->protocol != FI_PROTO_UNSPEC && cur->ep_attr) {
@@ -482,6 +482,119 @@ static int getinfo_named(const struct fi_provider *prov, const char *name,
 	return ret;
 }
 
+/*
+ * What an API version changed in the hints' meaning.  weft's providers
+ * speak 1.x; a caller of a later version is translated on the way in and
+ * out, so every provider serves every version the same way.
+ */
+struct api_view {
+	struct fi_info info;
+	struct fi_tx_attr tx;
+	struct fi_rx_attr rx;
+	struct fi_ep_attr ep;
+	struct fi_domain_attr domain;
+	struct fi_fabric_attr fabric;
+	uint64_t caps2;	   /* 2.x receive caps asked (bits 45, 46, 48) */
+	uint64_t rx_caps2; /* the same, asked in rx_attr->caps */
+	bool unified;	   /* control_progress WEFT_PROGRESS_CONTROL_UNIFIED */
+};
+
+#define API2_RECV_CAPS                                                         \
+	(FI_TAGGED_DIRECTED_RECV | FI_TAGGED_MULTI_RECV | FI_EXACT_DIRECTED_RECV)
+
+/* The 1.x caps a provider needs to grant 2.x receive caps. */
+static uint64_t api2_base_caps(uint64_t caps2)
+{
+	uint64_t base = 0;
+
+	if (caps2 & (FI_TAGGED_DIRECTED_RECV | FI_EXACT_DIRECTED_RECV))
+		base |= FI_DIRECTED_RECV;
+	if (caps2 & FI_TAGGED_MULTI_RECV)
+		base |= FI_MULTI_RECV;
+	if (caps2 & (FI_TAGGED_DIRECTED_RECV | FI_TAGGED_MULTI_RECV))
+		base |= FI_TAGGED;
+	return base;
+}
+
+/*
+ * Set *out to the hints a 1.x provider reads: `hints` itself when the
+ * version changed nothing in them, else v->info.  Returns 0 or
+ * -FI_ENODATA (explained) for what the caller's version no longer has.
+ */
+static int api_hints(uint32_t version, const struct fi_info *hints,
+		     struct api_view *v, const struct fi_info **out)
+{
+	const struct fi_domain_attr *d = hints->domain_attr;
+	bool v2 = FI_VERSION_GE(version, FI_VERSION(2, 0));
+	bool unified = FI_VERSION_GE(version, FI_VERSION(1, 21)) && d &&
+		       d->control_progress == WEFT_PROGRESS_CONTROL_UNIFIED;
+	uint64_t caps2 = v2 ? hints->caps & API2_RECV_CAPS : 0;
+	uint64_t rx_caps2 = v2 && hints->rx_attr ?
+				    hints->rx_attr->caps & API2_RECV_CAPS :
+				    0;
+
+	*out = hints;
+	if (v2 && d && (d->mr_mode & (FI_MR_BASIC | FI_MR_SCALABLE))) {
+		weft_explain(&weft_core_prov,
+			     "mr_mode FI_MR_BASIC and FI_MR_SCALABLE are gone "
+			     "from API %u.%u (since 2.0): ask for the mode bits "
+			     "(FI_MR_VIRT_ADDR, FI_MR_ALLOCATED, FI_MR_PROV_KEY)",
+			     FI_MAJOR(version), FI_MINOR(version));
+		return -FI_ENODATA;
+	}
+	if (!caps2 && !rx_caps2 && !unified)
+		return 0;
+
+	memset(v, 0, sizeof(*v));
+	v->info = *hints;
+	v->info.next = NULL;
+	if (hints->tx_attr) {
+		v->tx = *hints->tx_attr;
+		v->info.tx_attr = &v->tx;
+	}
+	if (hints->rx_attr) {
+		v->rx = *hints->rx_attr;
+		v->info.rx_attr = &v->rx;
+	}
+	if (hints->ep_attr) {
+		v->ep = *hints->ep_attr;
+		v->info.ep_attr = &v->ep;
+	}
+	if (d) {
+		/* the part every caller's layout has */
+		memcpy(&v->domain, d, WEFT_DOMAIN_ATTR_SIZE_1_3);
+		v->info.domain_attr = &v->domain;
+	}
+	if (hints->fabric_attr) {
+		v->fabric = *hints->fabric_attr;
+		v->info.fabric_attr = &v->fabric;
+	}
+	v->caps2 = caps2;
+	v->rx_caps2 = rx_caps2;
+	v->unified = unified;
+	v->info.caps = (v->info.caps & ~API2_RECV_CAPS) | api2_base_caps(caps2);
+	if (hints->rx_attr)
+		v->rx.caps = (v->rx.caps & ~API2_RECV_CAPS) |
+			     api2_base_caps(rx_caps2);
+	if (unified)
+		v->domain.control_progress = FI_PROGRESS_UNSPEC;
+	*out = &v->info;
+	return 0;
+}
+
+/* Answer in the caller's terms what api_hints translated. */
+static void api_answers(struct fi_info *list, const struct api_view *v)
+{
+	for (; list; list = list->next) {
+		list->caps |= v->caps2 | v->rx_caps2;
+		if (list->rx_attr)
+			list->rx_attr->caps |= v->caps2 | v->rx_caps2;
+		if (v->unified && list->domain_attr)
+			list->domain_attr->control_progress =
+				WEFT_PROGRESS_CONTROL_UNIFIED;
+	}
+}
+
 int weft_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info)
@@ -489,6 +602,8 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 	const char *asked = NULL, *listed;
 	struct fi_info *head = NULL, **tail = &head;
 	const struct fi_provider *prov;
+	struct api_view view;
+	const struct fi_info *given = hints;
 	size_t i, k, tried = 0;
 	int ret = 0;
 
@@ -496,7 +611,7 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 		return -FI_EINVAL;
 	*info = NULL;
 	/*
-	 * Any version up to ours, as libfabric 1.17 accepts: MPICH passes 0
+	 * Any version up to ours, as libfabric accepts: MPICH passes 0
 	 * ("no version required"); versions before 1.5 (0 included) get the
 	 * 1.0-1.4 semantics, such as FI_MR_BASIC / FI_MR_SCALABLE.
 	 */
@@ -507,6 +622,11 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			FI_MAJOR(version), FI_MINOR(version),
 			FI_MAJOR(WEFT_API_VERSION), FI_MINOR(WEFT_API_VERSION));
 		return -FI_ENOSYS;
+	}
+	if (hints) {
+		ret = api_hints(version, given, &view, &hints);
+		if (ret)
+			return ret;
 	}
 	if ((flags & FI_SOURCE) && !node && !service) {
 		FI_WARN(&weft_core_prov, FI_LOG_CORE,
@@ -581,19 +701,14 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 				     getenv("FI_PROVIDER"));
 		return -FI_ENODATA;
 	}
+	if (hints && hints != given)
+		api_answers(head, &view);
 	*info = head;
 	return 0;
 
 err_free:
-	fi_freeinfo(head);
+	weft_info_free_list(head);
 	return ret;
-}
-
-WEFT_EXPORT int fi_getinfo(uint32_t version, const char *node,
-			   const char *service, uint64_t flags,
-			   const struct fi_info *hints, struct fi_info **info)
-{
-	return weft_getinfo(version, node, service, flags, hints, info);
 }
 
 /* ---- fi_fabric ----------------------------------------------------------- */

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-
+#include "weft/compat.h"
 #include "weft/stubs.h"
 
 void *weft_dup_mem(const void *src, size_t len, bool *failed)
@@ -182,7 +180,7 @@ static struct fi_info *info_alloc(void)
 	info->tx_attr = calloc(1, sizeof(*info->tx_attr));
 	info->rx_attr = calloc(1, sizeof(*info->rx_attr));
 	info->ep_attr = calloc(1, sizeof(*info->ep_attr));
-	info->domain_attr = calloc(1, sizeof(*info->domain_attr));
+	info->domain_attr = calloc(1, WEFT_DOMAIN_ATTR_ALLOC);
 	info->fabric_attr = calloc(1, sizeof(*info->fabric_attr));
 	if (!info->tx_attr || !info->rx_attr || !info->ep_attr ||
 	    !info->domain_attr || !info->fabric_attr) {
@@ -192,7 +190,19 @@ static struct fi_info *info_alloc(void)
 	return info;
 }
 
-struct fi_info *weft_info_dup(const struct fi_info *src)
+void weft_domain_tail_fill(struct fi_domain_attr *attr)
+{
+	*weft_domain_tail(attr) = (struct weft_domain_attr_tail){
+		/* no authorization keys, no groups */
+		.max_ep_auth_key = 0,
+		.max_group_id = 0,
+		/* counters are full 64-bit values */
+		.max_cntr_value = UINT64_MAX,
+		.max_err_cntr_value = UINT64_MAX,
+	};
+}
+
+struct fi_info *weft_info_dup_sized(const struct fi_info *src, size_t dom_len)
 {
 	struct fi_info *dst;
 	bool failed = false;
@@ -214,13 +224,21 @@ struct fi_info *weft_info_dup(const struct fi_info *src)
 		dst->ep_attr->auth_key =
 			weft_dup_mem(src->ep_attr->auth_key,
 				src->ep_attr->auth_key_size, &failed);
-	DUP_ATTR(dst, src, domain_attr, &failed);
-	if (dst->domain_attr) {
-		dst->domain_attr->name =
-			weft_dup_str(src->domain_attr->name, &failed);
-		dst->domain_attr->auth_key =
-			weft_dup_mem(src->domain_attr->auth_key,
+	/* the caller's layout ends at dom_len; weft's copy is the newest */
+	dst->domain_attr = NULL;
+	if (src->domain_attr) {
+		dst->domain_attr = calloc(1, WEFT_DOMAIN_ATTR_ALLOC);
+		if (!dst->domain_attr) {
+			failed = true;
+		} else {
+			memcpy(dst->domain_attr, src->domain_attr,
+			       WEFT_MIN(dom_len, WEFT_DOMAIN_ATTR_SIZE_1_9));
+			dst->domain_attr->name =
+				weft_dup_str(src->domain_attr->name, &failed);
+			dst->domain_attr->auth_key = weft_dup_mem(
+				src->domain_attr->auth_key,
 				src->domain_attr->auth_key_size, &failed);
+		}
 	}
 	DUP_ATTR(dst, src, fabric_attr, &failed);
 	if (dst->fabric_attr) {
@@ -237,12 +255,21 @@ struct fi_info *weft_info_dup(const struct fi_info *src)
 	return dst;
 }
 
-WEFT_EXPORT struct fi_info *fi_dupinfo(const struct fi_info *info)
+/*
+ * Inside the library a source fi_info is weft's own or a caller's of any
+ * node from 1.3 on: read the part every one of them has, and answer the
+ * tail with weft's values.
+ */
+struct fi_info *weft_info_dup(const struct fi_info *src)
 {
-	return weft_info_dup(info);
+	struct fi_info *dst = weft_info_dup_sized(src, WEFT_DOMAIN_ATTR_SIZE_1_3);
+
+	if (src && dst && dst->domain_attr)
+		weft_domain_tail_fill(dst->domain_attr);
+	return dst;
 }
 
-WEFT_EXPORT void fi_freeinfo(struct fi_info *info)
+void weft_info_free_list(struct fi_info *info)
 {
 	struct fi_info *next;
 

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fi_ext.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 

@@ -32,6 +32,11 @@ static const char *const strerror_fi_codes[] = {
 		"Queue overrun: entries were lost",
 	[FI_ENORX - FI_ERRNO_OFFSET] =
 		"Receiver not ready: no receive buffer posted",
+	/* 1.20 and 2.x */
+	[WEFT_FI_ENOMR - FI_ERRNO_OFFSET] =
+		"No more memory registrations available",
+	[WEFT_FI_EFIREWALLADDR - FI_ERRNO_OFFSET] =
+		"Host unreachable: it is behind a firewall",
 };
 
 WEFT_EXPORT const char *fi_strerror(int errnum)
@@ -44,7 +49,7 @@ WEFT_EXPORT const char *fi_strerror(int errnum)
 
 	if (code < FI_ERRNO_OFFSET)
 		return strerror(code);
-	if (code < FI_ERRNO_MAX && strerror_fi_codes[code - FI_ERRNO_OFFSET])
+	if (code < WEFT_ERRNO_MAX && strerror_fi_codes[code - FI_ERRNO_OFFSET])
 		return strerror_fi_codes[code - FI_ERRNO_OFFSET];
 	return "Unknown error";
 }

@@ -24,9 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include <rdma/fi_domain.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_trigger.h>
+#include "weft/ofi.h"
 
 /* ---- bounded output ----------------------------------------------------- */
 
@@ -989,8 +987,9 @@ WEFT_EXPORT char *fi_tostr_r(char *buf, size_t len, const void *data,
 		tostr_enum(&out, TOSTR_TABLE(atomic_op_names), val);
 		break;
 	case FI_TYPE_VERSION:
-		tostr_printf(&out, "%d.%d.%d", FI_MAJOR_VERSION,
-			     FI_MINOR_VERSION, FI_REVISION_VERSION);
+		/* the API weft implements, not the headers it was built on */
+		tostr_printf(&out, "%u.%u.0", FI_MAJOR(WEFT_API_VERSION),
+			     FI_MINOR(WEFT_API_VERSION));
 		break;
 	case FI_TYPE_EQ_EVENT:
 		tostr_enum(&out, TOSTR_TABLE(eq_event_names), val);

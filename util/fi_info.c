@@ -24,6 +24,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext.h>
 
+/* the 1.x names that 2.x headers drop (FI_BUFFERED_RECV, FI_EP_SOCK_DGRAM):
+ * fi_info parses every name of every version */
+#include "weft/ofi.h"
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 struct name_val {

@@ -17,7 +17,17 @@
  *                          max_err_data, mr_cnt
  *                        fabric_attr: + api_version
  * FABRIC_1.2 1.7 - 1.8   fi_info: + nic
- * FABRIC_1.3 1.9 -       tx_attr: + tclass; domain_attr: + tclass
+ * FABRIC_1.3 1.9 - 1.19  tx_attr: + tclass; domain_attr: + tclass
+ * FABRIC_1.7 1.20 - 1.22 domain_attr: + max_ep_auth_key
+ * FABRIC_1.8 2.0 - 2.4   domain_attr: + max_group_id; + fi_fabric2
+ * FABRIC_1.9 2.5 -       domain_attr: + max_cntr_value, max_err_cntr_value
+ *
+ * From FABRIC_1.3 on only domain_attr grows, and only at its end.  weft
+ * allocates every domain_attr it hands out at the newest size (1.9), so one
+ * fi_info serves a caller of any of those nodes; what it reads from a caller
+ * stops where that caller's layout does (WEFT_DOMAIN_ATTR_SIZE_*).  The tail
+ * past tclass is weft's own struct below: the installed headers may lack it
+ * (1.17) or have it (2.5 and later), and weft's ABI is the same either way.
  *
  * rx_attr has not changed since 1.0.  The layouts below are those of the
  * public headers of each release; the field names are the public ones.
@@ -29,7 +39,7 @@
 
 #include <assert.h>
 
-#include <rdma/fi_domain.h>
+#include "weft/ofi.h"
 
 /* tx_attr at FABRIC_1.0 to 1.2: no tclass. */
 struct weft_tx_attr_1_0 {
@@ -173,7 +183,82 @@ struct weft_info_1_2 {
 	struct fid_nic *nic;
 };
 
+/* domain_attr past tclass, as FABRIC_1.7 to 1.9 lay it out */
+struct weft_domain_attr_tail {
+	size_t max_ep_auth_key;	     /* 1.20 (FABRIC_1.7) */
+	uint32_t max_group_id;	     /* 2.0 (FABRIC_1.8) */
+	uint64_t max_cntr_value;     /* 2.5 (FABRIC_1.9) */
+	uint64_t max_err_cntr_value; /* 2.5 (FABRIC_1.9) */
+};
+
+/* The tail starts where a FABRIC_1.3 domain_attr ends. */
+#define WEFT_DOMAIN_ATTR_SIZE_1_3 ((size_t)192)
+#define WEFT_DOMAIN_ATTR_SIZE_1_7                                              \
+	(WEFT_DOMAIN_ATTR_SIZE_1_3 +                                           \
+	 offsetof(struct weft_domain_attr_tail, max_group_id))
+#define WEFT_DOMAIN_ATTR_SIZE_1_8                                              \
+	(WEFT_DOMAIN_ATTR_SIZE_1_3 +                                           \
+	 offsetof(struct weft_domain_attr_tail, max_cntr_value))
+#define WEFT_DOMAIN_ATTR_SIZE_1_9                                              \
+	(WEFT_DOMAIN_ATTR_SIZE_1_3 + sizeof(struct weft_domain_attr_tail))
+/* What weft allocates for a domain_attr: the newest layout, or the
+ * headers' own if they are newer still. */
+#define WEFT_DOMAIN_ATTR_ALLOC                                                 \
+	(sizeof(struct fi_domain_attr) > WEFT_DOMAIN_ATTR_SIZE_1_9 ?           \
+		 sizeof(struct fi_domain_attr) :                               \
+		 WEFT_DOMAIN_ATTR_SIZE_1_9)
+
+/* The tail of a domain_attr weft allocated (never of a caller's). */
+static inline struct weft_domain_attr_tail *
+weft_domain_tail(struct fi_domain_attr *attr)
+{
+	return (struct weft_domain_attr_tail *)((char *)attr +
+						WEFT_DOMAIN_ATTR_SIZE_1_3);
+}
+
+/*
+ * How much of a caller's domain_attr weft may read: what its node (the
+ * symbol it bound) lays out, and no more than the API version it asked for
+ * defines.  A program built against 1.17 headers but linked against weft
+ * binds FABRIC_1.9 and asks for 1.17: its tail is never read.
+ */
+static inline size_t weft_domain_attr_size_for(uint32_t version)
+{
+	if (FI_VERSION_GE(version, FI_VERSION(2, 5)))
+		return WEFT_DOMAIN_ATTR_SIZE_1_9;
+	if (FI_VERSION_GE(version, FI_VERSION(2, 0)))
+		return WEFT_DOMAIN_ATTR_SIZE_1_8;
+	if (FI_VERSION_GE(version, FI_VERSION(1, 20)))
+		return WEFT_DOMAIN_ATTR_SIZE_1_7;
+	return WEFT_DOMAIN_ATTR_SIZE_1_3;
+}
+
+/*
+ * Deep copy of one fi_info whose domain_attr is dom_len bytes long (at
+ * least WEFT_DOMAIN_ATTR_SIZE_1_3): the copy's domain_attr is allocated at
+ * WEFT_DOMAIN_ATTR_ALLOC and holds the source's tail up to dom_len, zero
+ * past it.  weft_info_dup() is this with the 1.3 size and weft's own tail
+ * values (weft_domain_tail_fill).
+ */
+struct fi_info *weft_info_dup_sized(const struct fi_info *src, size_t dom_len);
+/* weft's answers for the tail fields, the same for every provider. */
+void weft_domain_tail_fill(struct fi_domain_attr *attr);
+
 #if UINTPTR_MAX == UINT64_MAX
+static_assert(WEFT_DOMAIN_ATTR_SIZE_1_7 == 200, "domain_attr 1.7");
+static_assert(WEFT_DOMAIN_ATTR_SIZE_1_8 == 208, "domain_attr 1.8");
+static_assert(WEFT_DOMAIN_ATTR_SIZE_1_9 == 224, "domain_attr 1.9");
+static_assert(offsetof(struct fi_domain_attr, tclass) + sizeof(uint32_t) <=
+		      WEFT_DOMAIN_ATTR_SIZE_1_3,
+	      "domain_attr 1.3");
+#if FI_MAJOR_VERSION > 2 || (FI_MAJOR_VERSION == 2 && FI_MINOR_VERSION >= 5)
+static_assert(offsetof(struct fi_domain_attr, max_ep_auth_key) == 192 &&
+		      offsetof(struct fi_domain_attr, max_group_id) == 200 &&
+		      offsetof(struct fi_domain_attr, max_cntr_value) == 208 &&
+		      offsetof(struct fi_domain_attr, max_err_cntr_value) ==
+			      216,
+	      "the headers' domain_attr tail is weft's");
+#endif
 /* The sizes an LP64 program compiled against each release sees. */
 static_assert(sizeof(struct weft_tx_attr_1_0) == 72, "tx_attr 1.0");
 static_assert(sizeof(struct weft_ep_attr_1_0) == 80, "ep_attr 1.0");
@@ -184,6 +269,25 @@ static_assert(sizeof(struct weft_info_1_0) == 112, "fi_info 1.0");
 static_assert(sizeof(struct weft_info_1_1) == 112, "fi_info 1.1");
 static_assert(sizeof(struct weft_info_1_2) == 120, "fi_info 1.2");
 #endif
+
+/* fi_cq_err_entry as a caller of API 1.20 or later lays it out. */
+struct weft_cq_err_entry_1_20 {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	size_t olen;
+	int err;
+	int prov_errno;
+	void *err_data;
+	size_t err_data_size;
+	fi_addr_t src_addr;
+};
+static_assert(offsetof(struct weft_cq_err_entry_1_20, err_data_size) ==
+		      offsetof(struct fi_cq_err_entry, err_data_size),
+	      "fi_cq_err_entry 1.20 starts as 1.5 did");
 
 /* The older ABI nodes whose fi_info layout differs from the current one. */
 enum weft_abi {
@@ -231,5 +335,22 @@ int weft_compat_getinfo_1_2(uint32_t version, const char *node,
 			    struct weft_info_1_2 **info);
 void weft_compat_freeinfo_1_2(struct weft_info_1_2 *info);
 struct weft_info_1_2 *weft_compat_dupinfo_1_2(const struct weft_info_1_2 *info);
+
+/* FABRIC_1.3, 1.7 and 1.8: the current fi_info, a shorter domain_attr. */
+int weft_compat_getinfo_1_3(uint32_t version, const char *node,
+			    const char *service, uint64_t flags,
+			    const struct fi_info *hints, struct fi_info **info);
+struct fi_info *weft_compat_dupinfo_1_3(const struct fi_info *info);
+void weft_compat_freeinfo_1_3(struct fi_info *info);
+int weft_compat_getinfo_1_7(uint32_t version, const char *node,
+			    const char *service, uint64_t flags,
+			    const struct fi_info *hints, struct fi_info **info);
+struct fi_info *weft_compat_dupinfo_1_7(const struct fi_info *info);
+void weft_compat_freeinfo_1_7(struct fi_info *info);
+int weft_compat_getinfo_1_8(uint32_t version, const char *node,
+			    const char *service, uint64_t flags,
+			    const struct fi_info *hints, struct fi_info **info);
+struct fi_info *weft_compat_dupinfo_1_8(const struct fi_info *info);
+void weft_compat_freeinfo_1_8(struct fi_info *info);
 
 #endif /* WEFT_COMPAT_H */

@@ -16,16 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include <rdma/fabric.h>
-
-/* The exported ABI (libfabric.map) and the structs weft fills are 1.17's;
- * configure refuses other headers, this catches builds that bypass it. */
-#if FI_MAJOR_VERSION != 1 || FI_MINOR_VERSION != 17
-#error "weft builds against the OFI 1.17 headers only (libfabric-dev 1.17)"
-#endif
-#include <rdma/fi_errno.h>
-#include <rdma/providers/fi_prov.h>
-#include <rdma/providers/fi_log.h>
+#include "weft/ofi.h"
 
 #define WEFT_EXPORT __attribute__((visibility("default")))
 
@@ -41,7 +32,14 @@
 #define WEFT_PROV_VERSION                                                      \
 	FI_VERSION(WEFT_PROV_VERSION_MAJOR, WEFT_PROV_VERSION_MINOR)
 /* The newest API this library implements. */
-#define WEFT_API_VERSION FI_VERSION(1, 17)
+#define WEFT_API_VERSION FI_VERSION(2, 6)
+/*
+ * The API a fabric opened without one (fabric_attr->api_version 0, as a
+ * caller that asked fi_getinfo for version 0 gets back) is served: 1.17,
+ * the layout weft's callers had before it implemented later ones.  A
+ * later layout is longer (fi_cq_err_entry 1.20), so it is never assumed.
+ */
+#define WEFT_API_VERSION_UNSAID FI_VERSION(1, 17)
 
 #ifndef container_of
 #define container_of(ptr, type, member)                                        \
@@ -172,6 +170,8 @@ char *weft_dup_str(const char *src, bool *failed);
 struct fi_info *weft_info_dup(const struct fi_info *info);
 /* Free one fi_info (not its ->next). */
 void weft_info_free(struct fi_info *info);
+/* Free a whole list, as fi_freeinfo does. */
+void weft_info_free_list(struct fi_info *info);
 
 /*
  * A fi_ops.tostr for struct fid_nic objects: appends the "    nic:" section
@@ -180,7 +180,8 @@ void weft_info_free(struct fi_info *info);
  */
 int weft_tostr_nic(const struct fid *fid, char *buf, size_t len);
 
-/* The default (1.3) entry points, for the compat versions in src/compat.c. */
+/* The cores of fi_getinfo and fi_fabric; src/compat.c has the entry
+ * points of every symbol version node. */
 int weft_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info);

@@ -19,7 +19,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include <rdma/fi_domain.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 

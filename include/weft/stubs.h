@@ -7,10 +7,7 @@
 #ifndef WEFT_STUBS_H
 #define WEFT_STUBS_H
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
+#include "weft/ofi.h"
 
 /* struct fi_ops */
 int weft_no_close(struct fid *fid);

@@ -91,7 +91,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rdma/fi_atomic.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 

@@ -65,8 +65,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include <rdma/fi_domain.h>
-#include <rdma/fi_eq.h>
+#include "weft/ofi.h"
 
 #include "weft/lock.h"
 #include "weft/util_domain.h"

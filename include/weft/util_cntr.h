@@ -31,9 +31,7 @@
 
 #include <stdatomic.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_eq.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

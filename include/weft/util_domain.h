@@ -12,8 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

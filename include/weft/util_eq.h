@@ -45,8 +45,7 @@
 #include <stdatomic.h>
 #include <pthread.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_eq.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

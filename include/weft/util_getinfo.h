@@ -15,7 +15,7 @@
 #ifndef WEFT_UTIL_GETINFO_H
 #define WEFT_UTIL_GETINFO_H
 
-#include <rdma/fabric.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 

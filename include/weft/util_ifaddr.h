@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <rdma/fabric.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 

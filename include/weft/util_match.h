@@ -74,7 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rdma/fi_endpoint.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

@@ -35,8 +35,7 @@
 #include <stdatomic.h>
 #include <sys/uio.h>
 
-#include <rdma/fi_domain.h>
-#include <rdma/fi_rma.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/lock.h"

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include <rdma/fi_domain.h>
+#include "weft/ofi.h"
 
 /*
  * The PCI function behind an OS device (an RDMA device such as "mlx5_0",

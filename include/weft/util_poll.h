@@ -11,9 +11,7 @@
 
 #include <pthread.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_eq.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

@@ -36,10 +36,7 @@
 #include <stdatomic.h>
 #include <sys/uio.h>
 
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_rma.h>
-#include <rdma/fi_tagged.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

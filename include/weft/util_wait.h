@@ -98,8 +98,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_eq.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/list.h"

@@ -13,9 +13,7 @@
 
 #include "weft/core.h"
 
-#include <rdma/fabric.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
+#include "weft/ofi.h"
 
 #include "weft/list.h"
 #include "weft/util_av.h"

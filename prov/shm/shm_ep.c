@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fi_cm.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
@@ -1558,7 +1558,7 @@ static void rma_event_in(struct shm_xp *ep, const struct shm_slot *s)
 	struct fi_rma_iov r = { 0, s->len, s->tag };
 
 	if ((s->aux & SHM_EVENT_CQ_DATA) || kind < UTIL_RDM_TX_WRITE ||
-	    kind > UTIL_RDM_TX_COMPARE_ATOMIC || op >= FI_ATOMIC_OP_LAST) {
+	    kind > UTIL_RDM_TX_COMPARE_ATOMIC || op >= WEFT_ATOMIC_OP_COUNT) {
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"%s: a malformed RMA event dropped\n", ep->name);
 		return;

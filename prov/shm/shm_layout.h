@@ -35,7 +35,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include <rdma/fi_rma.h>
+#include "weft/ofi.h"
 
 #define SHM_MAGIC 0x77656674u /* "weft" */
 #define SHM_VERSION 6

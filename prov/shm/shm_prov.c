@@ -13,8 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_cm.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"

@@ -23,7 +23,7 @@
 
 #include <stdbool.h>
 
-#include <rdma/fi_errno.h>
+#include "weft/ofi.h"
 
 #include "shm_layout.h"
 

@@ -27,10 +27,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
+#include "weft/ofi.h"
 
 #include "weft/list.h"
 #include "weft/util_av.h"

@@ -840,7 +840,7 @@ static void write_done(struct tcp_conn *conn)
 
 	if (!conn->rx_status) {
 		count_target(ep, f->rma.iov, f->rma.iov_count,
-			     UTIL_RDM_TX_WRITE, FI_ATOMIC_OP_LAST);
+			     UTIL_RDM_TX_WRITE, WEFT_ATOMIC_OP_COUNT);
 		util_rdm_remote_event(&ep->rdm,
 				      FI_REMOTE_WRITE |
 					      ((f->flags & TCP_F_CQ_DATA) ?
@@ -905,7 +905,7 @@ static int read_req_in(struct tcp_conn *conn)
 	tcp_conn_flush(conn);
 	if (conn->state == TCP_CONN_OPEN) {
 		count_target(conn->ep, f->rma.iov, f->rma.iov_count,
-			     UTIL_RDM_TX_READ, FI_ATOMIC_OP_LAST);
+			     UTIL_RDM_TX_READ, WEFT_ATOMIC_OP_COUNT);
 		util_rdm_remote_event(&conn->ep->rdm, FI_REMOTE_READ, f->rma.len,
 				      0);
 	}

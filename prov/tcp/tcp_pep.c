@@ -76,7 +76,7 @@ void tcp_pep_connreq(struct tcp_pep *pep, struct tcp_conn *conn)
 
 	if (!pep->eq)
 		goto refuse;
-	info = fi_dupinfo(pep->info);
+	info = weft_info_dup(pep->info);
 	if (!info)
 		goto refuse;
 	info->handle = &conn->handle;
@@ -100,7 +100,7 @@ void tcp_pep_connreq(struct tcp_pep *pep, struct tcp_conn *conn)
 	}
 	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
 			     conn->cm_data, conn->cm_len) < 0) {
-		fi_freeinfo(info);
+		weft_info_free_list(info);
 		goto refuse;
 	}
 	conn->reported = true;
@@ -188,7 +188,7 @@ static int pep_close(struct fid *fid)
 	if (pep->lfd >= 0)
 		close(pep->lfd);
 	close(pep->epfd);
-	fi_freeinfo(pep->info);
+	weft_info_free_list(pep->info);
 	pthread_mutex_destroy(&pep->lock);
 	free(pep);
 	return 0;
@@ -371,7 +371,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	pep->pep_fid.cm = &pep_cm_ops;
 	pep->pep_fid.ops = &pep_ep_ops;
 	pep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	pep->info = fi_dupinfo(info);
+	pep->info = weft_info_dup(info);
 	if (pep->epfd < 0 || !pep->info) {
 		ret = pep->epfd < 0 ? -tcp_errno_fi(errno) : -FI_ENOMEM;
 		goto err;

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#include <rdma/fi_errno.h>
+#include "weft/ofi.h"
 
 #include "weft/util_atomic.h"
 #include "weft/util_ifaddr.h"

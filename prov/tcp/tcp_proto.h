@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include <rdma/fi_rma.h>
+#include "weft/ofi.h"
 
 /* A peer broke the protocol: the errno value (fi_errno.h of 1.17 leaves
  * FI_EPROTO out). */

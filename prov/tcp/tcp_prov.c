@@ -22,7 +22,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include <rdma/fi_atomic.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
@@ -371,10 +371,10 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 						    flags) :
 			    -FI_ENODATA;
 		if (ret) {
-			fi_freeinfo(fi);
+			weft_info_free_list(fi);
 			if (ret != -FI_ENODATA) {
-				fi_freeinfo(all);
-				fi_freeinfo(next);
+				weft_info_free_list(all);
+				weft_info_free_list(next);
 				free(ifs);
 				return ret;
 			}

@@ -152,7 +152,7 @@ static enum util_atomic_class util_atomic_op_class(enum fi_op op)
 bool util_atomic_valid(enum fi_op op, enum fi_datatype dt,
 		       enum util_atomic_class cls)
 {
-	if ((unsigned int)op >= FI_ATOMIC_OP_LAST ||
+	if ((unsigned int)op >= WEFT_ATOMIC_OP_COUNT ||
 	    (unsigned int)cls > UTIL_ATOMIC_COMPARE)
 		return false;
 	return util_atomic_class_ops[cls] &
@@ -860,7 +860,7 @@ int util_atomic_apply_shared(struct util_atomic_locks *locks, enum fi_op op,
 	enum util_atomic_class cls;
 	size_t i, off;
 
-	if (!locks || (unsigned int)op >= FI_ATOMIC_OP_LAST ||
+	if (!locks || (unsigned int)op >= WEFT_ATOMIC_OP_COUNT ||
 	    kind == UTIL_ATOMIC_KIND_NONE)
 		return -FI_EINVAL;
 	cls = util_atomic_op_class(op);

@@ -1250,7 +1250,7 @@ static const struct fi_ops util_av_fi_ops = {
 };
 
 static const struct fi_ops_av util_av_ops_av = {
-	.size = sizeof(struct fi_ops_av),
+	.size = WEFT_OPS_AV_SIZE,
 	.insert = util_av_insert,
 	.insertsvc = util_av_insertsvc,
 	.insertsym = util_av_insertsym,

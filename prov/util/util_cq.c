@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues (weft/util_cq.h). */
 #include "weft/util_cq.h"
+#include "weft/compat.h"
 #include "weft/stubs.h"
 
 #include <sched.h>
@@ -379,6 +380,14 @@ static void util_cq_fill_err(const struct util_cq *cq,
 	buf->olen = e->olen;
 	buf->err = e->err;
 	buf->prov_errno = e->prov_errno;
+	/*
+	 * 1.20 put src_addr after err_data_size: for a caller of 1.20 or
+	 * later, FI_ADDR_NOTAVAIL (weft has no FI_AV_AUTH_KEY); an older
+	 * caller's entry ends before it.
+	 */
+	if (FI_VERSION_GE(cq->api_version, FI_VERSION(1, 20)))
+		((struct weft_cq_err_entry_1_20 *)buf)->src_addr =
+			FI_ADDR_NOTAVAIL;
 	if (user_size && user_data) {
 		/* 1.5+: copy into the caller's buffer. */
 		n = WEFT_MIN(user_size, e->err_data_size);
@@ -706,7 +715,7 @@ int util_cq_init(struct util_cq *cq, struct util_domain *domain,
 	cq->api_version =
 	    domain && domain->fabric && domain->fabric->fabric_fid.api_version
 		? domain->fabric->fabric_fid.api_version
-		: WEFT_API_VERSION;
+		: WEFT_API_VERSION_UNSAID;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;
 	/* The public tables are not const; weft never writes through them. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fi_endpoint.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 
@@ -34,7 +34,7 @@ static void eq_entry_free(struct util_eq_entry *entry, bool unread)
 	if (unread && entry->event == FI_CONNREQ &&
 	    entry->size >= sizeof(*cm)) {
 		cm = (struct fi_eq_cm_entry *)entry->data;
-		fi_freeinfo(cm->info);
+		weft_info_free_list(cm->info);
 	}
 	free(entry);
 }

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
+#include "weft/ofi.h"
 
 struct check {
 	char *why;
@@ -805,6 +804,6 @@ int util_getinfo(const struct util_prov *uprov, uint32_t version,
 	return 0;
 
 err_free:
-	fi_freeinfo(head);
+	weft_info_free_list(head);
 	return ret;
 }

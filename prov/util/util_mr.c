@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fi_eq.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 

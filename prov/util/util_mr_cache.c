@@ -24,7 +24,7 @@
 
 #include <linux/userfaultfd.h>
 
-#include <rdma/fi_errno.h>
+#include "weft/ofi.h"
 
 #include "weft/core.h"
 #include "weft/util_mr_cache.h"

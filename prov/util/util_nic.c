@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fi_errno.h>
+#include "weft/ofi.h"
 
 #include "weft/util_nic.h"
 #include "weft/util_topo.h"

@@ -146,6 +146,14 @@ int util_poll_open(struct fid_domain *domain_fid, struct fi_poll_attr *attr,
 
 	if (!pollset || (attr && attr->flags))
 		return -FI_EINVAL;
+	if (domain && domain->fabric &&
+	    FI_VERSION_GE(domain->fabric->fabric_fid.api_version,
+			  FI_VERSION(2, 0))) {
+		FI_WARN(domain->prov, FI_LOG_CORE,
+			"poll sets are gone from API 2.0: read each CQ and "
+			"counter\n");
+		return -FI_ENOSYS;
+	}
 	poll = calloc(1, sizeof(*poll));
 	if (!poll)
 		return -FI_ENOMEM;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <rdma/fi_cm.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include <rdma/fi_errno.h>
+#include "weft/ofi.h"
 
 #include "weft/util_topo.h"
 

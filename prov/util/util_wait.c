@@ -544,6 +544,13 @@ int util_wait_open(struct fid_fabric *fabric_fid, struct fi_wait_attr *attr,
 
 	if (!attr || attr->flags || !waitset)
 		return -FI_EINVAL;
+	if (fabric && FI_VERSION_GE(fabric->fabric_fid.api_version,
+				    FI_VERSION(2, 0))) {
+		FI_WARN(fabric->prov, FI_LOG_CORE,
+			"wait sets are gone from API 2.0: wait on the CQ, "
+			"counter or EQ itself\n");
+		return -FI_ENOSYS;
+	}
 	if (attr->wait_obj == FI_WAIT_NONE || attr->wait_obj == FI_WAIT_SET)
 		return -FI_EINVAL;
 	set = calloc(1, sizeof(*set));

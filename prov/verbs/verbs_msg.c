@@ -85,8 +85,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_rma.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 #include "weft/util_cntr.h"
@@ -2385,7 +2384,7 @@ static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
 	size_t len;
 
 	cr = calloc(1, sizeof(*cr));
-	info = fi_dupinfo(pep->info);
+	info = weft_info_dup(pep->info);
 	if (!cr || !info || !pep->eq)
 		goto refuse;
 	cr->handle.fclass = FI_CLASS_CONNREQ;
@@ -2408,7 +2407,7 @@ static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
 		goto refuse;
 	return;
 refuse:
-	fi_freeinfo(info);
+	weft_info_free_list(info);
 	free(cr);
 	rdma_reject(ev->id, NULL, 0);
 	rdma_destroy_id(ev->id);
@@ -2452,7 +2451,7 @@ static int pep_close(struct fid *fid)
 		rdma_destroy_id(pep->id);
 	if (pep->cm_ch)
 		rdma_destroy_event_channel(pep->cm_ch);
-	fi_freeinfo(pep->info);
+	weft_info_free_list(pep->info);
 	pthread_mutex_destroy(&pep->lock);
 	free(pep);
 	return 0;
@@ -2596,7 +2595,7 @@ int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	pep->pep_fid.fid.ops = &pep_fi_ops;
 	pep->pep_fid.cm = &pep_cm_ops;
 	pep->pep_fid.ops = &pep_ep_ops;
-	pep->info = fi_dupinfo(info);
+	pep->info = weft_info_dup(info);
 	pep->cm_ch = rdma_create_event_channel();
 	if (!pep->info || !pep->cm_ch) {
 		ret = pep->info ? weft_errno(errno) : -FI_ENOMEM;

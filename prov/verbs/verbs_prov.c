@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fi_atomic.h>
+#include "weft/ofi.h"
 
 #include "weft/stubs.h"
 #include "weft/util_atomic.h"
@@ -812,12 +812,12 @@ static int verbs_getinfo(uint32_t version, const char *node,
 		/* The MSG variant without FI_RX_CQ_DATA is for callers the
 		 * other one did not suit. */
 		if (is_msg_nomode(fi) && last_msg && same_site(fi, last_msg)) {
-			fi_freeinfo(fi);
+			weft_info_free_list(fi);
 			continue;
 		}
 		/* Likewise the RDM one without RMA. */
 		if (is_rdm_nokeys(fi) && last_rdm && same_site(fi, last_rdm)) {
-			fi_freeinfo(fi);
+			weft_info_free_list(fi);
 			continue;
 		}
 		site = site_of(fi);
@@ -826,10 +826,10 @@ static int verbs_getinfo(uint32_t version, const char *node,
 						  flags) :
 			    -FI_ENODATA;
 		if (ret) {
-			fi_freeinfo(fi);
+			weft_info_free_list(fi);
 			if (ret != -FI_ENODATA) {
-				fi_freeinfo(all);
-				fi_freeinfo(next);
+				weft_info_free_list(all);
+				weft_info_free_list(next);
 				return ret;
 			}
 			continue;
@@ -960,7 +960,9 @@ static int verbs_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	/* Only what peers may reach has a meaningful rkey (devices give
 	 * local-only registrations rkey 0). */
 	if (attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
-		map_attr = *attr;
+		/* the caller's attr may be shorter than these headers' */
+		memset(&map_attr, 0, sizeof(map_attr));
+		memcpy(&map_attr, attr, WEFT_MR_ATTR_SIZE_1_9);
 		map_attr.requested_key = mr->mr->rkey;
 		ret = util_mr_map_insert(&domain->base.mr_map, &map_attr, mr,
 					 &key);
@@ -1346,7 +1348,7 @@ static int verbs_domain_close(struct fid *fid)
 	if (ret)
 		return ret;
 	util_mr_map_fini(&domain->base.mr_map);
-	fi_freeinfo(domain->info);
+	weft_info_free_list(domain->info);
 	domain->info = NULL;
 	/* An endpoint's teardown still uses the PD: its end frees it. */
 	pthread_mutex_lock(&verbs_teardown.lock);
@@ -1441,7 +1443,7 @@ static int verbs_domain_open(struct fid_fabric *fabric_fid,
 		return -FI_ENOMEM;
 	domain->ep_type = info->ep_attr ? info->ep_attr->type : FI_EP_MSG;
 	domain->addr_format = info->addr_format;
-	domain->info = fi_dupinfo(info);
+	domain->info = weft_info_dup(info);
 	if (!domain->info) {
 		ret = -FI_ENOMEM;
 		goto err_free;
@@ -1507,7 +1509,7 @@ err_pd:
 		ibv_dereg_mr(domain->fence_mr);
 	ibv_dealloc_pd(domain->pd);
 err_info:
-	fi_freeinfo(domain->info);
+	weft_info_free_list(domain->info);
 err_free:
 	free(domain);
 	return ret;

@@ -57,12 +57,15 @@ Test(compat_dl, versions_are_distinct)
 	static const char *const names[] = { "fi_getinfo", "fi_freeinfo",
 					     "fi_dupinfo" };
 	static const char *const nodes[] = { "FABRIC_1.0", "FABRIC_1.1",
-					     "FABRIC_1.2", "FABRIC_1.3" };
+					     "FABRIC_1.2", "FABRIC_1.3",
+					     "FABRIC_1.7", "FABRIC_1.8",
+					     "FABRIC_1.9" };
+	const size_t n = sizeof(nodes) / sizeof(nodes[0]);
 	size_t i, a, b;
 
 	for (i = 0; i < 3; i++)
-		for (a = 0; a < 4; a++)
-			for (b = a + 1; b < 4; b++)
+		for (a = 0; a < n; a++)
+			for (b = a + 1; b < n; b++)
 				cr_assert_neq(sym(names[i], nodes[a]),
 					      sym(names[i], nodes[b]),
 					      "%s@%s is %s@%s", names[i],
@@ -70,8 +73,10 @@ Test(compat_dl, versions_are_distinct)
 	cr_assert_neq(sym("fi_fabric", "FABRIC_1.0"),
 		      sym("fi_fabric", "FABRIC_1.1"));
 	/* The default of each is the one an unversioned lookup finds. */
-	cr_assert_eq(dlsym(lib, "fi_getinfo"), sym("fi_getinfo", "FABRIC_1.3"));
+	cr_assert_eq(dlsym(lib, "fi_getinfo"), sym("fi_getinfo", "FABRIC_1.9"));
+	cr_assert_eq(dlsym(lib, "fi_dupinfo"), sym("fi_dupinfo", "FABRIC_1.9"));
 	cr_assert_eq(dlsym(lib, "fi_fabric"), sym("fi_fabric", "FABRIC_1.1"));
+	cr_assert_eq(dlsym(lib, "fi_fabric2"), sym("fi_fabric2", "FABRIC_1.8"));
 }
 
 static char *xstrdup(const char *s)
@@ -246,4 +251,173 @@ Test(compat_dl, fabric_1_0)
 	cr_assert_eq(fabric_open(NULL, &fabric, NULL), -FI_EINVAL);
 	cr_assert_eq(fabric_open(&attr, &fabric, NULL), -FI_ENODEV);
 	cr_assert_null(fabric);
+}
+
+/*
+ * FABRIC_1.3 to 1.9: one fi_info layout whose domain_attr grows at its end
+ * (192, 200, 208, 224 bytes).  Each caller's domain_attr below is allocated
+ * at exactly its node's size, so that a read past it is an ASan error in
+ * the sanitized build; the tail is read as that node lays it out.
+ */
+struct dom_tail {
+	size_t max_ep_auth_key;	     /* 1.7 */
+	uint32_t max_group_id;	     /* 1.8 */
+	uint64_t max_cntr_value;     /* 1.9 */
+	uint64_t max_err_cntr_value; /* 1.9 */
+};
+#define DOM_1_3 192
+#define TAIL(d) ((struct dom_tail *)((char *)(d) + DOM_1_3))
+
+/* An fi_info from fi_dupinfo(NULL) at node, its domain_attr swapped for a
+ * copy of exactly dom_len bytes. */
+static struct fi_info *caller_info(const char *node, size_t dom_len)
+{
+	dupinfo_fn dup = (dupinfo_fn)sym("fi_dupinfo", node);
+	struct fi_info *info = dup(NULL);
+	void *d = calloc(1, dom_len);
+
+	cr_assert_not_null(info);
+	cr_assert_not_null(d);
+	free(info->domain_attr);
+	info->domain_attr = d;
+	return info;
+}
+
+Test(compat_dl, dupinfo_reads_the_node_size)
+{
+	static const struct {
+		const char *node;
+		size_t len;
+	} nodes[] = { { "FABRIC_1.3", 192 },
+		      { "FABRIC_1.7", 200 },
+		      { "FABRIC_1.8", 208 },
+		      { "FABRIC_1.9", 224 } };
+	size_t i;
+
+	for (i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		dupinfo_fn dup = (dupinfo_fn)sym("fi_dupinfo", nodes[i].node);
+		freeinfo_fn release =
+			(freeinfo_fn)sym("fi_freeinfo", nodes[i].node);
+		struct fi_info *info = caller_info(nodes[i].node, nodes[i].len);
+		struct fi_info *copy;
+		struct dom_tail *t;
+
+		info->domain_attr->mr_cnt = 31;
+		info->domain_attr->tclass = 32;
+		if (nodes[i].len >= 200)
+			TAIL(info->domain_attr)->max_ep_auth_key = 33;
+		if (nodes[i].len >= 208)
+			TAIL(info->domain_attr)->max_group_id = 34;
+		if (nodes[i].len >= 224) {
+			TAIL(info->domain_attr)->max_cntr_value = 35;
+			TAIL(info->domain_attr)->max_err_cntr_value = 36;
+		}
+		copy = dup(info);
+		cr_assert_not_null(copy, "%s", nodes[i].node);
+		cr_assert_eq(copy->domain_attr->mr_cnt, 31);
+		cr_assert_eq(copy->domain_attr->tclass, 32);
+		/* the copy has the newest layout: what the caller had is kept,
+		 * the rest is zero */
+		t = TAIL(copy->domain_attr);
+		cr_assert_eq(t->max_ep_auth_key, nodes[i].len >= 200 ? 33 : 0,
+			     "%s", nodes[i].node);
+		cr_assert_eq(t->max_group_id, nodes[i].len >= 208 ? 34 : 0,
+			     "%s", nodes[i].node);
+		cr_assert_eq(t->max_cntr_value, nodes[i].len >= 224 ? 35 : 0,
+			     "%s", nodes[i].node);
+		cr_assert_eq(t->max_err_cntr_value,
+			     nodes[i].len >= 224 ? 36 : 0, "%s",
+			     nodes[i].node);
+		release(copy);
+		release(info);
+	}
+}
+
+/* What a node's fi_getinfo reads of the hints: its layout, and only what
+ * the version asked for defines. */
+Test(compat_dl, getinfo_hints_tail)
+{
+	getinfo_fn gi17 = (getinfo_fn)sym("fi_getinfo", "FABRIC_1.7");
+	getinfo_fn gi19 = (getinfo_fn)sym("fi_getinfo", "FABRIC_1.9");
+	getinfo_fn gi13 = (getinfo_fn)sym("fi_getinfo", "FABRIC_1.3");
+	freeinfo_fn release = (freeinfo_fn)sym("fi_freeinfo", "FABRIC_1.9");
+	struct fi_info *hints, *info = NULL;
+
+	/* a 1.17 program linked against weft binds 1.9 and asks 1.17: its
+	 * 192-byte domain_attr is read as such (ASan would see more) */
+	hints = caller_info("FABRIC_1.9", 192);
+	hints->fabric_attr->prov_name = xstrdup("shm");
+	cr_assert_eq(gi19(FI_VERSION(1, 17), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     0);
+	cr_assert_not_null(info);
+	/* answers carry the newest layout, the tail filled */
+	cr_assert_eq(TAIL(info->domain_attr)->max_ep_auth_key, 0);
+	cr_assert_eq(TAIL(info->domain_attr)->max_cntr_value, UINT64_MAX);
+	cr_assert_eq(TAIL(info->domain_attr)->max_err_cntr_value, UINT64_MAX);
+	release(info);
+	release(hints);
+
+	/* 1.20 at FABRIC_1.7: max_ep_auth_key is read, and weft has none */
+	hints = caller_info("FABRIC_1.7", 200);
+	hints->fabric_attr->prov_name = xstrdup("shm");
+	TAIL(hints->domain_attr)->max_ep_auth_key = 1;
+	info = NULL;
+	cr_assert_eq(gi17(FI_VERSION(1, 20), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     -FI_ENODATA);
+	/* the same hints asking 1.17 semantics: the field is not theirs */
+	cr_assert_eq(gi17(FI_VERSION(1, 17), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     0);
+	release(info);
+	/* and FABRIC_1.3 never reads past tclass, whatever the version */
+	info = NULL;
+	cr_assert_eq(gi13(FI_VERSION(2, 6), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     0);
+	release(info);
+	release(hints);
+
+	/* 2.6 at FABRIC_1.9: max_group_id too */
+	hints = caller_info("FABRIC_1.9", 224);
+	hints->fabric_attr->prov_name = xstrdup("shm");
+	TAIL(hints->domain_attr)->max_group_id = 5;
+	cr_assert_eq(gi19(FI_VERSION(2, 6), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     -FI_ENODATA);
+	TAIL(hints->domain_attr)->max_group_id = 0;
+	TAIL(hints->domain_attr)->max_cntr_value = UINT64_MAX;
+	cr_assert_eq(gi19(FI_VERSION(2, 6), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     0);
+	cr_assert_eq(info->fabric_attr->api_version, FI_VERSION(2, 6));
+	release(info);
+	release(hints);
+}
+
+Test(compat_dl, fabric2)
+{
+	int (*fabric2)(struct fi_info *, struct fid_fabric **, uint64_t,
+		       void *) =
+		(int (*)(struct fi_info *, struct fid_fabric **, uint64_t,
+			 void *))sym("fi_fabric2", "FABRIC_1.8");
+	getinfo_fn gi19 = (getinfo_fn)sym("fi_getinfo", "FABRIC_1.9");
+	freeinfo_fn release = (freeinfo_fn)sym("fi_freeinfo", "FABRIC_1.9");
+	dupinfo_fn dup = (dupinfo_fn)sym("fi_dupinfo", "FABRIC_1.9");
+	struct fi_info *hints = dup(NULL), *info = NULL;
+	struct fid_fabric *fabric = NULL;
+
+	hints->fabric_attr->prov_name = xstrdup("shm");
+	cr_assert_eq(gi19(FI_VERSION(2, 0), NULL, NULL, 0, hints,
+			  (void **)&info),
+		     0);
+	cr_assert_eq(fabric2(NULL, &fabric, 0, NULL), -FI_EINVAL);
+	cr_assert_eq(fabric2(info, &fabric, 1, NULL), -FI_EINVAL);
+	cr_assert_eq(fabric2(info, &fabric, 0, NULL), 0);
+	cr_assert_not_null(fabric);
+	cr_assert_eq(fabric->api_version, FI_VERSION(2, 0));
+	cr_assert_eq(fabric->fid.ops->close(&fabric->fid), 0);
+	release(info);
+	release(hints);
 }

@@ -111,6 +111,21 @@ Test(atomic_valid, table_matches_man_page)
 	}
 }
 
+/* What 2.0 added (FI_DIFF = 19; FI_FLOAT16, FI_BFLOAT16, FI_FLOAT8_E4M3,
+ * FI_FLOAT8_E5M2 = 16..19) weft does not apply: refused, for every class. */
+Test(atomic_valid, api_2_0_additions_refused)
+{
+	enum util_atomic_class cls;
+	int dt;
+
+	for (cls = UTIL_ATOMIC_BASE; cls <= UTIL_ATOMIC_COMPARE; cls++) {
+		cr_expect_not(util_atomic_valid((enum fi_op)19, FI_INT64, cls));
+		for (dt = 16; dt <= 19; dt++)
+			cr_expect_not(util_atomic_valid(
+				FI_SUM, (enum fi_datatype)dt, cls));
+	}
+}
+
 Test(atomic_valid, dt_sizes)
 {
 	cr_expect_eq(util_atomic_dt_size(FI_INT8), 1);

@@ -386,6 +386,37 @@ Test(cq, err_data_before_1_5)
 	close_cq(cq);
 }
 
+/*
+ * 1.20 appended src_addr to fi_cq_err_entry: a 1.20 caller gets
+ * FI_ADDR_NOTAVAIL there (weft has no FI_AV_AUTH_KEY); the entry of an
+ * older caller ends before it and the bytes past it stay as they were.
+ */
+Test(cq, err_src_addr_from_1_20)
+{
+	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, FI_WAIT_NONE);
+	struct {
+		struct fi_cq_err_entry e; /* 1.17 headers: ends at 80 */
+		fi_addr_t src_addr;	  /* where 1.20 put it */
+	} err;
+
+	cr_assert_eq(sizeof(err.e), 80);
+	cq->api_version = FI_VERSION(1, 17);
+	write_error(cq, CTX(1), FI_EIO, 1, NULL, 0);
+	memset(&err, 0, sizeof(err));
+	err.src_addr = 0x5555;
+	cr_assert_eq(fi_cq_readerr(&cq->cq_fid, &err.e, 0), 1);
+	cr_assert_eq(err.src_addr, 0x5555, "past a 1.17 entry: untouched");
+
+	cq->api_version = FI_VERSION(1, 20);
+	write_error(cq, CTX(2), FI_EIO, 1, NULL, 0);
+	memset(&err, 0, sizeof(err));
+	err.src_addr = 0x5555;
+	cr_assert_eq(fi_cq_readerr(&cq->cq_fid, &err.e, 0), 1);
+	cr_assert_eq(err.e.op_context, CTX(2));
+	cr_assert_eq(err.src_addr, FI_ADDR_NOTAVAIL);
+	close_cq(cq);
+}
+
 Test(cq, strerror)
 {
 	struct util_cq *cq = open_cq(FI_CQ_FORMAT_MSG, 8, FI_WAIT_NONE);

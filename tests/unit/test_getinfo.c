@@ -489,7 +489,18 @@ Test(getinfo, prov_attr_only_and_versions)
 	cr_assert_eq(count(info), 1);
 	cr_assert_str_eq(info->fabric_attr->prov_name, "mock");
 	fi_freeinfo(info);
+	/* every version up to weft's own (2.6), none past it */
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 18), NULL, NULL, 0, NULL, &info),
+		     0);
+	cr_assert_eq(info->fabric_attr->api_version, FI_VERSION(1, 18));
+	fi_freeinfo(info);
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 6), NULL, NULL, 0, NULL, &info),
+		     0);
+	cr_assert_eq(info->fabric_attr->api_version, FI_VERSION(2, 6));
+	fi_freeinfo(info);
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 7), NULL, NULL, 0, NULL, &info),
+		     -FI_ENOSYS);
+	cr_assert_eq(fi_getinfo(FI_VERSION(3, 0), NULL, NULL, 0, NULL, &info),
 		     -FI_ENOSYS);
 	/* Versions before 1.0 are accepted, as 1.17 does: MPICH passes 0. */
 	cr_assert_eq(fi_getinfo(0, NULL, NULL, 0, NULL, &info), 0);
@@ -499,8 +510,6 @@ Test(getinfo, prov_attr_only_and_versions)
 	cr_assert_eq(fi_getinfo(FI_VERSION(0, 9), NULL, NULL, 0, NULL, &info),
 		     0);
 	fi_freeinfo(info);
-	cr_assert_eq(fi_getinfo(FI_VERSION(2, 0), NULL, NULL, 0, NULL, &info),
-		     -FI_ENOSYS);
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, FI_SOURCE, NULL,
 				&info),
 		     -FI_EINVAL);
@@ -884,5 +893,80 @@ Test(getinfo, explanations_are_whole_lines)
 	cr_assert(strstr(last_msg, "is not supported"), "last: %s", last_msg);
 	cr_assert_eq(last_msg[strlen(last_msg) - 1], '\n', "last: %s",
 		     last_msg);
+	fi_freeinfo(h);
+}
+
+/*
+ * What later API versions changed in the hints, as their callers mean it:
+ * bits 45, 46 and 48 are receive caps from 2.0 on (FI_TAGGED_DIRECTED_RECV,
+ * FI_TAGGED_MULTI_RECV, FI_EXACT_DIRECTED_RECV; in 1.x: two MR flags and
+ * FI_VARIABLE_MSG), FI_MR_BASIC and FI_MR_SCALABLE are gone from 2.0, and
+ * 1.21 added FI_PROGRESS_CONTROL_UNIFIED (3).
+ */
+Test(getinfo, later_api_versions)
+{
+	const uint64_t tagged_directed = 1ULL << 45, tagged_multi = 1ULL << 46,
+		       exact_directed = 1ULL << 48;
+	struct fi_info *h = hints_new(), *info, *cur;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode =
+		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+
+	h->caps = FI_TAGGED | tagged_directed | tagged_multi;
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 0), NULL, NULL, 0, h, &info), 0);
+	cr_assert_eq(count(info), 1);
+	cr_assert_eq(info->caps & (tagged_directed | tagged_multi),
+		     tagged_directed | tagged_multi);
+	cr_assert(info->caps & FI_TAGGED);
+	cr_assert_eq(info->rx_attr->caps & (tagged_directed | tagged_multi),
+		     tagged_directed | tagged_multi);
+	fi_freeinfo(info);
+	/* to a 1.x caller these bits are no caps: nothing offers them */
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+
+	h->caps = FI_MSG | exact_directed;
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 6), NULL, NULL, 0, h, &info), 0);
+	for (cur = info; cur; cur = cur->next) {
+		cr_assert(cur->caps & exact_directed);
+		cr_assert(cur->caps & FI_DIRECTED_RECV);
+	}
+	fi_freeinfo(info);
+	/* FI_VARIABLE_MSG to 1.20, which the mock does not offer */
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 20), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+
+	/* answers to a 2.x caller never carry bits it did not ask for */
+	h->caps = FI_MSG;
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 6), NULL, NULL, 0, h, &info), 0);
+	for (cur = info; cur; cur = cur->next)
+		cr_assert_eq(cur->caps & (tagged_directed | tagged_multi |
+					  exact_directed),
+			     0);
+	fi_freeinfo(info);
+
+	/* FI_MR_BASIC: a 1.x value, refused to 2.x callers with a reason */
+	h->domain_attr->mr_mode = FI_MR_BASIC;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 0), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "FI_MR_BASIC"), "log was: %s", captured);
+	h->domain_attr->mr_mode = FI_MR_SCALABLE;
+	cr_assert_eq(fi_getinfo(FI_VERSION(2, 6), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+
+	/* control progress "as data progress" (1.21) */
+	h->domain_attr->mr_mode =
+		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->domain_attr->control_progress = (enum fi_progress)3;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 21), NULL, NULL, 0, h, &info),
+		     0);
+	for (cur = info; cur; cur = cur->next)
+		cr_assert_eq(cur->domain_attr->control_progress, 3);
+	fi_freeinfo(info);
+	/* not a value before 1.21 */
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 20), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
 	fi_freeinfo(h);
 }

@@ -193,7 +193,8 @@ Test(tostr_ref, version_and_unknown_type)
 	int t;
 
 	ref_load();
-	same(&data, FI_TYPE_VERSION, "version");
+	/* FI_TYPE_VERSION differs by design: the reference names its 1.17,
+	 * weft the API it implements (2.6.0, checked in tostr/known_text) */
 	for (t = FI_TYPE_LOG_SUBSYS + 1; t < FI_TYPE_LOG_SUBSYS + 20; t++)
 		same(&data, (enum fi_type)t, "unknown type");
 	same(&data, (enum fi_type)-1, "negative type");
@@ -563,7 +564,7 @@ Test(tostr, known_text)
 				    FI_TYPE_MSG_ORDER),
 			 "");
 	cr_assert_str_eq(fi_tostr_r(buf, sizeof(buf), &ep, FI_TYPE_VERSION),
-			 "1.17.0");
+			 "2.6.0");
 	cr_assert_str_eq(fi_tostr_r(buf, sizeof(buf), &ep, (enum fi_type)99),
 			 "Unknown type");
 	cr_assert_str_eq(fi_tostr_r(buf, sizeof(buf), &fab,
