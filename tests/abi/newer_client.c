@@ -85,15 +85,21 @@ struct tail {
 #endif
 };
 
+/*
+ * The part every node shares is laid out as bytes, reached through the
+ * system headers' struct: those may be 1.17's or newer, and the node's
+ * layout must not follow them.
+ */
 struct client_domain_attr {
-	struct fi_domain_attr v1_17; /* ends with tclass at 184: 192 bytes */
+	unsigned char head[192]; /* 1.9 to 1.19: ends with tclass at 184 */
 	struct tail t;
 };
+#define DOM_HEAD(c) ((struct fi_domain_attr *)(void *)(c)->head)
 
 /* fi_mr_attr: 1.17's (80 bytes), then what 1.19 to 2.0 appended. */
 struct client_mr_attr {
-	struct fi_mr_attr v1_17;
-	void *hmem_data; /* 1.19, at 80 */
+	unsigned char head[80]; /* 1.9 to 1.18: ends with device at 72 */
+	void *hmem_data;	/* 1.19, at 80 */
 #if ABI_NODE >= 18
 	size_t page_size;	      /* 1.22, at 88 */
 	const struct fid_mr *base_mr; /* 2.0, at 96 */
@@ -103,16 +109,23 @@ struct client_mr_attr {
 
 /* fi_cq_err_entry from 1.20 on: 1.5's (80 bytes), then src_addr. */
 struct client_cq_err_entry {
-	struct fi_cq_err_entry v1_5;
-	fi_addr_t src_addr; /* at 80 */
+	unsigned char head[80]; /* 1.5 to 1.19: ends with err_data_size */
+	fi_addr_t src_addr;	/* at 80 */
 };
+#define MR_HEAD(c) ((struct fi_mr_attr *)(void *)(c)->head)
+#define ERR_HEAD(c) ((struct fi_cq_err_entry *)(void *)(c)->head)
 
 #if UINTPTR_MAX == UINT64_MAX
-static_assert(sizeof(struct fi_domain_attr) == 192, "1.17 domain_attr");
+static_assert(offsetof(struct fi_domain_attr, tclass) + sizeof(uint32_t) <=
+		      192,
+	      "the shared domain_attr");
 static_assert(sizeof(struct client_domain_attr) ==
 		      (ABI_NODE == 17 ? 200 : ABI_NODE == 18 ? 208 : 224),
 	      "domain_attr of the node");
-static_assert(sizeof(struct fi_mr_attr) == 80, "1.17 mr_attr");
+static_assert(offsetof(struct fi_mr_attr, device) + 8 == 80,
+	      "the shared mr_attr");
+static_assert(offsetof(struct fi_cq_err_entry, err_data_size) + 8 == 80,
+	      "the shared cq_err_entry");
 static_assert(sizeof(struct client_mr_attr) == (ABI_NODE == 17 ? 88 : 112),
 	      "mr_attr of the node");
 static_assert(offsetof(struct client_cq_err_entry, src_addr) == 80 &&
@@ -274,13 +287,17 @@ static void check_dupinfo(void)
 
 	if (!mine)
 		exit(1);
-	mine->v1_17.name = (char *)"client-domain";
+	char *name = (char *)"client-domain";
+
+	/* through bytes: newer headers' struct is longer than the node's */
+	memcpy(mine->head + offsetof(struct fi_domain_attr, name), &name,
+	       sizeof(name));
 	mine->t = distinct;
-	src->domain_attr = &mine->v1_17;
+	src->domain_attr = DOM_HEAD(mine);
 	copy = abi_dupinfo(src);
 	src->domain_attr = theirs;
 	abi_freeinfo(src);
-	report(copy && copy->domain_attr->name != mine->v1_17.name &&
+	report(copy && copy->domain_attr->name != name &&
 		       !strcmp(copy->domain_attr->name, "client-domain") &&
 		       tail_eq(TAIL(copy), &distinct),
 	       "fi_dupinfo keeps a %zu-byte domain_attr and its tail",
@@ -346,13 +363,15 @@ static void reg(void *buf, size_t len, uint64_t access, struct fid_mr **mr)
 {
 	static uint64_t next_key = 1;
 	struct iovec iov = { buf, len };
-	struct client_mr_attr a = { .v1_17 = { .mr_iov = &iov,
-					       .iov_count = 1,
-					       .access = access } };
+	struct fi_mr_attr h = { .mr_iov = &iov, .iov_count = 1,
+				.access = access };
+	struct client_mr_attr a = { .hmem_data = NULL };
 
 	if (!(info->domain_attr->mr_mode & FI_MR_PROV_KEY))
-		a.v1_17.requested_key = next_key++;
-	MUST(fi_mr_regattr(domain, &a.v1_17, 0, mr));
+		h.requested_key = next_key++;
+	/* through bytes: newer headers' struct is longer than 1.18's part */
+	memcpy(a.head, &h, sizeof(a.head));
+	MUST(fi_mr_regattr(domain, MR_HEAD(&a), 0, mr));
 }
 
 static void open_ep(void)
@@ -419,13 +438,13 @@ static ssize_t next_comp(struct fid_cq *cq, struct fi_cq_tagged_entry *e)
 /* A completion that must be a success. */
 static void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *e)
 {
-	struct client_cq_err_entry err = { .v1_5 = { .err = 0 } };
+	struct client_cq_err_entry err = { .src_addr = 0 };
 	ssize_t r = next_comp(cq, e);
 
 	if (r == 1)
 		return;
-	if (r == -FI_EAVAIL && fi_cq_readerr(cq, &err.v1_5, 0) == 1)
-		r = -err.v1_5.err;
+	if (r == -FI_EAVAIL && fi_cq_readerr(cq, ERR_HEAD(&err), 0) == 1)
+		r = -ERR_HEAD(&err)->err;
 	report(false, "a completion failed: %s", fi_strerror((int)-r));
 	exit(1);
 }
@@ -543,7 +562,7 @@ static void truncation(bool parent)
 		/* Success or error, the send's completion must come. */
 		r = next_comp(txcq, &e);
 		if (r == -FI_EAVAIL)
-			r = fi_cq_readerr(txcq, &err.e.v1_5, 0);
+			r = fi_cq_readerr(txcq, ERR_HEAD(&err.e), 0);
 		report(r == 1, "the overflowing send completed: %zd", r);
 		return;
 	}
@@ -554,12 +573,12 @@ static void truncation(bool parent)
 	       r);
 	if (r != -FI_EAVAIL)
 		return;
-	r = fi_cq_readerr(rxcq, &err.e.v1_5, 0);
-	report(r == 1 && err.e.v1_5.err == FI_ETRUNC &&
-		       err.e.v1_5.op_context == &ctx &&
-		       err.e.v1_5.olen == 64 - SMALL,
+	r = fi_cq_readerr(rxcq, ERR_HEAD(&err.e), 0);
+	report(r == 1 && ERR_HEAD(&err.e)->err == FI_ETRUNC &&
+		       ERR_HEAD(&err.e)->op_context == &ctx &&
+		       ERR_HEAD(&err.e)->olen == 64 - SMALL,
 	       "fi_cq_readerr: %zd, err %d (FI_ETRUNC %d), olen %zu", r,
-	       err.e.v1_5.err, FI_ETRUNC, err.e.v1_5.olen);
+	       ERR_HEAD(&err.e)->err, FI_ETRUNC, ERR_HEAD(&err.e)->olen);
 	report(err.e.src_addr == FI_ADDR_NOTAVAIL,
 	       "err entry src_addr is FI_ADDR_NOTAVAIL: 0x%" PRIx64,
 	       (uint64_t)err.e.src_addr);
