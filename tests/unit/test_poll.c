@@ -120,6 +120,23 @@ Test(poll, drives_progress)
 	cr_assert_eq(fi_close(&a->cq_fid.fid), 0);
 }
 
+/* Poll sets are gone from API 2.0: refused in a domain of a fabric
+ * opened for 2.x. */
+Test(poll, gone_from_api_2_0)
+{
+	struct fi_fabric_attr fattr = {.api_version = FI_VERSION(2, 6)};
+	struct util_fabric fabric;
+	struct util_domain dom2;
+	struct fid_poll *ps;
+
+	cr_assert_eq(util_fabric_init(&fabric, &weft_core_prov, &fattr, NULL),
+		     0);
+	cr_assert_eq(util_domain_init(&dom2, &fabric, &info, NULL), 0);
+	cr_assert_eq(util_poll_open(&dom2.domain_fid, NULL, &ps), -FI_ENOSYS);
+	cr_assert_eq(util_domain_fini(&dom2), 0);
+	cr_assert_eq(util_fabric_fini(&fabric), 0);
+}
+
 Test(poll, open_checks)
 {
 	struct fi_poll_attr attr = {.flags = 1};

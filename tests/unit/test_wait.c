@@ -11,6 +11,7 @@
 
 #include "weft/stubs.h"
 #include "weft/util_wait.h"
+#include "weft/util_domain.h"
 
 /* A minimal event object: a counter of pending events behind a waitable. */
 struct fake_obj {
@@ -377,6 +378,25 @@ Test(wait, set_fd_getwait_readable)
 	cr_assert_eq(poll(&pfd, 1, 1000), 1);
 	util_waitable_fini(&a.waitable);
 	cr_assert_eq(fi_close(&set->fid), 0);
+}
+
+/* Wait sets are gone from API 2.0: refused to a fabric opened for 2.x,
+ * kept for 1.x. */
+Test(wait, gone_from_api_2_0)
+{
+	struct fi_wait_attr attr = {.wait_obj = FI_WAIT_FD};
+	struct fi_fabric_attr fattr = {.api_version = FI_VERSION(2, 0)};
+	struct util_fabric fabric;
+	struct fid_wait *set;
+
+	cr_assert_eq(util_fabric_init(&fabric, &weft_core_prov, &fattr, NULL),
+		     0);
+	cr_assert_eq(util_wait_open(&fabric.fabric_fid, &attr, &set),
+		     -FI_ENOSYS);
+	fabric.fabric_fid.api_version = FI_VERSION(1, 22);
+	cr_assert_eq(util_wait_open(&fabric.fabric_fid, &attr, &set), 0);
+	cr_assert_eq(fi_close(&set->fid), 0);
+	cr_assert_eq(util_fabric_fini(&fabric), 0);
 }
 
 Test(wait, open_rejects_bad_attr)
