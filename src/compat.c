@@ -408,17 +408,8 @@ static void fabric_free(struct fi_fabric_attr *fabric)
 
 /* ---- whole fi_info ------------------------------------------------------ */
 
-/* A current fi_info and the attribute structs it points at, on the stack. */
-struct unpacked {
-	struct fi_info info;
-	struct fi_tx_attr tx;
-	struct fi_rx_attr rx;
-	struct fi_ep_attr ep;
-	struct fi_domain_attr domain;
-	struct fi_fabric_attr fabric;
-};
 
-static void unpack_1_0(struct unpacked *u, const struct weft_info_1_0 *old)
+static void unpack_1_0(struct weft_info_copy *u, const struct weft_info_1_0 *old)
 {
 	COPY_INFO_SCALARS(&u->info, old);
 	u->info.src_addr = old->src_addr;
@@ -445,7 +436,7 @@ static void unpack_1_0(struct unpacked *u, const struct weft_info_1_0 *old)
 	}
 }
 
-static void unpack_1_1(struct unpacked *u, const struct weft_info_1_1 *old)
+static void unpack_1_1(struct weft_info_copy *u, const struct weft_info_1_1 *old)
 {
 	COPY_INFO_SCALARS(&u->info, old);
 	u->info.src_addr = old->src_addr;
@@ -472,7 +463,7 @@ static void unpack_1_1(struct unpacked *u, const struct weft_info_1_1 *old)
 	}
 }
 
-static void unpack_1_2(struct unpacked *u, const struct weft_info_1_2 *old)
+static void unpack_1_2(struct weft_info_copy *u, const struct weft_info_1_2 *old)
 {
 	COPY_INFO_SCALARS(&u->info, old);
 	u->info.src_addr = old->src_addr;
@@ -501,7 +492,7 @@ static void unpack_1_2(struct unpacked *u, const struct weft_info_1_2 *old)
 }
 
 /* Fill u from old, borrowing its pointers; u->info.next is NULL. */
-static void unpack(enum weft_abi abi, struct unpacked *u, const void *old)
+static void unpack(enum weft_abi abi, struct weft_info_copy *u, const void *old)
 {
 	memset(u, 0, sizeof(*u));
 	switch (abi) {
@@ -518,7 +509,7 @@ static void unpack(enum weft_abi abi, struct unpacked *u, const void *old)
 }
 
 /* An empty fi_info with every attribute struct present, all zero. */
-static void unpack_empty(struct unpacked *u)
+static void unpack_empty(struct weft_info_copy *u)
 {
 	memset(u, 0, sizeof(*u));
 	u->info.tx_attr = &u->tx;
@@ -649,7 +640,7 @@ void *weft_compat_info_from_new(enum weft_abi abi, const struct fi_info *info)
 
 struct fi_info *weft_compat_info_to_new(enum weft_abi abi, const void *old)
 {
-	struct unpacked u;
+	struct weft_info_copy u;
 
 	if (!old)
 		return NULL;
@@ -698,7 +689,7 @@ void weft_compat_info_free(enum weft_abi abi, void *old)
 
 static void *compat_dupinfo(enum weft_abi abi, const void *old)
 {
-	struct unpacked u;
+	struct weft_info_copy u;
 
 	if (old)
 		unpack(abi, &u, old);

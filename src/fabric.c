@@ -488,12 +488,7 @@ static int getinfo_named(const struct fi_provider *prov, const char *name,
  * out, so every provider serves every version the same way.
  */
 struct api_view {
-	struct fi_info info;
-	struct fi_tx_attr tx;
-	struct fi_rx_attr rx;
-	struct fi_ep_attr ep;
-	struct fi_domain_attr domain;
-	struct fi_fabric_attr fabric;
+	struct weft_info_copy c;
 	uint64_t caps2;	   /* 2.x receive caps asked (bits 45, 46, 48) */
 	uint64_t rx_caps2; /* the same, asked in rx_attr->caps */
 	bool unified;	   /* control_progress WEFT_PROGRESS_CONTROL_UNIFIED */
@@ -518,7 +513,7 @@ static uint64_t api2_base_caps(uint64_t caps2)
 
 /*
  * Set *out to the hints a 1.x provider reads: `hints` itself when the
- * version changed nothing in them, else v->info.  Returns 0 or
+ * version changed nothing in them, else v->c.info.  Returns 0 or
  * -FI_ENODATA (explained) for what the caller's version no longer has.
  */
 static int api_hints(uint32_t version, const struct fi_info *hints,
@@ -545,40 +540,18 @@ static int api_hints(uint32_t version, const struct fi_info *hints,
 	if (!caps2 && !rx_caps2 && !unified)
 		return 0;
 
-	memset(v, 0, sizeof(*v));
-	v->info = *hints;
-	v->info.next = NULL;
-	if (hints->tx_attr) {
-		v->tx = *hints->tx_attr;
-		v->info.tx_attr = &v->tx;
-	}
-	if (hints->rx_attr) {
-		v->rx = *hints->rx_attr;
-		v->info.rx_attr = &v->rx;
-	}
-	if (hints->ep_attr) {
-		v->ep = *hints->ep_attr;
-		v->info.ep_attr = &v->ep;
-	}
-	if (d) {
-		/* the part every caller's layout has */
-		memcpy(&v->domain, d, WEFT_DOMAIN_ATTR_SIZE_1_3);
-		v->info.domain_attr = &v->domain;
-	}
-	if (hints->fabric_attr) {
-		v->fabric = *hints->fabric_attr;
-		v->info.fabric_attr = &v->fabric;
-	}
+	weft_info_copy_shallow(&v->c, hints);
 	v->caps2 = caps2;
 	v->rx_caps2 = rx_caps2;
 	v->unified = unified;
-	v->info.caps = (v->info.caps & ~API2_RECV_CAPS) | api2_base_caps(caps2);
+	v->c.info.caps =
+		(v->c.info.caps & ~API2_RECV_CAPS) | api2_base_caps(caps2);
 	if (hints->rx_attr)
-		v->rx.caps = (v->rx.caps & ~API2_RECV_CAPS) |
-			     api2_base_caps(rx_caps2);
+		v->c.rx.caps = (v->c.rx.caps & ~API2_RECV_CAPS) |
+			       api2_base_caps(rx_caps2);
 	if (unified)
-		v->domain.control_progress = FI_PROGRESS_UNSPEC;
-	*out = &v->info;
+		v->c.domain.control_progress = FI_PROGRESS_UNSPEC;
+	*out = &v->c.info;
 	return 0;
 }
 

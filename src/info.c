@@ -190,6 +190,34 @@ static struct fi_info *info_alloc(void)
 	return info;
 }
 
+void weft_info_copy_shallow(struct weft_info_copy *c,
+			    const struct fi_info *src)
+{
+	memset(c, 0, sizeof(*c));
+	c->info = *src;
+	c->info.next = NULL;
+	if (src->tx_attr) {
+		c->tx = *src->tx_attr;
+		c->info.tx_attr = &c->tx;
+	}
+	if (src->rx_attr) {
+		c->rx = *src->rx_attr;
+		c->info.rx_attr = &c->rx;
+	}
+	if (src->ep_attr) {
+		c->ep = *src->ep_attr;
+		c->info.ep_attr = &c->ep;
+	}
+	if (src->domain_attr) {
+		memcpy(&c->domain, src->domain_attr, WEFT_DOMAIN_ATTR_SIZE_1_3);
+		c->info.domain_attr = &c->domain;
+	}
+	if (src->fabric_attr) {
+		c->fabric = *src->fabric_attr;
+		c->info.fabric_attr = &c->fabric;
+	}
+}
+
 void weft_domain_tail_fill(struct fi_domain_attr *attr)
 {
 	*weft_domain_tail(attr) = (struct weft_domain_attr_tail){

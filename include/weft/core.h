@@ -168,6 +168,26 @@ char *weft_dup_str(const char *src, bool *failed);
 
 /* Deep copy of one fi_info (not its ->next); NULL on allocation failure. */
 struct fi_info *weft_info_dup(const struct fi_info *info);
+/*
+ * An fi_info and the attribute structs it points at, side by side (on the
+ * stack): a shallow copy that borrows every pointer (strings, addresses,
+ * keys, the NIC), for code that adjusts what a caller passed before weft
+ * reads it.
+ */
+struct weft_info_copy {
+	struct fi_info info;
+	struct fi_tx_attr tx;
+	struct fi_rx_attr rx;
+	struct fi_ep_attr ep;
+	struct fi_domain_attr domain;
+	struct fi_fabric_attr fabric;
+};
+/* Fill c from src, an fi_info of FABRIC_1.3 or later (its domain_attr read
+ * as far as every such layout reaches); c->info points at c's attributes
+ * where src has them, and has no ->next. */
+void weft_info_copy_shallow(struct weft_info_copy *c,
+			    const struct fi_info *src);
+
 /* Free one fi_info (not its ->next). */
 void weft_info_free(struct fi_info *info);
 /* Free a whole list, as fi_freeinfo does. */
