@@ -529,6 +529,19 @@ static int api_hints(uint32_t version, const struct fi_info *hints,
 				    0;
 
 	*out = hints;
+	/* since 1.5 (and 1.20's FI_AV_AUTH_KEY): weft has none, as 1.17's
+	 * providers refused a key size they did not have */
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
+	    ((d && d->auth_key_size) ||
+	     (hints->ep_attr && hints->ep_attr->auth_key_size))) {
+		weft_explain(&weft_core_prov,
+			     "hints ask for an authorization key%s: weft has "
+			     "none",
+			     d && d->auth_key_size == FI_AV_AUTH_KEY ?
+				     " per address (FI_AV_AUTH_KEY)" :
+				     "");
+		return -FI_ENODATA;
+	}
 	if (v2 && d && (d->mr_mode & (FI_MR_BASIC | FI_MR_SCALABLE))) {
 		weft_explain(&weft_core_prov,
 			     "mr_mode FI_MR_BASIC and FI_MR_SCALABLE are gone "

@@ -956,6 +956,21 @@ Test(getinfo, later_api_versions)
 	cr_assert_eq(fi_getinfo(FI_VERSION(2, 6), NULL, NULL, 0, h, &info),
 		     -FI_ENODATA);
 
+	/* authorization keys: weft has none (1.17 refused a size its
+	 * providers did not have; 1.20 added FI_AV_AUTH_KEY) */
+	h->domain_attr->mr_mode =
+		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->domain_attr->auth_key_size = SIZE_MAX;
+	capture_start();
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 20), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	cr_assert(strstr(captured, "FI_AV_AUTH_KEY"), "log was: %s", captured);
+	h->domain_attr->auth_key_size = 0;
+	h->ep_attr->auth_key_size = 8;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	h->ep_attr->auth_key_size = 0;
+
 	/* control progress "as data progress" (1.21) */
 	h->domain_attr->mr_mode =
 		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
