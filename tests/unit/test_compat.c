@@ -580,13 +580,29 @@ Test(compat_getinfo, v1_1)
 	hints->fabric_attr->prov_name = strdup("mock");
 	hints->fabric_attr->api_version = version;
 
+	/* the 1.1 layout's key reaches the current one ... */
+	{
+		struct fi_info *conv =
+			weft_compat_info_to_new(WEFT_ABI_1_1, hints);
+
+		cr_assert_not_null(conv);
+		assert_mem(conv->ep_attr->auth_key,
+			   conv->ep_attr->auth_key_size, key, sizeof(key));
+		weft_info_free(conv);
+	}
+	/* ... and fi_getinfo refuses it: weft has no authorization keys */
+	cr_assert_eq(weft_compat_getinfo_1_1(version, NULL, NULL, 0, hints,
+					     &info),
+		     -FI_ENODATA);
+	free(hints->ep_attr->auth_key);
+	hints->ep_attr->auth_key = NULL;
+	hints->ep_attr->auth_key_size = 0;
+
 	cr_assert_eq(weft_compat_getinfo_1_1(version, NULL, NULL, 0, hints,
 					     &info),
 		     0);
 
 	cr_assert_not_null(mock_hints);
-	assert_mem(mock_hints->ep_attr->auth_key,
-		   mock_hints->ep_attr->auth_key_size, key, sizeof(key));
 	cr_assert_eq(mock_hints->domain_attr->mr_cnt, 9);
 	cr_assert_eq(mock_hints->domain_attr->mr_mode, FI_MR_LOCAL);
 	cr_assert_eq(mock_hints->domain_attr->tclass, 0);
