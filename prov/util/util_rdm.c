@@ -1949,9 +1949,13 @@ static ssize_t rdm_cancel(fid_t fid, void *context)
 		/* A multi-recv buffer with slices in flight finishes with
 		 * its last slice instead. */
 		if (!m->pending) {
+			/* a multi-recv buffer says it is released, as
+			 * libfabric does from 2.1 on: clients wait for that
+			 * flag before they reuse the buffer (Mercury) */
 			struct fi_cq_err_entry e = {
 				.op_context = m->context,
-				.flags = rx->cq_flags,
+				.flags = rx->cq_flags |
+					 (rx->flags & FI_MULTI_RECV),
 				.tag = m->tag,
 				.err = FI_ECANCELED,
 				.prov_errno = -FI_ECANCELED,
