@@ -44,6 +44,13 @@ struct util_prov {
 	 * progress costs the provider a thread).
 	 */
 	bool auto_on_request;
+	/*
+	 * A candidate's tx_attr->size and rx_attr->size are the most an
+	 * endpoint takes when asked; a caller that asks no size is answered
+	 * this many (when it is smaller), so that a peer which reads nothing
+	 * holds no more than that by default.  0: the candidate's sizes.
+	 */
+	size_t size_default;
 };
 
 /*

@@ -135,7 +135,27 @@ size_t tcp_sockaddr_len(const void *addr)
 #define TCP_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 #define TCP_INJECT 4096
 
+/*
+ * RDM holds up to 65536 transmits and posted receives when asked, as
+ * libfabric 1.18 and later say of tcp's RDM endpoint: a client that asks
+ * for more than 1024 (Mercury's listeners: 4096) is answered, with the
+ * size it asked.  One that asks none gets 1024 (tcp_util_prov), which
+ * bounds what a peer that reads nothing makes an endpoint hold.
+ */
+#define TCP_RDM_SIZE 65536
+
 static struct fi_tx_attr tcp_tx_attr = {
+	.caps = TCP_TX_CAPS,
+	.op_flags = TCP_TX_OP_FLAGS,
+	.msg_order = UTIL_RDM_ORDER_ALL,
+	.comp_order = FI_ORDER_NONE,
+	.inject_size = TCP_INJECT,
+	.size = TCP_RDM_SIZE,
+	.iov_limit = UTIL_RDM_IOV_MAX,
+	.rma_iov_limit = TCP_RMA_IOV_MAX,
+};
+
+static struct fi_tx_attr tcp_msg_tx_attr = {
 	.caps = TCP_TX_CAPS,
 	.op_flags = TCP_TX_OP_FLAGS,
 	.msg_order = UTIL_RDM_ORDER_ALL,
@@ -151,7 +171,7 @@ static struct fi_rx_attr tcp_rx_attr = {
 	.op_flags = TCP_RX_OP_FLAGS,
 	.msg_order = UTIL_RDM_ORDER_ALL,
 	.comp_order = FI_ORDER_NONE,
-	.size = 1024,
+	.size = TCP_RDM_SIZE,
 	.iov_limit = UTIL_RDM_IOV_MAX,
 };
 
@@ -231,7 +251,7 @@ static struct fi_fabric_attr tcp_fabric_attr = {
 static struct fi_info tcp_msg_info = {
 	.caps = TCP_MSG_CAPS,
 	.addr_format = FI_SOCKADDR_IN,
-	.tx_attr = &tcp_tx_attr,
+	.tx_attr = &tcp_msg_tx_attr,
 	.rx_attr = &tcp_msg_rx_attr,
 	.ep_attr = &tcp_msg_ep_attr,
 	.domain_attr = &tcp_domain_attr,
@@ -284,6 +304,7 @@ static const struct util_prov tcp_util_prov = {
 	.info = &tcp_rdm_info,
 	.resolve = tcp_resolve,
 	.auto_on_request = true,
+	.size_default = 1024,
 };
 
 #define TCP_IFACE_MAX 64

@@ -655,6 +655,10 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 		 * flags handed out are the ones asked for, else none. */
 		out->tx_attr->op_flags =
 			hints->tx_attr ? hints->tx_attr->op_flags : 0;
+		/* the size asked for (no more than the candidate's, checked):
+		 * the endpoint holds that many */
+		if (hints->tx_attr && hints->tx_attr->size)
+			out->tx_attr->size = hints->tx_attr->size;
 	}
 	if (out->rx_attr) {
 		out->rx_attr->caps = narrow_caps(
@@ -665,6 +669,8 @@ void util_info_narrow(struct fi_info *out, const struct fi_info *hints,
 				     (out->caps | UTIL_CAP_MODIFIERS);
 		out->rx_attr->op_flags =
 			hints->rx_attr ? hints->rx_attr->op_flags : 0;
+		if (hints->rx_attr && hints->rx_attr->size)
+			out->rx_attr->size = hints->rx_attr->size;
 	}
 	/* The modes the provider needs and the application allows; a
 	 * provider needing FI_CONTEXT served by FI_CONTEXT2 reports the
@@ -750,6 +756,20 @@ static void progress_on_request(struct fi_info *out,
 		d->data_progress = FI_PROGRESS_MANUAL;
 }
 
+/* Sizes the hints leave open: the provider's default, when smaller. */
+static void size_default(struct fi_info *out, const struct fi_info *hints,
+			 size_t dflt)
+{
+	if (!dflt)
+		return;
+	if (out->tx_attr && out->tx_attr->size > dflt &&
+	    !(hints && hints->tx_attr && hints->tx_attr->size))
+		out->tx_attr->size = dflt;
+	if (out->rx_attr && out->rx_attr->size > dflt &&
+	    !(hints && hints->rx_attr && hints->rx_attr->size))
+		out->rx_attr->size = dflt;
+}
+
 int util_getinfo(const struct util_prov *uprov, uint32_t version,
 		 const char *node, const char *service, uint64_t flags,
 		 const struct fi_info *hints, struct fi_info **info)
@@ -776,6 +796,7 @@ int util_getinfo(const struct util_prov *uprov, uint32_t version,
 			goto err_free;
 		}
 		util_info_narrow(out, hints, version);
+		size_default(out, hints, uprov->size_default);
 		if (uprov->auto_on_request)
 			progress_on_request(out, hints);
 		ret = copy_hint_addrs(out, hints, flags);

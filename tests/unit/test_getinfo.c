@@ -985,3 +985,43 @@ Test(getinfo, later_api_versions)
 		     -FI_ENODATA);
 	fi_freeinfo(h);
 }
+
+/*
+ * tx and rx sizes: a candidate's are the most an endpoint takes; a caller
+ * that asks a size gets that size, one that asks none gets the provider's
+ * default when it is smaller (tcp: 1024 by default, up to 65536 asked, as
+ * Mercury's listeners ask 4096).
+ */
+Test(getinfo, sizes_asked_and_default)
+{
+	struct fi_info *h = hints_new(), *info;
+
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode =
+		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->ep_attr->type = FI_EP_RDM;
+	mock_util.size_default = 512;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     0);
+	cr_assert_eq(info->tx_attr->size, 512);
+	cr_assert_eq(info->rx_attr->size, 512);
+	fi_freeinfo(info);
+	h->tx_attr->size = 800;
+	h->rx_attr->size = 1024;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     0);
+	cr_assert_eq(info->tx_attr->size, 800);
+	cr_assert_eq(info->rx_attr->size, 1024);
+	fi_freeinfo(info);
+	h->tx_attr->size = 1025;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     -FI_ENODATA);
+	mock_util.size_default = 0;
+	h->tx_attr->size = 0;
+	h->rx_attr->size = 0;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info),
+		     0);
+	cr_assert_eq(info->tx_attr->size, 1024);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
