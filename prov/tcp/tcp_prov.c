@@ -144,27 +144,18 @@ size_t tcp_sockaddr_len(const void *addr)
  */
 #define TCP_RDM_SIZE 65536
 
-static struct fi_tx_attr tcp_tx_attr = {
-	.caps = TCP_TX_CAPS,
-	.op_flags = TCP_TX_OP_FLAGS,
-	.msg_order = UTIL_RDM_ORDER_ALL,
-	.comp_order = FI_ORDER_NONE,
-	.inject_size = TCP_INJECT,
-	.size = TCP_RDM_SIZE,
-	.iov_limit = UTIL_RDM_IOV_MAX,
-	.rma_iov_limit = TCP_RMA_IOV_MAX,
-};
+/* RDM and MSG transmit alike; they differ in how many they hold. */
+#define TCP_TX_ATTR(sz)                                                        \
+	{                                                                      \
+		.caps = TCP_TX_CAPS, .op_flags = TCP_TX_OP_FLAGS,              \
+		.msg_order = UTIL_RDM_ORDER_ALL, .comp_order = FI_ORDER_NONE,  \
+		.inject_size = TCP_INJECT, .size = (sz),                       \
+		.iov_limit = UTIL_RDM_IOV_MAX,                                 \
+		.rma_iov_limit = TCP_RMA_IOV_MAX,                              \
+	}
 
-static struct fi_tx_attr tcp_msg_tx_attr = {
-	.caps = TCP_TX_CAPS,
-	.op_flags = TCP_TX_OP_FLAGS,
-	.msg_order = UTIL_RDM_ORDER_ALL,
-	.comp_order = FI_ORDER_NONE,
-	.inject_size = TCP_INJECT,
-	.size = 1024,
-	.iov_limit = UTIL_RDM_IOV_MAX,
-	.rma_iov_limit = TCP_RMA_IOV_MAX,
-};
+static struct fi_tx_attr tcp_tx_attr = TCP_TX_ATTR(TCP_RDM_SIZE);
+static struct fi_tx_attr tcp_msg_tx_attr = TCP_TX_ATTR(1024);
 
 static struct fi_rx_attr tcp_rx_attr = {
 	.caps = TCP_RX_CAPS,
