@@ -270,24 +270,26 @@ static_assert(sizeof(struct weft_info_1_1) == 112, "fi_info 1.1");
 static_assert(sizeof(struct weft_info_1_2) == 120, "fi_info 1.2");
 #endif
 
-/* fi_cq_err_entry as a caller of API 1.20 or later lays it out. */
-struct weft_cq_err_entry_1_20 {
-	void *op_context;
-	uint64_t flags;
-	size_t len;
-	void *buf;
-	uint64_t data;
-	uint64_t tag;
-	size_t olen;
-	int err;
-	int prov_errno;
-	void *err_data;
-	size_t err_data_size;
+/*
+ * fi_cq_err_entry past err_data_size, as 1.20 appended it; the part before
+ * is the one every layout from 1.5 on shares.  Written only to a caller of
+ * 1.20 or later, whose entry has it.
+ */
+struct weft_cq_err_tail {
 	fi_addr_t src_addr;
 };
-static_assert(offsetof(struct weft_cq_err_entry_1_20, err_data_size) ==
-		      offsetof(struct fi_cq_err_entry, err_data_size),
-	      "fi_cq_err_entry 1.20 starts as 1.5 did");
+#define WEFT_CQ_ERR_ENTRY_SIZE_1_5                                             \
+	(offsetof(struct fi_cq_err_entry, err_data_size) + sizeof(size_t))
+
+static inline struct weft_cq_err_tail *
+weft_cq_err_tail(struct fi_cq_err_entry *entry)
+{
+	return (struct weft_cq_err_tail *)((char *)entry +
+					   WEFT_CQ_ERR_ENTRY_SIZE_1_5);
+}
+#if UINTPTR_MAX == UINT64_MAX
+static_assert(WEFT_CQ_ERR_ENTRY_SIZE_1_5 == 80, "fi_cq_err_entry 1.5");
+#endif
 
 /* The older ABI nodes whose fi_info layout differs from the current one. */
 enum weft_abi {

@@ -386,8 +386,7 @@ static void util_cq_fill_err(const struct util_cq *cq,
 	 * caller's entry ends before it.
 	 */
 	if (FI_VERSION_GE(cq->api_version, FI_VERSION(1, 20)))
-		((struct weft_cq_err_entry_1_20 *)buf)->src_addr =
-			FI_ADDR_NOTAVAIL;
+		weft_cq_err_tail(buf)->src_addr = FI_ADDR_NOTAVAIL;
 	if (user_size && user_data) {
 		/* 1.5+: copy into the caller's buffer. */
 		n = WEFT_MIN(user_size, e->err_data_size);
