@@ -74,13 +74,14 @@ struct inj_res {
 	uint64_t data; /* its remote CQ data */
 };
 
-static void inj_open(struct cf_fix *f, const char *prov)
+static void inj_open(struct cf_fix *f, const char *prov, size_t tx_size)
 {
 	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED,
 			    .nep = 1,
 			    .no_insert = true,
 			    .msg_order = FI_ORDER_SAS,
-			    .cq_wait = FI_WAIT_UNSPEC};
+			    .cq_wait = FI_WAIT_UNSPEC,
+			    .tx_size = tx_size};
 
 	cf_open(f, prov, &o);
 }
@@ -172,7 +173,7 @@ static int sleeper_main(void)
 	uint64_t got;
 	char b = 'S';
 
-	inj_open(&f, cf_prov);
+	inj_open(&f, cf_prov, 0);
 	cf_send_name(PEER_OUT, &f.ep[0]);
 	peer = cf_recv_name(PEER_IN, &f);
 	inj_meet(&f, peer, false);
@@ -235,9 +236,9 @@ struct inj_state {
 	size_t tx_size;
 };
 
-static void inj_start(struct inj_state *s, const char *prov)
+static void inj_start(struct inj_state *s, const char *prov, size_t tx_size)
 {
-	inj_open(&s->f, prov);
+	inj_open(&s->f, prov, tx_size);
 	s->data = s->f.info->domain_attr->cq_data_size >= 4;
 	s->inject_size = s->f.info->tx_attr->inject_size;
 	s->tx_size = s->f.info->tx_attr->size;
@@ -408,7 +409,7 @@ static int case_proc_inject_sleeper(const char *prov)
 	ssize_t ret;
 
 	memset(&s, 0, sizeof(s));
-	inj_start(&s, prov);
+	inj_start(&s, prov, 0);
 	counts[0] = 100;
 	counts[1] = (uint32_t)s.tx_size;
 	for (li = 0; li < 2; li++) {
@@ -464,6 +465,41 @@ static int case_proc_inject_sleeper(const char *prov)
  * still sleeps: they were reported sent, so they still arrive, each once,
  * intact, in order.
  */
+/*
+ * A transmit queue larger than the default, asked for as Mercury's
+ * listeners ask tcp (tx_attr->size 4096): the answer says 4096, and the
+ * endpoint takes that many injects to a peer that sleeps, not the default
+ * 1024, then says -FI_EAGAIN; every one arrives, once.  A provider whose
+ * queue is smaller says -FI_ENODATA (skipped).
+ */
+static int case_proc_inject_asked_size(const char *prov)
+{
+	struct inj_state s;
+	uint32_t n;
+	size_t len;
+	char what[96];
+
+	memset(&s, 0, sizeof(s));
+	inj_start(&s, prov, 4096);
+	cf_assert(s.f.info->tx_attr->size == 4096,
+		  "hints asked tx_attr->size 4096, the answer says %zu",
+		  s.f.info->tx_attr->size);
+	len = 4000 < s.inject_size ? 4000 : s.inject_size;
+	inj_asleep(&s);
+	n = inj_until_eagain(&s, 0, len); /* at least tx_size (4096) */
+	cf_note("-FI_EAGAIN after %u injects of %zu B (tx_size 4096)", n,
+		len);
+	inj_wake(&s, 0, len, n, 0);
+	snprintf(what, sizeof(what), "%u injects of %zu B up to -FI_EAGAIN",
+		 n, len);
+	inj_answer(&s, n, what);
+	inj_asleep(&s);
+	inj_finish(&s);
+	free(s.buf);
+	cf_close(&s.f);
+	return 0;
+}
+
 static int case_proc_inject_close(const char *prov)
 {
 	struct inj_state s;
@@ -474,7 +510,7 @@ static int case_proc_inject_close(const char *prov)
 	char b = 0;
 
 	memset(&s, 0, sizeof(s));
-	inj_start(&s, prov);
+	inj_start(&s, prov, 0);
 	len = 4000 < s.inject_size ? 4000 : s.inject_size;
 	inj_asleep(&s);
 	n = inj_until_eagain(&s, 0, len);
@@ -525,7 +561,7 @@ static int case_proc_inject_killed(const char *prov)
 	int status;
 
 	memset(&s, 0, sizeof(s));
-	inj_start(&s, prov);
+	inj_start(&s, prov, 0);
 	/* As proc_kill_random allows: a socket's kernel takes data for a
 	 * peer that died until the end of the connection is read; a verbs
 	 * device takes injects until the connection is known dead. */
@@ -645,6 +681,10 @@ const struct cf_case cf_cases_inject[] = {
      "that sleeps each return 0 at once, then -FI_EAGAIN comes; all "
      "arrive, intact, in order, once",
      case_proc_inject_sleeper},
+    {"proc_inject_asked_size",
+     "two processes: tx_attr->size 4096 asked (Mercury's listeners): "
+     "4096 injects taken by a peer that sleeps, all delivered",
+     case_proc_inject_asked_size},
     {"proc_inject_close",
      "two processes: the sender closes with injects queued for a peer "
      "that sleeps; every one arrives",

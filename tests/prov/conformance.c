@@ -309,6 +309,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->domain_attr->resource_mgmt = o->resource_mgmt;
 	hints->addr_format = o->addr_format;
 	hints->domain_attr->threading = o->threading;
+	hints->tx_attr->size = o->tx_size;
 	hints->domain_attr->av_type = o->av_type;
 	hints->domain_attr->data_progress = o->data_progress;
 	hints->tx_attr->msg_order = o->msg_order;

@@ -108,6 +108,7 @@ struct cf_opts {
 	enum fi_resource_mgmt resource_mgmt; /* 0: the provider's choice */
 	uint32_t addr_format;		     /* 0: the provider's choice */
 	enum fi_progress data_progress; /* 0 (FI_PROGRESS_UNSPEC): any */
+	size_t tx_size; /* hints' tx_attr->size; 0: the provider's default */
 };
 
 struct cf_fix {
