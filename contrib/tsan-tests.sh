@@ -38,10 +38,13 @@ unit_tests="tests/unit/test_av tests/unit/test_cntr tests/unit/test_core
 #   by four threads (thread_safe), fi_cq_sread and fi_cntr_wait woken by
 #   another thread (cq_calls, cases_wait.c), and FI_PROGRESS_AUTO, the
 #   engine's progress thread (prov/util/util_rdm.c), against the
-#   application's own calls (progress_auto).
+#   application's own calls (progress_auto); a scalable endpoint's
+#   contexts, a thread each, under FI_THREAD_ENDPOINT (no lock may be
+#   needed between them) and FI_THREAD_SAFE (sep_threads*; skipped where
+#   a provider has no scalable endpoints).
 conf_cases="thread_safe cq_calls cq_sread_sleeps cq_sread_wakes
 	cq_sread_shared cq_sread_first_send cq_wait_fd_epoll cntr_wait_wakes
-	progress_auto"
+	progress_auto sep_threads sep_threads_safe"
 # - fabtests: fi_mt_bw (threads sharing one FI_THREAD_SAFE domain, an
 #   endpoint each) as server and client over shm and tcp; every fabtests
 #   program also runs ft.c's watchdog thread beside its main one.

@@ -21,6 +21,14 @@
  * Peers live as long as the map: an fi_av_remove / insert of the same
  * address finds the same peer (its `fresh` flag tells the transport that a
  * new insert now names it, e.g. to look for a restarted process).
+ *
+ * Contexts.  A scalable endpoint (util_rdm_sep) has one address and
+ * several contexts, each reached on its own: a peer is an address and the
+ * index of a context behind it (`ctx`, 0 for a plain endpoint).  Sending,
+ * the index comes from fi_rx_addr's bits (the AV's rx_ctx_bits); arriving,
+ * the transport names the sending context.  The peers of context 0 are
+ * cached by AV index as before; those of other contexts in a table per
+ * context, made on first use.
  */
 #ifndef WEFT_UTIL_PEER_H
 #define WEFT_UTIL_PEER_H
@@ -56,6 +64,7 @@ struct util_peer {
 	 * not reached it since: receives directed to it fail. */
 	bool gone;
 	void *addr; /* map->addr_len bytes, the AV's stored form */
+	uint32_t ctx; /* the context of the endpoint at addr (above) */
 	/* The RDM engine's: the transport that reaches it (util_rdm.h). */
 	struct util_rdm_xport *xp;
 };
@@ -79,8 +88,14 @@ struct util_peer_map {
 	struct util_peer_map_attr attr;
 	struct util_av *av; /* bound AV, or NULL */
 	struct util_peer *fixed; /* connected endpoints: the one peer */
-	struct util_peer_cache *by_index; /* [AV index] */
+	struct util_peer_cache *by_index; /* [AV index], context 0 */
 	size_t nindex;
+	/* Contexts 1 and up (fi_rx_addr): [ctx - 1], grown on first use. */
+	struct util_peer_ctx_tab {
+		struct util_peer_cache *by_index;
+		size_t nindex;
+	} *ctx_tab;
+	size_t nctx_tab;
 	struct util_peer **bucket; /* by address hash */
 	size_t nbucket; /* power of two */
 	size_t count;
@@ -104,6 +119,14 @@ static inline void util_peer_map_set_av(struct util_peer_map *map,
 int util_peer_get_slow(struct util_peer_map *map, fi_addr_t dest,
 		       struct util_peer **out);
 
+/* The context fi_rx_addr put in dest's high bits (0: none). */
+static inline uint32_t util_peer_ctx_of(const struct util_av *av,
+					fi_addr_t dest)
+{
+	return av->rx_ctx_bits ?
+		       (uint32_t)(dest >> (64 - av->rx_ctx_bits)) : 0;
+}
+
 /*
  * The peer dest names: 0 and *out, or -FI_EINVAL (dest is not a live AV
  * entry, or there is no AV) or -FI_ENOMEM.  A map with a fixed peer
@@ -126,12 +149,16 @@ static inline int util_peer_get(struct util_peer_map *map, fi_addr_t dest,
 		return -FI_EINVAL;
 	idx = util_av_index(map->av, dest);
 	if (weft_likely(idx < map->nindex &&
-			map->by_index[idx].serial == slot->serial)) {
+			map->by_index[idx].serial == slot->serial &&
+			!util_peer_ctx_of(map->av, dest))) {
 		*out = map->by_index[idx].peer;
 		return 0;
 	}
 	return util_peer_get_slow(map, dest, out);
 }
+
+struct util_peer *util_peer_cached_ctx(struct util_peer_map *map,
+				       fi_addr_t dest);
 
 /*
  * The peer dest names if the map has met it under that AV entry, else
@@ -147,21 +174,25 @@ static inline struct util_peer *util_peer_cached(struct util_peer_map *map,
 		return map->fixed;
 	if (!map->av || !(slot = util_av_slot_get(map->av, dest)))
 		return NULL;
+	if (util_peer_ctx_of(map->av, dest))
+		return util_peer_cached_ctx(map, dest);
 	idx = util_av_index(map->av, dest);
 	if (idx < map->nindex && map->by_index[idx].serial == slot->serial)
 		return map->by_index[idx].peer;
 	return NULL;
 }
 
-/* The peer with stored-form address addr, or NULL. */
-struct util_peer *util_peer_find(struct util_peer_map *map, const void *addr);
+/* The peer with stored-form address addr, context ctx, or NULL. */
+struct util_peer *util_peer_find(struct util_peer_map *map, const void *addr,
+				 uint32_t ctx);
 
 /*
- * The peer with address addr, made if there is none (its fi_addr is the
- * AV's entry for the address, if any).  0 and *out, or -FI_ENOMEM or
+ * The peer with address addr, context ctx, made if there is none (its
+ * fi_addr is the AV's entry for the address, if any: without the context,
+ * which completions do not report).  0 and *out, or -FI_ENOMEM or
  * ->peer_init's error.
  */
-int util_peer_add(struct util_peer_map *map, const void *addr,
+int util_peer_add(struct util_peer_map *map, const void *addr, uint32_t ctx,
 		  struct util_peer **out);
 
 /*

@@ -6,7 +6,7 @@
  * (fi_msg(3), fi_tagged(3), fi_rma(3), fi_atomic(3) entry points, receive
  * matching, unexpected messages, multi-receive buffers, completions and
  * counters, FI_SOURCE, cancel, peek/claim/discard, the completion levels)
- * once.  A transport (shm today; tcp and verbs RDM later) only moves bytes:
+ * once.  A transport (shm, tcp, verbs RDM) only moves bytes:
  * it sends what the engine gives it and hands every arriving message header
  * to the engine.
  *
@@ -399,8 +399,22 @@ struct util_rdm_ep_attr {
 	bool sweep_domain;
 };
 
+/*
+ * What the application holds of an engine endpoint: its own fid, or a
+ * context of a scalable endpoint (util_rdm_ctx) that leads to the engine
+ * endpoint behind it.  The engine's entry points find their endpoint
+ * through `ep` (util_rdm_ep_of): one load, the same for both.
+ */
+struct util_rdm_fid {
+	struct fid_ep fid;
+	struct util_rdm_ep *ep;
+};
+
 struct util_rdm_ep {
-	struct fid_ep ep_fid;
+	union {
+		struct fid_ep ep_fid;
+		struct util_rdm_fid efid; /* efid.ep: this endpoint */
+	};
 	struct util_domain *domain;
 	struct util_rdm_xport *xp; /* the primary transport */
 	struct util_rdm_xport *local; /* or NULL */
@@ -424,6 +438,9 @@ struct util_rdm_ep {
 	 * progress fails them once the transports have drained it. */
 	bool rx_gone;
 	bool enabled;
+	/* Behind a scalable endpoint's contexts (util_rdm_sep): the
+	 * contexts check their own bindings; binds are taken after enable. */
+	struct util_rdm_sep *sep;
 
 	struct util_av *av;
 	struct util_cq *tx_cq, *rx_cq;
@@ -463,9 +480,10 @@ struct util_rdm_ep {
 
 /*
  * Initialise the engine part of a provider's RDM endpoint from the
- * fi_info given to fi_endpoint.  Fills ep_fid's ops with the engine's
- * (the provider may wrap close, bind and control); the caller sets
- * Returns 0, -FI_EINVAL or -FI_ENOMEM.
+ * fi_info given to fi_endpoint.  Fills ep_fid's ops with the engine's;
+ * the caller then sets ep_fid.fid.ops (its close, wrapping bind and
+ * control) and ep_fid.cm (its names).  Returns 0, -FI_EINVAL or
+ * -FI_ENOMEM.
  */
 int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
@@ -631,7 +649,76 @@ static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct util_rdm_ep, ep_fid);
+	return container_of(ep_fid, struct util_rdm_fid, fid)->ep;
 }
+
+/* ---- scalable endpoints ------------------------------------------------ */
+
+/*
+ * A scalable endpoint (fi_scalable_ep): one address, tx_ctx_cnt transmit
+ * and rx_ctx_cnt receive contexts.  Context pair i (transmit context i
+ * and receive context i) is one engine endpoint of the provider's, with
+ * its own transport, lock and progress: two threads on two pairs share
+ * nothing.  A pair is reached at the scalable endpoint's address with
+ * context index i (util_peer.ctx; fi_rx_addr names it), and says that
+ * address and index as its sender's identity, so completions at a peer
+ * report the scalable endpoint's fi_addr whichever pair sent.  Pair 0
+ * is reached at the address itself: a plain endpoint talks to it as to
+ * any other.
+ *
+ * The provider gives the pairs: pair_open opens its endpoint for pair i
+ * (an RDM endpoint as fi_endpoint makes, its transport named for the
+ * scalable endpoint's address and context i; not enabled).  The engine
+ * opens a pair at first need (a context of it, or fi_enable of the
+ * scalable endpoint), pair 0 before any other, enables it at the first
+ * fi_enable of the scalable endpoint or of one of its contexts (pair 0
+ * first), and closes it with the scalable endpoint.  Names: getname/setname (fi_getname, fi_setname before
+ * enable).  release frees the provider's structure at close.
+ */
+struct util_rdm_sep;
+
+struct util_rdm_sep_ops {
+	int (*pair_open)(struct util_rdm_sep *sep, uint32_t index,
+			 struct util_rdm_ep **ep);
+	int (*getname)(struct util_rdm_sep *sep, void *addr, size_t *addrlen);
+	int (*setname)(struct util_rdm_sep *sep, const void *addr,
+		       size_t addrlen);
+	void (*release)(struct util_rdm_sep *sep);
+	uint32_t max_ctx; /* contexts of each kind a scalable endpoint may have */
+};
+
+/* A transmit or receive context: what fi_tx_context / fi_rx_context return. */
+struct util_rdm_ctx {
+	struct util_rdm_fid efid; /* first: efid.ep is the pair's endpoint */
+	struct util_rdm_sep *sep;
+	uint32_t index;
+	bool tx;
+	bool enabled;
+};
+
+struct util_rdm_sep {
+	struct fid_ep ep_fid; /* FI_CLASS_SEP */
+	struct util_domain *domain;
+	const struct util_rdm_sep_ops *ops;
+	struct fi_info *info; /* the scalable endpoint's; pair_open's */
+	pthread_mutex_t lock; /* setup and teardown only */
+	struct util_av *av;
+	uint32_t ntx, nrx, npair;
+	struct util_rdm_sep_pair {
+		struct util_rdm_ep *ep;
+		struct util_rdm_ctx *tx, *rx;
+	} *pair;
+	bool enabled;
+};
+
+/*
+ * Set up sep (the provider's structure embeds it) for fi_scalable_ep:
+ * info's ep_attr gives the contexts (0 counts as 1; at most ops->max_ctx,
+ * which the provider's domain_attr says as max_ep_tx_ctx / max_ep_rx_ctx).  On 0 *sep_fid is the application's.
+ */
+int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
+		      const struct fi_info *info,
+		      const struct util_rdm_sep_ops *ops,
+		      struct fid_ep **sep_fid, void *context);
 
 #endif /* WEFT_UTIL_RDM_H */

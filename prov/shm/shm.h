@@ -151,6 +151,9 @@ struct shm_xp {
 	char name[SHM_NAME_MAX];
 	struct dlist_entry name_entry; /* names held (shm_name_hold) */
 	bool name_held;
+	/* A scalable endpoint's pair: its name is derived, never drawn again
+	 * or changed (taken: the enable fails). */
+	bool name_fixed;
 	struct shm_map own;
 	pthread_t owner_thread; /* holds own's owner mutex */
 	uint32_t out_next; /* the outbound bounce buffer to look at next */
@@ -278,6 +281,8 @@ int shm_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep, void *context);
+int shm_sep_open(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **sep, void *context);
 int shm_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		struct fid_av **av, void *context);
 
@@ -292,6 +297,25 @@ bool shm_cma_probe(void);
  * whose drawn name is taken draws again.  None of these blocks.
  */
 #define SHM_DRAWN_MARK '~'
+
+/*
+ * Contexts of a scalable endpoint: pair i > 0 of the endpoint named NAME
+ * has the region NAME#i (pair 0 has NAME), and says that name as its
+ * sender's identity, which peers read back as NAME and context i.  '#'
+ * is therefore no part of a name an application gives.
+ */
+#define SHM_CTX_MARK '#'
+/* Contexts of each kind a scalable endpoint may have: each pair is an
+ * endpoint with its region (docs/shm-layout.md). */
+#define SHM_MAX_CTX 16
+/* Longest context suffix: "#65535" (16 rx_ctx_bits). */
+#define SHM_CTX_SUFFIX_MAX 6
+
+/* name: base, or base#ctx.  0, or -FI_EINVAL when it does not fit. */
+int shm_name_ctx(char name[SHM_NAME_MAX], const char *base, uint32_t ctx);
+
+/* Cut a context suffix off name in place: its context, or 0 (none). */
+uint32_t shm_name_split(char *name);
 
 /*
  * The name in an address of addrlen bytes ("fi_shm://NAME" or a bare NAME),

@@ -64,9 +64,13 @@ static int shm_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 	struct shm_xp *ep = shm_xp_of(xp);
 	struct shm_conn *c = conn_of_peer(ep, peer);
 
+	char base[SHM_NAME_MAX];
+	int ret;
+
 	c->up = peer;
 	c->bell_fd = -1;
-	return ep->naming->name_of(ep, peer->addr, c->name);
+	ret = ep->naming->name_of(ep, peer->addr, base);
+	return ret ? ret : shm_name_ctx(c->name, base, peer->ctx);
 }
 
 static void conn_release(struct shm_conn *c);
@@ -76,14 +80,16 @@ static void shm_peer_fini(struct util_rdm_xport *xp, struct util_peer *peer)
 	conn_release(conn_of_peer(shm_xp_of(xp), peer));
 }
 
-/* The connection to the endpoint called name, made if new; NULL: no memory. */
-static struct shm_conn *conn_get(struct shm_xp *ep, const char *name)
+/* The connection to context ctx of the endpoint called base, made if new;
+ * NULL: no memory. */
+static struct shm_conn *conn_get(struct shm_xp *ep, const char *base,
+				 uint32_t ctx)
 {
 	char addr[SHM_ADDRLEN] = { 0 };
 	struct util_peer *peer;
 
-	if (ep->naming->addr_of(ep, name, addr) < 0 ||
-	    util_peer_add(&ep->base.ep->peers, addr, &peer))
+	if (ep->naming->addr_of(ep, base, addr) < 0 ||
+	    util_peer_add(&ep->base.ep->peers, addr, ctx, &peer))
 		return NULL;
 	return conn_of_peer(ep, peer);
 }
@@ -636,6 +642,11 @@ static void check_peers(struct shm_xp *ep, bool now)
 		struct shm_conn *c = conn_of_peer(
 			ep, container_of(e, struct util_peer, entry));
 
+		/* A peer we only hear from, or only wait for: watch its
+		 * region while receives are directed to someone. */
+		if (!c->map.hdr && !c->dead &&
+		    util_rdm_rx_directed(ep->base.ep))
+			(void)conn_map(ep, c);
 		if (c->map.hdr && !c->dead &&
 		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
 			conn_died(ep, c);
@@ -665,7 +676,7 @@ static inline struct shm_rxpeer *rxpeer_of(struct shm_xp *ep, uint32_t src)
 /* rxpeer_of when the cache does not know the slot's generation. */
 static struct shm_rxpeer *rxpeer_learn(struct shm_xp *ep, uint32_t src)
 {
-	uint32_t idx = src & 0xffff, gen = src >> 16, st;
+	uint32_t idx = src & 0xffff, gen = src >> 16, st, ctx;
 	struct shm_peer *p = shm_map_peer(&ep->own, idx);
 	char name[SHM_NAME_MAX];
 	int ret;
@@ -691,7 +702,9 @@ static struct shm_rxpeer *rxpeer_learn(struct shm_xp *ep, uint32_t src)
 	if ((st != SHM_PEER_ACTIVE && st != SHM_PEER_CLOSED) ||
 	    atomic_load_explicit(&p->gen, memory_order_relaxed) != gen)
 		return NULL;
-	rp->conn = conn_get(ep, name);
+	/* A context of a scalable endpoint says that endpoint's name. */
+	ctx = shm_name_split(name);
+	rp->conn = conn_get(ep, name, ctx);
 	if (!rp->conn) {
 		rp->gen = 0;
 		return NULL;
@@ -2632,7 +2645,7 @@ static int region_create_named(struct shm_xp *ep,
 	for (tries = 0;; tries++) {
 		ret = shm_region_create(ep->name, attr, &ep->own);
 		if (ret != -FI_EADDRINUSE || !shm_name_drawn(ep->name) ||
-		    tries == 16)
+		    ep->name_fixed || tries == 16)
 			break;
 		ret = shm_name_redraw_held(ep);
 		if (ret)
@@ -2678,7 +2691,10 @@ int shm_xp_start(struct shm_xp *ep)
 				   (uint32_t)shm_params.queue_slots :
 				   0;
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
-	if (ep->base.ep->rem_write_cntr || ep->base.ep->rem_read_cntr)
+	/* A scalable endpoint's pair starts before its receive context
+	 * binds counters: it asks for the events whenever it may. */
+	if (ep->base.ep->rem_write_cntr || ep->base.ep->rem_read_cntr ||
+	    (ep->base.ep->sep && (ep->base.ep->caps & FI_RMA_EVENT)))
 		attr.flags |= SHM_REGION_RMA_EVENT;
 	attr.mrt = NULL;
 	/* With CMA, peers reach registered memory through the domain's
@@ -2799,11 +2815,10 @@ static struct fi_ops_cm shm_cm_ops = {
 	.join = weft_no_join,
 };
 
-int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
-		struct fid_ep **ep_fid, void *context)
+/* An endpoint named `name` (NULL: src_addr's, else drawn). */
+static int ep_make(struct util_domain *domain, const struct fi_info *info,
+		   const char *name, struct shm_ep **out, void *context)
 {
-	struct util_domain *domain =
-		container_of(domain_fid, struct util_domain, domain_fid);
 	struct util_rdm_ep_attr attr = {
 		.unexp_inline = SHM_INLINE_MAX,
 		.peer_addr_len = SHM_ADDRLEN,
@@ -2823,7 +2838,10 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		return -FI_ENOMEM;
 	/* fi_getinfo gave the name in src_addr; without one, draw it.  One
 	 * that names no region is refused, never replaced. */
-	if (info->src_addr && info->src_addrlen) {
+	if (name) {
+		snprintf(sep->x.name, sizeof(sep->x.name), "%s", name);
+		sep->x.name_fixed = true;
+	} else if (info->src_addr && info->src_addrlen) {
 		if (shm_name_from_addr(info->src_addr, info->src_addrlen,
 				       sep->x.name)) {
 			free(sep);
@@ -2853,8 +2871,144 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	}
 	sep->rdm.ep_fid.fid.ops = &shm_ep_fi_ops;
 	sep->rdm.ep_fid.cm = &shm_cm_ops;
+	*out = sep;
+	return 0;
+}
+
+int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		struct fid_ep **ep_fid, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+	struct shm_ep *sep;
+	int ret;
+
+	ret = ep_make(domain, info, NULL, &sep, context);
+	if (ret)
+		return ret;
 	*ep_fid = &sep->rdm.ep_fid;
 	return 0;
+}
+
+/* ---- scalable endpoints -------------------------------------------------- */
+
+/* One name; context pair i is the endpoint named name#i (shm.h). */
+struct shm_sep {
+	struct util_rdm_sep sep;
+	char name[SHM_NAME_MAX];
+};
+
+static struct shm_sep *shm_sep_of(struct util_rdm_sep *sep)
+{
+	return container_of(sep, struct shm_sep, sep);
+}
+
+static int shm_sep_pair_open(struct util_rdm_sep *usep, uint32_t index,
+			     struct util_rdm_ep **out)
+{
+	struct shm_sep *s = shm_sep_of(usep);
+	char name[SHM_NAME_MAX];
+	struct shm_ep *ep;
+	int ret;
+
+	ret = shm_name_ctx(name, s->name, index);
+	if (ret)
+		return ret;
+	ret = ep_make(usep->domain, usep->info, name, &ep, NULL);
+	if (ret)
+		return ret;
+	*out = &ep->rdm;
+	return 0;
+}
+
+static int shm_sep_getname(struct util_rdm_sep *usep, void *addr,
+			   size_t *addrlen)
+{
+	struct shm_sep *s = shm_sep_of(usep);
+	char buf[SHM_ADDRLEN];
+	size_t len;
+
+	if (!addrlen)
+		return -FI_EINVAL;
+	snprintf(buf, sizeof(buf), SHM_PREFIX "%s", s->name);
+	len = strlen(buf) + 1;
+	if (!addr || *addrlen < len) {
+		*addrlen = len;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, buf, len);
+	*addrlen = len;
+	return 0;
+}
+
+/* Room for every context's suffix after the name. */
+static bool sep_name_fits(const char *name)
+{
+	return strlen(name) + SHM_CTX_SUFFIX_MAX < SHM_NAME_MAX;
+}
+
+static int shm_sep_setname(struct util_rdm_sep *usep, const void *addr,
+			   size_t addrlen)
+{
+	struct shm_sep *s = shm_sep_of(usep);
+	char name[SHM_NAME_MAX];
+
+	if (shm_name_from_addr(addr, addrlen, name) || !sep_name_fits(name))
+		return -FI_EINVAL;
+	memcpy(s->name, name, sizeof(name));
+	return 0;
+}
+
+static void shm_sep_release(struct util_rdm_sep *usep)
+{
+	free(shm_sep_of(usep));
+}
+
+static const struct util_rdm_sep_ops shm_sep_ops = {
+	.pair_open = shm_sep_pair_open,
+	.getname = shm_sep_getname,
+	.setname = shm_sep_setname,
+	.release = shm_sep_release,
+	.max_ctx = SHM_MAX_CTX,
+};
+
+int shm_sep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		 struct fid_ep **sep_fid, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+	struct shm_sep *s;
+	int ret;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -FI_ENOMEM;
+	if (info && info->src_addr && info->src_addrlen) {
+		if (shm_name_from_addr(info->src_addr, info->src_addrlen,
+				       s->name) ||
+		    !sep_name_fits(s->name)) {
+			free(s);
+			return -FI_EINVAL;
+		}
+		/* fi_getinfo drew it, and may give the same info to others:
+		 * this endpoint's pairs need a name of their own. */
+		ret = shm_name_drawn(s->name) ? shm_name_redraw(s->name) : 0;
+		if (ret) {
+			free(s);
+			return ret;
+		}
+	} else {
+		ret = shm_name_draw(s->name, "");
+		if (ret) {
+			free(s);
+			return ret;
+		}
+	}
+	ret = util_rdm_sep_init(&s->sep, domain, info, &shm_sep_ops, sep_fid,
+				context);
+	if (ret)
+		free(s);
+	return ret;
 }
 
 /* shm's own addresses: "fi_shm://NAME", NUL-padded to SHM_ADDRLEN. */

@@ -31,7 +31,32 @@ int shm_name_from_addr(const void *addr, size_t addrlen,
 		return -FI_EINVAL;
 	memcpy(name, s, len);
 	name[len] = '\0';
-	return shm_name_valid(name) ? 0 : -FI_EINVAL;
+	/* A context's name is the endpoint's own to say (shm_name_ctx). */
+	return shm_name_valid(name) && !strchr(name, SHM_CTX_MARK) ?
+		       0 : -FI_EINVAL;
+}
+
+int shm_name_ctx(char name[SHM_NAME_MAX], const char *base, uint32_t ctx)
+{
+	int n = ctx ? snprintf(name, SHM_NAME_MAX, "%s%c%u", base,
+			       SHM_CTX_MARK, ctx) :
+		      snprintf(name, SHM_NAME_MAX, "%s", base);
+
+	return n < 0 || n >= SHM_NAME_MAX ? -FI_EINVAL : 0;
+}
+
+uint32_t shm_name_split(char *name)
+{
+	char *mark = strrchr(name, SHM_CTX_MARK), *end;
+	unsigned long ctx;
+
+	if (!mark || mark[1] < '1' || mark[1] > '9')
+		return 0;
+	ctx = strtoul(mark + 1, &end, 10);
+	if (*end || ctx > UINT16_MAX)
+		return 0;
+	*mark = '\0';
+	return (uint32_t)ctx;
 }
 
 /* Fill `hex` (DRAWN_DIGITS characters, not terminated) from getrandom. */
@@ -118,7 +143,8 @@ int shm_addr_resolve(const char *node, const char *service, bool source,
 			return ret;
 		n = (int)strlen(name);
 	}
-	if (n < 0 || (size_t)n >= sizeof(name) || !shm_name_valid(name))
+	if (n < 0 || (size_t)n >= sizeof(name) || !shm_name_valid(name) ||
+	    strchr(name, SHM_CTX_MARK))
 		return -FI_EINVAL;
 	if (asprintf(addr, SHM_PREFIX "%s", name) < 0)
 		return -FI_ENOMEM;
@@ -153,6 +179,9 @@ static int name_make_unique(struct shm_xp *ep, bool change)
 	int tries, n, ret;
 
 	memcpy(base, ep->name, sizeof(base));
+	/* A context's name is its endpoint's: never another. */
+	if (ep->name_fixed || strchr(ep->name, SHM_CTX_MARK))
+		return change || held_by_another(ep) ? -FI_EADDRINUSE : 0;
 	for (tries = 0; change || held_by_another(ep); tries++) {
 		change = false;
 		if (tries == 64) {

@@ -141,10 +141,10 @@ bool shm_cma_probe(void)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
-	 FI_RMA_EVENT | FI_LOCAL_COMM)
+	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_NAMED_RX_CTX)
 #define SHM_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE)
+	 FI_WRITE | FI_NAMED_RX_CTX)
 #define SHM_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
@@ -204,8 +204,8 @@ static struct fi_domain_attr shm_domain_attr = {
 	.ep_cnt = 256,
 	.tx_ctx_cnt = 256,
 	.rx_ctx_cnt = 256,
-	.max_ep_tx_ctx = 1,
-	.max_ep_rx_ctx = 1,
+	.max_ep_tx_ctx = SHM_MAX_CTX,
+	.max_ep_rx_ctx = SHM_MAX_CTX,
 	.cntr_cnt = 1024,
 	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
 	.caps = FI_LOCAL_COMM,
@@ -349,7 +349,8 @@ static int shm_av_normalize(const struct util_av *av, const void *in, void *out)
 
 	if (strnlen(s, SHM_ADDRLEN) == SHM_ADDRLEN ||
 	    strncmp(s, SHM_PREFIX, strlen(SHM_PREFIX)) ||
-	    !shm_name_valid(s + strlen(SHM_PREFIX)))
+	    !shm_name_valid(s + strlen(SHM_PREFIX)) ||
+	    strchr(s + strlen(SHM_PREFIX), SHM_CTX_MARK))
 		return -FI_EINVAL;
 	memset(buf, 0, sizeof(buf));
 	strcpy(buf, s);
@@ -420,7 +421,7 @@ static struct fi_ops_domain shm_domain_ops = {
 	.av_open = shm_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = shm_endpoint,
-	.scalable_ep = weft_no_scalable_ep,
+	.scalable_ep = shm_sep_open,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = weft_no_stx_ctx,

@@ -288,7 +288,7 @@ int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload)
 	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
 	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
 		goto refuse;
-	ret = util_peer_add(&ep->rdm.peers, &sa, &peer);
+	ret = util_peer_add(&ep->rdm.peers, &sa, 0, &peer);
 	if (ret) {
 		tcp_send_hello_ack(conn, FI_ENOMEM, NULL, 0);
 		tcp_conn_close(conn, -ret);
@@ -1917,7 +1917,7 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	} else {
 		struct sockaddr_storage none = { 0 };
 
-		ret = util_peer_add(&ep->rdm.peers, &none, &peer);
+		ret = util_peer_add(&ep->rdm.peers, &none, 0, &peer);
 		if (ret)
 			goto err;
 		ep->mpeer = tcp_peer_of(peer);

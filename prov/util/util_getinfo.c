@@ -297,12 +297,18 @@ static int check_ep(struct check *c, const struct fi_ep_attr *cand,
 	CHECK_LIMIT(c, hint, cand, max_order_raw_size, "max_order_raw_size");
 	CHECK_LIMIT(c, hint, cand, max_order_war_size, "max_order_war_size");
 	CHECK_LIMIT(c, hint, cand, max_order_waw_size, "max_order_waw_size");
+	/* An endpoint has one context of each kind; a scalable endpoint up
+	 * to the domain's max_ep_tx_ctx / max_ep_rx_ctx. */
 	CHECK(c, !hint->tx_ctx_cnt || hint->tx_ctx_cnt <= cand->tx_ctx_cnt ||
+			 (hint->tx_ctx_cnt != FI_SHARED_CONTEXT && cand_dom &&
+			  hint->tx_ctx_cnt <= cand_dom->max_ep_tx_ctx) ||
 			 (hint->tx_ctx_cnt == FI_SHARED_CONTEXT &&
 			  cand->tx_ctx_cnt == FI_SHARED_CONTEXT),
 	      "%s transmit contexts are not supported",
 	      hint->tx_ctx_cnt == FI_SHARED_CONTEXT ? "shared" : "that many");
 	CHECK(c, !hint->rx_ctx_cnt || hint->rx_ctx_cnt <= cand->rx_ctx_cnt ||
+			 (hint->rx_ctx_cnt != FI_SHARED_CONTEXT && cand_dom &&
+			  hint->rx_ctx_cnt <= cand_dom->max_ep_rx_ctx) ||
 			 (hint->rx_ctx_cnt == FI_SHARED_CONTEXT &&
 			  (cand->rx_ctx_cnt == FI_SHARED_CONTEXT ||
 			   (cand_dom && cand_dom->max_ep_srx_ctx))),

@@ -17,6 +17,8 @@
 #include "weft/util_iov.h"
 #include "weft/util_mr.h"
 
+#include "util_rdm_priv.h"
+
 #define RDM_DEFAULT_MIN_MULTI_RECV 64
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -31,15 +33,6 @@ static void cntr_inc(struct util_cntr *cntr, int err)
 		util_cntr_inc(cntr);
 }
 
-static inline void ep_lock(struct util_rdm_ep *ep)
-{
-	weft_lock(&ep->lock);
-}
-
-static inline void ep_unlock(struct util_rdm_ep *ep)
-{
-	weft_unlock(&ep->lock);
-}
 
 /*
  * Internal op flag of the fi_inject* calls, which never report to the CQ;
@@ -950,7 +943,7 @@ static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf,
 		       FI_INJECT | RDM_NO_COMPLETION | FI_REMOTE_CQ_DATA);
 }
 
-static struct fi_ops_rma rdm_rma_ops = {
+struct fi_ops_rma util_rdm_rma_ops = {
 	.size = sizeof(struct fi_ops_rma),
 	.read = rdm_read,
 	.readv = rdm_readv,
@@ -1372,7 +1365,7 @@ static int rdm_atomic_compwritevalid(struct fid_ep *ep_fid,
 				count);
 }
 
-static struct fi_ops_atomic rdm_atomic_ops = {
+struct fi_ops_atomic util_rdm_atomic_ops = {
 	.size = sizeof(struct fi_ops_atomic),
 	.write = rdm_atomic_write,
 	.writev = rdm_atomic_writev,
@@ -1787,9 +1780,14 @@ static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
  * new insert of its address may name a successor), progress fails it. */
 static void rx_directed_check(struct util_rdm_ep *ep, fi_addr_t src)
 {
-	struct util_peer *peer = util_peer_cached(&ep->peers, src);
+	struct util_peer *peer;
 
-	if (peer && peer->gone && !peer->fresh)
+	/* Made if new: a transport that learns of deaths by looking looks
+	 * at the peers it knows, and this one may have sent nothing yet
+	 * (a scalable endpoint's receive pair never sends to it). */
+	if (util_peer_get(&ep->peers, src, &peer))
+		return;
+	if (peer->gone && !peer->fresh)
 		ep->rx_gone = true;
 }
 
@@ -1934,8 +1932,8 @@ static ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
 
 static ssize_t rdm_cancel(fid_t fid, void *context)
 {
-	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
-					      ep_fid.fid);
+	struct util_rdm_ep *ep =
+		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
 	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
 	struct util_rx_entry *m = NULL;
 	size_t i;
@@ -2059,8 +2057,8 @@ static void rx_fail_gone(struct util_rdm_ep *ep)
 static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
 		      size_t *optlen)
 {
-	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
-					      ep_fid.fid);
+	struct util_rdm_ep *ep =
+		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
 
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
@@ -2079,8 +2077,8 @@ static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
 static int rdm_setopt(fid_t fid, int level, int optname, const void *optval,
 		      size_t optlen)
 {
-	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
-					      ep_fid.fid);
+	struct util_rdm_ep *ep =
+		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
 
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
@@ -2157,6 +2155,192 @@ static struct fi_ops_tagged rdm_tagged_ops = {
 	.inject = rdm_tagged_inject,
 	.senddata = rdm_tagged_senddata,
 	.injectdata = rdm_tagged_injectdata,
+};
+
+/*
+ * A scalable endpoint's contexts (util_rdm_sep.c) take the same entry
+ * points, each its own side: a transmit context refuses receives and a
+ * receive context transmits, with -FI_ENOSYS (fi_endpoint(3): an
+ * operation the object does not provide).
+ */
+static ssize_t ctx_no_recv(struct fid_ep *ep, void *buf, size_t len,
+			   void *desc, fi_addr_t src, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_recvv(struct fid_ep *ep, const struct iovec *iov,
+			    void **desc, size_t count, fi_addr_t src,
+			    void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			      uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_send(struct fid_ep *ep, const void *buf, size_t len,
+			   void *desc, fi_addr_t dest, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_sendv(struct fid_ep *ep, const struct iovec *iov,
+			    void **desc, size_t count, fi_addr_t dest,
+			    void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			      uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_inject(struct fid_ep *ep, const void *buf, size_t len,
+			     fi_addr_t dest)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_senddata(struct fid_ep *ep, const void *buf,
+			       size_t len, void *desc, uint64_t data,
+			       fi_addr_t dest, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_injectdata(struct fid_ep *ep, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_trecv(struct fid_ep *ep, void *buf, size_t len,
+			    void *desc, fi_addr_t src, uint64_t tag,
+			    uint64_t ignore, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_trecvv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src,
+			     uint64_t tag, uint64_t ignore, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_trecvmsg(struct fid_ep *ep,
+			       const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_tsend(struct fid_ep *ep, const void *buf, size_t len,
+			    void *desc, fi_addr_t dest, uint64_t tag,
+			    void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_tsendv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t dest,
+			     uint64_t tag, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_tsendmsg(struct fid_ep *ep,
+			       const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			      fi_addr_t dest, uint64_t tag)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_tsenddata(struct fid_ep *ep, const void *buf,
+				size_t len, void *desc, uint64_t data,
+				fi_addr_t dest, uint64_t tag, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ctx_no_tinjectdata(struct fid_ep *ep, const void *buf,
+				  size_t len, uint64_t data, fi_addr_t dest,
+				  uint64_t tag)
+{
+	return -FI_ENOSYS;
+}
+
+struct fi_ops_ep util_rdm_ctx_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = rdm_cancel,
+	.getopt = rdm_getopt,
+	.setopt = rdm_setopt,
+	.tx_ctx = rdm_no_tx_ctx,
+	.rx_ctx = rdm_no_rx_ctx,
+	.rx_size_left = rdm_rx_size_left,
+	.tx_size_left = rdm_tx_size_left,
+};
+
+struct fi_ops_msg util_rdm_tx_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = ctx_no_recv,
+	.recvv = ctx_no_recvv,
+	.recvmsg = ctx_no_recvmsg,
+	.send = rdm_msg_send,
+	.sendv = rdm_msg_sendv,
+	.sendmsg = rdm_msg_sendmsg,
+	.inject = rdm_msg_inject,
+	.senddata = rdm_msg_senddata,
+	.injectdata = rdm_msg_injectdata,
+};
+
+struct fi_ops_msg util_rdm_rx_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = rdm_msg_recv,
+	.recvv = rdm_msg_recvv,
+	.recvmsg = rdm_msg_recvmsg,
+	.send = ctx_no_send,
+	.sendv = ctx_no_sendv,
+	.sendmsg = ctx_no_sendmsg,
+	.inject = ctx_no_inject,
+	.senddata = ctx_no_senddata,
+	.injectdata = ctx_no_injectdata,
+};
+
+struct fi_ops_tagged util_rdm_tx_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = ctx_no_trecv,
+	.recvv = ctx_no_trecvv,
+	.recvmsg = ctx_no_trecvmsg,
+	.send = rdm_tagged_send,
+	.sendv = rdm_tagged_sendv,
+	.sendmsg = rdm_tagged_sendmsg,
+	.inject = rdm_tagged_inject,
+	.senddata = rdm_tagged_senddata,
+	.injectdata = rdm_tagged_injectdata,
+};
+
+struct fi_ops_tagged util_rdm_rx_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = rdm_tagged_recv,
+	.recvv = rdm_tagged_recvv,
+	.recvmsg = rdm_tagged_recvmsg,
+	.send = ctx_no_tsend,
+	.sendv = ctx_no_tsendv,
+	.sendmsg = ctx_no_tsendmsg,
+	.inject = ctx_no_tinject,
+	.senddata = ctx_no_tsenddata,
+	.injectdata = ctx_no_tinjectdata,
 };
 
 /* ---- progress ----------------------------------------------------------- */
@@ -2502,6 +2686,34 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 	return 0;
 }
 
+int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
+			 uint64_t flags)
+{
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		return bind_cq(ep, util_cq_from_fid(container_of(
+					   bfid, struct fid_cq, fid)),
+			       flags);
+	case FI_CLASS_CNTR:
+		return bind_cntr(ep, util_cntr_of(container_of(
+					     bfid, struct fid_cntr, fid)),
+				 flags);
+	case FI_CLASS_AV:
+		if (ep->av)
+			return -FI_EALREADY;
+		ep->av = util_av_from_fid(container_of(bfid, struct fid_av,
+						       fid));
+		util_av_get(ep->av);
+		util_peer_map_set_av(&ep->peers, ep->av);
+		return 0;
+	case FI_CLASS_EQ:
+		/* RDM endpoints have no connection events to report. */
+		return 0;
+	default:
+		return -FI_EINVAL;
+	}
+}
+
 int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
@@ -2511,41 +2723,8 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (!bfid)
 		return -FI_EINVAL;
 	ep_lock(ep);
-	if (ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	switch (bfid->fclass) {
-	case FI_CLASS_CQ:
-		ret = bind_cq(ep, util_cq_from_fid(container_of(
-					  bfid, struct fid_cq, fid)),
-			      flags);
-		break;
-	case FI_CLASS_CNTR:
-		ret = bind_cntr(ep, util_cntr_of(container_of(
-					    bfid, struct fid_cntr, fid)),
-				flags);
-		break;
-	case FI_CLASS_AV:
-		if (ep->av) {
-			ret = -FI_EALREADY;
-			break;
-		}
-		ep->av = util_av_from_fid(container_of(bfid, struct fid_av,
-						       fid));
-		util_av_get(ep->av);
-		util_peer_map_set_av(&ep->peers, ep->av);
-		ret = 0;
-		break;
-	case FI_CLASS_EQ:
-		/* RDM endpoints have no connection events to report. */
-		ret = 0;
-		break;
-	default:
-		ret = -FI_EINVAL;
-		break;
-	}
-out:
+	ret = ep->enabled && !ep->sep ? -FI_EOPBADSTATE :
+					util_rdm_bind_locked(ep, bfid, flags);
 	ep_unlock(ep);
 	return ret;
 }
@@ -2562,6 +2741,8 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 		ep_lock(ep);
 		if (!ep->av && !ep->connected)
 			ret = -FI_ENOAV;
+		else if (ep->sep)
+			ep->enabled = true; /* its contexts check their own */
 		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
 			  !ep->tx_cq && !ep->send_cntr && !ep->write_cntr &&
 			  !ep->read_cntr) ||
@@ -2697,11 +2878,12 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
+	ep->efid.ep = ep;
 	ep->ep_fid.ops = &rdm_ep_ops;
 	ep->ep_fid.msg = &rdm_msg_ops;
 	ep->ep_fid.tagged = &rdm_tagged_ops;
-	ep->ep_fid.rma = &rdm_rma_ops;
-	ep->ep_fid.atomic = &rdm_atomic_ops;
+	ep->ep_fid.rma = &util_rdm_rma_ops;
+	ep->ep_fid.atomic = &util_rdm_atomic_ops;
 	ep->tx_progress.progress = rdm_tx_cq_progress;
 	ep->rx_progress.progress = rdm_rx_cq_progress;
 	ep->tx_progress.arm = rdm_tx_cq_arm;

@@ -877,7 +877,7 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
 		goto reject;
 	why = "out of memory";
-	if (util_peer_add(&ep->rdm.peers, &sa, &peer))
+	if (util_peer_add(&ep->rdm.peers, &sa, 0, &peer))
 		goto reject;
 	conn = conn_new(ep, ev->id, vpeer_of(peer), false);
 	if (!conn)

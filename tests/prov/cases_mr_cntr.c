@@ -500,6 +500,7 @@ static int mc_case(const char *prov, bool manual)
 	struct cf_opts o = {.caps = FI_RMA | FI_ATOMIC,
 			    .nep = 1,
 			    .no_insert = true,
+			    .plain_peers = true, /* SOS's endpoint */
 			    .tx_op_flags = FI_DELIVERY_COMPLETE};
 	struct mc_plan plan = {0};
 	struct mc_verdict v;

@@ -314,6 +314,16 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->domain_attr->data_progress = o->data_progress;
 	hints->tx_attr->msg_order = o->msg_order;
 	hints->rx_attr->msg_order = o->msg_order;
+	/* Contexts are the RDM endpoints': the other cases ran already. */
+	if (cf_contexts() && hints->ep_attr->type != FI_EP_RDM) {
+		fi_freeinfo(hints);
+		cf_skip("CF_CONTEXTS=sep: scalable endpoints are RDM");
+	}
+	if (cf_contexts() && hints->ep_attr->type == FI_EP_RDM) {
+		hints->caps |= FI_NAMED_RX_CTX;
+		hints->ep_attr->tx_ctx_cnt = CF_SEP_CTX;
+		hints->ep_attr->rx_ctx_cnt = CF_SEP_CTX;
+	}
 
 	/*
 	 * CF_NODE names the local address to run over, e.g. the IP address
@@ -361,6 +371,10 @@ void cf_ep_open(struct cf_fix *f, int i)
 	};
 	int k;
 
+	if (cf_contexts() && f->info->ep_attr->type == FI_EP_RDM) {
+		cf_sep_open(f, i);
+		return;
+	}
 	cf_ok(fi_endpoint(f->domain, f->info, &e->ep, NULL));
 	cf_ok(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
 	/* cq_bind_flags (FI_SELECTIVE_COMPLETION) apply to transmits only. */
@@ -428,6 +442,8 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 	cf_ok(fi_domain(f->fabric, f->info, &f->domain, NULL));
 	av_attr.type = o->av_type;
 	av_attr.count = 16;
+	if (cf_contexts())
+		av_attr.rx_ctx_bits = CF_SEP_CTX_BITS;
 	cf_ok(fi_av_open(f->domain, &av_attr, &f->av, NULL));
 	for (i = 0; i < f->nep; i++)
 		cf_ep_open(f, i);
@@ -692,7 +708,11 @@ void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 	cf_ok(fi_mr_reg(f->domain, m->p, alloc, access, 0, cf_next_key++, 0,
 			&m->mr, NULL));
 	if (mode & FI_MR_ENDPOINT) {
-		cf_ok(fi_mr_bind(m->mr, &f->ep[i].ep->fid, 0));
+		cf_ok(fi_mr_bind(m->mr,
+				 cf_contexts() ?
+					 &cf_sep_of(f->ep[i].ep)->fid :
+					 &f->ep[i].ep->fid,
+				 0));
 		cf_ok(fi_mr_enable(m->mr));
 	}
 	m->desc = fi_mr_desc(m->mr);
@@ -727,7 +747,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
-    cf_cases_mr_cntr,
+    cf_cases_mr_cntr, cf_cases_ctx,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

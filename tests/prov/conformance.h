@@ -37,6 +37,9 @@
 
 #define CF_MAX_EP 3
 #define CF_MAX_NAME 256
+/* CF_CONTEXTS=sep (contexts.c): contexts of each kind per endpoint. */
+#define CF_SEP_CTX 4
+#define CF_SEP_CTX_BITS 2
 
 /* One harvested completion, successful or not, in a format-free form. */
 struct cf_comp {
@@ -109,6 +112,9 @@ struct cf_opts {
 	uint32_t addr_format;		     /* 0: the provider's choice */
 	enum fi_progress data_progress; /* 0 (FI_PROGRESS_UNSPEC): any */
 	size_t tx_size; /* hints' tx_attr->size; 0: the provider's default */
+	/* Peers outside the fixture are plain endpoints, whatever
+	 * CF_CONTEXTS says (contexts.c addresses them as they are). */
+	bool plain_peers;
 };
 
 struct cf_fix {
@@ -137,6 +143,11 @@ struct cf_case {
 	int (*run)(const char *prov);
 };
 
+/* contexts.c: every case over scalable endpoints' contexts. */
+bool cf_contexts(void);
+void cf_sep_open(struct cf_fix *f, int i);
+struct fid_ep *cf_sep_of(struct fid_ep *ep);
+
 extern const char *cf_prov;
 extern const char *cf_case_name;
 extern const char *cf_self_exe;
@@ -152,6 +163,7 @@ extern const struct cf_case cf_cases_wait[];
 extern const struct cf_case cf_cases_err[];
 extern const struct cf_case cf_cases_getinfo[];
 extern const struct cf_case cf_cases_mr_cntr[];
+extern const struct cf_case cf_cases_ctx[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */

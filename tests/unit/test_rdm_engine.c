@@ -1564,7 +1564,7 @@ Test(rdm_engine, connected_any_dest)
 	static uint8_t big[BIG], rbuf[BIG];
 
 	ep_open(EP_C, &cfg);
-	cr_assert_eq(util_peer_add(&eps[EP_C].rdm.peers, &b, &peer), 0);
+	cr_assert_eq(util_peer_add(&eps[EP_C].rdm.peers, &b, 0, &peer), 0);
 	eps[EP_C].rdm.peers.fixed = peer;
 	cr_assert_eq(((struct mock_peer *)peer)->to, EP_B);
 	fill(big, BIG, 12);

@@ -445,7 +445,9 @@ Test(shm_names, enable_again_after_failure)
  * name of weft's choosing that fi_getname would then report. */
 Test(shm_names, bad_src_addr_refused_by_fi_endpoint)
 {
-	static const char *const bad[] = { "fi_shm://a/b", "fi_shm://", "" };
+	/* '#' names a scalable endpoint's context: never chosen. */
+	static const char *const bad[] = { "fi_shm://a/b", "fi_shm://", "",
+					   "fi_shm://a#1" };
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -747,6 +749,26 @@ Test(shm_names, names_are_per_user, .timeout = 60)
 	cr_assert_eq(write(down, node, strlen(node) + 1),
 		     (ssize_t)strlen(node) + 1);
 	cr_assert_eq(wait_victim(pid), 0);
+	close_ep(&o);
+	fi_freeinfo(info);
+}
+
+/* A scalable endpoint's contexts have names of their own ('#' and the
+ * index after its name); nobody can insert or choose such a name. */
+Test(shm_names, context_names_are_reserved)
+{
+	struct fi_info *info;
+	struct opened o;
+	fi_addr_t fa = 0;
+	int ret;
+
+	cr_assert_eq(shm_getinfo(NULL, NULL, 0, NULL, &info), 0);
+	cr_assert_eq(open_ep(info, &o), 0);
+	ret = fi_av_insert(o.av, "fi_shm://someone#2", 1, &fa, 0, NULL);
+	cr_assert_eq(ret, 0, "fi_av_insert of a context's name: %d", ret);
+	cr_assert_eq(fa, FI_ADDR_NOTAVAIL);
+	cr_assert_eq(fi_setname(&o.ep->fid, "fi_shm://mine#1", 16),
+		     -FI_EINVAL);
 	close_ep(&o);
 	fi_freeinfo(info);
 }

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Scalable endpoints on the RDM engine (weft/util_rdm.h): fi_scalable_ep,
+ * fi_tx_context, fi_rx_context.  Context pair i is an engine endpoint of
+ * the provider's; the contexts are views of it, one side each.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/ofi.h"
+
+#include "weft/stubs.h"
+
+#include "util_rdm_priv.h"
+
+/* Bits of fi_ep_bind each side takes (the rest of a flag set is the other
+ * side's, and ignored: a client may bind one CQ with both). */
+#define CTX_TX_CQ (FI_TRANSMIT | FI_SELECTIVE_COMPLETION)
+#define CTX_RX_CQ (FI_RECV | FI_SELECTIVE_COMPLETION)
+#define CTX_TX_CNTR (FI_SEND | FI_READ | FI_WRITE)
+#define CTX_RX_CNTR (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static struct util_rdm_sep *sep_of(struct fid *fid)
+{
+	return container_of(fid, struct util_rdm_sep, ep_fid.fid);
+}
+
+static struct util_rdm_ctx *ctx_of(struct fid *fid)
+{
+	return container_of(fid, struct util_rdm_ctx, efid.fid.fid);
+}
+
+static int pair_open(struct util_rdm_sep *sep, uint32_t i);
+
+/* Enable pair ep (its transport starts; the provider's FI_ENABLE), after
+ * pair 0, which holds the address the others are named after.  With
+ * sep->lock held. */
+static int pair_enable(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
+{
+	struct util_rdm_ep *first;
+	int ret;
+
+	if (ep->enabled)
+		return 0;
+	if (!sep->av)
+		return -FI_ENOAV;
+	if (ep != sep->pair[0].ep) {
+		ret = pair_open(sep, 0);
+		first = sep->pair[0].ep;
+		if (!ret && !first->enabled)
+			ret = fi_control(&first->ep_fid.fid, FI_ENABLE, NULL);
+		if (ret)
+			return ret;
+	}
+	return fi_control(&ep->ep_fid.fid, FI_ENABLE, NULL);
+}
+
+/* Open pair i's endpoint if it is not (pair 0 first: it holds the
+ * address the others are named after).  With sep->lock held. */
+static int pair_open(struct util_rdm_sep *sep, uint32_t i)
+{
+	struct util_rdm_ep *ep;
+	int ret;
+
+	if (sep->pair[i].ep)
+		return 0;
+	if (i) {
+		ret = pair_open(sep, 0);
+		if (ret)
+			return ret;
+	}
+	ret = sep->ops->pair_open(sep, i, &ep);
+	if (ret)
+		return ret;
+	ep->sep = sep;
+	if (sep->av) {
+		ep_lock(ep);
+		ret = util_rdm_bind_locked(ep, &sep->av->av_fid.fid, 0);
+		ep_unlock(ep);
+		if (ret) {
+			fi_close(&ep->ep_fid.fid);
+			return ret;
+		}
+	}
+	sep->pair[i].ep = ep;
+	return 0;
+}
+
+/* Pair i's endpoint, opened on first use (enabled if the scalable
+ * endpoint is).  With sep->lock held. */
+static int pair_get(struct util_rdm_sep *sep, uint32_t i,
+		    struct util_rdm_ep **out)
+{
+	int ret = pair_open(sep, i);
+
+	if (!ret && sep->enabled)
+		ret = pair_enable(sep, sep->pair[i].ep);
+	if (ret)
+		return ret;
+	*out = sep->pair[i].ep;
+	return 0;
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+static int ctx_close(struct fid *fid)
+{
+	struct util_rdm_ctx *ctx = ctx_of(fid);
+	struct util_rdm_sep *sep = ctx->sep;
+
+	pthread_mutex_lock(&sep->lock);
+	if (ctx->tx)
+		sep->pair[ctx->index].tx = NULL;
+	else
+		sep->pair[ctx->index].rx = NULL;
+	pthread_mutex_unlock(&sep->lock);
+	free(ctx);
+	return 0;
+}
+
+static int ctx_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_rdm_ctx *ctx = ctx_of(fid);
+	struct util_rdm_ep *ep = ctx->efid.ep;
+	int ret;
+
+	if (!bfid)
+		return -FI_EINVAL;
+	if (ctx->enabled)
+		return -FI_EOPBADSTATE;
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		flags &= ctx->tx ? CTX_TX_CQ : CTX_RX_CQ;
+		if (!(flags & (FI_TRANSMIT | FI_RECV)))
+			return -FI_EBADFLAGS;
+		break;
+	case FI_CLASS_CNTR:
+		flags &= ctx->tx ? CTX_TX_CNTR : CTX_RX_CNTR;
+		if (!flags)
+			return -FI_EBADFLAGS;
+		break;
+	default:
+		/* The AV is the scalable endpoint's (fi_scalable_ep_bind). */
+		return -FI_EINVAL;
+	}
+	ep_lock(ep);
+	ret = util_rdm_bind_locked(ep, bfid, flags);
+	ep_unlock(ep);
+	return ret;
+}
+
+static int ctx_enable(struct util_rdm_ctx *ctx)
+{
+	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_sep *sep = ctx->sep;
+	bool bound;
+	int ret;
+
+	ep_lock(ep);
+	bound = ctx->tx ? ep->tx_cq || ep->send_cntr || ep->write_cntr ||
+				  ep->read_cntr :
+			  ep->rx_cq || ep->recv_cntr;
+	ep_unlock(ep);
+	if (!bound)
+		return -FI_ENOCQ;
+	pthread_mutex_lock(&sep->lock);
+	ret = pair_enable(sep, ep);
+	pthread_mutex_unlock(&sep->lock);
+	if (!ret)
+		ctx->enabled = true;
+	return ret;
+}
+
+static int ctx_control(struct fid *fid, int command, void *arg)
+{
+	struct util_rdm_ctx *ctx = ctx_of(fid);
+	struct util_rdm_ep *ep = ctx->efid.ep;
+	uint64_t *flags = arg;
+
+	switch (command) {
+	case FI_ENABLE:
+		return ctx_enable(ctx);
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		*flags = ctx->tx ? ep->tx_op_flags : ep->rx_op_flags;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if (ctx->tx)
+			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
+		else
+			ep->rx_op_flags = *flags & ~FI_RECV;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static struct fi_ops ctx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ctx_close,
+	.bind = ctx_bind,
+	.control = ctx_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
+		    uint64_t op_flags, struct fid_ep **out, void *context)
+{
+	struct util_rdm_ctx *ctx, **slot;
+	struct util_rdm_ep *ep;
+	int ret;
+
+	if (!out || index < 0 || (uint32_t)index >= (tx ? sep->ntx : sep->nrx))
+		return -FI_EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -FI_ENOMEM;
+	pthread_mutex_lock(&sep->lock);
+	slot = tx ? &sep->pair[index].tx : &sep->pair[index].rx;
+	if (*slot) {
+		ret = -FI_EBUSY;
+		goto err;
+	}
+	ret = pair_get(sep, (uint32_t)index, &ep);
+	if (ret)
+		goto err;
+	ctx->sep = sep;
+	ctx->index = (uint32_t)index;
+	ctx->tx = tx;
+	ctx->efid.ep = ep;
+	ctx->efid.fid.fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
+	ctx->efid.fid.fid.context = context;
+	ctx->efid.fid.fid.ops = &ctx_fi_ops;
+	ctx->efid.fid.ops = &util_rdm_ctx_ep_ops;
+	ctx->efid.fid.cm = sep->ep_fid.cm;
+	if (tx) {
+		ctx->efid.fid.msg = &util_rdm_tx_msg_ops;
+		ctx->efid.fid.tagged = &util_rdm_tx_tagged_ops;
+		ctx->efid.fid.rma = &util_rdm_rma_ops;
+		ctx->efid.fid.atomic = &util_rdm_atomic_ops;
+		ep->tx_op_flags = op_flags;
+	} else {
+		ctx->efid.fid.msg = &util_rdm_rx_msg_ops;
+		ctx->efid.fid.tagged = &util_rdm_rx_tagged_ops;
+		ep->rx_op_flags = op_flags;
+	}
+	*slot = ctx;
+	pthread_mutex_unlock(&sep->lock);
+	*out = &ctx->efid.fid;
+	return 0;
+err:
+	pthread_mutex_unlock(&sep->lock);
+	free(ctx);
+	return ret;
+}
+
+static int sep_tx_ctx(struct fid_ep *sep_fid, int index,
+		      struct fi_tx_attr *attr, struct fid_ep **tx, void *context)
+{
+	struct util_rdm_sep *sep = sep_of(&sep_fid->fid);
+
+	return ctx_open(sep, index, true,
+			attr ? attr->op_flags :
+			       (sep->info->tx_attr ? sep->info->tx_attr->op_flags
+						   : 0),
+			tx, context);
+}
+
+static int sep_rx_ctx(struct fid_ep *sep_fid, int index,
+		      struct fi_rx_attr *attr, struct fid_ep **rx, void *context)
+{
+	struct util_rdm_sep *sep = sep_of(&sep_fid->fid);
+
+	return ctx_open(sep, index, false,
+			attr ? attr->op_flags :
+			       (sep->info->rx_attr ? sep->info->rx_attr->op_flags
+						   : 0),
+			rx, context);
+}
+
+/* ---- the scalable endpoint ---------------------------------------------- */
+
+static int sep_close(struct fid *fid)
+{
+	struct util_rdm_sep *sep = sep_of(fid);
+	uint32_t i;
+	int ret;
+
+	pthread_mutex_lock(&sep->lock);
+	for (i = 0; i < sep->npair; i++) {
+		if (sep->pair[i].tx || sep->pair[i].rx) {
+			pthread_mutex_unlock(&sep->lock);
+			return -FI_EBUSY; /* close its contexts first */
+		}
+	}
+	for (i = 0; i < sep->npair; i++) {
+		if (!sep->pair[i].ep)
+			continue;
+		ret = fi_close(&sep->pair[i].ep->ep_fid.fid);
+		if (ret)
+			FI_WARN(sep->domain->prov, FI_LOG_EP_CTRL,
+				"context pair %u: close: %s\n", i,
+				fi_strerror(-ret));
+		sep->pair[i].ep = NULL;
+	}
+	pthread_mutex_unlock(&sep->lock);
+	if (sep->av)
+		util_av_put(sep->av);
+	util_domain_put(sep->domain);
+	pthread_mutex_destroy(&sep->lock);
+	free(sep->pair);
+	fi_freeinfo(sep->info);
+	sep->ops->release(sep);
+	return 0;
+}
+
+static int sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_rdm_sep *sep = sep_of(fid);
+	struct util_av *av;
+	uint32_t i;
+	int ret = 0;
+
+	if (!bfid)
+		return -FI_EINVAL;
+	if (bfid->fclass == FI_CLASS_EQ)
+		return 0; /* RDM: no connection events */
+	/* CQs and counters belong to the contexts. */
+	if (bfid->fclass != FI_CLASS_AV)
+		return -FI_EINVAL;
+	av = util_av_from_fid(container_of(bfid, struct fid_av, fid));
+	pthread_mutex_lock(&sep->lock);
+	if (sep->av) {
+		ret = -FI_EALREADY;
+		goto out;
+	}
+	sep->av = av;
+	util_av_get(av);
+	for (i = 0; i < sep->npair && !ret; i++) {
+		struct util_rdm_ep *ep = sep->pair[i].ep;
+
+		if (!ep)
+			continue;
+		ep_lock(ep);
+		ret = util_rdm_bind_locked(ep, bfid, flags);
+		ep_unlock(ep);
+	}
+out:
+	pthread_mutex_unlock(&sep->lock);
+	return ret;
+}
+
+static int sep_control(struct fid *fid, int command, void *arg)
+{
+	struct util_rdm_sep *sep = sep_of(fid);
+	struct util_rdm_ep *ep;
+	uint32_t i;
+	int ret = 0;
+
+	if (command != FI_ENABLE)
+		return -FI_ENOSYS;
+	pthread_mutex_lock(&sep->lock);
+	if (!sep->av) {
+		ret = -FI_ENOAV;
+		goto out;
+	}
+	sep->enabled = true;
+	/* Pair 0 holds the address itself; the others start with their
+	 * first context. */
+	ret = pair_get(sep, 0, &ep);
+	for (i = 1; i < sep->npair && !ret; i++)
+		if (sep->pair[i].ep)
+			ret = pair_enable(sep, sep->pair[i].ep);
+	if (ret)
+		sep->enabled = false;
+out:
+	pthread_mutex_unlock(&sep->lock);
+	return ret;
+}
+
+static struct fi_ops sep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = sep_close,
+	.bind = sep_bind,
+	.control = sep_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+static int sep_getopt(fid_t fid, int level, int optname, void *optval,
+		      size_t *optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static int sep_setopt(fid_t fid, int level, int optname, const void *optval,
+		      size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static struct fi_ops_ep sep_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = weft_no_cancel,
+	.getopt = sep_getopt,
+	.setopt = sep_setopt,
+	.tx_ctx = sep_tx_ctx,
+	.rx_ctx = sep_rx_ctx,
+	.rx_size_left = weft_no_size_left,
+	.tx_size_left = weft_no_size_left,
+};
+
+static int sep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct fid_ep *ep = container_of(fid, struct fid_ep, fid);
+	struct util_rdm_sep *sep;
+
+	/* A context answers for its scalable endpoint. */
+	if (fid->fclass == FI_CLASS_SEP)
+		sep = sep_of(fid);
+	else
+		sep = container_of(ep, struct util_rdm_ctx, efid.fid)->sep;
+	return sep->ops->getname(sep, addr, addrlen);
+}
+
+static int sep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct util_rdm_sep *sep;
+	int ret;
+
+	if (fid->fclass != FI_CLASS_SEP)
+		return -FI_EOPBADSTATE;
+	sep = sep_of(fid);
+	pthread_mutex_lock(&sep->lock);
+	ret = sep->enabled || sep->pair[0].ep ?
+		      -FI_EOPBADSTATE :
+		      sep->ops->setname(sep, addr, addrlen);
+	pthread_mutex_unlock(&sep->lock);
+	return ret;
+}
+
+static struct fi_ops_cm sep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = sep_setname,
+	.getname = sep_getname,
+	.getpeer = weft_no_getpeer,
+	.connect = weft_no_connect,
+	.listen = weft_no_listen,
+	.accept = weft_no_accept,
+	.reject = weft_no_reject,
+	.shutdown = weft_no_shutdown,
+	.join = weft_no_join,
+};
+
+int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
+		      const struct fi_info *info,
+		      const struct util_rdm_sep_ops *ops,
+		      struct fid_ep **sep_fid, void *context)
+{
+	size_t ntx, nrx;
+	int ret;
+
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	ntx = info->ep_attr->tx_ctx_cnt ? info->ep_attr->tx_ctx_cnt : 1;
+	nrx = info->ep_attr->rx_ctx_cnt ? info->ep_attr->rx_ctx_cnt : 1;
+	if (ntx == FI_SHARED_CONTEXT || nrx == FI_SHARED_CONTEXT ||
+	    ntx > ops->max_ctx || nrx > ops->max_ctx) {
+		FI_WARN(domain->prov, FI_LOG_EP_CTRL,
+			"fi_scalable_ep: %zu transmit and %zu receive contexts: "
+			"at most %u of each\n",
+			ntx, nrx, ops->max_ctx);
+		return -FI_EINVAL;
+	}
+	memset(sep, 0, sizeof(*sep));
+	sep->info = weft_info_dup(info);
+	if (!sep->info)
+		return -FI_ENOMEM;
+	sep->ntx = (uint32_t)ntx;
+	sep->nrx = (uint32_t)nrx;
+	sep->npair = (uint32_t)WEFT_MAX(ntx, nrx);
+	sep->pair = calloc(sep->npair, sizeof(*sep->pair));
+	if (!sep->pair) {
+		ret = -FI_ENOMEM;
+		goto err_info;
+	}
+	ret = -pthread_mutex_init(&sep->lock, NULL);
+	if (ret)
+		goto err_pair;
+	sep->domain = domain;
+	sep->ops = ops;
+	sep->ep_fid.fid.fclass = FI_CLASS_SEP;
+	sep->ep_fid.fid.context = context;
+	sep->ep_fid.fid.ops = &sep_fi_ops;
+	sep->ep_fid.ops = &sep_ep_ops;
+	sep->ep_fid.cm = &sep_cm_ops;
+	util_domain_get(domain);
+	*sep_fid = &sep->ep_fid;
+	return 0;
+
+err_pair:
+	free(sep->pair);
+err_info:
+	fi_freeinfo(sep->info);
+	return ret;
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Scalable endpoints (fi_scalable_ep, fi_endpoint(3)) as MPICH's multi-VCI
+ * mode, Open MPI's mtl_ofi_enable_sep and Mercury's NA OFI set them up:
+ * fi_scalable_ep, fi_scalable_ep_bind of an AV opened with rx_ctx_bits,
+ * fi_enable, then per context fi_tx_context / fi_rx_context, a CQ bound
+ * with FI_TRANSMIT (MPICH: FI_SEND | FI_SELECTIVE_COMPLETION) or FI_RECV,
+ * fi_enable of each, and every transmit addressed with fi_rx_addr.  The
+ * rest of the suite runs over contexts too (CF_CONTEXTS=sep, contexts.c).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+#define SC_N 4	   /* contexts of each kind */
+#define SC_BITS 2  /* rx_ctx_bits */
+
+struct sc {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_ep *sep[2];
+	struct fid_ep *tx[2][SC_N], *rx[2][SC_N];
+	struct fid_cq *cq[2][SC_N]; /* one per context pair */
+	fi_addr_t addr[2];
+};
+
+static void sc_open(struct sc *s, const char *prov, enum fi_threading thr)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_MSG | FI_NAMED_RX_CTX |
+				    FI_SOURCE | FI_DIRECTED_RECV,
+			    .threading = thr};
+	struct fi_av_attr av_attr = {.count = 16, .rx_ctx_bits = SC_BITS};
+	struct fi_cq_attr cq_attr = {.size = 4096,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	/* MPICH's: selective completion, and FI_COMPLETION by default. */
+	struct fi_tx_attr tx_attr = {.op_flags = FI_COMPLETION};
+	int ret, e, k;
+
+	memset(s, 0, sizeof(*s));
+	s->info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61 for FI_NAMED_RX_CTX");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (s->info->domain_attr->max_ep_tx_ctx < SC_N ||
+	    s->info->domain_attr->max_ep_rx_ctx < SC_N)
+		cf_skip("max_ep_tx_ctx %zu, max_ep_rx_ctx %zu: no %d contexts",
+			s->info->domain_attr->max_ep_tx_ctx,
+			s->info->domain_attr->max_ep_rx_ctx, SC_N);
+	/* What Mercury does: the counts set in the fi_info it got. */
+	s->info->ep_attr->tx_ctx_cnt = SC_N;
+	s->info->ep_attr->rx_ctx_cnt = SC_N;
+
+	cf_ok(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
+	cf_ok(fi_domain(s->fabric, s->info, &s->domain, NULL));
+	cf_ok(fi_av_open(s->domain, &av_attr, &s->av, NULL));
+	for (e = 0; e < 2; e++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_scalable_ep(s->domain, s->info, &s->sep[e], NULL));
+		cf_ok(fi_scalable_ep_bind(s->sep[e], &s->av->fid, 0));
+		cf_ok(fi_enable(s->sep[e]));
+		for (k = 0; k < SC_N; k++) {
+			cf_ok(fi_tx_context(s->sep[e], k, &tx_attr,
+					    &s->tx[e][k], NULL));
+			cf_ok(fi_rx_context(s->sep[e], k, NULL, &s->rx[e][k],
+					    NULL));
+			cf_ok(fi_cq_open(s->domain, &cq_attr, &s->cq[e][k],
+					 NULL));
+			cf_ok(fi_ep_bind(s->tx[e][k], &s->cq[e][k]->fid,
+					 FI_SEND | FI_SELECTIVE_COMPLETION));
+			cf_ok(fi_ep_bind(s->rx[e][k], &s->cq[e][k]->fid,
+					 FI_RECV));
+			cf_ok(fi_enable(s->tx[e][k]));
+			cf_ok(fi_enable(s->rx[e][k]));
+		}
+		cf_ok(fi_getname(&s->sep[e]->fid, name, &len));
+		cf_assert(fi_av_insert(s->av, name, 1, &s->addr[e], 0, NULL) ==
+				  1,
+			  "fi_av_insert of scalable endpoint %d", e);
+	}
+}
+
+static void sc_close(struct sc *s)
+{
+	int e, k;
+
+	for (e = 0; e < 2; e++) {
+		for (k = 0; k < SC_N; k++) {
+			cf_ok(fi_close(&s->tx[e][k]->fid));
+			cf_ok(fi_close(&s->rx[e][k]->fid));
+		}
+		cf_ok(fi_close(&s->sep[e]->fid));
+		for (k = 0; k < SC_N; k++)
+			cf_ok(fi_close(&s->cq[e][k]->fid));
+	}
+	cf_ok(fi_close(&s->av->fid));
+	cf_ok(fi_close(&s->domain->fid));
+	cf_ok(fi_close(&s->fabric->fid));
+	fi_freeinfo(s->info);
+}
+
+/* One completion from cq, within CF_WAIT_MS; err: its error, or 0. */
+static int sc_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *c,
+		   fi_addr_t *src)
+{
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	ssize_t n;
+
+	for (;;) {
+		n = fi_cq_readfrom(cq, c, 1, src);
+		if (n == 1)
+			return 0;
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+
+			fi_cq_readerr(cq, &err, 0);
+			c->op_context = err.op_context;
+			return err.err ? err.err : -1;
+		}
+		cf_assert(n == -FI_EAGAIN, "fi_cq_readfrom: %zd", n);
+		cf_assert(cf_now_ms() < end, "no completion within %d ms",
+			  CF_WAIT_MS);
+	}
+}
+
+/*
+ * The calls each context refuses and the scalable endpoint's rules:
+ * indices past the counts, a context opened twice, receives on a
+ * transmit context and transmits on a receive context (-FI_ENOSYS),
+ * fi_close of a scalable endpoint whose contexts are open (-FI_EBUSY), a
+ * context's name is its endpoint's; then traffic: to each receive context
+ * from each transmit context, reported from the sender's fi_addr; a
+ * receive directed to that fi_addr takes a message from any of its
+ * transmit contexts; a context 0 message reaches fi_rx_addr(.., 0).
+ */
+static int case_sep_api(const char *prov)
+{
+	struct fi_cq_tagged_entry c;
+	struct fid_ep *extra;
+	uint8_t n0[CF_MAX_NAME], n1[CF_MAX_NAME];
+	size_t l0 = sizeof(n0), l1 = sizeof(n1);
+	char sbuf[64], rbuf[64];
+	struct fi_context2 sctx, rctx;
+	fi_addr_t src;
+	struct sc s;
+	int t, r, ret;
+
+	sc_open(&s, prov, FI_THREAD_SAFE);
+	ret = fi_tx_context(s.sep[0], SC_N, NULL, &extra, NULL);
+	cf_expect(ret == -FI_EINVAL, "fi_tx_context index %d of %d: %d", SC_N,
+		  SC_N, ret);
+	ret = fi_rx_context(s.sep[0], -1, NULL, &extra, NULL);
+	cf_expect(ret == -FI_EINVAL, "fi_rx_context index -1: %d", ret);
+	ret = fi_tx_context(s.sep[0], 1, NULL, &extra, NULL);
+	cf_expect(ret == -FI_EBUSY, "fi_tx_context 1 again: %d", ret);
+	ret = (int)fi_trecv(s.tx[0][1], rbuf, 8, NULL, FI_ADDR_UNSPEC, 0, 0,
+			    &rctx);
+	cf_expect(ret == -FI_ENOSYS, "fi_trecv on a transmit context: %d",
+		  ret);
+	ret = (int)fi_tsend(s.rx[0][1], sbuf, 8, NULL,
+			    fi_rx_addr(s.addr[1], 1, SC_BITS), 0, &sctx);
+	cf_expect(ret == -FI_ENOSYS, "fi_tsend on a receive context: %d",
+		  ret);
+	ret = fi_close(&s.sep[0]->fid);
+	cf_expect(ret == -FI_EBUSY,
+		  "fi_close of a scalable endpoint with open contexts: %d",
+		  ret);
+	cf_ok(fi_getname(&s.sep[0]->fid, n0, &l0));
+	cf_ok(fi_getname(&s.tx[0][3]->fid, n1, &l1));
+	cf_expect(l0 == l1 && !memcmp(n0, n1, l0),
+		  "a transmit context's name differs from its endpoint's");
+
+	/* Every transmit context of 0 to every receive context of 1. */
+	for (t = 0; t < SC_N; t++) {
+		for (r = 0; r < SC_N; r++) {
+			uint64_t tag = 0x100 + (uint64_t)t * SC_N + r;
+
+			cf_fill(sbuf, sizeof(sbuf), (unsigned int)tag);
+			memset(rbuf, 0, sizeof(rbuf));
+			cf_ok(fi_trecv(s.rx[1][r], rbuf, sizeof(rbuf), NULL,
+				       (t & 1) ? s.addr[0] : FI_ADDR_UNSPEC,
+				       tag, 0, &rctx));
+			cf_ok(fi_tsend(s.tx[0][t], sbuf, sizeof(sbuf), NULL,
+				       fi_rx_addr(s.addr[1], r, SC_BITS), tag,
+				       &sctx));
+			/* Drive the sender's pair while waiting. */
+			src = FI_ADDR_NOTAVAIL;
+			{
+				uint64_t end = cf_now_ms() + CF_WAIT_MS;
+				ssize_t n;
+
+				while ((n = fi_cq_readfrom(s.cq[1][r], &c, 1,
+							   &src)) ==
+				       -FI_EAGAIN) {
+					(void)fi_cq_read(s.cq[0][t], NULL, 0);
+					cf_assert(cf_now_ms() < end,
+						  "tx %d to rx %d: nothing "
+						  "arrived",
+						  t, r);
+				}
+				cf_assert(n == 1, "tx %d to rx %d: %zd", t, r,
+					  n);
+			}
+			cf_expect(c.op_context == &rctx && c.tag == tag &&
+					  c.len == sizeof(sbuf),
+				  "tx %d to rx %d: wrong completion", t, r);
+			cf_expect(src == s.addr[0],
+				  "tx %d to rx %d: source %llu, want the "
+				  "endpoint's %llu",
+				  t, r, (unsigned long long)src,
+				  (unsigned long long)s.addr[0]);
+			cf_check_fill(rbuf, sizeof(rbuf), (unsigned int)tag,
+				      "context payload");
+			cf_assert(!sc_wait(s.cq[0][t], &c, NULL) &&
+					  c.op_context == &sctx,
+				  "tx %d: send completion", t);
+		}
+	}
+	sc_close(&s);
+	return 0;
+}
+
+/*
+ * One thread per context pair, each with its own CQ, and nothing else
+ * shared: thread k sends SC_MSGS tagged messages from endpoint 0's
+ * transmit context k to endpoint 1's receive context k and the same
+ * back, posting receives ahead, and checks each payload and its source.
+ * Under FI_THREAD_ENDPOINT no two threads touch one context, which is
+ * what that model asks of scalable endpoints; run under ThreadSanitizer
+ * it shows that contexts share no state without a lock.
+ */
+#define SC_MSGS 2000
+#define SC_LEN 256
+#define SC_WIN 16
+
+struct sc_thread {
+	struct sc *s;
+	int k;
+	int errors;
+	int done;
+	char fail[160];
+};
+
+static void *sc_thread_main(void *arg)
+{
+	struct sc_thread *th = arg;
+	struct sc *s = th->s;
+	int k = th->k, e, i;
+	static _Thread_local char rbuf[2][SC_WIN][SC_LEN];
+	static _Thread_local struct fi_context2 rctx[2][SC_WIN];
+	char sbuf[SC_LEN];
+	struct fi_context2 sctx;
+	uint64_t end = cf_now_ms() + 40000;
+
+	for (e = 0; e < 2; e++)
+		for (i = 0; i < SC_WIN; i++)
+			if (fi_trecv(s->rx[e][k], rbuf[e][i], SC_LEN, NULL,
+				     FI_ADDR_UNSPEC, (uint64_t)k, 0,
+				     &rctx[e][i])) {
+				snprintf(th->fail, sizeof(th->fail),
+					 "context %d: fi_trecv failed", k);
+				return NULL;
+			}
+	for (i = 0; i < SC_MSGS; i++) {
+		e = i & 1; /* 0 sends to 1, then 1 to 0 */
+		for (size_t b = 0; b < SC_LEN; b++)
+			sbuf[b] = (char)(i * 7 + k + b);
+		for (;;) {
+			ssize_t ret = fi_tsend(s->tx[e][k], sbuf, SC_LEN, NULL,
+					       fi_rx_addr(s->addr[!e], k,
+							  SC_BITS),
+					       (uint64_t)k, &sctx);
+
+			if (!ret)
+				break;
+			if (ret != -FI_EAGAIN || cf_now_ms() > end) {
+				snprintf(th->fail, sizeof(th->fail),
+					 "context %d: fi_tsend %zd", k, ret);
+				return NULL;
+			}
+			(void)fi_cq_read(s->cq[e][k], NULL, 0);
+			(void)fi_cq_read(s->cq[!e][k], NULL, 0);
+		}
+		/* The receive at the other end, then the send's own. */
+		for (int want = 2; want;) {
+			struct fi_cq_tagged_entry c;
+			fi_addr_t src = FI_ADDR_NOTAVAIL;
+			int side;
+
+			for (side = 0; side < 2 && want; side++) {
+				ssize_t n = fi_cq_readfrom(s->cq[side][k], &c,
+							   1, &src);
+
+				if (n == -FI_EAGAIN)
+					continue;
+				if (n != 1) {
+					snprintf(th->fail, sizeof(th->fail),
+						 "context %d: fi_cq_readfrom "
+						 "%zd",
+						 k, n);
+					return NULL;
+				}
+				want--;
+				if (c.op_context == &sctx)
+					continue;
+				/* A receive at `side`: check and repost. */
+				{
+					int slot = (int)((struct fi_context2 *)
+								 c.op_context -
+							 rctx[side]);
+					char *p = rbuf[side][slot];
+
+					if (src != s->addr[!side] ||
+					    c.len != SC_LEN ||
+					    p[1] != (char)(i * 7 + k + 1) ||
+					    p[SC_LEN - 1] !=
+						    (char)(i * 7 + k + SC_LEN - 1))
+						th->errors++;
+					if (fi_trecv(s->rx[side][k], p, SC_LEN,
+						     NULL, FI_ADDR_UNSPEC,
+						     (uint64_t)k, 0,
+						     &rctx[side][slot])) {
+						snprintf(th->fail,
+							 sizeof(th->fail),
+							 "context %d: repost",
+							 k);
+						return NULL;
+					}
+				}
+			}
+			if (cf_now_ms() > end) {
+				snprintf(th->fail, sizeof(th->fail),
+					 "context %d: message %d stuck", k, i);
+				return NULL;
+			}
+		}
+		th->done++;
+	}
+	/* Cancel what is still posted; each ends once, cancelled. */
+	for (e = 0; e < 2; e++)
+		for (i = 0; i < SC_WIN; i++)
+			(void)fi_cancel(&s->rx[e][k]->fid, &rctx[e][i]);
+	return NULL;
+}
+
+static int sc_threads(const char *prov, enum fi_threading thr)
+{
+	struct sc_thread th[SC_N];
+	pthread_t tid[SC_N];
+	struct sc s;
+	int k;
+
+	sc_open(&s, prov, thr);
+	for (k = 0; k < SC_N; k++) {
+		th[k] = (struct sc_thread){.s = &s, .k = k};
+		cf_assert(!pthread_create(&tid[k], NULL, sc_thread_main,
+					  &th[k]),
+			  "pthread_create");
+	}
+	for (k = 0; k < SC_N; k++)
+		pthread_join(tid[k], NULL);
+	for (k = 0; k < SC_N; k++) {
+		cf_assert(!th[k].fail[0], "%s", th[k].fail);
+		cf_assert(!th[k].errors, "context %d: %d bad messages", k,
+			  th[k].errors);
+		cf_assert(th[k].done == SC_MSGS, "context %d: %d of %d", k,
+			  th[k].done, SC_MSGS);
+	}
+	/* The cancelled receives, each once. */
+	for (k = 0; k < SC_N; k++) {
+		for (int e = 0; e < 2; e++) {
+			struct fi_cq_tagged_entry c;
+			int n = 0;
+
+			while (sc_wait(s.cq[e][k], &c, NULL) == FI_ECANCELED &&
+			       ++n < SC_WIN)
+				;
+			cf_assert(n == SC_WIN,
+				  "context %d side %d: %d of %d receives "
+				  "cancelled",
+				  k, e, n, SC_WIN);
+		}
+	}
+	sc_close(&s);
+	return 0;
+}
+
+static int case_sep_threads(const char *prov)
+{
+	return sc_threads(prov, FI_THREAD_ENDPOINT);
+}
+
+static int case_sep_threads_safe(const char *prov)
+{
+	return sc_threads(prov, FI_THREAD_SAFE);
+}
+
+const struct cf_case cf_cases_ctx[] = {
+    {"sep_api",
+     "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
+     "indices and sides, fi_close with open contexts, the name; every "
+     "transmit context to every receive context by fi_rx_addr, FI_SOURCE "
+     "the endpoint's fi_addr, directed receives by it",
+     case_sep_api},
+    {"sep_threads",
+     "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
+     "CQ, 2000 verified messages each way, cancelled receives once each",
+     case_sep_threads},
+    {"sep_threads_safe",
+     "the same under FI_THREAD_SAFE",
+     case_sep_threads_safe},
+    {NULL, NULL, NULL},
+};
