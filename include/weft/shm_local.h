@@ -45,15 +45,15 @@ uint64_t shm_local_orders(uint64_t asked);
 void shm_local_order(struct shm_xp *x, uint64_t msg_order);
 /*
  * At FI_ENABLE: create this endpoint's region, named after the address
- * fi_getname reports (addrlen bytes: the AV's stored form), for an
- * endpoint of provider prov whose other transport `via` names ("tcp",
- * "the device").  Whether the region is up: without it the transport
- * stays idle and every peer goes through the other one; why is logged at
- * info level.
+ * fi_getname reports (addrlen bytes: the AV's stored form) and, for pair
+ * ctx > 0 of a scalable endpoint, that context, for an endpoint of
+ * provider prov whose other transport `via` names ("tcp", "the device").
+ * Whether the region is up: without it the transport stays idle and
+ * every peer goes through the other one; why is logged at info level.
  */
 bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
 		      const char *via, const struct sockaddr *addr,
-		      size_t addrlen);
+		      size_t addrlen, uint32_t ctx);
 /* Before util_rdm_ep_fini: peers stop sending here.  After it: free. */
 void shm_local_closing(struct shm_xp *x);
 void shm_local_free(struct shm_xp *x);

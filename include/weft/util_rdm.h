@@ -702,6 +702,8 @@ struct util_rdm_sep {
 	const struct util_rdm_sep_ops *ops;
 	struct fi_info *info; /* the scalable endpoint's; pair_open's */
 	pthread_mutex_t lock; /* setup and teardown only */
+	pthread_cond_t enabled_cond; /* an enable ended (enabling) */
+	bool enabling; /* a pair's FI_ENABLE runs, sep->lock dropped */
 	struct util_av *av;
 	uint32_t ntx, nrx, npair;
 	struct util_rdm_sep_pair {

@@ -161,13 +161,16 @@ void shm_local_order(struct shm_xp *x, uint64_t msg_order)
 }
 
 static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
-			   size_t addrlen)
+			   size_t addrlen, uint32_t ctx)
 {
+	char base[SHM_NAME_MAX];
 	int ret;
 
 	if (addrlen > SHM_ADDRLEN)
 		return -FI_EINVAL;
-	ret = shm_local_name(addr, addrlen, x->name, sizeof(x->name));
+	ret = shm_local_name(addr, addrlen, base, sizeof(base));
+	if (!ret)
+		ret = shm_name_ctx(x->name, base, ctx);
 	if (ret)
 		return ret;
 	x->addr_len = addrlen;
@@ -179,9 +182,9 @@ static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
 
 bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
 		      const char *via, const struct sockaddr *addr,
-		      size_t addrlen)
+		      size_t addrlen, uint32_t ctx)
 {
-	int ret = shm_local_start(x, addr, addrlen);
+	int ret = shm_local_start(x, addr, addrlen, ctx);
 
 	if (ret)
 		FI_INFO(prov, FI_LOG_EP_CTRL,

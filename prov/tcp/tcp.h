@@ -23,6 +23,8 @@
 #include "weft/core.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -102,6 +104,9 @@ enum tcp_rx_state {
 	TCP_RX_PAYLOAD, /* reading a payload into rx_iov (or dropping it) */
 	TCP_RX_STAGE,	/* reading a whole payload into the staging buffer */
 	TCP_RX_WAIT,	/* a large unexpected message waits for its receive */
+	/* Accepted by a scalable endpoint's pair 0 for another pair, HELLO
+	 * read: nothing more is read until that pair adopts it. */
+	TCP_RX_HANDOFF,
 };
 
 /* A large message's payload as the engine's stash names it. */
@@ -169,6 +174,11 @@ struct tcp_conn {
 	void (*rx_done)(struct tcp_conn *conn); /* payload all read */
 	uint32_t rx_status;
 
+	/* RDM HELLO kept while the connection is handed to another pair
+	 * of a scalable endpoint (TCP_RX_HANDOFF). */
+	struct sockaddr_storage hello_sa;
+	uint8_t hello_src_ctx;
+
 	/* MSG connection management */
 	uint8_t cm_data[TCP_CM_DATA_MAX];
 	size_t cm_len;
@@ -208,6 +218,14 @@ struct tcp_ep {
 	bool closing;
 	struct util_progress cm_progress; /* on the bound EQ */
 
+	/* A scalable endpoint's pair (tcp_sep.c): its index, its endpoint,
+	 * and the connections pair 0 accepted for it (tcp_conn.entry, under
+	 * sep->inbox_lock), which it adopts in its progress. */
+	uint8_t ctx;
+	struct tcp_sep *sep;
+	struct dlist_entry inbox;
+	atomic_bool inbox_ready;
+
 	/* MSG */
 	struct util_eq *eq;
 	struct tcp_conn *conn; /* the one connection */
@@ -238,6 +256,21 @@ static inline struct tcp_ep *tcp_ep_of(struct util_rdm_ep *rdm)
 {
 	return container_of(rdm, struct tcp_ep, rdm);
 }
+
+/* A scalable endpoint: pair 0 listens at its address and hands each
+ * connection to the pair its HELLO names. */
+struct tcp_sep {
+	struct util_rdm_sep base; /* first */
+	pthread_mutex_t inbox_lock; /* a leaf: nothing is taken under it */
+	/* Pairs that take connections: set once enabled, read by pair 0's
+	 * progress without a lock. */
+	_Atomic(struct tcp_ep *) pairs[TCP_MAX_CTX];
+};
+
+int tcp_sep_open(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **sep, void *context);
+/* Open pair ctx of sep (tcp_ep.c): an RDM endpoint; pair 0 listens. */
+int tcp_pair_open(struct tcp_sep *sep, uint32_t ctx, struct tcp_ep **out);
 
 /* tcp_prov.c */
 int tcp_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
@@ -289,7 +322,8 @@ int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload);
 void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
 			   const void *cm, size_t cm_len);
 int tcp_send_hello(struct tcp_conn *conn, const void *addr, size_t alen,
-		   const void *cm, size_t cm_len);
+		   const void *cm, size_t cm_len, uint8_t src_ctx,
+		   uint8_t dst_ctx);
 int tcp_send_hello_ack(struct tcp_conn *conn, uint32_t status,
 		       const void *cm, size_t cm_len);
 int tcp_progress_ep(struct tcp_ep *ep);

@@ -528,6 +528,7 @@ int tcp_conn_read(struct tcp_conn *conn)
 			stage_room(conn, conn->stage_need);
 			break;
 		case TCP_RX_WAIT:
+		case TCP_RX_HANDOFF:
 			return events;
 		case TCP_RX_PAYLOAD:
 			payload_from_stage(conn);

@@ -87,14 +87,16 @@ static int conn_send_copy(struct tcp_conn *conn, const void *hdr,
 }
 
 int tcp_send_hello(struct tcp_conn *conn, const void *addr, size_t alen,
-		   const void *cm, size_t cm_len)
+		   const void *cm, size_t cm_len, uint8_t src_ctx,
+		   uint8_t dst_ctx)
 {
 	uint8_t hdr[TCP_HDR_MAX];
 	struct iovec iov[2] = { { (void *)addr, alen }, { (void *)cm, cm_len } };
-	size_t hl = tcp_put_hello(hdr, conn->ep && conn->ep->type == FI_EP_RDM ?
-					       TCP_EPK_RDM :
-					       TCP_EPK_MSG,
-				  (uint16_t)alen, (uint16_t)cm_len);
+	size_t hl = tcp_put_hello_ctx(
+		hdr,
+		conn->ep && conn->ep->type == FI_EP_RDM ? TCP_EPK_RDM :
+							  TCP_EPK_MSG,
+		(uint16_t)alen, (uint16_t)cm_len, src_ctx, dst_ctx);
 
 	return conn_send_copy(conn, hdr, hl, iov, 2);
 }
@@ -244,12 +246,14 @@ static void conn_connected(struct tcp_conn *conn)
 	tcp_conn_watch(conn, false);
 	conn->deadline_ms = tcp_now_ms() + (uint64_t)tcp_params.conn_timeout_ms;
 	if (ep->type != FI_EP_RDM) {
-		tcp_send_hello(conn, NULL, 0, conn->cm_data, conn->cm_len);
+		tcp_send_hello(conn, NULL, 0, conn->cm_data, conn->cm_len, 0,
+			       0);
 		return;
 	}
 	/* RDM: our frames may follow HELLO at once; the acceptor reads them
 	 * after it, and a refusal fails them.  No round trip is waited. */
-	if (tcp_send_hello(conn, &ep->addr, ep->addrlen, NULL, 0))
+	if (tcp_send_hello(conn, &ep->addr, ep->addrlen, NULL, 0, ep->ctx,
+			   conn->peer ? (uint8_t)conn->peer->peer.ctx : 0))
 		return;
 	conn->await_ack = true;
 	conn_opened(conn);
@@ -260,16 +264,19 @@ static void conn_connected(struct tcp_conn *conn)
 }
 
 
+static int hello_accept(struct tcp_conn *conn,
+			const struct sockaddr_storage *sa, uint8_t src_ctx);
+static int conn_handoff(struct tcp_conn *conn,
+			const struct sockaddr_storage *sa, uint8_t src_ctx,
+			uint8_t dst_ctx);
+
 /* HELLO on a connection we accepted (RDM endpoint or passive endpoint). */
 int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload)
 {
 	const struct tcp_frame *f = &conn->frame;
 	struct tcp_ep *ep = conn->ep;
 	struct sockaddr_storage sa;
-	struct util_peer *peer;
-	struct tcp_peer *tp;
 	const char *why;
-	int ret;
 
 	why = tcp_hello_check(f, payload,
 			      conn->pep ? TCP_EPK_MSG : TCP_EPK_RDM, &sa);
@@ -288,7 +295,33 @@ int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload)
 	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
 	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
 		goto refuse;
-	ret = util_peer_add(&ep->rdm.peers, &sa, 0, &peer);
+	if (f->hello.dst_ctx != ep->ctx) {
+		why = "HELLO: no such context";
+		return conn_handoff(conn, &sa, f->hello.src_ctx,
+				    f->hello.dst_ctx) ?
+			       (tcp_send_hello_ack(conn, FI_ECONNREFUSED, NULL,
+						   0),
+				tcp_proto_error(conn, why), -1) :
+			       0;
+	}
+	return hello_accept(conn, &sa, f->hello.src_ctx);
+
+refuse:
+	tcp_send_hello_ack(conn, FI_EPROTO, NULL, 0);
+	tcp_proto_error(conn, why);
+	return -1;
+}
+
+/* An RDM HELLO of sa's context src_ctx, for this endpoint: it is a peer. */
+static int hello_accept(struct tcp_conn *conn,
+			const struct sockaddr_storage *sa, uint8_t src_ctx)
+{
+	struct tcp_ep *ep = conn->ep;
+	struct util_peer *peer;
+	struct tcp_peer *tp;
+	int ret;
+
+	ret = util_peer_add(&ep->rdm.peers, sa, src_ctx, &peer);
 	if (ret) {
 		tcp_send_hello_ack(conn, FI_ENOMEM, NULL, 0);
 		tcp_conn_close(conn, -ret);
@@ -306,11 +339,76 @@ int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload)
 		util_rdm_peer_ready(&ep->rdm, &tp->peer);
 	}
 	return 0;
+}
 
-refuse:
-	tcp_send_hello_ack(conn, FI_EPROTO, NULL, 0);
-	tcp_proto_error(conn, why);
-	return -1;
+/*
+ * A scalable endpoint's pair 0 accepted a connection for pair dst: hand it
+ * over (under pair 0's lock).  It leaves pair 0's connections and waits in
+ * dst's inbox, watched for output so that its socket, writable, wakes
+ * whoever polls the domain's set; dst adopts it in its progress, or at
+ * that event, under its own lock.  -1: no such pair (refused).
+ */
+static int conn_handoff(struct tcp_conn *conn,
+			const struct sockaddr_storage *sa, uint8_t src_ctx,
+			uint8_t dst_ctx)
+{
+	struct tcp_ep *ep = conn->ep, *to;
+	struct tcp_sep *sep = ep->sep;
+
+	if (!sep || ep->ctx)
+		return -1;
+	to = atomic_load_explicit(&sep->pairs[dst_ctx], memory_order_acquire);
+	if (!to)
+		return -1;
+	dlist_remove(&conn->entry);
+	ep->npending--;
+	conn->hello_sa = *sa;
+	conn->hello_src_ctx = src_ctx;
+	conn->rx_state = TCP_RX_HANDOFF;
+	pthread_mutex_lock(&sep->inbox_lock);
+	conn->ep = to;
+	dlist_insert_tail(&conn->entry, &to->inbox);
+	atomic_store_explicit(&to->inbox_ready, true, memory_order_release);
+	pthread_mutex_unlock(&sep->inbox_lock);
+	conn->want_out = false;
+	tcp_conn_watch(conn, true);
+	return 0;
+}
+
+/* Take over a connection pair 0 handed us (under our lock): the HELLO
+ * is answered, and what came after it is read. */
+static void conn_adopt(struct tcp_ep *ep, struct tcp_conn *conn)
+{
+	pthread_mutex_lock(&ep->sep->inbox_lock);
+	dlist_remove(&conn->entry);
+	pthread_mutex_unlock(&ep->sep->inbox_lock);
+	ep_conn_link(ep, conn);
+	ep->npending++; /* (TCP_CONN_ACCEPTED until opened) */
+	conn->rx_state = TCP_RX_HDR;
+	if (hello_accept(conn, &conn->hello_sa, conn->hello_src_ctx))
+		return;
+	tcp_conn_watch(conn, !dlist_empty(&conn->outq));
+	(void)tcp_conn_read(conn);
+}
+
+static void inbox_adopt(struct tcp_ep *ep)
+{
+	struct tcp_conn *conn;
+
+	for (;;) {
+		pthread_mutex_lock(&ep->sep->inbox_lock);
+		conn = dlist_empty(&ep->inbox) ?
+			       NULL :
+			       container_of(ep->inbox.next, struct tcp_conn,
+					    entry);
+		if (!conn)
+			atomic_store_explicit(&ep->inbox_ready, false,
+					      memory_order_relaxed);
+		pthread_mutex_unlock(&ep->sep->inbox_lock);
+		if (!conn)
+			return;
+		conn_adopt(ep, conn);
+	}
 }
 
 void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
@@ -1133,6 +1231,12 @@ static void conn_event(struct tcp_conn *conn, uint32_t events, int *n)
 
 	if (conn->state == TCP_CONN_CLOSED)
 		return;
+	/* Handed to us by pair 0 (we hold our lock): ours now. */
+	if (weft_unlikely(conn->rx_state == TCP_RX_HANDOFF)) {
+		conn_adopt(conn->ep, conn);
+		(*n)++;
+		return;
+	}
 	if (conn->state == TCP_CONN_CONNECTING) {
 		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 			conn_connected(conn);
@@ -1147,6 +1251,30 @@ static void conn_event(struct tcp_conn *conn, uint32_t events, int *n)
 	}
 }
 
+/*
+ * Receives directed to a peer we have no connection with (a scalable
+ * endpoint's receive pair only hears from peers; a peer that never sent)
+ * would not learn that it died: connect to it, and a refusal fails it
+ * (tcp_conn_lost), and the receives with it.  Peers reached through
+ * shared memory are watched there.
+ */
+static void probe_directed(struct tcp_ep *ep)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&ep->rdm.peers.list, e) {
+		struct util_peer *peer =
+			container_of(e, struct util_peer, entry);
+		struct tcp_peer *tp = tcp_peer_of(peer);
+
+		if (tp->conn || peer->gone || peer->xp != &ep->xp ||
+		    peer->fi_addr == FI_ADDR_NOTAVAIL ||
+		    peer->state == UTIL_PEER_FAILED)
+			continue;
+		(void)peer_connect(ep, tp);
+	}
+}
+
 /* Connections that stopped reading with frames left, or held by the
  * engine, are read again; connection attempts past their time fail. */
 static void ep_sweep(struct tcp_ep *ep, int *n)
@@ -1155,6 +1283,9 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 	struct dlist_entry *e, *tmp;
 
 	struct dlist_entry gone;
+
+	if (ep->type == FI_EP_RDM && util_rdm_rx_directed(&ep->rdm))
+		probe_directed(ep);
 
 	/* Closed connections go here, where no read is under way; an MSG
 	 * endpoint's one stays (fi_getpeer, its state) with its staging
@@ -1285,6 +1416,11 @@ static int progress_ep(struct tcp_ep *ep, bool own_only)
 
 	if (weft_unlikely(ep->closing))
 		return 0;
+	if (weft_unlikely(atomic_load_explicit(&ep->inbox_ready,
+					       memory_order_acquire))) {
+		inbox_adopt(ep);
+		n++;
+	}
 	/* No connection: the peers so far are on this host and come through
 	 * shared memory.  Look at the domain's set (new connections) every
 	 * TCP_IDLE_LOOK_NS rather than with a system call at each poll. */
@@ -1417,6 +1553,16 @@ static void ep_close_conns(struct tcp_ep *ep)
 	 * CQ may still call it until the engine stops them), and nobody
 	 * connects to us any more. */
 	ep->closing = true;
+	/* Connections handed over and not adopted are ours to close. */
+	if (ep->sep) {
+		struct dlist_entry *c;
+
+		pthread_mutex_lock(&ep->sep->inbox_lock);
+		while ((c = dlist_pop_front(&ep->inbox)))
+			dlist_insert_tail(c, &ep->conns);
+		atomic_store(&ep->inbox_ready, false);
+		pthread_mutex_unlock(&ep->sep->inbox_lock);
+	}
 	if (ep->lfd >= 0) {
 		epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->lfd, NULL);
 		close(ep->lfd);
@@ -1740,13 +1886,20 @@ static int tcp_ep_control(struct fid *fid, int command, void *arg)
 
 	/* The region is named after the address peers insert: without it
 	 * every peer is reached through the network, which still works. */
-	if (command == FI_ENABLE && ep->local && !ep->rdm.enabled &&
-	    !ep->local_up)
+	bool enabling = command == FI_ENABLE && !ep->rdm.enabled;
+	int ret;
+
+	if (enabling && ep->local && !ep->local_up)
 		ep->local_up = shm_local_enable(
 			ep->local, &tcp_prov, "tcp",
 			(const struct sockaddr *)&ep->addr,
-			ep->rdm.peers.attr.addr_len);
-	return util_rdm_ep_control(fid, command, arg);
+			ep->rdm.peers.attr.addr_len, ep->ctx);
+	ret = util_rdm_ep_control(fid, command, arg);
+	/* A scalable endpoint's pair takes connections from now on. */
+	if (!ret && enabling && ep->sep)
+		atomic_store_explicit(&ep->sep->pairs[ep->ctx], ep,
+				      memory_order_release);
+	return ret;
 }
 
 static struct fi_ops tcp_ep_fi_ops = {
@@ -1846,11 +1999,11 @@ static int rdm_listen_at(struct tcp_ep *ep, const void *addr, size_t alen)
 	return 0;
 }
 
-int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
-		struct fid_ep **ep_fid, void *context)
+/* An endpoint of info; sep: pair ctx of that scalable endpoint. */
+static int ep_make(struct util_domain *domain, struct fi_info *info,
+		   struct tcp_sep *sep, uint32_t ctx, struct tcp_ep **out,
+		   void *context)
 {
-	struct util_domain *domain =
-		container_of(domain_fid, struct util_domain, domain_fid);
 	struct util_rdm_ep_attr attr = {
 		.unexp_inline = 256,
 		.peer_addr_len = sizeof(struct sockaddr_in6),
@@ -1878,8 +2031,11 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->type = info->ep_attr->type;
 	ep->lfd = -1;
+	ep->sep = sep;
+	ep->ctx = (uint8_t)ctx;
 	dlist_init(&ep->conns);
 	dlist_init(&ep->closed);
+	dlist_init(&ep->inbox);
 	ep->domain = container_of(util_mr_domain_of(domain), struct tcp_domain,
 				  base);
 	ep->epfd = ep->domain->epfd;
@@ -1910,7 +2066,15 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	pthread_once(&tcp_ep_ops_once, tcp_ep_ops_init);
 	ep->rdm.ep_fid.ops = &tcp_ep_ops;
 
-	if (ep->type == FI_EP_RDM) {
+	if (ep->type == FI_EP_RDM && sep && ctx) {
+		/* Pair 0 listens for the scalable endpoint; the others say
+		 * its address as theirs. */
+		struct tcp_ep *first =
+			tcp_ep_of(sep->base.pair[0].ep);
+
+		ep->addr = first->addr;
+		ep->addrlen = first->addrlen;
+	} else if (ep->type == FI_EP_RDM) {
 		ret = rdm_listen(ep, info);
 		if (ret)
 			goto err;
@@ -1934,10 +2098,30 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 				goto err;
 		}
 	}
-	*ep_fid = &ep->rdm.ep_fid;
+	*out = ep;
 	return 0;
 
 err:
 	tcp_ep_close(&ep->rdm.ep_fid.fid);
 	return ret;
+}
+
+int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		struct fid_ep **ep_fid, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+	struct tcp_ep *ep;
+	int ret;
+
+	ret = ep_make(domain, info, NULL, 0, &ep, context);
+	if (ret)
+		return ret;
+	*ep_fid = &ep->rdm.ep_fid;
+	return 0;
+}
+
+int tcp_pair_open(struct tcp_sep *sep, uint32_t ctx, struct tcp_ep **out)
+{
+	return ep_make(sep->base.domain, sep->base.info, sep, ctx, out, NULL);
 }

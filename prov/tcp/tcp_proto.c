@@ -126,11 +126,11 @@ static const char *parse_hello(const unsigned char *p, struct tcp_frame *f)
 		return "HELLO: bad magic";
 	if (le16toh(h.version) != TCP_PROTO_VERSION)
 		return "HELLO: unsupported protocol version";
-	if (h.rsvd)
-		return "HELLO: reserved field not zero";
 	kind = le16toh(h.ep_kind);
 	if (kind != TCP_EPK_RDM && kind != TCP_EPK_MSG)
 		return "HELLO: unknown endpoint kind";
+	if (kind == TCP_EPK_MSG && (h.src_ctx || h.dst_ctx))
+		return "HELLO: contexts of an MSG endpoint";
 	addr_len = le16toh(h.addr_len);
 	if (addr_len > TCP_ADDR_MAX)
 		return "HELLO: address too long";
@@ -145,6 +145,8 @@ static const char *parse_hello(const unsigned char *p, struct tcp_frame *f)
 	f->hello.ep_kind = kind;
 	f->hello.addr_len = addr_len;
 	f->hello.cm_len = (uint16_t)(f->payload_len - addr_len);
+	f->hello.src_ctx = h.src_ctx;
+	f->hello.dst_ctx = h.dst_ctx;
 	return NULL;
 }
 

@@ -78,6 +78,8 @@ enum tcp_atomic_kind {
 #define TCP_RMA_IOV_MAX 4   /* remote iovs in one WRITE or READ_REQ */
 #define TCP_CM_DATA_MAX 256 /* private data of HELLO / HELLO_ACK */
 #define TCP_ADDR_MAX 128    /* a sender's address in HELLO */
+/* Context pairs of a scalable endpoint (HELLO's src_ctx, dst_ctx). */
+#define TCP_MAX_CTX 256
 
 struct tcp_base {
 	uint8_t op;
@@ -93,7 +95,10 @@ struct tcp_hello {
 	uint16_t version;
 	uint16_t ep_kind;  /* enum tcp_ep_kind */
 	uint16_t addr_len; /* payload: the sender's address, then cm data */
-	uint16_t rsvd;
+	/* RDM, scalable endpoints: the sender's context pair and the one it
+	 * wants at the address it connected to (0: a plain endpoint's). */
+	uint8_t src_ctx;
+	uint8_t dst_ctx;
 };
 
 struct tcp_hello_ack {
@@ -172,6 +177,7 @@ struct tcp_frame {
 			uint16_t ep_kind;
 			uint16_t addr_len; /* <= payload_len, <= TCP_ADDR_MAX */
 			uint16_t cm_len; /* payload_len - addr_len */
+			uint8_t src_ctx, dst_ctx; /* RDM: 0 for MSG */
 		} hello;
 		struct {
 			uint16_t version;
@@ -257,20 +263,30 @@ static inline size_t tcp_put_msg(void *buf, uint8_t op, uint16_t flags,
 	return TCP_MSG_HDR_LEN;
 }
 
-static inline size_t tcp_put_hello(void *buf, uint16_t ep_kind,
-				   uint16_t addr_len, uint16_t cm_len)
+static inline size_t tcp_put_hello_ctx(void *buf, uint16_t ep_kind,
+				       uint16_t addr_len, uint16_t cm_len,
+				       uint8_t src_ctx, uint8_t dst_ctx)
 {
 	struct tcp_hello h = {
 		.magic = htole64(TCP_PROTO_MAGIC),
 		.version = htole16(TCP_PROTO_VERSION),
 		.ep_kind = htole16(ep_kind),
 		.addr_len = htole16(addr_len),
+		.src_ctx = src_ctx,
+		.dst_ctx = dst_ctx,
 	};
 	size_t len = sizeof(struct tcp_base) + sizeof(h);
 
 	tcp_put_base(buf, TCP_OP_HELLO, 0, len, (uint64_t)addr_len + cm_len);
 	memcpy((char *)buf + sizeof(struct tcp_base), &h, sizeof(h));
 	return len;
+}
+
+/* HELLO of a plain endpoint (contexts 0). */
+static inline size_t tcp_put_hello(void *buf, uint16_t ep_kind,
+				   uint16_t addr_len, uint16_t cm_len)
+{
+	return tcp_put_hello_ctx(buf, ep_kind, addr_len, cm_len, 0, 0);
 }
 
 static inline size_t tcp_put_hello_ack(void *buf, uint32_t status,

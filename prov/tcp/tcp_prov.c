@@ -117,10 +117,10 @@ size_t tcp_sockaddr_len(const void *addr)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
-	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM)
+	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_NAMED_RX_CTX)
 #define TCP_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE)
+	 FI_WRITE | FI_NAMED_RX_CTX)
 #define TCP_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
@@ -145,17 +145,19 @@ size_t tcp_sockaddr_len(const void *addr)
 #define TCP_RDM_SIZE 65536
 
 /* RDM and MSG transmit alike; they differ in how many they hold. */
-#define TCP_TX_ATTR(sz)                                                        \
+#define TCP_TX_ATTR(sz, caps_)                                                 \
 	{                                                                      \
-		.caps = TCP_TX_CAPS, .op_flags = TCP_TX_OP_FLAGS,              \
+		.caps = (caps_), .op_flags = TCP_TX_OP_FLAGS,                  \
 		.msg_order = UTIL_RDM_ORDER_ALL, .comp_order = FI_ORDER_NONE,  \
 		.inject_size = TCP_INJECT, .size = (sz),                       \
 		.iov_limit = UTIL_RDM_IOV_MAX,                                 \
 		.rma_iov_limit = TCP_RMA_IOV_MAX,                              \
 	}
 
-static struct fi_tx_attr tcp_tx_attr = TCP_TX_ATTR(TCP_RDM_SIZE);
-static struct fi_tx_attr tcp_msg_tx_attr = TCP_TX_ATTR(1024);
+static struct fi_tx_attr tcp_tx_attr = TCP_TX_ATTR(TCP_RDM_SIZE, TCP_TX_CAPS);
+/* (No FI_NAMED_RX_CTX: an MSG endpoint has one peer.) */
+static struct fi_tx_attr tcp_msg_tx_attr =
+	TCP_TX_ATTR(1024, TCP_TX_CAPS & TCP_MSG_CAPS);
 
 static struct fi_rx_attr tcp_rx_attr = {
 	.caps = TCP_RX_CAPS,
@@ -224,8 +226,9 @@ static struct fi_domain_attr tcp_domain_attr = {
 	.ep_cnt = 8192,
 	.tx_ctx_cnt = 8192,
 	.rx_ctx_cnt = 8192,
-	.max_ep_tx_ctx = 1,
-	.max_ep_rx_ctx = 1,
+	/* RDM: scalable endpoints (tcp_sep.c). */
+	.max_ep_tx_ctx = TCP_MAX_CTX,
+	.max_ep_rx_ctx = TCP_MAX_CTX,
 	.cntr_cnt = 1024,
 	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
 	.caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
@@ -460,7 +463,7 @@ static struct fi_ops_domain tcp_domain_ops = {
 	.av_open = tcp_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = tcp_endpoint,
-	.scalable_ep = weft_no_scalable_ep,
+	.scalable_ep = tcp_sep_open,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = weft_no_stx_ctx,

@@ -32,12 +32,33 @@ static struct util_rdm_ctx *ctx_of(struct fid *fid)
 
 static int pair_open(struct util_rdm_sep *sep, uint32_t i);
 
-/* Enable pair ep (its transport starts; the provider's FI_ENABLE), after
- * pair 0, which holds the address the others are named after.  With
- * sep->lock held. */
+/*
+ * The provider's FI_ENABLE of a pair, with sep->lock held on entry and
+ * exit but not across the call: a transport may take locks there that its
+ * endpoint then holds for its life (shm's owner mutex), which must never
+ * be taken under sep->lock.  One enable at a time (sep->enabling).
+ */
+static int enable_one(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
+{
+	int ret;
+
+	while (sep->enabling)
+		pthread_cond_wait(&sep->enabled_cond, &sep->lock);
+	if (ep->enabled)
+		return 0;
+	sep->enabling = true;
+	pthread_mutex_unlock(&sep->lock);
+	ret = fi_control(&ep->ep_fid.fid, FI_ENABLE, NULL);
+	pthread_mutex_lock(&sep->lock);
+	sep->enabling = false;
+	pthread_cond_broadcast(&sep->enabled_cond);
+	return ret;
+}
+
+/* Enable pair ep (its transport starts), after pair 0, which holds the
+ * address the others are named after.  With sep->lock held. */
 static int pair_enable(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
 {
-	struct util_rdm_ep *first;
 	int ret;
 
 	if (ep->enabled)
@@ -46,13 +67,12 @@ static int pair_enable(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
 		return -FI_ENOAV;
 	if (ep != sep->pair[0].ep) {
 		ret = pair_open(sep, 0);
-		first = sep->pair[0].ep;
-		if (!ret && !first->enabled)
-			ret = fi_control(&first->ep_fid.fid, FI_ENABLE, NULL);
+		if (!ret)
+			ret = enable_one(sep, sep->pair[0].ep);
 		if (ret)
 			return ret;
 	}
-	return fi_control(&ep->ep_fid.fid, FI_ENABLE, NULL);
+	return enable_one(sep, ep);
 }
 
 /* Open pair i's endpoint if it is not (pair 0 first: it holds the
@@ -312,6 +332,7 @@ static int sep_close(struct fid *fid)
 	if (sep->av)
 		util_av_put(sep->av);
 	util_domain_put(sep->domain);
+	pthread_cond_destroy(&sep->enabled_cond);
 	pthread_mutex_destroy(&sep->lock);
 	free(sep->pair);
 	fi_freeinfo(sep->info);
@@ -493,6 +514,11 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 	ret = -pthread_mutex_init(&sep->lock, NULL);
 	if (ret)
 		goto err_pair;
+	ret = -pthread_cond_init(&sep->enabled_cond, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&sep->lock);
+		goto err_pair;
+	}
 	sep->domain = domain;
 	sep->ops = ops;
 	sep->ep_fid.fid.fclass = FI_CLASS_SEP;

@@ -2808,7 +2808,7 @@ static int verbs_rdm_control(struct fid *fid, int command, void *arg)
 		ep->local_up = shm_local_enable(
 			ep->local, &verbs_prov, "the device",
 			(const struct sockaddr *)&ep->addr,
-			ep->rdm.peers.attr.addr_len);
+			ep->rdm.peers.attr.addr_len, 0);
 	return util_rdm_ep_control(fid, command, arg);
 }
 

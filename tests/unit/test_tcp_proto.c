@@ -463,9 +463,11 @@ Test(tcp_proto, hello_checks)
 	n = tcp_put_hello(b, TCP_EPK_RDM, 16, 0);
 	put16(b, OFF(tcp_hello, version), 0);
 	parse_bad(b, n, "version");
-	n = tcp_put_hello(b, TCP_EPK_RDM, 16, 0);
-	put16(b, OFF(tcp_hello, rsvd), 1);
-	parse_bad(b, n, "reserved");
+	/* Contexts are an RDM endpoint's (scalable endpoints). */
+	n = tcp_put_hello_ctx(b, TCP_EPK_MSG, 0, 0, 1, 0);
+	parse_bad(b, n, "contexts");
+	n = tcp_put_hello_ctx(b, TCP_EPK_MSG, 0, 0, 0, 3);
+	parse_bad(b, n, "contexts");
 	n = tcp_put_hello(b, 0, 16, 0);
 	parse_bad(b, n, "endpoint kind");
 	n = tcp_put_hello(b, 3, 16, 0);
@@ -789,4 +791,24 @@ Test(tcp_proto, random_mutations, .timeout = 60)
 	for (op = 1; op <= TCP_OP_MAX; op++)
 		cr_assert_gt(accepted[op], 0, "no %s accepted",
 			     tcp_op_str(op));
+}
+
+/* A scalable endpoint's pairs say which they are and which they want. */
+Test(tcp_proto, hello_contexts)
+{
+	unsigned char b[TCP_HDR_MAX + 16] = { 0 };
+	struct tcp_frame f;
+	const char *why = NULL;
+	ssize_t n;
+
+	n = (ssize_t)tcp_put_hello_ctx(b, TCP_EPK_RDM, 16, 0, 7, 255);
+	n = tcp_frame_parse(b, (size_t)n, &lim, &f, &why);
+	cr_assert_gt(n, 0, "parse: %s", why ? why : "");
+	cr_assert_eq(f.hello.src_ctx, 7);
+	cr_assert_eq(f.hello.dst_ctx, 255);
+	n = (ssize_t)tcp_put_hello(b, TCP_EPK_RDM, 16, 0);
+	n = tcp_frame_parse(b, (size_t)n, &lim, &f, &why);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(f.hello.src_ctx, 0);
+	cr_assert_eq(f.hello.dst_ctx, 0);
 }

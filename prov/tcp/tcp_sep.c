@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tcp's scalable endpoints (weft/util_rdm.h): context pair i is an RDM
+ * endpoint of its own.  Pair 0 listens at the scalable endpoint's address;
+ * a peer's pair connects there and says in HELLO which pair it wants and
+ * which it is (docs/tcp-protocol.md), and pair 0 hands the connection over
+ * (tcp_ep.c, conn_handoff).  Peers on this host meet through shm regions
+ * named after the address and the pair.
+ */
+#include "tcp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct tcp_sep *tsep_of(struct util_rdm_sep *sep)
+{
+	return container_of(sep, struct tcp_sep, base);
+}
+
+static int tcp_sep_pair_open(struct util_rdm_sep *sep, uint32_t index,
+			     struct util_rdm_ep **out)
+{
+	struct tcp_ep *ep;
+	int ret;
+
+	ret = tcp_pair_open(tsep_of(sep), index, &ep);
+	if (ret)
+		return ret;
+	*out = &ep->rdm;
+	return 0;
+}
+
+/* Pair 0's name, once it is open (it listens from then on). */
+static int tcp_sep_getname(struct util_rdm_sep *sep, void *addr,
+			   size_t *addrlen)
+{
+	if (!sep->pair[0].ep)
+		return -FI_EOPBADSTATE;
+	return fi_getname(&sep->pair[0].ep->ep_fid.fid, addr, addrlen);
+}
+
+/* Before pair 0 opens: the address it will listen at. */
+static int tcp_sep_setname(struct util_rdm_sep *sep, const void *addr,
+			   size_t addrlen)
+{
+	struct fi_info *info = sep->info;
+	void *copy;
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    addrlen > sizeof(struct sockaddr_storage))
+		return -FI_EINVAL;
+	copy = malloc(addrlen);
+	if (!copy)
+		return -FI_ENOMEM;
+	memcpy(copy, addr, addrlen);
+	free(info->src_addr);
+	info->src_addr = copy;
+	info->src_addrlen = addrlen;
+	return 0;
+}
+
+static void tcp_sep_release(struct util_rdm_sep *sep)
+{
+	struct tcp_sep *s = tsep_of(sep);
+
+	pthread_mutex_destroy(&s->inbox_lock);
+	free(s);
+}
+
+static const struct util_rdm_sep_ops tcp_sep_ops = {
+	.pair_open = tcp_sep_pair_open,
+	.getname = tcp_sep_getname,
+	.setname = tcp_sep_setname,
+	.release = tcp_sep_release,
+	.max_ctx = TCP_MAX_CTX,
+};
+
+int tcp_sep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		 struct fid_ep **sep_fid, void *context)
+{
+	struct util_domain *domain =
+		container_of(domain_fid, struct util_domain, domain_fid);
+	struct tcp_sep *s;
+	int ret;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -FI_ENOMEM;
+	ret = -pthread_mutex_init(&s->inbox_lock, NULL);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	ret = util_rdm_sep_init(&s->base, domain, info, &tcp_sep_ops, sep_fid,
+				context);
+	if (ret) {
+		pthread_mutex_destroy(&s->inbox_lock);
+		free(s);
+	}
+	return ret;
+}
