@@ -309,6 +309,21 @@ int util_mr_domain_init(struct util_mr_domain *domain,
 			struct util_fabric *fabric, const struct fi_info *info,
 			void *context);
 int util_mr_domain_close(struct fid *fid);
+
+/*
+ * fi_domain of a provider whose domain is a util_mr_domain and nothing
+ * more (shm): refuses an info that names a domain other than the one of
+ * the provider's first candidate (-FI_EINVAL) or asks what no candidate
+ * offers (util_prov_check_domain: -FI_ENODATA), then allocates and
+ * initialises the domain with `ops` as its fi_ops_domain; fi_close frees
+ * it.  Returns 0 and *domain_fid, or -FI_EINVAL, -FI_ENODATA, -FI_ENOMEM.
+ * Does not block.
+ */
+struct util_prov;
+int util_mr_domain_open(const struct util_prov *uprov,
+			struct fid_fabric *fabric_fid, struct fi_info *info,
+			struct fi_ops_domain *ops,
+			struct fid_domain **domain_fid, void *context);
 extern struct fi_ops_mr util_mr_domain_mr_ops;
 extern struct fi_ops util_mr_domain_fi_ops;
 

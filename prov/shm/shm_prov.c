@@ -434,30 +434,8 @@ static struct fi_ops_domain shm_domain_ops = {
 int shm_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		    struct fid_domain **domain_fid, void *context)
 {
-	struct util_fabric *fabric =
-		container_of(fabric_fid, struct util_fabric, fabric_fid);
-	struct util_mr_domain *domain;
-	int ret;
-
-	if (!info || !info->domain_attr)
-		return -FI_EINVAL;
-	if (info->domain_attr->name &&
-	    strcmp(info->domain_attr->name, shm_domain_attr.name))
-		return -FI_EINVAL;
-	ret = util_prov_check_domain(&shm_util_prov, info);
-	if (ret)
-		return ret;
-	domain = calloc(1, sizeof(*domain));
-	if (!domain)
-		return -FI_ENOMEM;
-	ret = util_mr_domain_init(domain, fabric, info, context);
-	if (ret) {
-		free(domain);
-		return ret;
-	}
-	domain->util.domain_fid.ops = &shm_domain_ops;
-	*domain_fid = &domain->util.domain_fid;
-	return 0;
+	return util_mr_domain_open(&shm_util_prov, fabric_fid, info,
+				   &shm_domain_ops, domain_fid, context);
 }
 
 /* ---- fabric ------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
+#include "weft/util_getinfo.h"
 
 struct util_mr_entry {
 	struct util_mr_entry *next; /* bucket chain */
@@ -745,6 +746,38 @@ int util_mr_domain_init(struct util_mr_domain *domain,
 	}
 	domain->util.domain_fid.fid.ops = &util_mr_domain_fi_ops;
 	domain->util.domain_fid.mr = &util_mr_domain_mr_ops;
+	return 0;
+}
+
+int util_mr_domain_open(const struct util_prov *uprov,
+			struct fid_fabric *fabric_fid, struct fi_info *info,
+			struct fi_ops_domain *ops,
+			struct fid_domain **domain_fid, void *context)
+{
+	struct util_fabric *fabric =
+		container_of(fabric_fid, struct util_fabric, fabric_fid);
+	const char *name = uprov->info->domain_attr->name;
+	struct util_mr_domain *domain;
+	int ret;
+
+	if (!info || !info->domain_attr)
+		return -FI_EINVAL;
+	if (info->domain_attr->name && name &&
+	    strcmp(info->domain_attr->name, name))
+		return -FI_EINVAL;
+	ret = util_prov_check_domain(uprov, info);
+	if (ret)
+		return ret;
+	domain = calloc(1, sizeof(*domain));
+	if (!domain)
+		return -FI_ENOMEM;
+	ret = util_mr_domain_init(domain, fabric, info, context);
+	if (ret) {
+		free(domain);
+		return ret;
+	}
+	domain->util.domain_fid.ops = ops;
+	*domain_fid = &domain->util.domain_fid;
 	return 0;
 }
 
