@@ -685,6 +685,10 @@ struct util_rdm_sep_ops {
 		       size_t addrlen);
 	void (*release)(struct util_rdm_sep *sep);
 	uint32_t max_ctx; /* contexts of each kind a scalable endpoint may have */
+	/* Pair 0 serves the whole scalable endpoint (tcp: its listener),
+	 * so the other pairs' progress drives it too: its lock is real
+	 * whatever the threading model. */
+	bool pair0_shared;
 };
 
 /* A transmit or receive context: what fi_tx_context / fi_rx_context return. */

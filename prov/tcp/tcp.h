@@ -204,7 +204,8 @@ struct tcp_ep {
 	uint64_t idle_clock_ns, idle_look_ns;
 	struct tcp_domain *domain;
 	enum fi_ep_type type;
-	int epfd; /* the domain's */
+	int epfd; /* the domain's, or its own (own_set) */
+	bool own_set;
 	int lfd; /* RDM: the listening socket; -1 */
 	struct sockaddr_storage addr; /* RDM: what fi_getname reports */
 	socklen_t addrlen;
@@ -225,6 +226,7 @@ struct tcp_ep {
 	struct tcp_sep *sep;
 	struct dlist_entry inbox;
 	atomic_bool inbox_ready;
+	int wake_fd; /* pairs but 0: pair 0 rings it (eventfd); -1 */
 
 	/* MSG */
 	struct util_eq *eq;

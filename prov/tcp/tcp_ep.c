@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -343,10 +344,11 @@ static int hello_accept(struct tcp_conn *conn,
 
 /*
  * A scalable endpoint's pair 0 accepted a connection for pair dst: hand it
- * over (under pair 0's lock).  It leaves pair 0's connections and waits in
- * dst's inbox, watched for output so that its socket, writable, wakes
- * whoever polls the domain's set; dst adopts it in its progress, or at
- * that event, under its own lock.  -1: no such pair (refused).
+ * over (under pair 0's lock).  It leaves pair 0's connections, silenced in
+ * pair 0's epoll set, and waits in dst's inbox; dst's bell (an eventfd in
+ * its own set) wakes it, and it adopts the connection under its own lock.
+ * What pair 0 wrote before the inbox's lock is dst's after it: nothing is
+ * shared unlocked.  -1: no such pair (refused).
  */
 static int conn_handoff(struct tcp_conn *conn,
 			const struct sockaddr_storage *sa, uint8_t src_ctx,
@@ -354,37 +356,41 @@ static int conn_handoff(struct tcp_conn *conn,
 {
 	struct tcp_ep *ep = conn->ep, *to;
 	struct tcp_sep *sep = ep->sep;
+	struct epoll_event ev = { .events = 0, .data.ptr = conn };
+	uint64_t one = 1;
 
 	if (!sep || ep->ctx)
 		return -1;
 	to = atomic_load_explicit(&sep->pairs[dst_ctx], memory_order_acquire);
-	if (!to)
+	if (!to || to->wake_fd < 0 ||
+	    epoll_ctl(conn->epfd, EPOLL_CTL_MOD, conn->fd, &ev))
 		return -1;
+	conn->want_out = false;
 	dlist_remove(&conn->entry);
 	ep->npending--;
 	conn->hello_sa = *sa;
 	conn->hello_src_ctx = src_ctx;
 	conn->rx_state = TCP_RX_HANDOFF;
 	pthread_mutex_lock(&sep->inbox_lock);
-	conn->ep = to;
 	dlist_insert_tail(&conn->entry, &to->inbox);
 	atomic_store_explicit(&to->inbox_ready, true, memory_order_release);
 	pthread_mutex_unlock(&sep->inbox_lock);
-	conn->want_out = false;
-	tcp_conn_watch(conn, true);
+	(void)!write(to->wake_fd, &one, sizeof(one));
 	return 0;
 }
 
-/* Take over a connection pair 0 handed us (under our lock): the HELLO
- * is answered, and what came after it is read. */
+/* Take over a connection pair 0 handed us (under our lock, out of the
+ * inbox): into our set, the HELLO answered, what came after it read. */
 static void conn_adopt(struct tcp_ep *ep, struct tcp_conn *conn)
 {
-	pthread_mutex_lock(&ep->sep->inbox_lock);
-	dlist_remove(&conn->entry);
-	pthread_mutex_unlock(&ep->sep->inbox_lock);
+	conn->ep = ep;
 	ep_conn_link(ep, conn);
 	ep->npending++; /* (TCP_CONN_ACCEPTED until opened) */
 	conn->rx_state = TCP_RX_HDR;
+	if (tcp_conn_move(conn, ep->epfd)) {
+		tcp_conn_close(conn, FI_ENOMEM);
+		return;
+	}
 	if (hello_accept(conn, &conn->hello_sa, conn->hello_src_ctx))
 		return;
 	tcp_conn_watch(conn, !dlist_empty(&conn->outq));
@@ -393,21 +399,21 @@ static void conn_adopt(struct tcp_ep *ep, struct tcp_conn *conn)
 
 static void inbox_adopt(struct tcp_ep *ep)
 {
-	struct tcp_conn *conn;
+	struct dlist_entry *e;
+	uint64_t v;
 
+	if (ep->wake_fd >= 0)
+		(void)!read(ep->wake_fd, &v, sizeof(v));
 	for (;;) {
 		pthread_mutex_lock(&ep->sep->inbox_lock);
-		conn = dlist_empty(&ep->inbox) ?
-			       NULL :
-			       container_of(ep->inbox.next, struct tcp_conn,
-					    entry);
-		if (!conn)
+		e = dlist_pop_front(&ep->inbox);
+		if (!e)
 			atomic_store_explicit(&ep->inbox_ready, false,
 					      memory_order_relaxed);
 		pthread_mutex_unlock(&ep->sep->inbox_lock);
-		if (!conn)
+		if (!e)
 			return;
-		conn_adopt(ep, conn);
+		conn_adopt(ep, container_of(e, struct tcp_conn, entry));
 	}
 }
 
@@ -1231,12 +1237,7 @@ static void conn_event(struct tcp_conn *conn, uint32_t events, int *n)
 
 	if (conn->state == TCP_CONN_CLOSED)
 		return;
-	/* Handed to us by pair 0 (we hold our lock): ours now. */
-	if (weft_unlikely(conn->rx_state == TCP_RX_HANDOFF)) {
-		conn_adopt(conn->ep, conn);
-		(*n)++;
-		return;
-	}
+
 	if (conn->state == TCP_CONN_CONNECTING) {
 		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 			conn_connected(conn);
@@ -1342,10 +1343,30 @@ static inline void *lfd_tag(struct tcp_ep *ep)
  * it, if its lock can be taken now (own: ours, held already).  Returns
  * whether it was handled; one that was not stays ready.
  */
+static int progress_ep(struct tcp_ep *ep, bool own_only);
+
+/* A scalable endpoint's pair 0 set, as the other pairs' sets hold it. */
+static inline void *pair0_tag(struct tcp_sep *sep)
+{
+	return (void *)((uintptr_t)sep | 1);
+}
+
 static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 {
 	struct tcp_conn *conn = NULL;
 	struct tcp_ep *owner;
+
+	/* Pair 0 has work (its listener: peers of any pair connect there):
+	 * its progress, if its lock is free. */
+	if (ep->sep && ep->ctx && tag == pair0_tag(ep->sep)) {
+		owner = tcp_ep_of(ep->sep->base.pair[0].ep);
+		if (!weft_trylock(&owner->rdm.lock))
+			return false;
+		if (!owner->closing && owner->rdm.enabled)
+			*n += progress_ep(owner, false);
+		weft_unlock(&owner->rdm.lock);
+		return true;
+	}
 
 	if ((uintptr_t)tag & 1)
 		owner = (struct tcp_ep *)((uintptr_t)tag & ~(uintptr_t)1);
@@ -1357,7 +1378,12 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 	 * pick its events up once it is. */
 	if (!owner->closing && (owner == ep || owner->rdm.enabled)) {
 		if (!conn) {
-			ep_accept(owner);
+			/* The listener, or a pair's bell (it has no listener:
+			 * pair 0 handed it connections). */
+			if (owner->lfd >= 0)
+				ep_accept(owner);
+			else
+				inbox_adopt(owner);
 			(*n)++;
 		} else {
 			conn_event(conn, events, n);
@@ -1445,7 +1471,10 @@ static int progress_ep(struct tcp_ep *ep, bool own_only)
 			return k > 0 ? k : 0;
 		}
 	}
-	weft_lock(&ep->domain->prog_lock);
+	/* A set of its own holds only its sockets: no other endpoint's
+	 * progress reads it, nothing to share (tcp_ep.own_set). */
+	if (!ep->own_set)
+		weft_lock(&ep->domain->prog_lock);
 	k = epoll_wait(ep->epfd, ev, 32, 0);
 	for (i = 0; i < k; i++) {
 		void *tag = ev[i].data.ptr;
@@ -1456,7 +1485,8 @@ static int progress_ep(struct tcp_ep *ep, bool own_only)
 			continue;
 		dom_event(ep, tag, ev[i].events, &n);
 	}
-	weft_unlock(&ep->domain->prog_lock);
+	if (!ep->own_set)
+		weft_unlock(&ep->domain->prog_lock);
 	/* (Counted here: `calls` moves only while a connection is hot.) */
 	if (!(++ep->looks & 63) || k == 32)
 		ep_sweep(ep, &n);
@@ -1558,8 +1588,14 @@ static void ep_close_conns(struct tcp_ep *ep)
 		struct dlist_entry *c;
 
 		pthread_mutex_lock(&ep->sep->inbox_lock);
-		while ((c = dlist_pop_front(&ep->inbox)))
+		while ((c = dlist_pop_front(&ep->inbox))) {
+			struct tcp_conn *conn =
+				container_of(c, struct tcp_conn, entry);
+
+			conn->ep = ep;
+			ep->npending++; /* its close counts it off */
 			dlist_insert_tail(c, &ep->conns);
+		}
 		atomic_store(&ep->inbox_ready, false);
 		pthread_mutex_unlock(&ep->sep->inbox_lock);
 	}
@@ -1612,6 +1648,10 @@ static int tcp_ep_close(struct fid *fid)
 	}
 	if (ep->lfd >= 0)
 		close(ep->lfd);
+	if (ep->wake_fd >= 0)
+		close(ep->wake_fd);
+	if (ep->own_set && ep->epfd >= 0)
+		close(ep->epfd);
 	if (ep->eq)
 		util_eq_put(ep->eq);
 	free(ep);
@@ -2031,6 +2071,7 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->type = info->ep_attr->type;
 	ep->lfd = -1;
+	ep->wake_fd = -1;
 	ep->sep = sep;
 	ep->ctx = (uint8_t)ctx;
 	dlist_init(&ep->conns);
@@ -2038,7 +2079,7 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	dlist_init(&ep->inbox);
 	ep->domain = container_of(util_mr_domain_of(domain), struct tcp_domain,
 				  base);
-	ep->epfd = ep->domain->epfd;
+	ep->epfd = -1;
 	ep->xp.ops = &tcp_transport;
 	ep->xp.eager_max = tcp_params.eager_max;
 	attr.xport = &ep->xp;
@@ -2062,6 +2103,39 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	}
 	ep->rdm.ep_fid.fid.ops = &tcp_ep_fi_ops;
 	ep->rdm.ep_fid.cm = &tcp_cm_ops;
+	/*
+	 * The domain's set lets one thread's progress serve every endpoint
+	 * whose lock it can take.  A scalable endpoint's pair shares nothing
+	 * with the other pairs, and an endpoint without a real lock
+	 * (FI_THREAD_ENDPOINT, FI_THREAD_DOMAIN...) must not be served by
+	 * another thread: each has a set of its own.
+	 */
+	ep->own_set = sep || !ep->rdm.lock.needed;
+	ep->epfd = ep->own_set ? epoll_create1(EPOLL_CLOEXEC) :
+				 ep->domain->epfd;
+	if (ep->epfd < 0) {
+		ret = -tcp_errno_fi(errno);
+		goto err;
+	}
+	/* Pairs other than 0: the bell pair 0 rings when it hands one a
+	 * connection, tagged as a listener would be. */
+	if (sep && ctx) {
+		struct epoll_event wev = { .events = EPOLLIN,
+					   .data.ptr = lfd_tag(ep) };
+		struct epoll_event pev = { .events = EPOLLIN,
+					   .data.ptr = pair0_tag(sep) };
+
+		ep->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (ep->wake_fd < 0 ||
+		    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->wake_fd, &wev) ||
+		    /* Pair 0's set inside ours: whoever waits here wakes
+		     * for a connection to accept, and accepts it. */
+		    epoll_ctl(ep->epfd, EPOLL_CTL_ADD,
+			      tcp_ep_of(sep->base.pair[0].ep)->epfd, &pev)) {
+			ret = -tcp_errno_fi(errno);
+			goto err;
+		}
+	}
 	engine_ep_ops = ep->rdm.ep_fid.ops;
 	pthread_once(&tcp_ep_ops_once, tcp_ep_ops_init);
 	ep->rdm.ep_fid.ops = &tcp_ep_ops;

@@ -73,6 +73,7 @@ static const struct util_rdm_sep_ops tcp_sep_ops = {
 	.setname = tcp_sep_setname,
 	.release = tcp_sep_release,
 	.max_ctx = TCP_MAX_CTX,
+	.pair0_shared = true, /* its listener takes every pair's peers */
 };
 
 int tcp_sep_open(struct fid_domain *domain_fid, struct fi_info *info,

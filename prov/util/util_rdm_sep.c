@@ -93,6 +93,10 @@ static int pair_open(struct util_rdm_sep *sep, uint32_t i)
 	if (ret)
 		return ret;
 	ep->sep = sep;
+	if (!i && sep->ops->pair0_shared && !ep->lock.needed) {
+		weft_lock_destroy(&ep->lock);
+		weft_lock_init(&ep->lock, true);
+	}
 	if (sep->av) {
 		ep_lock(ep);
 		ret = util_rdm_bind_locked(ep, &sep->av->av_fid.fid, 0);
@@ -267,6 +271,10 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 	} else {
 		ctx->efid.fid.msg = &util_rdm_rx_msg_ops;
 		ctx->efid.fid.tagged = &util_rdm_rx_tagged_ops;
+		/* One-sided calls work from either context of the pair (and
+		 * the valid queries answer); nothing is left NULL. */
+		ctx->efid.fid.rma = &util_rdm_rma_ops;
+		ctx->efid.fid.atomic = &util_rdm_atomic_ops;
 		ep->rx_op_flags = op_flags;
 	}
 	*slot = ctx;
@@ -318,7 +326,8 @@ static int sep_close(struct fid *fid)
 			return -FI_EBUSY; /* close its contexts first */
 		}
 	}
-	for (i = 0; i < sep->npair; i++) {
+	/* Pair 0 last: the others may drive it (pair0_shared). */
+	for (i = sep->npair; i-- > 0;) {
 		if (!sep->pair[i].ep)
 			continue;
 		ret = fi_close(&sep->pair[i].ep->ep_fid.fid);

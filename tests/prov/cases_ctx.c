@@ -299,6 +299,20 @@ static void *sc_thread_main(void *arg)
 
 				if (n == -FI_EAGAIN)
 					continue;
+				if (n == -FI_EAVAIL) {
+					struct fi_cq_err_entry err = {0};
+
+					fi_cq_readerr(s->cq[side][k], &err, 0);
+					snprintf(th->fail, sizeof(th->fail),
+						 "context %d message %d: %s "
+						 "completion error %d (%s)",
+						 k, i,
+						 err.op_context == &sctx ?
+							 "send" :
+							 "receive",
+						 err.err, fi_strerror(err.err));
+					return NULL;
+				}
 				if (n != 1) {
 					snprintf(th->fail, sizeof(th->fail),
 						 "context %d: fi_cq_readfrom "
