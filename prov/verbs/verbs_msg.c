@@ -74,7 +74,7 @@
  * turns rdma_cm events into FI_CONNREQ / FI_CONNECTED / FI_SHUTDOWN and
  * errors.  An FI_CONNREQ's handle is the new rdma_cm id; fi_endpoint with
  * that info migrates it to the endpoint's channel.  Private data travels
- * behind a struct verbs_cm_hdr (verbs.h, docs/verbs-cm.md).
+ * behind a struct verbs_cm_hdr (verbs_proto.h, docs/verbs-cm.md).
  */
 #include "verbs.h"
 
@@ -239,25 +239,11 @@ static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
 static int cm_pack(uint8_t *out, const void *param, size_t len,
 		   const struct verbs_domain *fence_of)
 {
-	struct verbs_cm_hdr hdr = { .version = VERBS_CM_VERSION,
-				    .len = htole16((uint16_t)len) };
-	struct verbs_cm_fence f;
+	struct verbs_fence f;
 
-	if (len > VERBS_CM_DATA_MAX || (len && !param))
-		return -FI_EINVAL;
-	if (fence_of && fence_of->fence_mr)
-		hdr.flags = VERBS_CM_F_FENCE;
-	memcpy(out, &hdr, sizeof(hdr));
-	if (len)
-		memcpy(out + sizeof(hdr), param, len);
-	len += sizeof(hdr);
-	if (hdr.flags & VERBS_CM_F_FENCE) {
-		f.addr = htole64((uintptr_t)fence_of->fence_mem);
-		f.rkey = htole32(fence_of->fence_mr->rkey);
-		memcpy(out + len, &f, sizeof(f));
-		len += sizeof(f);
-	}
-	return (int)len;
+	return verbs_cm_priv_encode(out, param, len,
+				    fence_of ? verbs_domain_fence(fence_of, &f) :
+					       NULL);
 }
 
 /*
@@ -267,27 +253,11 @@ static int cm_pack(uint8_t *out, const void *param, size_t len,
 static const void *cm_unpack(const void *priv, size_t priv_len, size_t *len,
 			     struct verbs_fence *fence)
 {
-	struct verbs_cm_hdr hdr;
-	struct verbs_cm_fence f;
-	size_t n;
+	const void *data;
 
-	*len = 0;
-	if (fence)
-		fence->rkey = 0;
-	if (!priv || priv_len < sizeof(hdr))
-		return NULL;
-	memcpy(&hdr, priv, sizeof(hdr));
-	n = le16toh(hdr.len);
-	if (hdr.version != VERBS_CM_VERSION || n > priv_len - sizeof(hdr))
-		return NULL;
-	if (fence && (hdr.flags & VERBS_CM_F_FENCE) &&
-	    sizeof(f) <= priv_len - sizeof(hdr) - n) {
-		memcpy(&f, (const uint8_t *)priv + sizeof(hdr) + n, sizeof(f));
-		fence->addr = le64toh(f.addr);
-		fence->rkey = le32toh(f.rkey);
-	}
-	*len = n;
-	return (const uint8_t *)priv + sizeof(hdr);
+	/* Data that is not ours is none (docs/verbs-cm.md). */
+	verbs_cm_priv_decode(priv, priv_len, &data, len, fence);
+	return data;
 }
 
 static int set_nonblock(int fd)

@@ -56,104 +56,14 @@
 #include "weft/util_iov.h"
 #include "weft/util_wait.h"
 
-/* ---- wire format (docs/verbs-protocol.md) -------------------------------- */
-
-#define VRDM_VERSION 3
-
-enum vrdm_op {
-	VRDM_OP_MSG = 1,   /* eager message: header + payload */
-	VRDM_OP_RTS = 2,   /* rendezvous: header + struct vrdm_rts */
-	VRDM_OP_FIN = 3,   /* the receiver has read (or dropped) an RTS */
-	VRDM_OP_ACK = 4,   /* delivery of an eager message (ACK_REQ) */
-	VRDM_OP_HELLO = 5, /* first message of a connecting side */
-	VRDM_OP_WDATA = 6, /* remote CQ data of the RDMA write before it */
-	VRDM_OP_CREDIT = 7, /* only the credits field */
-	VRDM_OP_ATOMIC = 8, /* header + struct vrdm_atomic + operands */
-	VRDM_OP_ATOMIC_RESP = 9, /* status, and the fetched values */
-};
-
-#define VRDM_F_TAGGED (1u << 0)
-#define VRDM_F_CQ_DATA (1u << 1)
-#define VRDM_F_ACK_REQ (1u << 2)
-
-struct vrdm_hdr {
-	uint8_t version; /* VRDM_VERSION */
-	uint8_t op;	 /* enum vrdm_op */
-	uint16_t flags;	 /* VRDM_F_* */
-	uint32_t status; /* FIN, ACK: 0 or a positive FI_E* */
-	uint16_t credits; /* receive buffers the sender reposted for us */
-	uint16_t reserved;
-	uint32_t reserved2;
-	uint64_t tag;
-	uint64_t data;	/* remote CQ data; FIN: the sender's cookie */
-	uint64_t tx_id; /* the sender's transmit id */
-	uint64_t len;	/* message length */
-};
-_Static_assert(sizeof(struct vrdm_hdr) == 48, "vrdm_hdr is 48 bytes");
-
-struct vrdm_seg {
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t reserved;
-	uint64_t len;
-};
-_Static_assert(sizeof(struct vrdm_seg) == 24, "vrdm_seg is 24 bytes");
-
-struct vrdm_rts {
-	uint32_t count;	 /* segments, 1..UTIL_RDM_IOV_MAX */
-	uint32_t cookie; /* echoed in FIN's data */
-	struct vrdm_seg seg[UTIL_RDM_IOV_MAX];
-};
-_Static_assert(sizeof(struct vrdm_rts) == 8 + 24 * UTIL_RDM_IOV_MAX,
-	       "vrdm_rts is 104 bytes");
-
-/*
- * An atomic the target applies: follows the header (whose len is the
- * bytes of target memory, whole elements, at most VRDM_ATOMIC_MAX), and is
- * followed by len bytes of operands (none for FI_ATOMIC_READ), then, for
- * compare atomics, len bytes of compare values.
- */
-struct vrdm_atomic {
-	uint64_t addr;	  /* target address (FI_MR_VIRT_ADDR) */
-	uint32_t key;	  /* its registration's rkey */
-	uint8_t kind;	  /* VRDM_AMO_* */
-	uint8_t op;	  /* enum fi_op */
-	uint8_t datatype; /* enum fi_datatype */
-	uint8_t reserved;
-};
-_Static_assert(sizeof(struct vrdm_atomic) == 16, "vrdm_atomic is 16 bytes");
-
-enum vrdm_amo_kind {
-	VRDM_AMO_WRITE = 0,   /* fi_atomic */
-	VRDM_AMO_FETCH = 1,   /* fi_fetch_atomic */
-	VRDM_AMO_COMPARE = 2, /* fi_compare_atomic */
-};
-
-/* rdma_cm private data of a connect request. */
-struct vrdm_cm_priv {
-	uint8_t version; /* VRDM_VERSION */
-	uint8_t reserved;
-	uint16_t addr_len; /* bytes of addr used */
-	uint8_t addr[28];  /* listening address, AV stored form */
-	/* Where our 8-byte fence reads may go (iWARP write fences):
-	 * rkey 0 when the sender has no such region. */
-	uint64_t fence_addr;
-	uint32_t fence_rkey;
-	uint32_t reserved2;
-} __attribute__((packed));
-_Static_assert(sizeof(struct vrdm_cm_priv) == 48, "vrdm_cm_priv is 48 bytes");
-_Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
-	       "fits an IB connect request");
+/* The wire format is verbs_proto.h's (docs/verbs-protocol.md). */
+_Static_assert(VRDM_RTS_SEG_MAX == UTIL_RDM_IOV_MAX,
+	       "an RTS names every segment of a send");
+_Static_assert(VRDM_ATOMIC_MAX == VERBS_RDM_ATOMIC_MAX, "what we offer");
 
 /* ---- sizes ---------------------------------------------------------------- */
 
-#define VRDM_EAGER_MAX 8192
-#define VRDM_BUF_SIZE 8256 /* header + eager payload, 64-byte multiple */
-/* An atomic request with both vectors fills one buffer exactly. */
-#define VRDM_ATOMIC_MAX VERBS_RDM_ATOMIC_MAX
-_Static_assert(sizeof(struct vrdm_hdr) + sizeof(struct vrdm_atomic) +
-			       2 * VRDM_ATOMIC_MAX <= VRDM_BUF_SIZE,
-	       "an atomic request fits a buffer");
+_Static_assert(VRDM_BUF_SIZE % 64 == 0, "buffers stay aligned");
 /*
  * Flow control by credits (iWARP has no RNR retry: a SEND finding no
  * receive breaks the connection).  Each QP brings VRDM_CREDITS receive
@@ -163,7 +73,6 @@ _Static_assert(sizeof(struct vrdm_hdr) + sizeof(struct vrdm_atomic) +
  * credits are kept for answers (FIN, ACK) and the very last for CREDIT,
  * so that flow can always resume.
  */
-#define VRDM_CREDITS 64
 #define VRDM_CREDIT_DATA 8 /* left for answers when data stops */
 #define VRDM_SRQ_MAX 8192
 #define VRDM_TX_BUFS 256
@@ -561,25 +470,19 @@ static void conn_param_fill(struct verbs_rdm_ep *ep,
 /* Our side of the private data: who we are, where to read for a fence. */
 static void priv_fill(struct verbs_rdm_ep *ep, struct vrdm_cm_priv *pd)
 {
-	memset(pd, 0, sizeof(*pd));
-	pd->version = VRDM_VERSION;
-	pd->addr_len = (uint16_t)ep->addrlen;
-	memcpy(pd->addr, &ep->addr, ep->addrlen);
-	if (ep->domain->fence_mr) {
-		pd->fence_addr = (uintptr_t)ep->domain->fence_mem;
-		pd->fence_rkey = ep->domain->fence_mr->rkey;
-	}
+	struct verbs_fence f;
+
+	vrdm_cm_priv_put(pd, &ep->addr, ep->addrlen,
+			 verbs_domain_fence(ep->domain, &f));
 }
 
 /* The peer's fence region, from its private data (if it is ours). */
 static void priv_fence(struct vconn *conn, const void *priv, size_t len)
 {
-	const struct vrdm_cm_priv *pd = priv;
+	struct vrdm_cm_priv pd;
 
-	if (!pd || len < sizeof(*pd) || pd->version != VRDM_VERSION)
-		return;
-	conn->fence.addr = pd->fence_addr;
-	conn->fence.rkey = pd->fence_rkey;
+	if (!vrdm_cm_priv_decode(priv, len, &pd))
+		vrdm_cm_priv_fence(&pd, &conn->fence);
 }
 
 static void op_release(struct verbs_rdm_ep *ep, struct vop *op);
@@ -852,25 +755,23 @@ static inline int peer_conn(struct verbs_rdm_ep *ep, struct util_peer *peer,
  * destroyed (refused) once the event is acknowledged. */
 static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 {
-	const struct vrdm_cm_priv *pd = ev->param.conn.private_data;
-	struct vrdm_cm_priv mine;
+	struct vrdm_cm_priv pd, mine;
 	struct sockaddr_storage sa;
 	struct rdma_conn_param cp;
 	struct util_peer *peer;
 	struct vconn *conn;
-
 	const char *why = "bad private data";
+	int ret;
 
-	if (ep->closing || !pd ||
-	    ev->param.conn.private_data_len < sizeof(*pd) ||
-	    pd->version != VRDM_VERSION || pd->addr_len > sizeof(pd->addr) ||
-	    pd->addr_len < sizeof(struct sockaddr_in))
+	memset(&pd, 0, sizeof(pd));
+	if (ep->closing ||
+	    vrdm_cm_priv_decode(ev->param.conn.private_data,
+				ev->param.conn.private_data_len, &pd))
 		goto reject;
-	why = "not an address of our AV's format";
-	memset(&sa, 0, sizeof(sa));
-	memcpy(&sa, pd->addr, pd->addr_len);
-	if ((sa.ss_family != AF_INET && sa.ss_family != AF_INET6) ||
-	    pd->addr_len < sa_len(&sa))
+	ret = vrdm_cm_priv_addr(&pd, &sa);
+	if (ret == -FI_EADDRNOTAVAIL)
+		why = "not an address of our AV's format";
+	if (ret)
 		goto reject;
 	sa_stored(&sa, &sa);
 	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
@@ -882,7 +783,7 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	conn = conn_new(ep, ev->id, vpeer_of(peer), false);
 	if (!conn)
 		goto reject;
-	priv_fence(conn, pd, ev->param.conn.private_data_len);
+	vrdm_cm_priv_fence(&pd, &conn->fence);
 	if (conn_make_qp(conn))
 		goto lost;
 	priv_fill(ep, &mine);
@@ -903,7 +804,8 @@ lost:
 	return false;
 reject:
 	FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
-		"connection request refused: %s (family %d, %u bytes)\n", why, pd ? pd->addr[0] | pd->addr[1] << 8 : -1, pd ? pd->addr_len : 0);
+		"connection request refused: %s (family %d, %u bytes)\n", why,
+		pd.addr[0] | pd.addr[1] << 8, pd.addr_len);
 	rdma_reject(ev->id, NULL, 0);
 	ev->id->context = NULL;
 	return true;
@@ -1151,8 +1053,7 @@ static int post_buf(struct verbs_rdm_ep *ep, struct vconn *conn,
 			  !sq_room(ep, conn, 1, cls == VRDM_DATA)))
 		return -FI_EAGAIN;
 	give = (uint16_t)WEFT_MIN(conn->credit_return, (uint32_t)UINT16_MAX);
-	memcpy(b->data + offsetof(struct vrdm_hdr, credits), &give,
-	       sizeof(give));
+	vrdm_hdr_put_credits(b->data, give);
 	sge.addr = (uintptr_t)b->data;
 	sge.length = (uint32_t)len;
 	sge.lkey = ep->tx_mr->lkey;
@@ -1313,18 +1214,13 @@ static int ctrl_send(struct vconn *conn, uint8_t opc, uint64_t tx_id,
 		     uint64_t data, uint32_t status)
 {
 	struct verbs_rdm_ep *ep = conn->ep;
-	struct vrdm_hdr h = {
-		.version = VRDM_VERSION,
-		.op = opc,
-		.status = status,
-		.data = data,
-		.tx_id = tx_id,
-	};
+	struct vrdm_hdr h;
 	struct vop *op;
 	int ret;
 
 	if (conn->state != VC_OPEN)
 		return -FI_ENOTCONN;
+	vrdm_hdr_put(&h, opc, 0, status, 0, data, tx_id, 0);
 	/* A CREDIT need not keep its place behind what waits (credit_run). */
 	if (dlist_empty(&conn->deferred) || opc == VRDM_OP_CREDIT) {
 		ret = post_msg(ep, conn, &h, sizeof(h), NULL, 0, 0,
@@ -1461,16 +1357,9 @@ static int verbs_rdm_send_eager(struct util_rdm_xport *xp,
 	ret = peer_conn(ep, peer, &conn);
 	if (weft_unlikely(ret))
 		return ret;
-	h.version = VRDM_VERSION;
-	h.op = VRDM_OP_MSG;
-	h.flags = wire_flags(hdr->op, hdr->flags);
-	h.status = 0;
-	h.reserved = 0;
-	h.reserved2 = 0;
-	h.tag = hdr->tag;
-	h.data = (uint32_t)hdr->data; /* cq_data_size */
-	h.tx_id = hdr->tx_id;
-	h.len = hdr->len;
+	vrdm_hdr_put(&h, VRDM_OP_MSG, wire_flags(hdr->op, hdr->flags), 0,
+		     hdr->tag, (uint32_t)hdr->data /* cq_data_size */,
+		     hdr->tx_id, hdr->len);
 	/* UTIL_RDM_LATE: done at the work completion, once the peer's
 	 * device acknowledged it (a dead peer's never does). */
 	late = hdr->flags & UTIL_RDM_LATE;
@@ -1525,7 +1414,7 @@ static int verbs_rdm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx
 	} m;
 	struct vconn *conn;
 	struct vop *op;
-	uint32_t lkey;
+	uint32_t lkey, rkey;
 	size_t i, n = 0;
 	int ret;
 
@@ -1543,25 +1432,20 @@ static int verbs_rdm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx
 		if (!tx->iov[i].iov_len)
 			continue;
 		ret = mr_for(ep, op, tx->desc[i], tx->iov[i].iov_base,
-			     tx->iov[i].iov_len, FI_REMOTE_READ, &lkey,
-			     &m.rts.seg[n].rkey);
+			     tx->iov[i].iov_len, FI_REMOTE_READ, &lkey, &rkey);
 		if (ret)
 			goto err;
-		m.rts.seg[n].addr = (uintptr_t)tx->iov[i].iov_base;
-		m.rts.seg[n++].len = tx->iov[i].iov_len;
+		vrdm_rts_put_seg(&m.rts, (uint32_t)n++,
+				 (uintptr_t)tx->iov[i].iov_base, rkey,
+				 tx->iov[i].iov_len);
 	}
 	m.rts.count = (uint32_t)n;
 	m.rts.cookie = (uint32_t)util_bufpool_index(ep->op_pool, op);
-	m.h.version = VRDM_VERSION;
-	m.h.op = VRDM_OP_RTS;
-	m.h.flags = wire_flags(tx->hdr.op, tx->hdr.flags);
-	m.h.tag = tx->hdr.tag;
-	m.h.data = (uint32_t)tx->hdr.data;
-	m.h.tx_id = tx->hdr.tx_id;
-	m.h.len = tx->hdr.len;
-	ret = post_msg(ep, conn, &m.h,
-		       sizeof(m.h) + 8 + n * sizeof(m.rts.seg[0]), NULL, 0, 0,
-		       VRDM_DATA, 0);
+	vrdm_hdr_put(&m.h, VRDM_OP_RTS, wire_flags(tx->hdr.op, tx->hdr.flags),
+		     0, tx->hdr.tag, (uint32_t)tx->hdr.data, tx->hdr.tx_id,
+		     tx->hdr.len);
+	ret = post_msg(ep, conn, &m.h, sizeof(m.h) + VRDM_RTS_LEN(n), NULL, 0,
+		       0, VRDM_DATA, 0);
 	if (ret)
 		goto err;
 	return 0;
@@ -1598,18 +1482,13 @@ static int amo_send(struct verbs_rdm_ep *ep, struct util_rdm_tx *tx)
 	ret = peer_conn(ep, tx->peer, &conn);
 	if (ret)
 		return ret;
-	memset(&m, 0, sizeof(m));
-	m.h.version = VRDM_VERSION;
-	m.h.op = VRDM_OP_ATOMIC;
-	m.h.tx_id = tx->hdr.tx_id;
-	m.h.len = len;
-	m.a.addr = tx->rma_iov[0].addr;
-	m.a.key = (uint32_t)tx->rma_iov[0].key;
-	m.a.kind = tx->kind == UTIL_RDM_TX_ATOMIC	? VRDM_AMO_WRITE :
-		   tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ? VRDM_AMO_FETCH :
-							  VRDM_AMO_COMPARE;
-	m.a.op = (uint8_t)tx->atomic_op;
-	m.a.datatype = (uint8_t)tx->datatype;
+	vrdm_hdr_put(&m.h, VRDM_OP_ATOMIC, 0, 0, 0, 0, tx->hdr.tx_id, len);
+	vrdm_atomic_put(&m.a, tx->rma_iov[0].addr,
+			(uint32_t)tx->rma_iov[0].key,
+			tx->kind == UTIL_RDM_TX_ATOMIC	     ? VRDM_AMO_WRITE :
+			tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ? VRDM_AMO_FETCH :
+							       VRDM_AMO_COMPARE,
+			(uint8_t)tx->atomic_op, (uint8_t)tx->datatype);
 	if (tx->atomic_op != FI_ATOMIC_READ) {
 		memcpy(iov, tx->iov, tx->iov_count * sizeof(*iov));
 		n = tx->iov_count;
@@ -1770,13 +1649,11 @@ static int verbs_rdm_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 			if (ep->domain->dev.iwarp) {
 				/* iWARP has no immediate data: a message
 				 * behind the write, which it cannot pass. */
-				struct vrdm_hdr wd = {
-					.version = VRDM_VERSION,
-					.op = VRDM_OP_WDATA,
-					.data = (uint32_t)tx->hdr.data,
-					.len = tx->hdr.len,
-				};
+				struct vrdm_hdr wd;
 
+				vrdm_hdr_put(&wd, VRDM_OP_WDATA, 0, 0, 0,
+					     (uint32_t)tx->hdr.data, 0,
+					     tx->hdr.len);
 				op->bounce = txbuf_get(ep);
 				if (!op->bounce) {
 					ret = -FI_EAGAIN;
@@ -2004,7 +1881,7 @@ static void rx_repost(struct verbs_rdm_ep *ep, struct vbuf *b)
 
 /* A message or RTS for the engine: 0 (taken or dropped), or -FI_EAGAIN. */
 static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
-		  const struct vrdm_hdr *h, uint32_t byte_len)
+		  const struct vrdm_hdr *h, const struct vbuf *b)
 {
 	struct util_rdm_msg msg;
 	struct vstash st;
@@ -2028,23 +1905,15 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 		msg.src_raw_len = sa_len(vp->peer.addr);
 	}
 	if (h->op == VRDM_OP_MSG) {
-		/* Not sizeof(*h) + h->len: a peer's length near 2^64 would
-		 * wrap it past the check (byte_len >= sizeof(*h) here). */
-		if (h->len > byte_len - sizeof(*h))
+		if (vrdm_payload_decode(b->data, b->byte_len, h, &msg.payload))
 			goto bad;
-		msg.payload = h + 1;
 	} else {
-		const struct vrdm_rts *rts = (const void *)(h + 1);
-
-		if (byte_len < sizeof(*h) + 8 || !rts->count ||
-		    rts->count > UTIL_RDM_IOV_MAX ||
-		    byte_len < sizeof(*h) + 8 + rts->count * sizeof(rts->seg[0]))
-			goto bad;
 		memset(&st, 0, sizeof(st));
+		if (vrdm_rts_decode(b->data, b->byte_len, &st.rts))
+			goto bad;
 		st.conn = conn;
 		st.tx_id = h->tx_id;
 		st.len = h->len;
-		memcpy(&st.rts, rts, 8 + rts->count * sizeof(rts->seg[0]));
 		msg.stash = &st;
 		msg.stash_len = sizeof(st);
 	}
@@ -2060,7 +1929,7 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 bad:
 	FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
 		"malformed message from a peer (%u bytes): dropped\n",
-		byte_len);
+		b->byte_len);
 	return 0;
 }
 
@@ -2090,7 +1959,7 @@ static void rx_fin(struct verbs_rdm_ep *ep, struct vconn *conn,
 	if (op && op->kind == VOP_RNDV && op->tx_id == h->tx_id &&
 	    !dlist_empty(&op->entry))
 		op_release(ep, op);
-	util_rdm_tx_done(&ep->rdm, tx, (int)h->status);
+	util_rdm_tx_done(&ep->rdm, tx, vrdm_status(h));
 }
 
 /*
@@ -2100,46 +1969,26 @@ static void rx_fin(struct verbs_rdm_ep *ep, struct vconn *conn,
  * allow, or a request that does not add up, is refused, never applied.
  */
 static uint32_t amo_apply(struct verbs_rdm_ep *ep, const struct vrdm_hdr *h,
-			  uint32_t byte_len, uint8_t *res, size_t *rlen)
+			  const struct vbuf *b, uint8_t *res, size_t *rlen)
 {
-	static const enum util_atomic_class cls[] = {
-		[VRDM_AMO_WRITE] = UTIL_ATOMIC_BASE,
-		[VRDM_AMO_FETCH] = UTIL_ATOMIC_FETCH,
-		[VRDM_AMO_COMPARE] = UTIL_ATOMIC_COMPARE,
-	};
-	const struct vrdm_atomic *a = (const void *)(h + 1);
-	const uint8_t *src = (const uint8_t *)(a + 1), *cmp = NULL;
 	struct util_mr_map *map = &ep->domain->base.mr_map;
 	struct iovec local[UTIL_RDM_IOV_MAX * 2];
-	size_t elem, len = h->len, plen = 0, n = 0;
+	struct vrdm_atomic a;
+	const void *src, *cmp;
+	size_t len = h->len, n = 0;
 	struct fi_rma_iov r;
 	int ret;
 
 	*rlen = 0;
-	if (byte_len < sizeof(*h) + sizeof(*a))
-		return FI_EINVAL;
-	if (a->kind > VRDM_AMO_COMPARE ||
-	    !util_atomic_valid(a->op, a->datatype, cls[a->kind]))
-		return FI_EOPNOTSUPP;
-	elem = util_atomic_dt_size(a->datatype);
-	if (!elem || !len || len > VRDM_ATOMIC_MAX || len % elem)
-		return FI_EINVAL;
-	if (a->op == FI_ATOMIC_READ)
-		src = NULL;
-	else
-		plen = len;
-	if (a->kind == VRDM_AMO_COMPARE) {
-		cmp = (const uint8_t *)(a + 1) + plen;
-		plen += len;
-	}
-	if (byte_len - sizeof(*h) - sizeof(*a) < plen)
-		return FI_EINVAL;
-	r.addr = a->addr;
+	ret = vrdm_atomic_decode(b->data, b->byte_len, h, &a, &src, &cmp);
+	if (ret)
+		return (uint32_t)-ret;
+	r.addr = a.addr;
 	r.len = len;
-	r.key = a->key;
+	r.key = a.key;
 	ret = util_rdm_target_iov(map, &r, 1,
 				  FI_REMOTE_WRITE |
-					  (a->kind != VRDM_AMO_WRITE ?
+					  (a.kind != VRDM_AMO_WRITE ?
 						   FI_REMOTE_READ :
 						   0),
 				  local, UTIL_RDM_IOV_MAX * 2, &n);
@@ -2149,13 +1998,13 @@ static uint32_t amo_apply(struct verbs_rdm_ep *ep, const struct vrdm_hdr *h,
 		ret = util_mr_map_atomic_lock(map);
 	if (ret)
 		return (uint32_t)-ret;
-	ret = util_rdm_target_atomic(a->op, a->datatype, local, n, src, cmp,
-				     a->kind != VRDM_AMO_WRITE ? res : NULL);
+	ret = util_rdm_target_atomic(a.op, a.datatype, local, n, src, cmp,
+				     a.kind != VRDM_AMO_WRITE ? res : NULL);
 	util_mr_map_atomic_unlock(map);
 	if (ret)
 		return (uint32_t)-ret;
 	util_rdm_remote_event(&ep->rdm, FI_REMOTE_WRITE, len, 0);
-	*rlen = a->kind != VRDM_AMO_WRITE ? len : 0;
+	*rlen = a.kind != VRDM_AMO_WRITE ? len : 0;
 	return 0;
 }
 
@@ -2169,11 +2018,12 @@ static uint32_t amo_apply(struct verbs_rdm_ep *ep, const struct vrdm_hdr *h,
  * go back, and its sender hears of the loss.
  */
 static int rx_atomic(struct verbs_rdm_ep *ep, struct vconn *conn,
-		     const struct vrdm_hdr *h, uint32_t byte_len)
+		     const struct vrdm_hdr *h, const struct vbuf *rb)
 {
 	struct vrdm_hdr r;
 	struct vbuf *b;
 	struct vop *op;
+	uint32_t status;
 	size_t rlen;
 	int ret;
 
@@ -2188,12 +2038,8 @@ static int rx_atomic(struct verbs_rdm_ep *ep, struct vconn *conn,
 		return -FI_EAGAIN;
 	}
 	op->bounce = b;
-	memset(&r, 0, sizeof(r));
-	r.version = VRDM_VERSION;
-	r.op = VRDM_OP_ATOMIC_RESP;
-	r.tx_id = h->tx_id;
-	r.status = amo_apply(ep, h, byte_len, b->data + sizeof(r), &rlen);
-	r.len = rlen;
+	status = amo_apply(ep, h, rb, b->data + sizeof(r), &rlen);
+	vrdm_hdr_put(&r, VRDM_OP_ATOMIC_RESP, 0, status, 0, 0, h->tx_id, rlen);
 	memcpy(b->data, &r, sizeof(r));
 	op->ans_len = (uint32_t)(sizeof(r) + rlen);
 	if (dlist_empty(&conn->deferred)) {
@@ -2212,10 +2058,11 @@ static int rx_atomic(struct verbs_rdm_ep *ep, struct vconn *conn,
 /* The answer to one of our ATOMIC requests: its fetched values, and the
  * transmit is done.  RMA to the peer may go once none is unanswered. */
 static void rx_atomic_resp(struct verbs_rdm_ep *ep, struct vconn *conn,
-			   const struct vrdm_hdr *h, uint32_t byte_len)
+			   const struct vrdm_hdr *h, const struct vbuf *b)
 {
 	struct util_rdm_tx *tx = answered_tx(ep, conn, h->tx_id);
-	int err = (int)h->status;
+	int err = vrdm_status(h);
+	const void *vals;
 
 	if (conn->amo_out)
 		conn->amo_out--;
@@ -2228,10 +2075,10 @@ static void rx_atomic_resp(struct verbs_rdm_ep *ep, struct vconn *conn,
 	}
 	if (!err && tx->kind != UTIL_RDM_TX_ATOMIC) {
 		if (h->len != tx->hdr.len ||
-		    byte_len - sizeof(*h) < tx->hdr.len)
+		    vrdm_payload_decode(b->data, b->byte_len, h, &vals))
 			err = FI_EIO;
 		else
-			util_iov_copy_to(tx->res_iov, tx->res_count, 0, h + 1,
+			util_iov_copy_to(tx->res_iov, tx->res_count, 0, vals,
 					 tx->hdr.len);
 	}
 	util_rdm_tx_done(&ep->rdm, tx, err);
@@ -2243,11 +2090,11 @@ static void rx_atomic_resp(struct verbs_rdm_ep *ep, struct vconn *conn,
  */
 static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 {
-	const struct vrdm_hdr *h = (const void *)b->data;
 	struct vconn *conn = conn_by_qpn(ep, b->qpn);
+	struct vrdm_hdr hdr, *h = &hdr;
 
-	if (weft_unlikely(!conn || b->byte_len < sizeof(*h) ||
-			  h->version != VRDM_VERSION)) {
+	if (weft_unlikely(!conn ||
+			  vrdm_hdr_decode(b->data, b->byte_len, h))) {
 		FI_WARN(&verbs_prov, FI_LOG_EP_DATA,
 			"message of another protocol version or from an "
 			"unknown QP: dropped\n");
@@ -2258,20 +2105,20 @@ static int rx_one(struct verbs_rdm_ep *ep, struct vbuf *b)
 	switch (h->op) {
 	case VRDM_OP_MSG:
 	case VRDM_OP_RTS:
-		return rx_msg(ep, conn, h, b->byte_len);
+		return rx_msg(ep, conn, h, b);
 	case VRDM_OP_FIN:
 		rx_fin(ep, conn, h);
 		return 0;
 	case VRDM_OP_ATOMIC:
-		return rx_atomic(ep, conn, h, b->byte_len);
+		return rx_atomic(ep, conn, h, b);
 	case VRDM_OP_ATOMIC_RESP:
-		rx_atomic_resp(ep, conn, h, b->byte_len);
+		rx_atomic_resp(ep, conn, h, b);
 		return 0;
 	case VRDM_OP_ACK: {
 		struct util_rdm_tx *tx = answered_tx(ep, conn, h->tx_id);
 
 		if (tx)
-			util_rdm_tx_acked(&ep->rdm, h->tx_id, (int)h->status);
+			util_rdm_tx_acked(&ep->rdm, h->tx_id, vrdm_status(h));
 		return 0;
 	}
 	case VRDM_OP_HELLO:
@@ -2364,8 +2211,9 @@ static int held_run(struct verbs_rdm_ep *ep)
 static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 		    struct vbuf *b)
 {
-	const struct vrdm_hdr *h = (const void *)b->data;
+	struct vrdm_hdr h;
 	struct vconn *conn;
+	bool ours;
 
 	if (weft_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
@@ -2388,14 +2236,15 @@ static void wc_recv(struct verbs_rdm_ep *ep, struct ibv_wc *wc,
 		rx_done(ep, b);
 		return;
 	}
-	if (weft_likely(conn && wc->byte_len >= sizeof(*h) &&
-			h->version == VRDM_VERSION))
-		conn->credits += h->credits;
+	ours = !vrdm_hdr_decode(b->data, wc->byte_len, &h);
+	if (weft_likely(conn && ours))
+		conn->credits += h.credits;
 	/* Behind a held one, or refused now: keep it, in order. */
 	if (weft_unlikely(!dlist_empty(&ep->held)) ||
 	    weft_unlikely(rx_one(ep, b) == -FI_EAGAIN)) {
-		if (dlist_empty(&ep->held) || h->op == VRDM_OP_MSG ||
-		    h->op == VRDM_OP_RTS || h->op == VRDM_OP_ATOMIC) {
+		if (dlist_empty(&ep->held) ||
+		    (ours && (h.op == VRDM_OP_MSG || h.op == VRDM_OP_RTS ||
+			      h.op == VRDM_OP_ATOMIC))) {
 			dlist_insert_tail(&b->entry, &ep->held);
 			return;
 		}
