@@ -4,10 +4,15 @@
  * librdmacm.
  *
  *  verbs_prov.c  registration, discovery (fi_getinfo), fabric, domain, MR
- *  verbs_msg.c   FI_EP_MSG: passive endpoints, rdma_cm connection
- *                management, the data path straight onto one RC QP
+ *  verbs_proto.c the wire format's decoders (verbs_proto.h)
+ *  verbs_msg.c   FI_EP_MSG: the data path straight onto one RC QP
+ *  verbs_cm.c    FI_EP_MSG: rdma_cm connection management, passive
+ *                endpoints
+ *  verbs_srx.c   FI_EP_MSG: shared receive contexts (verbs_msg.h: what
+ *                these three share)
  *  verbs_rdm.c   FI_EP_RDM: the RDM engine (weft/util_rdm.h) over RC QPs
- *                connected on demand (when present; see verbs_rdm_ep_open)
+ *                connected on demand, with verbs_rdm_conn.c, _tx.c and
+ *                _rx.c (verbs_rdm.h: what these four share)
  *
  * What this header shares between them: the device limits found at
  * discovery (struct verbs_dev), the domain (a protection domain on an open
@@ -68,7 +73,7 @@ struct verbs_params {
 	bool shm; /* FI_VERBS_SHM: RDM endpoints use shm for local peers */
 	/* FI_VERBS_DEVICE_ATOMICS: RDM endpoints offer the device's atomics
 	 * only (64-bit FI_SUM and FI_CSWAP), instead of every atomic of
-	 * fi_atomic(3) applied by the target endpoint (verbs_rdm.c). */
+	 * fi_atomic(3) applied by the target endpoint (verbs_rdm_rx.c). */
 	bool device_atomics;
 };
 extern struct verbs_params verbs_params;
@@ -275,7 +280,7 @@ static inline bool verbs_rdm_device_atomics(void)
 	return verbs_params.device_atomics;
 }
 
-/* verbs_msg.c */
+/* verbs_cm.c, verbs_msg.c, verbs_srx.c */
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_pep **pep, void *context);
 int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,

@@ -22,7 +22,7 @@ struct verbs_tx {
 	bool report;  /* a CQ slot was reserved */
 	uint8_t cntr; /* VERBS_CNTR_* */
 	bool signaled; /* its own completion will come */
-	bool done;     /* completed (see Completion order above) */
+	bool done;     /* completed (verbs_msg.c: Completion order) */
 };
 
 /* A posted receive (slot wr_id of the receive ring). */
@@ -139,7 +139,7 @@ static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
 	return container_of(ep_fid, struct verbs_msg_ep, rdm.ep_fid);
 }
 
-/* ---- verbs_msg.c -------------------------------------------------------- */
+/* ---- verbs_msg.c --------------------------------------------------------- */
 
 /* Create ep's QP on its id (once the id knows its device) and hand it the
  * receives posted so far.  0 or -FI_E*. */
@@ -154,7 +154,7 @@ int verbs_sge_fill(struct ibv_sge *sge, const struct iovec *iov, void **desc,
 void verbs_msg_rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
 			 bool reserved, bool wanted, const struct ibv_wc *wc);
 
-/* ---- verbs_cm.c --------------------------------------------------------- */
+/* ---- verbs_cm.c ---------------------------------------------------------- */
 
 extern struct fi_ops_cm verbs_msg_cm_ops;
 /* The progress of an endpoint's rdma_cm channel, run by its bound EQ. */
@@ -166,7 +166,7 @@ int verbs_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 /* O_NONBLOCK on fd: 0 or -FI_E*. */
 int verbs_set_nonblock(int fd);
 
-/* ---- verbs_srx.c -------------------------------------------------------- */
+/* ---- verbs_srx.c --------------------------------------------------------- */
 
 /* A receive of ep's bound shared context completed on ep's CQ. */
 void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc);

@@ -75,7 +75,7 @@ int verbs_cm_priv_decode(const void *priv, size_t priv_len,
 	return 0;
 }
 
-/* ---- RDM messages ----------------------------------------------------------- */
+/* ---- RDM messages -------------------------------------------------------- */
 
 int vrdm_hdr_decode(const void *buf, size_t avail, struct vrdm_hdr *h)
 {
@@ -152,7 +152,7 @@ int vrdm_status(const struct vrdm_hdr *h)
 	return h->status < 65536 ? (int)h->status : FI_EIO;
 }
 
-/* ---- RDM private data ------------------------------------------------------- */
+/* ---- RDM private data ---------------------------------------------------- */
 
 int vrdm_cm_priv_decode(const void *priv, size_t len,
 			struct vrdm_cm_priv *pd)

@@ -49,7 +49,7 @@ struct verbs_fence {
 	uint32_t rkey;
 };
 
-/* ---- MSG endpoints: private data of connect, accept, reject ---------- */
+/* ---- MSG endpoints: private data of connect, accept, reject -------------- */
 
 /*
  * rdma_cm carries 56 bytes of private data on an InfiniBand or RoCE
@@ -102,7 +102,7 @@ int verbs_cm_priv_decode(const void *priv, size_t priv_len,
 			 const void **data, size_t *len,
 			 struct verbs_fence *fence);
 
-/* ---- RDM endpoints ------------------------------------------------------ */
+/* ---- RDM endpoints ------------------------------------------------------- */
 
 #define VRDM_VERSION 3
 
@@ -277,7 +277,7 @@ static inline void vrdm_cm_priv_put(struct vrdm_cm_priv *pd,
 	}
 }
 
-/* ---- RDM decoders (verbs_proto.c) ----------------------------------------- */
+/* ---- RDM decoders (verbs_proto.c) ---------------------------------------- */
 
 /*
  * The header of a received message (avail bytes at buf): 0 with *h, or
