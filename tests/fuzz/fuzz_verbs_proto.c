@@ -32,6 +32,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "fuzz_util.h"
 #include "verbs_proto.h"
 #include "weft/util_atomic.h"
 #include "weft/util_ifaddr.h"
@@ -43,17 +44,6 @@ static void fail(const char *what, size_t n)
 {
 	fprintf(stderr, "fuzz_verbs_proto: %s (%zu bytes)\n", what, n);
 	abort();
-}
-
-/* A heap copy of exactly n bytes, so that a read past them is seen. */
-static uint8_t *exact(const uint8_t *p, size_t n)
-{
-	uint8_t *c = malloc(n ? n : 1);
-
-	if (!c)
-		abort();
-	memcpy(c, p, n);
-	return c;
 }
 
 static int within(const void *p, size_t len, const uint8_t *buf, size_t n)
@@ -73,7 +63,7 @@ struct cm_view {
 
 static struct cm_view cm_decode(const uint8_t *data, size_t n, int fence)
 {
-	uint8_t *buf = exact(data, n);
+	uint8_t *buf = fuzz_exact(data, n);
 	struct cm_view v = { 0 };
 	const void *d;
 
@@ -162,7 +152,7 @@ struct rdm_view {
 
 static struct rdm_view rdm_decode(const uint8_t *data, size_t n)
 {
-	uint8_t *buf = exact(data, n);
+	uint8_t *buf = fuzz_exact(data, n);
 	struct rdm_view v;
 	const void *pl, *op, *cmp;
 	uint32_t i;
@@ -332,7 +322,7 @@ static void rdm_msg(const uint8_t *data, size_t size)
 
 static void rdm_cm(const uint8_t *data, size_t size)
 {
-	uint8_t *buf = exact(data, size);
+	uint8_t *buf = fuzz_exact(data, size);
 	struct vrdm_cm_priv pd, again, back;
 	struct sockaddr_storage sa, sb;
 	struct verbs_fence f, g;
@@ -384,21 +374,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_SEEDS
-static int write_seed(const char *dir, const char *name, const void *buf,
-		      size_t len)
-{
-	char path[4096];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "wb");
-	if (!fp || fwrite(buf, 1, len, fp) != len || fclose(fp)) {
-		perror(path);
-		return 1;
-	}
-	return 0;
-}
-
 /* A header of op with len, and extra bytes behind it. */
 static size_t seed_msg(uint8_t *b, uint8_t op, uint16_t flags,
 		       uint32_t status, uint64_t len, const void *extra,
@@ -436,50 +411,50 @@ int main(int argc, char **argv)
 	memset(x, 0x5a, sizeof(x));
 	/* MSG private data: data only, data and a fence. */
 	len = verbs_cm_priv_encode(b, "hello", 5, NULL);
-	rc |= write_seed(argv[1], "seed-cm", b, (size_t)len);
+	rc |= fuzz_write_file(argv[1], "seed-cm", b, (size_t)len);
 	len = verbs_cm_priv_encode(b, "hello", 5, &fence);
-	rc |= write_seed(argv[1], "seed-cm-fence", b, (size_t)len);
+	rc |= fuzz_write_file(argv[1], "seed-cm-fence", b, (size_t)len);
 	/* RDM private data, IPv4 and IPv6, with a fence. */
 	vrdm_cm_priv_put(&pd, &s4, sizeof(s4), &fence);
-	rc |= write_seed(argv[1], "seed-priv-ipv4", &pd, sizeof(pd));
+	rc |= fuzz_write_file(argv[1], "seed-priv-ipv4", &pd, sizeof(pd));
 	vrdm_cm_priv_put(&pd, &s6, sizeof(s6), NULL);
-	rc |= write_seed(argv[1], "seed-priv-ipv6", &pd, sizeof(pd));
+	rc |= fuzz_write_file(argv[1], "seed-priv-ipv6", &pd, sizeof(pd));
 	/* RDM messages. */
 	n = seed_msg(b, VRDM_OP_MSG, VRDM_F_TAGGED | VRDM_F_CQ_DATA, 0, 16, x,
 		     16);
-	rc |= write_seed(argv[1], "seed-msg", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-msg", b, n);
 	memset(&rts, 0, sizeof(rts));
 	rts.count = 2;
 	rts.cookie = 42;
 	vrdm_rts_put_seg(&rts, 0, 0x10000, 0x77, 100000);
 	vrdm_rts_put_seg(&rts, 1, 0x90000, 0x78, 5000);
 	n = seed_msg(b, VRDM_OP_RTS, 0, 0, 105000, &rts, VRDM_RTS_LEN(2));
-	rc |= write_seed(argv[1], "seed-rts", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-rts", b, n);
 	n = seed_msg(b, VRDM_OP_FIN, 0, FI_ECANCELED, 0, NULL, 0);
-	rc |= write_seed(argv[1], "seed-fin", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-fin", b, n);
 	n = seed_msg(b, VRDM_OP_ACK, 0, 0, 0, NULL, 0);
-	rc |= write_seed(argv[1], "seed-ack", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-ack", b, n);
 	n = seed_msg(b, VRDM_OP_WDATA, 0, 0, 64, NULL, 0);
-	rc |= write_seed(argv[1], "seed-wdata", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-wdata", b, n);
 	n = seed_msg(b, VRDM_OP_CREDIT, 0, 0, 0, NULL, 0);
-	rc |= write_seed(argv[1], "seed-credit", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-credit", b, n);
 	vrdm_atomic_put(&a, 0x20000, 0x99, VRDM_AMO_COMPARE, FI_CSWAP,
 			FI_UINT64);
 	memcpy(x, &a, sizeof(a));
 	n = seed_msg(b, VRDM_OP_ATOMIC, 0, 0, 16, x, sizeof(a) + 32);
-	rc |= write_seed(argv[1], "seed-atomic-cswap", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-atomic-cswap", b, n);
 	vrdm_atomic_put(&a, 0x20000, 0x99, VRDM_AMO_FETCH, FI_SUM, FI_INT32);
 	memcpy(x, &a, sizeof(a));
 	n = seed_msg(b, VRDM_OP_ATOMIC, 0, 0, 8, x, sizeof(a) + 8);
-	rc |= write_seed(argv[1], "seed-atomic-fetch", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-atomic-fetch", b, n);
 	vrdm_atomic_put(&a, 0x20000, 0x99, VRDM_AMO_FETCH, FI_ATOMIC_READ,
 			FI_DOUBLE);
 	memcpy(x, &a, sizeof(a));
 	n = seed_msg(b, VRDM_OP_ATOMIC, 0, 0, 8, x, sizeof(a));
-	rc |= write_seed(argv[1], "seed-atomic-read", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-atomic-read", b, n);
 	memset(x, 0x5a, sizeof(x));
 	n = seed_msg(b, VRDM_OP_ATOMIC_RESP, 0, 0, 8, x, 8);
-	rc |= write_seed(argv[1], "seed-atomic-resp", b, n);
+	rc |= fuzz_write_file(argv[1], "seed-atomic-resp", b, n);
 	return rc;
 }
 #endif
