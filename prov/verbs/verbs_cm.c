@@ -21,7 +21,6 @@
 
 #include "weft/stubs.h"
 
-
 struct verbs_pep {
 	struct fid_pep pep_fid;
 	struct fi_info *info;
@@ -33,6 +32,8 @@ struct verbs_pep {
 	bool listening;
 	bool any_port; /* bound with port 0: listen may take another */
 };
+
+/* ---- private data ------------------------------------------------------- */
 
 int verbs_set_nonblock(int fd)
 {
@@ -72,6 +73,8 @@ static const void *cm_unpack(const void *priv, size_t priv_len, size_t *len,
 	verbs_cm_priv_decode(priv, priv_len, &data, len, fence);
 	return data;
 }
+
+/* ---- connection management (endpoint side) ----------------------------- */
 
 static void conn_param_fill(struct verbs_msg_ep *ep,
 			    struct rdma_conn_param *cp)
@@ -203,6 +206,8 @@ void verbs_msg_cm_progress(struct util_progress *p)
 	}
 	weft_unlock(&ep->rdm.lock);
 }
+
+/* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
 
 static int sockaddr_out(const struct sockaddr *sa, void *addr,
 			size_t *addrlen)
@@ -350,6 +355,8 @@ struct fi_ops_cm verbs_msg_cm_ops = {
 	.join = weft_no_join,
 };
 
+/* ---- fi_ops_ep, fi_ops -------------------------------------------------- */
+
 static int cm_getopt(int level, int optname, void *optval, size_t *optlen)
 {
 	return util_cm_getopt(level, optname, optval, optlen,
@@ -367,6 +374,8 @@ int verbs_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 {
 	return -FI_ENOPROTOOPT;
 }
+
+/* ---- passive endpoints -------------------------------------------------- */
 
 static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
 {

@@ -85,6 +85,7 @@
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
 
+/* ---- completions -------------------------------------------------------- */
 
 static struct util_cntr *tx_cntr(struct verbs_msg_ep *ep, uint8_t kind)
 {
@@ -343,6 +344,8 @@ static const struct util_rdm_transport verbs_msg_transport = {
 	.wait_fd = verbs_msg_wait_fd,
 };
 
+/* ---- QP ----------------------------------------------------------------- */
+
 /* Hand receives posted before the QP existed to it. */
 static int rx_flush_pending(struct verbs_msg_ep *ep)
 {
@@ -399,6 +402,8 @@ int verbs_msg_qp_create(struct verbs_msg_ep *ep)
 	ep->qp = ep->id->qp;
 	return rx_flush_pending(ep);
 }
+
+/* ---- posting ------------------------------------------------------------ */
 
 static inline bool tx_wants_completion(struct verbs_msg_ep *ep,
 				       uint64_t flags)
@@ -639,6 +644,8 @@ out:
 	return ret;
 }
 
+/* ---- fi_ops_msg --------------------------------------------------------- */
+
 static ssize_t msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 			   uint64_t flags)
 {
@@ -758,6 +765,8 @@ static struct fi_ops_msg verbs_msg_ops = {
 	.senddata = msg_senddata,
 	.injectdata = msg_injectdata,
 };
+
+/* ---- fi_ops_rma --------------------------------------------------------- */
 
 static ssize_t rma_common(struct verbs_msg_ep *ep, bool read,
 			  const struct iovec *iov, void **desc, size_t count,
@@ -893,6 +902,8 @@ static struct fi_ops_rma verbs_rma_ops = {
 	.writedata = rma_writedata,
 	.injectdata = rma_injectdata,
 };
+
+/* ---- fi_ops_atomic: 64-bit FI_SUM and FI_CSWAP on the device ------------ */
 
 static bool atomic_ok(struct verbs_msg_ep *ep, enum fi_datatype dt,
 		      enum fi_op op, uint64_t flags)
@@ -1154,6 +1165,8 @@ static struct fi_ops_atomic verbs_atomic_ops = {
 	.readwritevalid = atomic_readwritevalid,
 	.compwritevalid = atomic_compwritevalid,
 };
+
+/* ---- fi_ops_ep, fi_ops -------------------------------------------------- */
 
 static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {

@@ -13,7 +13,6 @@
 #include "weft/util_cq.h"
 #include "weft/util_eq.h"
 
-
 /* A transmit in flight (slot wr_id of the send ring). */
 struct verbs_tx {
 	void *context;

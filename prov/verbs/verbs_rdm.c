@@ -57,12 +57,7 @@
 
 #include "weft/stubs.h"
 
-
-static int verbs_rdm_wait_fd(struct util_rdm_xport *xp)
-{
-	struct util_rdm_ep *rdm = xp->ep;
-	return vep_of(rdm)->epfd;
-}
+/* ---- addresses ----------------------------------------------------------- */
 
 /* The port of an IPv4 or IPv6 socket address (host order). */
 static uint16_t sa_port(const void *sa)
@@ -98,6 +93,14 @@ void vrdm_sa_stored(const void *addr, struct sockaddr_storage *out)
 	}
 }
 
+/* ---- the transport ------------------------------------------------------ */
+
+static int verbs_rdm_wait_fd(struct util_rdm_xport *xp)
+{
+	struct util_rdm_ep *rdm = xp->ep;
+	return vep_of(rdm)->epfd;
+}
+
 static int verbs_rdm_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 {
 	struct util_rdm_ep *rdm = xp->ep;
@@ -119,6 +122,8 @@ static const struct util_rdm_transport verbs_rdm_transport = {
 	.peer_size = sizeof(struct vpeer),
 	.peer_init = verbs_rdm_peer_init,
 };
+
+/* ---- endpoint ------------------------------------------------------------ */
 
 static void ep_teardown(struct verbs_rdm_ep *ep)
 {

@@ -16,13 +16,14 @@
 #include "weft/util_iov.h"
 #include "weft/util_wait.h"
 
+/* ---- sizes --------------------------------------------------------------- */
 
 /* The wire format is verbs_proto.h's (docs/verbs-protocol.md). */
 _Static_assert(VRDM_RTS_SEG_MAX == UTIL_RDM_IOV_MAX,
 	       "an RTS names every segment of a send");
 _Static_assert(VRDM_ATOMIC_MAX == VERBS_RDM_ATOMIC_MAX, "what we offer");
-
 _Static_assert(VRDM_BUF_SIZE % 64 == 0, "buffers stay aligned");
+
 /*
  * Flow control by credits (iWARP has no RNR retry: a SEND finding no
  * receive breaks the connection).  Each QP brings VRDM_CREDITS receive
@@ -45,6 +46,8 @@ _Static_assert(VRDM_BUF_SIZE % 64 == 0, "buffers stay aligned");
 /* iWARP: how long connect requests a live peer leaves unanswered are
  * made again (conn_retry), about as long as InfiniBand's CM retries. */
 #define VRDM_IWARP_CONNECT_MS 60000
+
+/* ---- objects ------------------------------------------------------------- */
 
 enum vwr_kind {
 	VWR_RECV = 1,
@@ -110,7 +113,6 @@ struct vconn {
 	 * target has still to apply. */
 	uint32_t amo_out;
 };
-
 
 struct vpeer {
 	struct util_peer peer; /* first */
@@ -324,7 +326,6 @@ int verbs_rdm_progress(struct util_rdm_xport *xp);
 int verbs_rdm_arm(struct util_rdm_xport *xp);
 
 /* ---- the send queue's accounting, and lookups ---------------------------- */
-
 
 static inline bool sq_room(struct verbs_rdm_ep *ep, struct vconn *conn,
 			   uint32_t n, bool data)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- connections --------------------------------------------------------- */
 
 static void conn_hash(struct vconn *conn)
 {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- arrivals ----------------------------------------------------------- */
 
 void vrdm_rx_repost(struct verbs_rdm_ep *ep, struct vbuf *b)
 {

@@ -13,6 +13,7 @@
 
 static int fetch_start(struct verbs_rdm_ep *ep, struct vop *op);
 
+/* ---- posting ----------------------------------------------------------- */
 
 static const uint32_t vrdm_keep[] = {
 	[VRDM_DATA] = VRDM_CREDIT_DATA,
@@ -306,6 +307,8 @@ void vrdm_deferred_run(struct verbs_rdm_ep *ep)
 		}
 	}
 }
+
+/* ---- the transport ------------------------------------------------------ */
 
 static inline uint16_t wire_flags(uint32_t op, uint32_t rdm_flags)
 {

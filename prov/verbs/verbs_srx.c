@@ -12,6 +12,7 @@
 
 #include "weft/stubs.h"
 
+/* ---- completions -------------------------------------------------------- */
 
 /* A receive of the bound shared context completed on ep's CQ. */
 void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
@@ -39,6 +40,8 @@ void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	verbs_msg_rx_report(ep, context, buf, false,
 			    !ep->rdm.rx_selective || completion, wc);
 }
+
+/* ---- shared receive contexts -------------------------------------------- */
 
 void verbs_srx_release(struct verbs_srx *srx)
 {
