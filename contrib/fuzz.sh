@@ -14,7 +14,8 @@
 # work directory, ready to go into the corpus as a regression input.
 #
 #   FUZZ_TIME       seconds per harness (default 60)
-#   FUZZ_HARNESSES  which (default: tcp_proto tcp_handshake shm_peer)
+#   FUZZ_HARNESSES  which (default: tcp_proto tcp_handshake shm_peer
+#                   verbs_proto)
 #   FUZZ_DIR        work directory, kept afterwards (default: a scratch
 #                   one, removed unless something was found)
 #   CLANG           the compiler (default clang)
@@ -23,7 +24,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 time_max=${FUZZ_TIME:-60}
-harnesses=${FUZZ_HARNESSES:-tcp_proto tcp_handshake shm_peer}
+harnesses=${FUZZ_HARNESSES:-tcp_proto tcp_handshake shm_peer verbs_proto}
 cc=${CLANG:-clang}
 keep=${FUZZ_DIR:+yes}
 work=${FUZZ_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/weft-fuzz.XXXXXX")} || exit 1
@@ -49,7 +50,8 @@ fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 # shellcheck disable=SC2086 # FUZZ_CPPFLAGS is a list of flags
 cflags="-g -O1 -pthread $san ${FUZZ_CPPFLAGS:-}"
-cflags="$cflags -I$top/prov/shm -I$top/prov/tcp -I$top/tests/unit"
+cflags="$cflags -I$top/prov/shm -I$top/prov/tcp -I$top/prov/verbs"
+cflags="$cflags -I$top/tests/unit"
 
 echo "fuzz: building the library with $cc (coverage, ASan, UBSan)"
 t0=$(date +%s)

@@ -4,10 +4,15 @@
  * librdmacm.
  *
  *  verbs_prov.c  registration, discovery (fi_getinfo), fabric, domain, MR
- *  verbs_msg.c   FI_EP_MSG: passive endpoints, rdma_cm connection
- *                management, the data path straight onto one RC QP
+ *  verbs_proto.c the wire format's decoders (verbs_proto.h)
+ *  verbs_msg.c   FI_EP_MSG: the data path straight onto one RC QP
+ *  verbs_cm.c    FI_EP_MSG: rdma_cm connection management, passive
+ *                endpoints
+ *  verbs_srx.c   FI_EP_MSG: shared receive contexts (verbs_msg.h: what
+ *                these three share)
  *  verbs_rdm.c   FI_EP_RDM: the RDM engine (weft/util_rdm.h) over RC QPs
- *                connected on demand (when present; see verbs_rdm_ep_open)
+ *                connected on demand, with verbs_rdm_conn.c, _tx.c and
+ *                _rx.c (verbs_rdm.h: what these four share)
  *
  * What this header shares between them: the device limits found at
  * discovery (struct verbs_dev), the domain (a protection domain on an open
@@ -45,40 +50,15 @@
 #include "weft/util_mr_cache.h"
 #include "weft/util_rdm.h"
 
+#include "verbs_proto.h"
+
 extern struct fi_provider verbs_prov;
 
 /* Most scatter-gather entries one fi_sendv / fi_recvv turns into. */
 #define VERBS_IOV_MAX 8
 /* Bytes of immediate data a write or send carries (domain cq_data_size). */
 #define VERBS_CQ_DATA_SIZE sizeof(uint32_t)
-/*
- * Private data of a connection request: rdma_cm carries 56 bytes on an
- * InfiniBand or RoCE connect (more on accept and reject, and on iWARP) and
- * pads it, so the provider prefixes a header saying how much is the
- * application's (struct verbs_cm_hdr).  What remains is what fi_connect,
- * fi_accept and fi_reject take on every device.
- */
-#define VERBS_CM_PRIV_MAX 56
-#define VERBS_CM_VERSION 1
-struct verbs_cm_hdr {
-	uint8_t version; /* VERBS_CM_VERSION */
-	uint8_t flags;	 /* VERBS_CM_F_*; 0 from a sender that knows none */
-	uint16_t len; /* bytes of application data that follow, little-endian */
-};
-_Static_assert(sizeof(struct verbs_cm_hdr) == 4, "verbs_cm_hdr is 4 bytes");
-#define VERBS_CM_DATA_MAX (VERBS_CM_PRIV_MAX - sizeof(struct verbs_cm_hdr))
-/*
- * The application's data is followed by the sender's fence region
- * (iWARP only, where private data is not limited to 56 bytes): where the
- * receiver's fence reads behind its writes go (docs/verbs-cm.md).
- */
-#define VERBS_CM_F_FENCE 0x1
-struct verbs_cm_fence {
-	uint64_t addr; /* little-endian */
-	uint32_t rkey; /* little-endian */
-} __attribute__((packed));
-/* Room for the header, the application's data and the fence region. */
-#define VERBS_CM_PRIV_BUF (VERBS_CM_PRIV_MAX + sizeof(struct verbs_cm_fence))
+/* The private data of connections and the RDM protocol: verbs_proto.h. */
 
 /* Tunables, read once from FI_VERBS_* (verbs_params_init). */
 struct verbs_params {
@@ -93,7 +73,7 @@ struct verbs_params {
 	bool shm; /* FI_VERBS_SHM: RDM endpoints use shm for local peers */
 	/* FI_VERBS_DEVICE_ATOMICS: RDM endpoints offer the device's atomics
 	 * only (64-bit FI_SUM and FI_CSWAP), instead of every atomic of
-	 * fi_atomic(3) applied by the target endpoint (verbs_rdm.c). */
+	 * fi_atomic(3) applied by the target endpoint (verbs_rdm_rx.c). */
 	bool device_atomics;
 };
 extern struct verbs_params verbs_params;
@@ -188,16 +168,6 @@ static inline uint32_t verbs_queue_depth(const struct verbs_dev *d)
 }
 
 /*
- * Where a fence read behind writes to a peer goes: the peer's fence
- * region (its address and rkey, from the connection's private data;
- * rkey 0: the peer has none, and nothing is fenced).
- */
-struct verbs_fence {
-	uint64_t addr;
-	uint32_t rkey;
-};
-
-/*
  * Fill wr (zeroed by the caller) and sge with the fence read behind
  * writes to the peer whose fence region is f: 8 bytes of it into the
  * domain's fence_mem[1].  On iWARP a write completes once TCP took it;
@@ -218,6 +188,21 @@ static inline void verbs_fence_wr(const struct verbs_domain *d,
 	wr->opcode = IBV_WR_RDMA_READ;
 	wr->wr.rdma.remote_addr = f->addr;
 	wr->wr.rdma.rkey = f->rkey;
+}
+
+/*
+ * Our fence region, as connections' private data offers it to peers:
+ * filled into *f and returned, or NULL when the domain has none (not
+ * iWARP).
+ */
+static inline const struct verbs_fence *
+verbs_domain_fence(const struct verbs_domain *d, struct verbs_fence *f)
+{
+	if (!d->fence_mr)
+		return NULL;
+	f->addr = (uintptr_t)d->fence_mem;
+	f->rkey = d->fence_mr->rkey;
+	return f;
 }
 
 static inline struct verbs_domain *verbs_domain_of(struct fid_domain *fid)
@@ -287,7 +272,7 @@ void verbs_qp_tune(struct rdma_cm_id *id, const struct verbs_dev *dev);
  * util_atomic_query answers (attr written only on success, count 1).
  * verbs_rdm_device_atomics: whether RDM endpoints use the device's.
  */
-#define VERBS_RDM_ATOMIC_MAX 4096 /* bytes of one atomic's operands */
+#define VERBS_RDM_ATOMIC_MAX VRDM_ATOMIC_MAX /* bytes of one atomic's operands */
 int verbs_dev_atomic(const struct verbs_dev *d, enum fi_datatype dt,
 		     enum fi_op op, uint64_t flags, struct fi_atomic_attr *attr);
 static inline bool verbs_rdm_device_atomics(void)
@@ -295,7 +280,7 @@ static inline bool verbs_rdm_device_atomics(void)
 	return verbs_params.device_atomics;
 }
 
-/* verbs_msg.c */
+/* verbs_cm.c, verbs_msg.c, verbs_srx.c */
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_pep **pep, void *context);
 int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,

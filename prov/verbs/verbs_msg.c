@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * verbs FI_EP_MSG endpoints: passive endpoints, rdma_cm connection
- * management, and the data path straight onto one RC QP.
+ * verbs FI_EP_MSG endpoints: the data path straight onto one RC QP.
  *
  * The endpoint is the RDM engine's endpoint object in its connected form
  * (util_rdm_ep_init with attr.connected): binding CQs and counters,
@@ -68,15 +67,10 @@
  * route, or before fi_accept) wait in their ring and are handed to the
  * QP when it is created.
  *
- * Connection management.  Each endpoint and passive endpoint has its own
- * rdma_cm event channel; its fd is added to the bound EQ's wait object
- * and its progress to the EQ (util_eq_add_progress), so reading the EQ
- * turns rdma_cm events into FI_CONNREQ / FI_CONNECTED / FI_SHUTDOWN and
- * errors.  An FI_CONNREQ's handle is the new rdma_cm id; fi_endpoint with
- * that info migrates it to the endpoint's channel.  Private data travels
- * behind a struct verbs_cm_hdr (verbs.h, docs/verbs-cm.md).
+ * Connection management is verbs_cm.c's, shared receive contexts
+ * verbs_srx.c's; what the three share is in verbs_msg.h.
  */
-#include "verbs.h"
+#include "verbs_msg.h"
 
 #include <endian.h>
 #include <fcntl.h>
@@ -90,214 +84,6 @@
 #include "weft/stubs.h"
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
-
-/* A transmit in flight (slot wr_id of the send ring). */
-struct verbs_tx {
-	void *context;
-	uint64_t cq_flags; /* FI_SEND | FI_MSG, FI_RMA | FI_WRITE ... */
-	size_t len;
-	bool report;  /* a CQ slot was reserved */
-	uint8_t cntr; /* VERBS_CNTR_* */
-	bool signaled; /* its own completion will come */
-	bool done;     /* completed (see Completion order above) */
-};
-
-/* A posted receive (slot wr_id of the receive ring). */
-struct verbs_rx {
-	void *context;
-	void *buf;
-	bool report;
-	bool on_qp; /* handed to the QP */
-	uint32_t nsge;
-	struct ibv_sge sge[VERBS_IOV_MAX];
-};
-
-enum { VERBS_CNTR_SEND, VERBS_CNTR_READ, VERBS_CNTR_WRITE };
-
-/* wr_id of a receive: its ring index with this bit; a transmit's lacks it. */
-#define VERBS_WR_RX (1ULL << 63)
-/* wr_id of a receive posted to a shared receive context: its slot there
- * with both bits. */
-#define VERBS_WR_SRX (1ULL << 62)
-
-/*
- * A shared receive context (fi_srx_context): one SRQ that the QPs of the
- * MSG endpoints bound to it take their receives from.  A receive's
- * completion comes on the CQ of the endpoint whose QP consumed it, in no
- * order across endpoints, so the receives are slots taken from and given
- * back to a free list rather than a ring.  No CQ slot is reserved at post
- * time (which CQ is known only at completion): completions are written
- * unreserved and a full CQ overflows (FI_EOVERRUN) rather than refusing
- * the post.  Lock order: an endpoint's lock, then the srx's.
- */
-struct verbs_srx {
-	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
-	struct verbs_domain *domain;
-	struct ibv_srq *srq;
-	struct weft_lock lock; /* slots, free list, eps, cancel_cq */
-	size_t size;
-	uint32_t max_sge;
-	uint64_t op_flags;
-	struct verbs_rx *rx; /* size slots; on_qp: posted, not completed */
-	uint32_t *free;	     /* free slot numbers */
-	size_t nfree;
-	unsigned int eps; /* endpoints bound: fi_close -> -FI_EBUSY */
-	/* The receive CQ of the first endpoint bound with one, held
-	 * (util_cq_bind): where receives still posted at fi_close are
-	 * reported FI_ECANCELED. */
-	struct util_cq *cancel_cq;
-};
-
-enum verbs_cm_state {
-	VERBS_CM_IDLE,
-	VERBS_CM_RESOLVING, /* fi_connect: address, then route */
-	VERBS_CM_CONNECTING, /* rdma_connect / rdma_accept sent */
-	VERBS_CM_CONNECTED,
-	VERBS_CM_SHUTDOWN,
-	VERBS_CM_FAILED,
-};
-
-struct verbs_msg_ep {
-	struct util_rdm_ep rdm; /* first */
-	struct util_rdm_xport xp; /* the engine's handle of this transport */
-	struct verbs_domain *domain;
-	struct rdma_event_channel *cm_ch;
-	struct rdma_cm_id *id;
-	struct ibv_comp_channel *comp_ch;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	bool armed; /* the CQ will raise an event on the channel */
-	uint8_t state; /* enum verbs_cm_state */
-	bool local_shutdown;
-	/* Shut down on a device that never completes what is posted to a
-	 * QP in error (err_post_lost: siw): what is still outstanding once
-	 * the CQ is found empty is flushed by poll_cq (err_flush). */
-	bool err_flush;
-	/* FI_RX_CQ_DATA accepted: RMA writes may carry remote CQ data */
-	bool rx_cq_data;
-	/* the device carries immediate data (not iWARP): remote CQ data */
-	bool imm;
-	struct util_eq *eq;
-	struct util_progress cm_progress;
-	struct verbs_srx *srx; /* bound shared receive context, or NULL */
-	bool shared_rx; /* ep_attr rx_ctx_cnt FI_SHARED_CONTEXT */
-
-	size_t tx_size, rx_size;
-	uint32_t max_sge, inline_max;
-	struct verbs_tx *tx; /* ring of tx_size */
-	uint64_t tx_head, tx_tail;
-	uint64_t tx_seen; /* slot after the last one completed */
-	uint64_t tx_signaled; /* slot after the last signalled transmit */
-	uint32_t tx_signal_every; /* at most this many transmits unsignalled */
-	struct verbs_rx *rx; /* ring of rx_size */
-	uint64_t rx_head, rx_tail, rx_on_qp;
-	/* fi_atomic without a result: the device writes it here */
-	uint64_t *scratch;
-	struct ibv_mr *scratch_mr;
-
-	/* fi_connect / fi_accept private data, with its header */
-	uint8_t cm_priv[VERBS_CM_PRIV_BUF];
-	uint8_t cm_priv_len;
-	/* The peer's fence region (iWARP): every write is followed by an
-	 * 8-byte read of it (verbs_fence_wr).  rkey 0: not fenced. */
-	struct verbs_fence fence;
-	struct sockaddr_storage src_addr;
-};
-
-/* A connection request waiting for fi_endpoint + fi_accept or fi_reject. */
-struct verbs_connreq {
-	struct fid handle; /* FI_CLASS_CONNREQ */
-	struct rdma_cm_id *id;
-	struct verbs_fence fence; /* the connecting peer's */
-};
-
-struct verbs_pep {
-	struct fid_pep pep_fid;
-	struct fi_info *info;
-	struct util_eq *eq;
-	struct rdma_event_channel *cm_ch;
-	struct rdma_cm_id *id;
-	struct util_progress cm_progress;
-	pthread_mutex_t lock;
-	bool listening;
-	bool any_port; /* bound with port 0: listen may take another */
-};
-
-static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
-{
-	return container_of(ep_fid, struct verbs_msg_ep, rdm.ep_fid);
-}
-
-/* ---- private data ------------------------------------------------------- */
-
-/*
- * Private data into out (VERBS_CM_PRIV_BUF bytes): the header, the
- * application's len bytes, and fence_of's fence region if it has one (a
- * connect or accept on iWARP; NULL for a reject).  Its length, or
- * -FI_EINVAL.
- */
-static int cm_pack(uint8_t *out, const void *param, size_t len,
-		   const struct verbs_domain *fence_of)
-{
-	struct verbs_cm_hdr hdr = { .version = VERBS_CM_VERSION,
-				    .len = htole16((uint16_t)len) };
-	struct verbs_cm_fence f;
-
-	if (len > VERBS_CM_DATA_MAX || (len && !param))
-		return -FI_EINVAL;
-	if (fence_of && fence_of->fence_mr)
-		hdr.flags = VERBS_CM_F_FENCE;
-	memcpy(out, &hdr, sizeof(hdr));
-	if (len)
-		memcpy(out + sizeof(hdr), param, len);
-	len += sizeof(hdr);
-	if (hdr.flags & VERBS_CM_F_FENCE) {
-		f.addr = htole64((uintptr_t)fence_of->fence_mem);
-		f.rkey = htole32(fence_of->fence_mr->rkey);
-		memcpy(out + len, &f, sizeof(f));
-		len += sizeof(f);
-	}
-	return (int)len;
-}
-
-/*
- * The application's part of a peer's private data (NULL, 0 if none), and
- * into fence, if not NULL, the peer's fence region (rkey 0 if none).
- */
-static const void *cm_unpack(const void *priv, size_t priv_len, size_t *len,
-			     struct verbs_fence *fence)
-{
-	struct verbs_cm_hdr hdr;
-	struct verbs_cm_fence f;
-	size_t n;
-
-	*len = 0;
-	if (fence)
-		fence->rkey = 0;
-	if (!priv || priv_len < sizeof(hdr))
-		return NULL;
-	memcpy(&hdr, priv, sizeof(hdr));
-	n = le16toh(hdr.len);
-	if (hdr.version != VERBS_CM_VERSION || n > priv_len - sizeof(hdr))
-		return NULL;
-	if (fence && (hdr.flags & VERBS_CM_F_FENCE) &&
-	    sizeof(f) <= priv_len - sizeof(hdr) - n) {
-		memcpy(&f, (const uint8_t *)priv + sizeof(hdr) + n, sizeof(f));
-		fence->addr = le64toh(f.addr);
-		fence->rkey = le32toh(f.rkey);
-	}
-	*len = n;
-	return (const uint8_t *)priv + sizeof(hdr);
-}
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
-		return weft_errno(errno);
-	return 0;
-}
 
 /* ---- completions -------------------------------------------------------- */
 
@@ -392,8 +178,8 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
  * completion came on ep's CQ.  reserved: it holds a slot of the receive
  * CQ; wanted: it asked for a completion.
  */
-static void rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
-		      bool reserved, bool wanted, const struct ibv_wc *wc)
+void verbs_msg_rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
+			 bool reserved, bool wanted, const struct ibv_wc *wc)
 {
 	struct util_cq *cq = ep->rdm.rx_cq;
 	struct util_cntr *cntr = ep->rdm.recv_cntr;
@@ -439,35 +225,8 @@ static void rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
 	struct verbs_rx *rx = &ep->rx[(wc->wr_id & ~VERBS_WR_RX) % ep->rx_size];
 
-	rx_report(ep, rx->context, rx->buf, rx->report, rx->report, wc);
+	verbs_msg_rx_report(ep, rx->context, rx->buf, rx->report, rx->report, wc);
 	ep->rx_tail++;
-}
-
-/* A receive of the bound shared context completed on ep's CQ. */
-static void srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
-{
-	struct verbs_srx *srx = ep->srx;
-	uint64_t slot = wc->wr_id & ~(VERBS_WR_RX | VERBS_WR_SRX);
-	struct verbs_rx *rx;
-	void *context, *buf;
-	bool completion;
-
-	if (!srx || slot >= srx->size)
-		return;
-	weft_lock(&srx->lock);
-	rx = &srx->rx[slot];
-	if (!rx->on_qp) { /* reported already: never twice */
-		weft_unlock(&srx->lock);
-		return;
-	}
-	context = rx->context;
-	buf = rx->buf;
-	completion = rx->report;
-	rx->on_qp = false;
-	srx->free[srx->nfree++] = (uint32_t)slot;
-	weft_unlock(&srx->lock);
-	rx_report(ep, context, buf, false,
-		  !ep->rdm.rx_selective || completion, wc);
 }
 
 #define VERBS_POLL_BATCH 16
@@ -504,7 +263,7 @@ static int poll_cq(struct verbs_msg_ep *ep)
 		for (i = 0; i < n; i++) {
 			/* Not the opcode: undefined in an error. */
 			if (wc[i].wr_id & VERBS_WR_SRX)
-				srx_rx_complete(ep, &wc[i]);
+				verbs_srx_rx_complete(ep, &wc[i]);
 			else if (wc[i].wr_id & VERBS_WR_RX)
 				rx_complete(ep, &wc[i]);
 			else
@@ -607,7 +366,7 @@ static int rx_flush_pending(struct verbs_msg_ep *ep)
 	return 0;
 }
 
-static int qp_create(struct verbs_msg_ep *ep)
+int verbs_msg_qp_create(struct verbs_msg_ep *ep)
 {
 	struct ibv_qp_init_attr qa = {
 		.send_cq = ep->cq,
@@ -644,139 +403,6 @@ static int qp_create(struct verbs_msg_ep *ep)
 	return rx_flush_pending(ep);
 }
 
-static void conn_param_fill(struct verbs_msg_ep *ep,
-			    struct rdma_conn_param *cp)
-{
-	const struct verbs_dev *d = &ep->domain->dev;
-
-	memset(cp, 0, sizeof(*cp));
-	cp->private_data = ep->cm_priv;
-	cp->private_data_len = ep->cm_priv_len;
-	cp->responder_resources = (uint8_t)WEFT_MIN(d->max_qp_rd_atom, 255u);
-	cp->initiator_depth = (uint8_t)WEFT_MIN(d->max_qp_init_rd_atom, 255u);
-	cp->retry_count = 7;
-	cp->rnr_retry_count = 7; /* retry until the peer posts a receive */
-}
-
-/* ---- connection management (endpoint side) ----------------------------- */
-
-static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
-			size_t priv_len)
-{
-	size_t len;
-	const void *data = cm_unpack(priv, priv_len, &len, NULL);
-
-	ep->state = VERBS_CM_FAILED;
-	if (ep->eq)
-		util_eq_write_cm_err(ep->eq, &ep->rdm.ep_fid.fid, err, data,
-				     len);
-}
-
-static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
-{
-	struct verbs_fence fence;
-	struct rdma_conn_param cp;
-	const void *data;
-	bool was_open;
-	size_t len;
-
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (rdma_resolve_route(ep->id, verbs_params.conn_timeout_ms))
-			ep_cm_error(ep, FI_EHOSTUNREACH, NULL, 0);
-		break;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (qp_create(ep)) {
-			ep_cm_error(ep, FI_ENOMEM, NULL, 0);
-			break;
-		}
-		conn_param_fill(ep, &cp);
-		if (rdma_connect(ep->id, &cp)) {
-			ep_cm_error(ep, FI_ECONNREFUSED, NULL, 0);
-			break;
-		}
-		ep->state = VERBS_CM_CONNECTING;
-		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		ep->state = VERBS_CM_CONNECTED;
-		data = cm_unpack(ev->param.conn.private_data,
-				 ev->param.conn.private_data_len, &len,
-				 &fence);
-		/* The accept's (the passive side had the request's). */
-		if (fence.rkey && ep->domain->fence_mr)
-			ep->fence = fence;
-		if (ep->eq)
-			util_eq_write_cm(ep->eq, FI_CONNECTED,
-					 &ep->rdm.ep_fid.fid, NULL, data, len);
-		break;
-	case RDMA_CM_EVENT_REJECTED:
-		ep_cm_error(ep, FI_ECONNREFUSED, ev->param.conn.private_data,
-			    ev->param.conn.private_data_len);
-		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-		ep_cm_error(ep, FI_EHOSTUNREACH, NULL, 0);
-		break;
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		ep_cm_error(ep, FI_ECONNABORTED, NULL, 0);
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (ep->state == VERBS_CM_SHUTDOWN)
-			break;
-		was_open = ep->state == VERBS_CM_CONNECTED;
-		/* The QP to the error state: what is still posted completes
-		 * as FI_ECANCELED.  (rdma_disconnect does that on InfiniBand
-		 * and RoCE; over iWARP it may leave the QP closing, with
-		 * its send queue not flushed.) */
-		rdma_disconnect(ep->id);
-		if (ep->qp) {
-			struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
-
-			ibv_modify_qp(ep->qp, &qa, IBV_QP_STATE);
-			ep->err_flush = ep->domain->dev.err_post_lost;
-		}
-		ep->state = VERBS_CM_SHUTDOWN;
-		/* Whichever side shut the connection down (clients wait for
-		 * it after their own fi_shutdown), once; nothing for a
-		 * connect the application itself ended. */
-		if (ep->eq && (was_open || !ep->local_shutdown))
-			util_eq_write_cm(ep->eq, FI_SHUTDOWN,
-					 &ep->rdm.ep_fid.fid, NULL, NULL, 0);
-		break;
-	default:
-		break;
-	}
-}
-
-static void ep_cm_progress(struct util_progress *p)
-{
-	struct verbs_msg_ep *ep =
-		container_of(p, struct verbs_msg_ep, cm_progress);
-	struct rdma_cm_event *ev, copy;
-	uint8_t priv[256];
-
-	weft_lock(&ep->rdm.lock);
-	while (!rdma_get_cm_event(ep->cm_ch, &ev)) {
-		/* Ack first (rdma_destroy_id waits for acks); keep what the
-		 * handler reads. */
-		copy = *ev;
-		if (ev->param.conn.private_data &&
-		    ev->param.conn.private_data_len) {
-			size_t n = WEFT_MIN(sizeof(priv),
-					    (size_t)ev->param.conn.private_data_len);
-
-			memcpy(priv, ev->param.conn.private_data, n);
-			copy.param.conn.private_data = priv;
-			copy.param.conn.private_data_len = (uint8_t)n;
-		}
-		rdma_ack_cm_event(ev);
-		ep_cm_event(ep, &copy);
-	}
-	weft_unlock(&ep->rdm.lock);
-}
-
 /* ---- posting ------------------------------------------------------------ */
 
 static inline bool tx_wants_completion(struct verbs_msg_ep *ep,
@@ -787,8 +413,8 @@ static inline bool tx_wants_completion(struct verbs_msg_ep *ep,
 
 /* Fill sge from iov/desc: 0, or -FI_EINVAL (no descriptor under
  * FI_MR_LOCAL for a non-empty buffer that is not sent inline). */
-static int sge_fill(struct ibv_sge *sge, const struct iovec *iov, void **desc,
-		    size_t count, bool inline_ok, size_t *total)
+int verbs_sge_fill(struct ibv_sge *sge, const struct iovec *iov, void **desc,
+		   size_t count, bool inline_ok, size_t *total)
 {
 	size_t i, len = 0;
 
@@ -840,11 +466,11 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	     p->count > ep->domain->dev.max_sge_rd))
 		return -FI_EINVAL;
 	memset(&wr, 0, sizeof(wr));
-	ret = sge_fill(sge, p->iov, p->desc, p->count,
-		       p->opcode != IBV_WR_RDMA_READ &&
-			       p->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD &&
-			       p->opcode != IBV_WR_ATOMIC_CMP_AND_SWP,
-		       &len);
+	ret = verbs_sge_fill(sge, p->iov, p->desc, p->count,
+			     p->opcode != IBV_WR_RDMA_READ &&
+				     p->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD &&
+				     p->opcode != IBV_WR_ATOMIC_CMP_AND_SWP,
+			     &len);
 	if (ret)
 		return ret;
 	if (p->opcode != IBV_WR_RDMA_READ && len <= ep->inline_max &&
@@ -978,7 +604,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 		goto out;
 	}
 	rx = &ep->rx[ep->rx_head % ep->rx_size];
-	ret = sge_fill(rx->sge, iov, desc, count, false, &len);
+	ret = verbs_sge_fill(rx->sge, iov, desc, count, false, &len);
 	if (ret)
 		goto out;
 	if (report && cq) {
@@ -1540,173 +1166,7 @@ static struct fi_ops_atomic verbs_atomic_ops = {
 	.compwritevalid = atomic_compwritevalid,
 };
 
-/* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
-
-static int sockaddr_out(const struct sockaddr *sa, void *addr,
-			size_t *addrlen)
-{
-	size_t len;
-
-	if (!addrlen)
-		return -FI_EINVAL;
-	if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
-		return -FI_EADDRNOTAVAIL;
-	len = util_sockaddr_len(sa);
-	if (!addr || *addrlen < len) {
-		*addrlen = len;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, sa, len);
-	*addrlen = len;
-	return 0;
-}
-
-static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
-	struct sockaddr *sa = rdma_get_local_addr(ep->id);
-
-	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
-		sa = (struct sockaddr *)&ep->src_addr;
-	return sockaddr_out(sa, addr, addrlen);
-}
-
-static int ep_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
-{
-	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
-
-	if (ep->state != VERBS_CM_CONNECTED &&
-	    ep->state != VERBS_CM_CONNECTING)
-		return -FI_ENOTCONN;
-	return sockaddr_out(rdma_get_peer_addr(ep->id), addr, addrlen);
-}
-
-static int ep_connect(struct fid_ep *ep_fid, const void *addr,
-		      const void *param, size_t paramlen)
-{
-	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
-	struct sockaddr *src = NULL;
-	int ret;
-
-	if (!addr)
-		return -FI_EINVAL;
-	if (!ep->eq)
-		return -FI_ENOEQ;
-	ret = cm_pack(ep->cm_priv, param, paramlen, ep->domain);
-	if (ret < 0)
-		return ret;
-	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.lock);
-	if (ep->state != VERBS_CM_IDLE) {
-		weft_unlock(&ep->rdm.lock);
-		return -FI_EISCONN;
-	}
-	if (ep->src_addr.ss_family)
-		src = (struct sockaddr *)&ep->src_addr;
-	ret = verbs_resolve_addr(ep->id, &ep->domain->dev, src, addr);
-	if (ret) {
-		weft_unlock(&ep->rdm.lock);
-		return ret;
-	}
-	ep->state = VERBS_CM_RESOLVING;
-	weft_unlock(&ep->rdm.lock);
-	return 0;
-}
-
-static int ep_accept(struct fid_ep *ep_fid, const void *param,
-		     size_t paramlen)
-{
-	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
-	struct rdma_conn_param cp;
-	int ret;
-
-	ret = cm_pack(ep->cm_priv, param, paramlen, ep->domain);
-	if (ret < 0)
-		return ret;
-	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.lock);
-	if (ep->state != VERBS_CM_IDLE || !ep->id->verbs) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	if (!ep->rdm.enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	ret = qp_create(ep);
-	if (ret)
-		goto out;
-	conn_param_fill(ep, &cp);
-	if (rdma_accept(ep->id, &cp)) {
-		ret = weft_errno(errno);
-		goto out;
-	}
-	ep->state = VERBS_CM_CONNECTING;
-out:
-	weft_unlock(&ep->rdm.lock);
-	return ret;
-}
-
-static int ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
-{
-	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
-
-	weft_lock(&ep->rdm.lock);
-	ep->local_shutdown = true;
-	if (ep->state == VERBS_CM_CONNECTED ||
-	    ep->state == VERBS_CM_CONNECTING)
-		rdma_disconnect(ep->id);
-	weft_unlock(&ep->rdm.lock);
-	return 0;
-}
-
-static int ep_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
-
-	if (!addr || addrlen > sizeof(ep->src_addr) ||
-	    addrlen < sizeof(struct sockaddr_in))
-		return -FI_EINVAL;
-	if (ep->state != VERBS_CM_IDLE)
-		return -FI_EOPBADSTATE;
-	memcpy(&ep->src_addr, addr, addrlen);
-	return 0;
-}
-
-static struct fi_ops_cm verbs_ep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = ep_setname,
-	.getname = ep_getname,
-	.getpeer = ep_getpeer,
-	.connect = ep_connect,
-	.listen = weft_no_listen,
-	.accept = ep_accept,
-	.reject = weft_no_reject,
-	.shutdown = ep_shutdown,
-	.join = weft_no_join,
-};
-
 /* ---- fi_ops_ep, fi_ops -------------------------------------------------- */
-
-static int cm_getopt(int level, int optname, void *optval, size_t *optlen)
-{
-	return util_cm_getopt(level, optname, optval, optlen,
-			      VERBS_CM_DATA_MAX);
-}
-
-static int ep_getopt(fid_t fid, int level, int optname, void *optval,
-		     size_t *optlen)
-{
-	return cm_getopt(level, optname, optval, optlen);
-}
-
-static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
-		     size_t optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
 
 static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {
@@ -1727,8 +1187,8 @@ static ssize_t ep_tx_size_left(struct fid_ep *ep_fid)
 static struct fi_ops_ep verbs_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = weft_no_cancel,
-	.getopt = ep_getopt,
-	.setopt = ep_setopt,
+	.getopt = verbs_ep_getopt,
+	.setopt = verbs_ep_setopt,
 	.tx_ctx = weft_no_tx_ctx,
 	.rx_ctx = weft_no_rx_ctx,
 	.rx_size_left = ep_rx_size_left,
@@ -1751,20 +1211,13 @@ struct verbs_teardown {
 	struct verbs_srx *srx; /* released once the QP is gone */
 };
 
-static void srx_release(struct verbs_srx *srx)
-{
-	weft_lock(&srx->lock);
-	srx->eps--;
-	weft_unlock(&srx->lock);
-}
-
 /* Destroy in the order the libraries ask: QP, id, CQ, channels. */
 static void teardown_run(struct verbs_teardown *t)
 {
 	if (t->qp)
 		rdma_destroy_qp(t->id);
 	if (t->srx)
-		srx_release(t->srx);
+		verbs_srx_release(t->srx);
 	if (t->id)
 		rdma_destroy_id(t->id);
 	if (t->cq) {
@@ -1876,7 +1329,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 	if (bfid && bfid->fclass == FI_CLASS_EQ)
 		return util_eq_bind_cm(&ep->eq, bfid, &ep->cm_progress,
-				       ep_cm_progress, ep->cm_ch->fd, ep);
+				       verbs_msg_cm_progress, ep->cm_ch->fd, ep);
 	if (bfid && bfid->fclass == FI_CLASS_SRX_CTX) {
 		struct verbs_srx *srx =
 			container_of(bfid, struct verbs_srx, ep_fid.fid);
@@ -1937,7 +1390,7 @@ static int ep_enable(struct verbs_msg_ep *ep)
 	/* A connection request's id knows its device already: the QP can
 	 * take receives before fi_accept. */
 	if (ep->id->verbs) {
-		ret = qp_create(ep);
+		ret = verbs_msg_qp_create(ep);
 		if (ret)
 			return ret;
 	}
@@ -2036,7 +1489,7 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	}
 	ep->rdm.ep_fid.fid.ops = &verbs_ep_fi_ops;
 	ep->rdm.ep_fid.ops = &verbs_ep_ops;
-	ep->rdm.ep_fid.cm = &verbs_ep_cm_ops;
+	ep->rdm.ep_fid.cm = &verbs_msg_cm_ops;
 	ep->rdm.ep_fid.msg = &verbs_msg_ops;
 	ep->rdm.ep_fid.rma = &verbs_rma_ops;
 	ep->rdm.ep_fid.atomic = &verbs_atomic_ops;
@@ -2048,9 +1501,9 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		ret = weft_errno(errno);
 		goto err;
 	}
-	ret = set_nonblock(ep->comp_ch->fd);
+	ret = verbs_set_nonblock(ep->comp_ch->fd);
 	if (!ret)
-		ret = set_nonblock(ep->cm_ch->fd);
+		ret = verbs_set_nonblock(ep->cm_ch->fd);
 	if (ret)
 		goto err;
 	if (info->handle) {
@@ -2087,538 +1540,5 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	return 0;
 err:
 	ep_close(&ep->rdm.ep_fid.fid);
-	return ret;
-}
-
-/* ---- shared receive contexts -------------------------------------------- */
-
-static inline struct verbs_srx *srx_of(struct fid_ep *ep_fid)
-{
-	return container_of(ep_fid, struct verbs_srx, ep_fid);
-}
-
-static ssize_t srx_post(struct verbs_srx *srx, const struct iovec *iov,
-			void **desc, size_t count, void *context,
-			uint64_t flags)
-{
-	struct ibv_recv_wr wr = { 0 }, *bad;
-	struct verbs_rx *rx;
-	uint32_t slot;
-	size_t len;
-	ssize_t ret;
-
-	if (count > srx->max_sge)
-		return -FI_EINVAL;
-	weft_lock(&srx->lock);
-	if (!srx->nfree) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	slot = srx->free[srx->nfree - 1];
-	rx = &srx->rx[slot];
-	ret = sge_fill(rx->sge, iov, desc, count, false, &len);
-	if (ret)
-		goto out;
-	rx->context = context;
-	rx->buf = count ? iov[0].iov_base : NULL;
-	/* Whether it is reported depends on the endpoint it lands on
-	 * (FI_SELECTIVE_COMPLETION of that endpoint's bind). */
-	rx->report = flags & FI_COMPLETION;
-	rx->nsge = (uint32_t)count;
-	wr.wr_id = VERBS_WR_RX | VERBS_WR_SRX | slot;
-	wr.sg_list = rx->sge;
-	wr.num_sge = (int)count;
-	ret = ibv_post_srq_recv(srx->srq, &wr, &bad);
-	if (ret) {
-		ret = ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
-		goto out;
-	}
-	rx->on_qp = true;
-	srx->nfree--;
-out:
-	weft_unlock(&srx->lock);
-	return ret;
-}
-
-static ssize_t srx_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
-			   uint64_t flags)
-{
-	if (!msg)
-		return -FI_EINVAL;
-	return srx_post(srx_of(ep_fid), msg->msg_iov, msg->desc,
-			msg->iov_count, msg->context, flags);
-}
-
-static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
-			 void **desc, size_t count, fi_addr_t src,
-			 void *context)
-{
-	struct verbs_srx *srx = srx_of(ep_fid);
-
-	return srx_post(srx, iov, desc, count, context, srx->op_flags);
-}
-
-static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
-			void *desc, fi_addr_t src, void *context)
-{
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-	return srx_recvv(ep_fid, &iov, &desc, 1, src, context);
-}
-
-/* A receive context does not transmit. */
-static ssize_t srx_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			      uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_sendv(struct fid_ep *ep, const struct iovec *iov,
-			    void **desc, size_t count, fi_addr_t dest,
-			    void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_send(struct fid_ep *ep, const void *buf, size_t len,
-			   void *desc, fi_addr_t dest, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_inject(struct fid_ep *ep, const void *buf, size_t len,
-			     fi_addr_t dest)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_senddata(struct fid_ep *ep, const void *buf,
-			       size_t len, void *desc, uint64_t data,
-			       fi_addr_t dest, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_injectdata(struct fid_ep *ep, const void *buf,
-				 size_t len, uint64_t data, fi_addr_t dest)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_msg srx_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = srx_recv,
-	.recvv = srx_recvv,
-	.recvmsg = srx_recvmsg,
-	.send = srx_no_send,
-	.sendv = srx_no_sendv,
-	.sendmsg = srx_no_sendmsg,
-	.inject = srx_no_inject,
-	.senddata = srx_no_senddata,
-	.injectdata = srx_no_injectdata,
-};
-
-static ssize_t srx_rx_size_left(struct fid_ep *ep_fid)
-{
-	return (ssize_t)srx_of(ep_fid)->nfree;
-}
-
-static struct fi_ops_ep srx_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = weft_no_cancel,
-	.getopt = ep_getopt,
-	.setopt = ep_setopt,
-	.tx_ctx = weft_no_tx_ctx,
-	.rx_ctx = weft_no_rx_ctx,
-	.rx_size_left = srx_rx_size_left,
-	.tx_size_left = weft_no_size_left,
-};
-
-/*
- * fi_close: -FI_EBUSY while endpoints are bound (their QPs use the SRQ).
- * Receives still posted are reported FI_ECANCELED, each once, with their
- * context, on the receive CQ of the first endpoint that was bound with
- * one (held until now: fi_close of that CQ is -FI_EBUSY meanwhile); with
- * no such CQ they are discarded (fi_endpoint(3)).
- */
-static int srx_close(struct fid *fid)
-{
-	struct verbs_srx *srx = container_of(fid, struct verbs_srx, ep_fid.fid);
-	struct util_cq *cq;
-	size_t i;
-	int ret;
-
-	weft_lock(&srx->lock);
-	if (srx->eps) {
-		weft_unlock(&srx->lock);
-		return -FI_EBUSY;
-	}
-	weft_unlock(&srx->lock);
-	if (srx->srq) {
-		ret = ibv_destroy_srq(srx->srq);
-		if (ret)
-			return weft_errno(ret);
-		srx->srq = NULL;
-	}
-	cq = srx->cancel_cq;
-	if (cq)
-		util_cq_writer_lock(cq);
-	for (i = 0; i < srx->size; i++) {
-		struct verbs_rx *rx = &srx->rx[i];
-		struct fi_cq_err_entry err = {
-			.op_context = rx->context,
-			.flags = FI_RECV | FI_MSG,
-			.buf = rx->buf,
-			.err = FI_ECANCELED,
-			.prov_errno = IBV_WC_WR_FLUSH_ERR,
-		};
-
-		if (!rx->on_qp)
-			continue;
-		rx->on_qp = false;
-		if (cq)
-			util_cq_write_err(cq, &err);
-	}
-	if (cq) {
-		util_cq_writer_unlock(cq);
-		util_cq_unbind(cq, NULL);
-	}
-	weft_lock_destroy(&srx->lock);
-	free(srx->rx);
-	free(srx->free);
-	free(srx);
-	return 0;
-}
-
-static struct fi_ops srx_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = srx_close,
-	.bind = weft_no_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-int verbs_srx_context(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
-		      struct fid_ep **rx_ep, void *context)
-{
-	struct verbs_domain *domain = verbs_domain_of(domain_fid);
-	const struct verbs_dev *d = &domain->dev;
-	struct ibv_srq_init_attr sa = { 0 };
-	struct verbs_srx *srx;
-	size_t size = WEFT_MIN(verbs_params.rx_size, (size_t)d->max_srq_wr);
-	uint32_t sge = WEFT_MIN(d->max_srq_sge, (uint32_t)VERBS_IOV_MAX);
-	size_t i;
-	int ret;
-
-	if (!rx_ep)
-		return -FI_EINVAL;
-	if (domain->ep_type != FI_EP_MSG || !d->max_srq || !d->max_srq_wr ||
-	    !d->max_srq_sge)
-		return -FI_EOPNOTSUPP;
-	if (attr) {
-		if (attr->caps & ~(uint64_t)(FI_MSG | FI_RECV | FI_RMA |
-					     FI_REMOTE_WRITE | FI_REMOTE_READ |
-					     FI_ATOMIC | FI_REMOTE_COMM |
-					     FI_LOCAL_COMM))
-			return -FI_EOPNOTSUPP;
-		if (attr->size > d->max_srq_wr || attr->iov_limit > sge)
-			return -FI_EINVAL;
-		if (attr->size)
-			size = attr->size;
-	}
-	srx = calloc(1, sizeof(*srx));
-	if (!srx)
-		return -FI_ENOMEM;
-	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
-	srx->ep_fid.fid.context = context;
-	srx->ep_fid.fid.ops = &srx_fi_ops;
-	srx->ep_fid.ops = &srx_ep_ops;
-	srx->ep_fid.msg = &srx_msg_ops;
-	srx->domain = domain;
-	srx->size = size;
-	srx->max_sge = sge;
-	srx->op_flags = attr && attr->op_flags ? attr->op_flags :
-						 FI_COMPLETION;
-	ret = weft_lock_init(&srx->lock, true);
-	if (ret) {
-		free(srx);
-		return ret;
-	}
-	srx->rx = calloc(size, sizeof(*srx->rx));
-	srx->free = calloc(size, sizeof(*srx->free));
-	if (!srx->rx || !srx->free) {
-		ret = -FI_ENOMEM;
-		goto err;
-	}
-	/* Taken from the end: slot 0 first. */
-	for (i = 0; i < size; i++)
-		srx->free[i] = (uint32_t)(size - 1 - i);
-	srx->nfree = size;
-	sa.attr.max_wr = (uint32_t)size;
-	sa.attr.max_sge = sge;
-	srx->srq = ibv_create_srq(domain->pd, &sa);
-	if (!srx->srq) {
-		ret = weft_errno(errno);
-		FI_WARN(&verbs_prov, FI_LOG_EP_CTRL,
-			"ibv_create_srq (%zu, sge %u): %s\n", size, sge,
-			fi_strerror(-ret));
-		goto err;
-	}
-	*rx_ep = &srx->ep_fid;
-	return 0;
-err:
-	srx_close(&srx->ep_fid.fid);
-	return ret;
-}
-
-/* ---- passive endpoints -------------------------------------------------- */
-
-static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
-{
-	struct verbs_connreq *cr;
-	struct fi_info *info;
-	const void *data;
-	struct sockaddr *sa;
-	size_t len;
-
-	cr = calloc(1, sizeof(*cr));
-	info = weft_info_dup(pep->info);
-	if (!cr || !info || !pep->eq)
-		goto refuse;
-	cr->handle.fclass = FI_CLASS_CONNREQ;
-	cr->id = ev->id;
-	info->handle = &cr->handle;
-	free(info->dest_addr);
-	info->dest_addr = NULL;
-	info->dest_addrlen = 0;
-	sa = rdma_get_peer_addr(ev->id);
-	len = util_sockaddr_len(sa);
-	info->dest_addr = malloc(len);
-	if (info->dest_addr) {
-		memcpy(info->dest_addr, sa, len);
-		info->dest_addrlen = len;
-	}
-	data = cm_unpack(ev->param.conn.private_data,
-			 ev->param.conn.private_data_len, &len, &cr->fence);
-	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
-			     data, len) < 0)
-		goto refuse;
-	return;
-refuse:
-	weft_info_free_list(info);
-	free(cr);
-	rdma_reject(ev->id, NULL, 0);
-	rdma_destroy_id(ev->id);
-}
-
-static void pep_progress(struct util_progress *p)
-{
-	struct verbs_pep *pep = container_of(p, struct verbs_pep, cm_progress);
-	struct rdma_cm_event *ev;
-
-	pthread_mutex_lock(&pep->lock);
-	while (!rdma_get_cm_event(pep->cm_ch, &ev)) {
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			struct rdma_cm_event copy = *ev;
-			uint8_t priv[256];
-			size_t n = WEFT_MIN(sizeof(priv),
-					    (size_t)ev->param.conn.private_data_len);
-
-			if (n)
-				memcpy(priv, ev->param.conn.private_data, n);
-			copy.param.conn.private_data = priv;
-			copy.param.conn.private_data_len = (uint8_t)n;
-			rdma_ack_cm_event(ev);
-			pep_connreq(pep, &copy);
-			continue;
-		}
-		rdma_ack_cm_event(ev);
-	}
-	pthread_mutex_unlock(&pep->lock);
-}
-
-static int pep_close(struct fid *fid)
-{
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
-
-	if (pep->eq) {
-		util_eq_unbind_cm(pep->eq, &pep->cm_progress, pep->cm_ch->fd);
-		util_eq_put(pep->eq);
-	}
-	if (pep->id)
-		rdma_destroy_id(pep->id);
-	if (pep->cm_ch)
-		rdma_destroy_event_channel(pep->cm_ch);
-	weft_info_free_list(pep->info);
-	pthread_mutex_destroy(&pep->lock);
-	free(pep);
-	return 0;
-}
-
-static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
-
-	return util_eq_bind_cm(&pep->eq, bfid, &pep->cm_progress, pep_progress,
-			       pep->cm_ch->fd, pep);
-}
-
-static struct fi_ops pep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = pep_close,
-	.bind = pep_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
-
-	return sockaddr_out(rdma_get_local_addr(pep->id), addr, addrlen);
-}
-
-static int pep_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
-	struct sockaddr_storage sa = { 0 };
-
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(sa))
-		return -FI_EINVAL;
-	if (pep->listening)
-		return -FI_EOPBADSTATE;
-	memcpy(&sa, addr, addrlen);
-	if (rdma_bind_addr(pep->id, (struct sockaddr *)&sa))
-		return weft_errno(errno);
-	pep->any_port = !((struct sockaddr_in *)&sa)->sin_port;
-	return 0;
-}
-
-static int pep_listen(struct fid_pep *pep_fid)
-{
-	struct verbs_pep *pep = container_of(pep_fid, struct verbs_pep, pep_fid);
-
-	struct sockaddr_storage sa;
-	struct rdma_cm_id *id;
-	int ret, tries = 0;
-
-	if (!pep->eq)
-		return -FI_ENOEQ;
-	if (pep->listening)
-		return 0;
-	while (rdma_listen(pep->id, 1024)) {
-		ret = weft_errno(errno);
-		/* On iWARP the port rdma_cm picked must be free in the
-		 * kernel's TCP too, where an earlier connection may hold it
-		 * (TIME_WAIT): with no port asked for, take another. */
-		if (ret != -FI_EADDRINUSE || !pep->any_port || ++tries == 16)
-			return ret;
-		memcpy(&sa, rdma_get_local_addr(pep->id), sizeof(sa));
-		((struct sockaddr_in *)&sa)->sin_port = 0; /* same offset in 6 */
-		if (rdma_create_id(pep->cm_ch, &id, pep, RDMA_PS_TCP))
-			return weft_errno(errno);
-		if (rdma_bind_addr(id, (struct sockaddr *)&sa)) {
-			ret = weft_errno(errno);
-			rdma_destroy_id(id);
-			return ret;
-		}
-		rdma_destroy_id(pep->id);
-		pep->id = id;
-	}
-	pep->listening = true;
-	return 0;
-}
-
-static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
-		      size_t paramlen)
-{
-	struct verbs_connreq *cr;
-	uint8_t priv[VERBS_CM_PRIV_MAX];
-	int len;
-
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
-		return -FI_EINVAL;
-	len = cm_pack(priv, param, paramlen, NULL);
-	if (len < 0)
-		return len;
-	cr = container_of(handle, struct verbs_connreq, handle);
-	rdma_reject(cr->id, priv, (uint8_t)len);
-	rdma_destroy_id(cr->id);
-	free(cr);
-	return 0;
-}
-
-static struct fi_ops_cm pep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = pep_setname,
-	.getname = pep_getname,
-	.getpeer = weft_no_getpeer,
-	.connect = weft_no_connect,
-	.listen = pep_listen,
-	.accept = weft_no_accept,
-	.reject = pep_reject,
-	.shutdown = weft_no_shutdown,
-	.join = weft_no_join,
-};
-
-static struct fi_ops_ep pep_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = weft_no_cancel,
-	.getopt = ep_getopt,
-	.setopt = ep_setopt,
-	.tx_ctx = weft_no_tx_ctx,
-	.rx_ctx = weft_no_rx_ctx,
-	.rx_size_left = weft_no_size_left,
-	.tx_size_left = weft_no_size_left,
-};
-
-int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		     struct fid_pep **pep_fid, void *context)
-{
-	struct sockaddr_in any = { .sin_family = AF_INET };
-	struct verbs_pep *pep;
-	int ret;
-
-	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
-		return -FI_EINVAL;
-	pep = calloc(1, sizeof(*pep));
-	if (!pep)
-		return -FI_ENOMEM;
-	pthread_mutex_init(&pep->lock, NULL);
-	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
-	pep->pep_fid.fid.context = context;
-	pep->pep_fid.fid.ops = &pep_fi_ops;
-	pep->pep_fid.cm = &pep_cm_ops;
-	pep->pep_fid.ops = &pep_ep_ops;
-	pep->info = weft_info_dup(info);
-	pep->cm_ch = rdma_create_event_channel();
-	if (!pep->info || !pep->cm_ch) {
-		ret = pep->info ? weft_errno(errno) : -FI_ENOMEM;
-		goto err;
-	}
-	ret = set_nonblock(pep->cm_ch->fd);
-	if (ret)
-		goto err;
-	pep->any_port = true;
-	if (rdma_create_id(pep->cm_ch, &pep->id, pep, RDMA_PS_TCP)) {
-		ret = weft_errno(errno);
-		goto err;
-	}
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
-		ret = pep_setname(&pep->pep_fid.fid, info->src_addr,
-				  info->src_addrlen);
-	else
-		ret = pep_setname(&pep->pep_fid.fid, &any, sizeof(any));
-	if (ret)
-		goto err;
-	*pep_fid = &pep->pep_fid;
-	return 0;
-err:
-	pep_close(&pep->pep_fid.fid);
 	return ret;
 }

@@ -1236,7 +1236,7 @@ int verbs_dev_atomic(const struct verbs_dev *d, enum fi_datatype dt,
 /*
  * fi_query_atomic answers for the domain's kind of endpoint: MSG (and
  * RDM with FI_VERBS_DEVICE_ATOMICS) the device's atomics, RDM every
- * atomic, which the target applies (verbs_rdm.c), up to
+ * atomic, which the target applies (verbs_rdm_rx.c), up to
  * VERBS_RDM_ATOMIC_MAX bytes of operands.
  */
 static int verbs_query_atomic(struct fid_domain *domain_fid,

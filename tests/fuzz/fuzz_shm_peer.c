@@ -63,6 +63,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "weft/util_rdm.h"
+#include "fuzz_util.h"
 #include "shm_queue.h"
 #include "shm_region.h"
 
@@ -666,16 +667,7 @@ static void post(struct seed *s, uint16_t size, uint8_t t)
 
 static int write_seed(const char *dir, const char *name, const struct seed *s)
 {
-	char path[4096];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "wb");
-	if (!fp || fwrite(s->b, 1, s->n, fp) != s->n || fclose(fp)) {
-		perror(path);
-		return 1;
-	}
-	return 0;
+	return fuzz_write_file(dir, name, s->b, s->n);
 }
 
 /* Offset of bounce buffer i in the bounce section, and of its data. */

@@ -32,6 +32,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "fuzz_util.h"
 #include "tcp_proto.h"
 #include "weft/util_ifaddr.h"
 
@@ -47,22 +48,11 @@ static void fail(const char *what, enum side side, const char *why)
 	abort();
 }
 
-/* A heap copy of exactly n bytes, so that a read past them is seen. */
-static uint8_t *exact(const uint8_t *p, size_t n)
-{
-	uint8_t *c = malloc(n ? n : 1);
-
-	if (!c)
-		abort();
-	memcpy(c, p, n);
-	return c;
-}
-
 static ssize_t parse(const uint8_t *p, size_t n, uint32_t ops,
 		     struct tcp_frame *f, const char **why)
 {
 	struct tcp_proto_limits lim = { MAX_PAYLOAD, ops };
-	uint8_t *c = exact(p, n);
+	uint8_t *c = fuzz_exact(p, n);
 	ssize_t r;
 
 	*why = NULL;
@@ -165,7 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* tcp_frame_start: the payload is staged whole before the verdict. */
 	if (f.payload_len > size)
 		return 0;
-	payload = exact(data, (size_t)f.payload_len);
+	payload = fuzz_exact(data, (size_t)f.payload_len);
 	if (f.op == TCP_OP_HELLO) {
 		why = tcp_hello_check(&f, payload,
 				      side == MSG_ACCEPT ? TCP_EPK_MSG :

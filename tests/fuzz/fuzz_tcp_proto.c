@@ -23,6 +23,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "fuzz_util.h"
 #include "tcp_proto.h"
 #include "tcp_proto_check.h"
 
@@ -112,16 +113,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FUZZ_SEEDS
 static int write_seed(const char *dir, int i, const void *buf, size_t len)
 {
-	char path[4096];
-	FILE *fp;
+	char name[16];
 
-	snprintf(path, sizeof(path), "%s/seed-%02d", dir, i);
-	fp = fopen(path, "wb");
-	if (!fp || fwrite(buf, 1, len, fp) != len || fclose(fp)) {
-		perror(path);
-		return 1;
-	}
-	return 0;
+	snprintf(name, sizeof(name), "seed-%02d", i);
+	return fuzz_write_file(dir, name, buf, len);
 }
 
 int main(int argc, char **argv)
