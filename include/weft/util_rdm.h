@@ -372,7 +372,26 @@ struct util_rdm_unexp {
 	uint8_t inline_buf[]; /* ep->unexp_inline bytes */
 };
 
+/*
+ * The one way a provider changes what the engine answers for its
+ * endpoints: optional hooks, a const table named in util_rdm_ep_attr
+ * (never a copy of the engine's ops tables).
+ */
+struct util_rdm_ep_hooks {
+	/* Endpoint options of the provider's own (tcp MSG: FI_OPT_CM_DATA_SIZE),
+	 * asked first; -FI_ENOPROTOOPT: the engine answers. */
+	int (*getopt)(struct util_rdm_ep *ep, int level, int optname,
+		      void *optval, size_t *optlen);
+	/* The atomics the endpoint takes, in place of every one up to
+	 * atomic_max (verbs: the device's set); flags FI_FETCH_ATOMIC or
+	 * FI_COMPARE_ATOMIC as util_atomic_query takes them. */
+	int (*atomic_valid)(struct util_rdm_ep *ep, enum fi_datatype dt,
+			    enum fi_op op, uint64_t flags, size_t *count);
+};
+
 struct util_rdm_ep_attr {
+	/* Optional: what the provider answers itself (above). */
+	const struct util_rdm_ep_hooks *hooks;
 	/* The primary transport (ops and eager_max set), and optionally a
 	 * local one asked first about each new peer (ops->reaches). */
 	struct util_rdm_xport *xport;
@@ -418,6 +437,7 @@ struct util_rdm_ep {
 	struct util_domain *domain;
 	struct util_rdm_xport *xp; /* the primary transport */
 	struct util_rdm_xport *local; /* or NULL */
+	const struct util_rdm_ep_hooks *hooks; /* or NULL */
 	struct weft_lock lock;
 	uint64_t caps;
 	uint64_t tx_op_flags;

@@ -1253,9 +1253,9 @@ static void conn_event(struct tcp_conn *conn, uint32_t events, int *n)
 }
 
 /*
- * Receives directed to a peer we have no connection with (a scalable
- * endpoint's receive pair only hears from peers; a peer that never sent)
- * would not learn that it died: connect to it, and a refusal fails it
+ * Receives directed to a peer a scalable endpoint's pair has no
+ * connection with (a receive pair only hears from its peers) would not
+ * learn that it died: connect to it, and a refusal fails it
  * (tcp_conn_lost), and the receives with it.  Peers reached through
  * shared memory are watched there.
  */
@@ -1285,7 +1285,8 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 
 	struct dlist_entry gone;
 
-	if (ep->type == FI_EP_RDM && util_rdm_rx_directed(&ep->rdm))
+	/* (A plain endpoint sends to the peers it waits for.) */
+	if (ep->sep && util_rdm_rx_directed(&ep->rdm))
 		probe_directed(ep);
 
 	/* Closed connections go here, where no read is under way; an MSG
@@ -1898,27 +1899,19 @@ static struct fi_ops_cm tcp_cm_ops = {
 	.join = weft_no_join,
 };
 
-static struct fi_ops_ep tcp_ep_ops;
-static pthread_once_t tcp_ep_ops_once = PTHREAD_ONCE_INIT;
-static const struct fi_ops_ep *engine_ep_ops;
-
-static int tcp_ep_getopt(fid_t fid, int level, int optname, void *optval,
-			 size_t *optlen)
+/* MSG endpoints answer FI_OPT_CM_DATA_SIZE; the engine the rest. */
+static int tcp_ep_getopt(struct util_rdm_ep *rdm, int level, int optname,
+			 void *optval, size_t *optlen)
 {
-	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
-
-	if (ep->type == FI_EP_MSG && level == FI_OPT_ENDPOINT &&
+	if (tcp_ep_of(rdm)->type == FI_EP_MSG && level == FI_OPT_ENDPOINT &&
 	    optname == FI_OPT_CM_DATA_SIZE)
 		return tcp_cm_getopt(level, optname, optval, optlen);
-	return engine_ep_ops->getopt(fid, level, optname, optval, optlen);
+	return -FI_ENOPROTOOPT;
 }
 
-/* The engine's endpoint ops, with FI_OPT_CM_DATA_SIZE answered. */
-static void tcp_ep_ops_init(void)
-{
-	tcp_ep_ops = *engine_ep_ops;
-	tcp_ep_ops.getopt = tcp_ep_getopt;
-}
+static const struct util_rdm_ep_hooks tcp_ep_hooks = {
+	.getopt = tcp_ep_getopt,
+};
 
 static int tcp_ep_control(struct fid *fid, int command, void *arg)
 {
@@ -2083,6 +2076,7 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	ep->xp.ops = &tcp_transport;
 	ep->xp.eager_max = tcp_params.eager_max;
 	attr.xport = &ep->xp;
+	attr.hooks = &tcp_ep_hooks;
 	if (ep->type == FI_EP_RDM && tcp_params.shm) {
 		ep->local = shm_local_new();
 		if (!ep->local) {
@@ -2136,9 +2130,6 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 			goto err;
 		}
 	}
-	engine_ep_ops = ep->rdm.ep_fid.ops;
-	pthread_once(&tcp_ep_ops_once, tcp_ep_ops_init);
-	ep->rdm.ep_fid.ops = &tcp_ep_ops;
 
 	if (ep->type == FI_EP_RDM && sep && ctx) {
 		/* Pair 0 listens for the scalable endpoint; the others say

@@ -1336,6 +1336,8 @@ static int rdm_atomic_valid(struct fid_ep *ep_fid, enum fi_datatype datatype,
 
 	if (!ep->xp->ops->rma || !(ep->caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
+	if (ep->hooks && ep->hooks->atomic_valid)
+		return ep->hooks->atomic_valid(ep, datatype, op, flags, count);
 	ret = util_atomic_query(datatype, op, ep->atomic_max, flags,
 				&attr);
 	if (!ret && count)
@@ -2060,6 +2062,13 @@ static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
 	struct util_rdm_ep *ep =
 		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
 
+	if (ep->hooks && ep->hooks->getopt) {
+		int ret = ep->hooks->getopt(ep, level, optname, optval,
+					    optlen);
+
+		if (ret != -FI_ENOPROTOOPT)
+			return ret;
+	}
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
 	switch (optname) {
@@ -2868,6 +2877,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		peer_attr.peer_size =
 			ep->local->peer_off + ep->local->ops->peer_size;
 	}
+	ep->hooks = attr->hooks;
 	ep->inject_max = attr->inject_max;
 	ep->atomic_max = attr->atomic_max;
 	ep->connected = attr->connected;

@@ -287,10 +287,10 @@ static struct fi_ops verbs_rdm_fi_ops = {
 };
 
 /* FI_VERBS_DEVICE_ATOMICS: what the device does, nothing else. */
-static int device_valid(struct fid_ep *ep_fid, enum fi_datatype dt,
+static int device_valid(struct util_rdm_ep *rdm, enum fi_datatype dt,
 			enum fi_op op, uint64_t flags, size_t *count)
 {
-	struct verbs_rdm_ep *ep = vep_of(util_rdm_ep_of(ep_fid));
+	struct verbs_rdm_ep *ep = vep_of(rdm);
 	struct fi_atomic_attr attr;
 	int ret;
 
@@ -304,23 +304,11 @@ static int device_valid(struct fid_ep *ep_fid, enum fi_datatype dt,
 	return 0;
 }
 
-static int verbs_rdm_writevalid(struct fid_ep *ep, enum fi_datatype dt,
-				enum fi_op op, size_t *count)
-{
-	return device_valid(ep, dt, op, 0, count);
-}
-
-static int verbs_rdm_readwritevalid(struct fid_ep *ep, enum fi_datatype dt,
-				    enum fi_op op, size_t *count)
-{
-	return device_valid(ep, dt, op, FI_FETCH_ATOMIC, count);
-}
-
-static int verbs_rdm_compwritevalid(struct fid_ep *ep, enum fi_datatype dt,
-				    enum fi_op op, size_t *count)
-{
-	return device_valid(ep, dt, op, FI_COMPARE_ATOMIC, count);
-}
+/* With device atomics, the device's set (else the engine's: every
+ * atomic up to atomic_max bytes). */
+static const struct util_rdm_ep_hooks verbs_rdm_amo_hooks = {
+	.atomic_valid = device_valid,
+};
 
 /* Listen at sa (its port 0: one the kernel picks); the endpoint is named
  * by where it listens.  Replaces a listener it had. */
@@ -517,6 +505,8 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ep->xp.eager_late = true;
 	attr.xport = &ep->xp;
 	ep->amo_device = verbs_rdm_device_atomics();
+	if (ep->amo_device)
+		attr.hooks = &verbs_rdm_amo_hooks;
 	/* Same-host peers apply atomics through shared memory with the
 	 * CPU, not atomically with the device's: with device atomics, all
 	 * go through the device. */
@@ -534,14 +524,6 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->rdm.ep_fid.fid.ops = &verbs_rdm_fi_ops;
 	ep->rdm.ep_fid.cm = &verbs_rdm_cm_ops;
-	/* Else the engine's: every atomic, up to atomic_max bytes. */
-	if (ep->rdm.ep_fid.atomic && ep->amo_device) {
-		ep->atomic_ops = *ep->rdm.ep_fid.atomic;
-		ep->atomic_ops.writevalid = verbs_rdm_writevalid;
-		ep->atomic_ops.readwritevalid = verbs_rdm_readwritevalid;
-		ep->atomic_ops.compwritevalid = verbs_rdm_compwritevalid;
-		ep->rdm.ep_fid.atomic = &ep->atomic_ops;
-	}
 	*ep_fid = &ep->rdm.ep_fid;
 	return 0;
 err:

@@ -218,7 +218,6 @@ struct verbs_rdm_ep {
 	 * reposted together when the CQ is found empty or this fills. */
 	uint32_t nrepost;
 	struct vbuf *repost[VRDM_REPOST_MAX];
-	struct fi_ops_atomic atomic_ops;
 	/* Receive buffers of freed QPs, in the SRQ, for the next QPs
 	 * (in VRDM_CREDITS: a QP's share). */
 	uint32_t spare_chunks;
