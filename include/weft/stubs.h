@@ -68,4 +68,49 @@ int weft_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 		   struct fid_ep **rx_ep, void *context);
 ssize_t weft_no_size_left(struct fid_ep *ep);
 
+/* struct fi_ops_msg, struct fi_ops_tagged: one side of an object that
+ * only transmits (a transmit context) or only receives (a receive
+ * context, a shared receive context). */
+ssize_t weft_no_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+		     fi_addr_t src, void *context);
+ssize_t weft_no_recvv(struct fid_ep *ep, const struct iovec *iov,
+		      void **desc, size_t count, fi_addr_t src, void *context);
+ssize_t weft_no_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			uint64_t flags);
+ssize_t weft_no_send(struct fid_ep *ep, const void *buf, size_t len,
+		     void *desc, fi_addr_t dest, void *context);
+ssize_t weft_no_sendv(struct fid_ep *ep, const struct iovec *iov,
+		      void **desc, size_t count, fi_addr_t dest, void *context);
+ssize_t weft_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			uint64_t flags);
+ssize_t weft_no_inject(struct fid_ep *ep, const void *buf, size_t len,
+		       fi_addr_t dest);
+ssize_t weft_no_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, uint64_t data, fi_addr_t dest,
+			 void *context);
+ssize_t weft_no_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			   uint64_t data, fi_addr_t dest);
+ssize_t weft_no_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+		      fi_addr_t src, uint64_t tag, uint64_t ignore,
+		      void *context);
+ssize_t weft_no_trecvv(struct fid_ep *ep, const struct iovec *iov,
+		       void **desc, size_t count, fi_addr_t src, uint64_t tag,
+		       uint64_t ignore, void *context);
+ssize_t weft_no_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			 uint64_t flags);
+ssize_t weft_no_tsend(struct fid_ep *ep, const void *buf, size_t len,
+		      void *desc, fi_addr_t dest, uint64_t tag, void *context);
+ssize_t weft_no_tsendv(struct fid_ep *ep, const struct iovec *iov,
+		       void **desc, size_t count, fi_addr_t dest, uint64_t tag,
+		       void *context);
+ssize_t weft_no_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			 uint64_t flags);
+ssize_t weft_no_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			fi_addr_t dest, uint64_t tag);
+ssize_t weft_no_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, uint64_t data, fi_addr_t dest,
+			  uint64_t tag, void *context);
+ssize_t weft_no_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
+			    uint64_t data, fi_addr_t dest, uint64_t tag);
+
 #endif /* WEFT_STUBS_H */

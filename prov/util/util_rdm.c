@@ -2172,123 +2172,6 @@ static struct fi_ops_tagged rdm_tagged_ops = {
  * receive context transmits, with -FI_ENOSYS (fi_endpoint(3): an
  * operation the object does not provide).
  */
-static ssize_t ctx_no_recv(struct fid_ep *ep, void *buf, size_t len,
-			   void *desc, fi_addr_t src, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_recvv(struct fid_ep *ep, const struct iovec *iov,
-			    void **desc, size_t count, fi_addr_t src,
-			    void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			      uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_send(struct fid_ep *ep, const void *buf, size_t len,
-			   void *desc, fi_addr_t dest, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_sendv(struct fid_ep *ep, const struct iovec *iov,
-			    void **desc, size_t count, fi_addr_t dest,
-			    void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			      uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_inject(struct fid_ep *ep, const void *buf, size_t len,
-			     fi_addr_t dest)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_senddata(struct fid_ep *ep, const void *buf,
-			       size_t len, void *desc, uint64_t data,
-			       fi_addr_t dest, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_injectdata(struct fid_ep *ep, const void *buf,
-				 size_t len, uint64_t data, fi_addr_t dest)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_trecv(struct fid_ep *ep, void *buf, size_t len,
-			    void *desc, fi_addr_t src, uint64_t tag,
-			    uint64_t ignore, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_trecvv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src,
-			     uint64_t tag, uint64_t ignore, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_trecvmsg(struct fid_ep *ep,
-			       const struct fi_msg_tagged *msg, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_tsend(struct fid_ep *ep, const void *buf, size_t len,
-			    void *desc, fi_addr_t dest, uint64_t tag,
-			    void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_tsendv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t dest,
-			     uint64_t tag, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_tsendmsg(struct fid_ep *ep,
-			       const struct fi_msg_tagged *msg, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_tinject(struct fid_ep *ep, const void *buf, size_t len,
-			      fi_addr_t dest, uint64_t tag)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_tsenddata(struct fid_ep *ep, const void *buf,
-				size_t len, void *desc, uint64_t data,
-				fi_addr_t dest, uint64_t tag, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t ctx_no_tinjectdata(struct fid_ep *ep, const void *buf,
-				  size_t len, uint64_t data, fi_addr_t dest,
-				  uint64_t tag)
-{
-	return -FI_ENOSYS;
-}
-
 struct fi_ops_ep util_rdm_ctx_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = rdm_cancel,
@@ -2302,9 +2185,9 @@ struct fi_ops_ep util_rdm_ctx_ep_ops = {
 
 struct fi_ops_msg util_rdm_tx_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
-	.recv = ctx_no_recv,
-	.recvv = ctx_no_recvv,
-	.recvmsg = ctx_no_recvmsg,
+	.recv = weft_no_recv,
+	.recvv = weft_no_recvv,
+	.recvmsg = weft_no_recvmsg,
 	.send = rdm_msg_send,
 	.sendv = rdm_msg_sendv,
 	.sendmsg = rdm_msg_sendmsg,
@@ -2318,19 +2201,19 @@ struct fi_ops_msg util_rdm_rx_msg_ops = {
 	.recv = rdm_msg_recv,
 	.recvv = rdm_msg_recvv,
 	.recvmsg = rdm_msg_recvmsg,
-	.send = ctx_no_send,
-	.sendv = ctx_no_sendv,
-	.sendmsg = ctx_no_sendmsg,
-	.inject = ctx_no_inject,
-	.senddata = ctx_no_senddata,
-	.injectdata = ctx_no_injectdata,
+	.send = weft_no_send,
+	.sendv = weft_no_sendv,
+	.sendmsg = weft_no_sendmsg,
+	.inject = weft_no_inject,
+	.senddata = weft_no_senddata,
+	.injectdata = weft_no_injectdata,
 };
 
 struct fi_ops_tagged util_rdm_tx_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged),
-	.recv = ctx_no_trecv,
-	.recvv = ctx_no_trecvv,
-	.recvmsg = ctx_no_trecvmsg,
+	.recv = weft_no_trecv,
+	.recvv = weft_no_trecvv,
+	.recvmsg = weft_no_trecvmsg,
 	.send = rdm_tagged_send,
 	.sendv = rdm_tagged_sendv,
 	.sendmsg = rdm_tagged_sendmsg,
@@ -2344,12 +2227,12 @@ struct fi_ops_tagged util_rdm_rx_tagged_ops = {
 	.recv = rdm_tagged_recv,
 	.recvv = rdm_tagged_recvv,
 	.recvmsg = rdm_tagged_recvmsg,
-	.send = ctx_no_tsend,
-	.sendv = ctx_no_tsendv,
-	.sendmsg = ctx_no_tsendmsg,
-	.inject = ctx_no_tinject,
-	.senddata = ctx_no_tsenddata,
-	.injectdata = ctx_no_tinjectdata,
+	.send = weft_no_tsend,
+	.sendv = weft_no_tsendv,
+	.sendmsg = weft_no_tsendmsg,
+	.inject = weft_no_tinject,
+	.senddata = weft_no_tsenddata,
+	.injectdata = weft_no_tinjectdata,
 };
 
 /* ---- progress ----------------------------------------------------------- */

@@ -124,56 +124,17 @@ static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	return srx_recvv(ep_fid, &iov, &desc, 1, src, context);
 }
 
-/* A receive context does not transmit. */
-static ssize_t srx_no_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			      uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_sendv(struct fid_ep *ep, const struct iovec *iov,
-			    void **desc, size_t count, fi_addr_t dest,
-			    void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_send(struct fid_ep *ep, const void *buf, size_t len,
-			   void *desc, fi_addr_t dest, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_inject(struct fid_ep *ep, const void *buf, size_t len,
-			     fi_addr_t dest)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_senddata(struct fid_ep *ep, const void *buf,
-			       size_t len, void *desc, uint64_t data,
-			       fi_addr_t dest, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t srx_no_injectdata(struct fid_ep *ep, const void *buf,
-				 size_t len, uint64_t data, fi_addr_t dest)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_msg srx_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
 	.recv = srx_recv,
 	.recvv = srx_recvv,
 	.recvmsg = srx_recvmsg,
-	.send = srx_no_send,
-	.sendv = srx_no_sendv,
-	.sendmsg = srx_no_sendmsg,
-	.inject = srx_no_inject,
-	.senddata = srx_no_senddata,
-	.injectdata = srx_no_injectdata,
+	.send = weft_no_send,
+	.sendv = weft_no_sendv,
+	.sendmsg = weft_no_sendmsg,
+	.inject = weft_no_inject,
+	.senddata = weft_no_senddata,
+	.injectdata = weft_no_injectdata,
 };
 
 static ssize_t srx_rx_size_left(struct fid_ep *ep_fid)
