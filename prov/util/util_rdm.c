@@ -2129,7 +2129,7 @@ static int rdm_no_rx_ctx(struct fid_ep *sep, int index,
 	return -FI_ENOSYS;
 }
 
-static struct fi_ops_ep rdm_ep_ops = {
+struct fi_ops_ep util_rdm_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = rdm_cancel,
 	.getopt = rdm_getopt,
@@ -2172,17 +2172,6 @@ static struct fi_ops_tagged rdm_tagged_ops = {
  * receive context transmits, with -FI_ENOSYS (fi_endpoint(3): an
  * operation the object does not provide).
  */
-struct fi_ops_ep util_rdm_ctx_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = rdm_cancel,
-	.getopt = rdm_getopt,
-	.setopt = rdm_setopt,
-	.tx_ctx = rdm_no_tx_ctx,
-	.rx_ctx = rdm_no_rx_ctx,
-	.rx_size_left = rdm_rx_size_left,
-	.tx_size_left = rdm_tx_size_left,
-};
-
 struct fi_ops_msg util_rdm_tx_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
 	.recv = weft_no_recv,
@@ -2772,7 +2761,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
 	ep->efid.ep = ep;
-	ep->ep_fid.ops = &rdm_ep_ops;
+	ep->ep_fid.ops = &util_rdm_ep_ops;
 	ep->ep_fid.msg = &rdm_msg_ops;
 	ep->ep_fid.tagged = &rdm_tagged_ops;
 	ep->ep_fid.rma = &util_rdm_rma_ops;

@@ -26,7 +26,7 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 
 /* The engine's entry points (util_rdm.c) as contexts take them: each
  * side's, the other side's refused. */
-extern struct fi_ops_ep util_rdm_ctx_ep_ops;
+extern struct fi_ops_ep util_rdm_ep_ops;
 extern struct fi_ops_msg util_rdm_tx_msg_ops, util_rdm_rx_msg_ops;
 extern struct fi_ops_tagged util_rdm_tx_tagged_ops, util_rdm_rx_tagged_ops;
 extern struct fi_ops_rma util_rdm_rma_ops;

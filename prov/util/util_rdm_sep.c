@@ -260,7 +260,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 	ctx->efid.fid.fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	ctx->efid.fid.fid.context = context;
 	ctx->efid.fid.fid.ops = &ctx_fi_ops;
-	ctx->efid.fid.ops = &util_rdm_ctx_ep_ops;
+	ctx->efid.fid.ops = &util_rdm_ep_ops;
 	ctx->efid.fid.cm = sep->ep_fid.cm;
 	if (tx) {
 		ctx->efid.fid.msg = &util_rdm_tx_msg_ops;
