@@ -1810,6 +1810,12 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	if (!(ep->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
+	/* A receive directed to fi_rx_addr(peer, i, bits) takes what that
+	 * peer sends from any of its contexts (Mercury names the context
+	 * its answer comes from, as 1.17's sockets matches): sources are
+	 * endpoints, not contexts. */
+	else if (src != FI_ADDR_UNSPEC && ep->av && ep->av->rx_ctx_bits)
+		src &= ep->av->addr_mask;
 
 	ep_lock(ep);
 	if (weft_unlikely(!ep->enabled)) {
@@ -2941,30 +2947,13 @@ static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)
 	util_match_fini(q);
 }
 
-void util_rdm_ep_fini(struct util_rdm_ep *ep)
+void util_rdm_unbind_all(struct util_rdm_ep *ep)
 {
 	struct util_cntr *cntrs[] = { ep->send_cntr,	 ep->recv_cntr,
 				       ep->read_cntr,	 ep->write_cntr,
 				       ep->rem_read_cntr, ep->rem_write_cntr };
 	size_t i;
 
-	if (ep->sweep) {
-		/* No sweep reaches it from here on. */
-		pthread_mutex_lock(&ep->domain->sweep_lock);
-		dlist_remove(&ep->sweep_entry);
-		pthread_mutex_unlock(&ep->domain->sweep_lock);
-		ep->sweep = false;
-	}
-	if (ep->target) {
-		util_domain_del_target(ep->domain, &ep->target_progress);
-		ep->target = false;
-	}
-	if (ep->progress_running) {
-		atomic_store_explicit(&ep->progress_stop, true,
-				      memory_order_release);
-		pthread_join(ep->progress_thread, NULL);
-		ep->progress_running = false;
-	}
 	if (ep->tx_cq)
 		wait_del_tp_fd(ep, util_cq_wait(ep->tx_cq));
 	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
@@ -2985,6 +2974,35 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	for (i = 0; i < WEFT_ARRAY_SIZE(cntrs); i++)
 		if (cntrs[i])
 			util_cntr_put(cntrs[i]);
+	ep->tx_cq = ep->rx_cq = NULL;
+	ep->tx_selective = ep->rx_selective = false;
+	ep->send_cntr = ep->recv_cntr = ep->read_cntr = ep->write_cntr = NULL;
+	ep->rem_read_cntr = ep->rem_write_cntr = NULL;
+	memset(ep->cntr_hook, 0, sizeof(ep->cntr_hook));
+	ep->tx_progress.polled = ep->rx_progress.polled = true;
+}
+
+void util_rdm_ep_fini(struct util_rdm_ep *ep)
+{
+
+	if (ep->sweep) {
+		/* No sweep reaches it from here on. */
+		pthread_mutex_lock(&ep->domain->sweep_lock);
+		dlist_remove(&ep->sweep_entry);
+		pthread_mutex_unlock(&ep->domain->sweep_lock);
+		ep->sweep = false;
+	}
+	if (ep->target) {
+		util_domain_del_target(ep->domain, &ep->target_progress);
+		ep->target = false;
+	}
+	if (ep->progress_running) {
+		atomic_store_explicit(&ep->progress_stop, true,
+				      memory_order_release);
+		pthread_join(ep->progress_thread, NULL);
+		ep->progress_running = false;
+	}
+	util_rdm_unbind_all(ep);
 	if (ep->av)
 		util_av_put(ep->av);
 	ep_lock(ep);

@@ -24,6 +24,11 @@ static inline void ep_unlock(struct util_rdm_ep *ep)
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 			 uint64_t flags);
 
+/* Undo every CQ and counter binding; the endpoint goes on (its
+ * completions go nowhere until new ones).  With the lock held, or from
+ * util_rdm_ep_fini. */
+void util_rdm_unbind_all(struct util_rdm_ep *ep);
+
 /* The engine's entry points (util_rdm.c) as contexts take them: each
  * side's, the other side's refused. */
 extern struct fi_ops_ep util_rdm_ep_ops;

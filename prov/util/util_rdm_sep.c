@@ -127,16 +127,28 @@ static int pair_get(struct util_rdm_sep *sep, uint32_t i,
 
 /* ---- contexts ----------------------------------------------------------- */
 
+/*
+ * The last context of a pair closed: its CQs and counters are let go, so
+ * that the application may close them with the scalable endpoint still
+ * open (Mercury destroys a context so: its two contexts, then their CQ),
+ * and a context opened again binds new ones.
+ */
 static int ctx_close(struct fid *fid)
 {
 	struct util_rdm_ctx *ctx = ctx_of(fid);
 	struct util_rdm_sep *sep = ctx->sep;
+	struct util_rdm_sep_pair *pair = &sep->pair[ctx->index];
 
 	pthread_mutex_lock(&sep->lock);
 	if (ctx->tx)
-		sep->pair[ctx->index].tx = NULL;
+		pair->tx = NULL;
 	else
-		sep->pair[ctx->index].rx = NULL;
+		pair->rx = NULL;
+	if (!pair->tx && !pair->rx && pair->ep) {
+		ep_lock(pair->ep);
+		util_rdm_unbind_all(pair->ep);
+		ep_unlock(pair->ep);
+	}
 	pthread_mutex_unlock(&sep->lock);
 	free(ctx);
 	return 0;

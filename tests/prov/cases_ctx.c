@@ -183,8 +183,15 @@ static int case_sep_api(const char *prov)
 
 			cf_fill(sbuf, sizeof(sbuf), (unsigned int)tag);
 			memset(rbuf, 0, sizeof(rbuf));
+			/* Directed: to the endpoint, or (Mercury's answers)
+			 * to one of its contexts, which names the endpoint
+			 * whichever context sends. */
 			cf_ok(fi_trecv(s.rx[1][r], rbuf, sizeof(rbuf), NULL,
-				       (t & 1) ? s.addr[0] : FI_ADDR_UNSPEC,
+				       (t & 1) ? s.addr[0] :
+				       (r & 1) ? fi_rx_addr(s.addr[0],
+							    (t + 1) % SC_N,
+							    SC_BITS) :
+						 FI_ADDR_UNSPEC,
 				       tag, 0, &rctx));
 			cf_ok(fi_tsend(s.tx[0][t], sbuf, sizeof(sbuf), NULL,
 				       fi_rx_addr(s.addr[1], r, SC_BITS), tag,
@@ -415,13 +422,89 @@ static int case_sep_threads_safe(const char *prov)
 	return sc_threads(prov, FI_THREAD_SAFE);
 }
 
+/* One message from endpoint 0's transmit context t to endpoint 1's
+ * receive context r, its data and source checked. */
+static void sc_one(struct sc *s, int t, int r, uint64_t tag)
+{
+	struct fi_cq_tagged_entry c;
+	struct fi_context2 sctx, rctx;
+	char sbuf[64], rbuf[64];
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
+	ssize_t n;
+
+	cf_fill(sbuf, sizeof(sbuf), (unsigned int)tag);
+	cf_ok(fi_trecv(s->rx[1][r], rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC,
+		       tag, 0, &rctx));
+	cf_ok(fi_tsend(s->tx[0][t], sbuf, sizeof(sbuf), NULL,
+		       fi_rx_addr(s->addr[1], r, SC_BITS), tag, &sctx));
+	while ((n = fi_cq_readfrom(s->cq[1][r], &c, 1, &src)) == -FI_EAGAIN) {
+		(void)fi_cq_read(s->cq[0][t], NULL, 0);
+		cf_assert(cf_now_ms() < end, "tx %d to rx %d: nothing arrived",
+			  t, r);
+	}
+	cf_assert(n == 1 && c.op_context == &rctx && src == s->addr[0],
+		  "tx %d to rx %d: completion %zd, source %llu", t, r, n,
+		  (unsigned long long)src);
+	cf_check_fill(rbuf, sizeof(rbuf), (unsigned int)tag, "payload");
+	cf_assert(!sc_wait(s->cq[0][t], &c, NULL) && c.op_context == &sctx,
+		  "tx %d: send completion", t);
+}
+
+/*
+ * Mercury's context destroy and create: a context pair's two contexts
+ * closed, then their CQ (the scalable endpoint open all along): fi_close
+ * of the CQ succeeds; contexts of that index opened again with a new CQ
+ * carry traffic both ways as before.
+ */
+static int case_sep_context_cycle(const char *prov)
+{
+	struct fi_cq_attr cq_attr = {.size = 4096,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fi_tx_attr tx_attr = {.op_flags = FI_COMPLETION};
+	struct sc s;
+	int e, round;
+
+	sc_open(&s, prov, FI_THREAD_SAFE);
+	for (round = 0; round < 3; round++) {
+		sc_one(&s, 1, 1, 0x500 + round);
+		for (e = 0; e < 2; e++) {
+			cf_ok(fi_close(&s.tx[e][1]->fid));
+			cf_ok(fi_close(&s.rx[e][1]->fid));
+			cf_ok(fi_close(&s.cq[e][1]->fid));
+			cf_ok(fi_cq_open(s.domain, &cq_attr, &s.cq[e][1],
+					 NULL));
+			cf_ok(fi_tx_context(s.sep[e], 1, &tx_attr,
+					    &s.tx[e][1], NULL));
+			cf_ok(fi_rx_context(s.sep[e], 1, NULL, &s.rx[e][1],
+					    NULL));
+			cf_ok(fi_ep_bind(s.tx[e][1], &s.cq[e][1]->fid,
+					 FI_TRANSMIT));
+			cf_ok(fi_ep_bind(s.rx[e][1], &s.cq[e][1]->fid,
+					 FI_RECV));
+			cf_ok(fi_enable(s.tx[e][1]));
+			cf_ok(fi_enable(s.rx[e][1]));
+		}
+	}
+	sc_one(&s, 1, 1, 0x600);
+	sc_one(&s, 2, 1, 0x601);
+	sc_close(&s);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
      "indices and sides, fi_close with open contexts, the name; every "
      "transmit context to every receive context by fi_rx_addr, FI_SOURCE "
-     "the endpoint's fi_addr, directed receives by it",
+     "the endpoint's fi_addr, directed receives by it and by fi_rx_addr "
+     "of another of its contexts",
      case_sep_api},
+    {"sep_context_cycle",
+     "Mercury's context destroy: a pair's two contexts closed, then "
+     "their CQ (fi_close succeeds), contexts of that index opened again "
+     "with a new CQ, three times, traffic checked each time",
+     case_sep_context_cycle},
     {"sep_threads",
      "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
      "CQ, 2000 verified messages each way, cancelled receives once each",
