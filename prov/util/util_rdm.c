@@ -141,7 +141,9 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 				fi_strerror(err));
 		return;
 	}
-	if (tx->cq_reserved) {
+	/* (No CQ: a scalable endpoint's contexts closed under it, and
+	 * their CQ went with them: nobody waits for it.) */
+	if (tx->cq_reserved && cq) {
 		util_cq_writer_lock(cq);
 		if (!err) {
 			util_cq_write_reserved(cq, tx->context, tx->cq_flags, 0,
@@ -2947,7 +2949,7 @@ static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)
 	util_match_fini(q);
 }
 
-void util_rdm_unbind_all(struct util_rdm_ep *ep)
+static void unbind_all(struct util_rdm_ep *ep, bool forget)
 {
 	struct util_cntr *cntrs[] = { ep->send_cntr,	 ep->recv_cntr,
 				       ep->read_cntr,	 ep->write_cntr,
@@ -2974,12 +2976,21 @@ void util_rdm_unbind_all(struct util_rdm_ep *ep)
 	for (i = 0; i < WEFT_ARRAY_SIZE(cntrs); i++)
 		if (cntrs[i])
 			util_cntr_put(cntrs[i]);
+	/* At the close, posted receives still complete (FI_ECANCELED)
+	 * into the CQ the application closes after the endpoint. */
+	if (!forget)
+		return;
 	ep->tx_cq = ep->rx_cq = NULL;
 	ep->tx_selective = ep->rx_selective = false;
 	ep->send_cntr = ep->recv_cntr = ep->read_cntr = ep->write_cntr = NULL;
 	ep->rem_read_cntr = ep->rem_write_cntr = NULL;
 	memset(ep->cntr_hook, 0, sizeof(ep->cntr_hook));
 	ep->tx_progress.polled = ep->rx_progress.polled = true;
+}
+
+void util_rdm_unbind_all(struct util_rdm_ep *ep)
+{
+	unbind_all(ep, true);
 }
 
 void util_rdm_ep_fini(struct util_rdm_ep *ep)
@@ -3002,7 +3013,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 		pthread_join(ep->progress_thread, NULL);
 		ep->progress_running = false;
 	}
-	util_rdm_unbind_all(ep);
+	unbind_all(ep, false);
 	if (ep->av)
 		util_av_put(ep->av);
 	ep_lock(ep);
