@@ -178,6 +178,7 @@ struct tcp_conn {
 	 * of a scalable endpoint (TCP_RX_HANDOFF). */
 	struct sockaddr_storage hello_sa;
 	uint8_t hello_src_ctx;
+	struct tcp_ep *handoff_to;
 
 	/* MSG connection management */
 	uint8_t cm_data[TCP_CM_DATA_MAX];

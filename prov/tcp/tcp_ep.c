@@ -345,10 +345,11 @@ static int hello_accept(struct tcp_conn *conn,
 /*
  * A scalable endpoint's pair 0 accepted a connection for pair dst: hand it
  * over (under pair 0's lock).  It leaves pair 0's connections, silenced in
- * pair 0's epoll set, and waits in dst's inbox; dst's bell (an eventfd in
- * its own set) wakes it, and it adopts the connection under its own lock.
- * What pair 0 wrote before the inbox's lock is dst's after it: nothing is
- * shared unlocked.  -1: no such pair (refused).
+ * pair 0's epoll set; once pair 0's read of it has returned (conn_event),
+ * handoff_publish puts it in dst's inbox and rings dst's bell (an eventfd
+ * in its own set), and dst adopts it under its own lock.  What pair 0
+ * wrote before the inbox's lock is dst's after it, and pair 0 touches it
+ * no more: nothing is shared unlocked.  -1: no such pair (refused).
  */
 static int conn_handoff(struct tcp_conn *conn,
 			const struct sockaddr_storage *sa, uint8_t src_ctx,
@@ -357,7 +358,6 @@ static int conn_handoff(struct tcp_conn *conn,
 	struct tcp_ep *ep = conn->ep, *to;
 	struct tcp_sep *sep = ep->sep;
 	struct epoll_event ev = { .events = 0, .data.ptr = conn };
-	uint64_t one = 1;
 
 	if (!sep || ep->ctx)
 		return -1;
@@ -370,13 +370,23 @@ static int conn_handoff(struct tcp_conn *conn,
 	ep->npending--;
 	conn->hello_sa = *sa;
 	conn->hello_src_ctx = src_ctx;
+	conn->handoff_to = to;
 	conn->rx_state = TCP_RX_HANDOFF;
+	return 0;
+}
+
+/* The read that handed conn over returned: now it is the pair's. */
+static void handoff_publish(struct tcp_conn *conn)
+{
+	struct tcp_ep *to = conn->handoff_to;
+	struct tcp_sep *sep = to->sep;
+	uint64_t one = 1;
+
 	pthread_mutex_lock(&sep->inbox_lock);
 	dlist_insert_tail(&conn->entry, &to->inbox);
 	atomic_store_explicit(&to->inbox_ready, true, memory_order_release);
 	pthread_mutex_unlock(&sep->inbox_lock);
 	(void)!write(to->wake_fd, &one, sizeof(one));
-	return 0;
 }
 
 /* Take over a connection pair 0 handed us (under our lock, out of the
@@ -1249,6 +1259,9 @@ static void conn_event(struct tcp_conn *conn, uint32_t events, int *n)
 		r = tcp_conn_read(conn);
 		if (r > 0)
 			*n += r;
+		/* Its HELLO named another pair (conn_handoff). */
+		if (weft_unlikely(conn->rx_state == TCP_RX_HANDOFF))
+			handoff_publish(conn);
 	}
 }
 
