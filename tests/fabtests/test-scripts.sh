@@ -18,6 +18,19 @@ if [ -z "${REF_LIBDIR:-}" ] || [ ! -e "$REF_LIBDIR/libfabric.so.1" ]; then
 fi
 export LD_LIBRARY_PATH=$REF_LIBDIR
 unset FI_PROVIDER
+
+# 1.17's shm names a client's region after its pid ("PID:0:0" in
+# /dev/shm) and leaves it behind when the process is killed; a later
+# process with that pid then fails fi_enable with -EBUSY, which has
+# nothing to do with the scripts under test.  This user's regions of pids
+# that no longer run are removed first (another user's are left alone:
+# kill -0 tells that their pid is taken).
+for f in /dev/shm/[0-9]*:[0-9]*:[0-9]*; do
+	[ -f "$f" ] && [ -O "$f" ] || continue
+	p=${f##*/}
+	p=${p%%:*}
+	kill -0 "$p" 2>/dev/null || rm -f "$f"
+done
 run=$top_srcdir/fabtests/scripts/run
 compare=$top_srcdir/fabtests/scripts/compare
 bin=$top_builddir/fabtests
