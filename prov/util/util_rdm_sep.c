@@ -217,18 +217,14 @@ static int ctx_control(struct fid *fid, int command, void *arg)
 	case FI_ENABLE:
 		return ctx_enable(ctx);
 	case FI_GETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		*flags = ctx->tx ? ep->tx_op_flags : ep->rx_op_flags;
-		return 0;
 	case FI_SETOPSFLAG:
+		/* The engine's, for this context's side: a context's flags
+		 * need not say which side it is. */
 		if (!flags)
 			return -FI_EINVAL;
-		if (ctx->tx)
-			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
-		else
-			ep->rx_op_flags = *flags & ~FI_RECV;
-		return 0;
+		*flags = (*flags & ~(FI_TRANSMIT | FI_RECV)) |
+			 (ctx->tx ? FI_TRANSMIT : FI_RECV);
+		return util_rdm_ep_control(&ep->ep_fid.fid, command, flags);
 	default:
 		return -FI_ENOSYS;
 	}
