@@ -492,6 +492,136 @@ static int case_sep_context_cycle(const char *prov)
 	return 0;
 }
 
+/*
+ * Open MPI 5's ofi MTL with mtl_ofi_enable_sep: rx_ctx_bits as few as the
+ * contexts need (4 contexts: 3 bits, its loop), fi_enable of the scalable
+ * endpoint before any context, then contexts made one at a time as
+ * communicators come (context 0 carries traffic before context 2
+ * exists), each with one CQ bound FI_TRANSMIT | FI_SELECTIVE_COMPLETION
+ * and FI_RECV | FI_SELECTIVE_COMPLETION; tagged calls with FI_COMPLETION.
+ * The peer is a plain endpoint's fixture partner: a second scalable
+ * endpoint made the same way.
+ */
+static int case_sep_ompi(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_NAMED_RX_CTX | FI_SOURCE,
+			    .threading = FI_THREAD_SAFE};
+	struct fi_av_attr av_attr = {.count = 16};
+	struct fi_cq_attr cq_attr = {.size = 1024,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fid_ep *sep[2], *tx[2][4] = {{0}}, *rx[2][4] = {{0}};
+	struct fid_cq *cq[2][4] = {{0}};
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fi_info *info;
+	fi_addr_t addr[2];
+	int bits = 0, e, k, ret, round;
+	const int used[] = {0, 2};
+
+	while (4 >> ++bits)
+		;
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61 for FI_NAMED_RX_CTX");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (info->domain_attr->max_ep_tx_ctx < 4)
+		cf_skip("max_ep_tx_ctx %zu", info->domain_attr->max_ep_tx_ctx);
+	info->ep_attr->tx_ctx_cnt = info->ep_attr->rx_ctx_cnt = 4;
+	av_attr.rx_ctx_bits = bits;
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	for (e = 0; e < 2; e++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_scalable_ep(domain, info, &sep[e], NULL));
+		cf_ok(fi_scalable_ep_bind(sep[e], &av->fid, 0));
+		cf_ok(fi_enable(sep[e]));
+		cf_ok(fi_getname(&sep[e]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &addr[e], 0, NULL) == 1,
+			  "fi_av_insert");
+	}
+	for (round = 0; round < 2; round++) {
+		k = used[round];
+		/* A communicator arrives: its contexts, on both sides. */
+		for (e = 0; e < 2; e++) {
+			cf_ok(fi_tx_context(sep[e], k, NULL, &tx[e][k], NULL));
+			cf_ok(fi_rx_context(sep[e], k, NULL, &rx[e][k], NULL));
+			cf_ok(fi_cq_open(domain, &cq_attr, &cq[e][k], NULL));
+			cf_ok(fi_ep_bind(tx[e][k], &cq[e][k]->fid,
+					 FI_TRANSMIT | FI_SELECTIVE_COMPLETION));
+			cf_ok(fi_ep_bind(rx[e][k], &cq[e][k]->fid,
+					 FI_RECV | FI_SELECTIVE_COMPLETION));
+			cf_ok(fi_enable(tx[e][k]));
+			cf_ok(fi_enable(rx[e][k]));
+		}
+		/* Every context made so far, both ways. */
+		for (int j = 0; j <= round; j++) {
+			int c = used[j];
+
+			for (e = 0; e < 2; e++) {
+				uint64_t tag = 0x700 + (uint64_t)(c * 2 + e);
+				char sbuf[32], rbuf[32];
+				struct fi_context2 sctx, rctx;
+				struct iovec siov = {sbuf, sizeof(sbuf)};
+				struct iovec riov = {rbuf, sizeof(rbuf)};
+				struct fi_msg_tagged rm = {
+					.msg_iov = &riov, .iov_count = 1,
+					.addr = FI_ADDR_UNSPEC, .tag = tag,
+					.context = &rctx};
+				struct fi_msg_tagged sm = {
+					.msg_iov = &siov, .iov_count = 1,
+					.addr = fi_rx_addr(addr[!e], c, bits),
+					.tag = tag, .context = &sctx};
+				struct fi_cq_tagged_entry ce;
+				fi_addr_t src = FI_ADDR_NOTAVAIL;
+				uint64_t end = cf_now_ms() + CF_WAIT_MS;
+				ssize_t n;
+
+				cf_fill(sbuf, sizeof(sbuf), (unsigned int)tag);
+				cf_ok(fi_trecvmsg(rx[!e][c], &rm, FI_COMPLETION));
+				cf_ok(fi_tsendmsg(tx[e][c], &sm, FI_COMPLETION));
+				while ((n = fi_cq_readfrom(cq[!e][c], &ce, 1,
+							   &src)) == -FI_EAGAIN) {
+					(void)fi_cq_read(cq[e][c], NULL, 0);
+					cf_assert(cf_now_ms() < end,
+						  "context %d, %d to %d: "
+						  "nothing arrived",
+						  c, e, !e);
+				}
+				cf_assert(n == 1 && ce.op_context == &rctx &&
+						  src == addr[e],
+					  "context %d: completion %zd, source "
+					  "%llu",
+					  c, n, (unsigned long long)src);
+				cf_check_fill(rbuf, sizeof(rbuf),
+					      (unsigned int)tag, "payload");
+				cf_assert(!sc_wait(cq[e][c], &ce, NULL) &&
+						  ce.op_context == &sctx,
+					  "context %d: send completion", c);
+			}
+		}
+	}
+	for (e = 0; e < 2; e++) {
+		for (k = 0; k < 4; k++) {
+			if (tx[e][k])
+				cf_ok(fi_close(&tx[e][k]->fid));
+			if (rx[e][k])
+				cf_ok(fi_close(&rx[e][k]->fid));
+			if (cq[e][k])
+				cf_ok(fi_close(&cq[e][k]->fid));
+		}
+		cf_ok(fi_close(&sep[e]->fid));
+	}
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
@@ -505,6 +635,12 @@ const struct cf_case cf_cases_ctx[] = {
      "their CQ (fi_close succeeds), contexts of that index opened again "
      "with a new CQ, three times, traffic checked each time",
      case_sep_context_cycle},
+    {"sep_ompi",
+     "Open MPI 5's ofi MTL with scalable endpoints: 3 rx_ctx_bits for 4 "
+     "contexts, fi_enable first, contexts made as communicators come, "
+     "selective completion on both sides, CQs closed before the "
+     "scalable endpoint",
+     case_sep_ompi},
     {"sep_threads",
      "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
      "CQ, 2000 verified messages each way, cancelled receives once each",

@@ -655,6 +655,29 @@ static void case_bad_hello(void)
 	memcpy(buf + hl, &s6, sizeof(s6));
 	raw_send(fd, buf, hl + sizeof(s6));
 	expect_hello_ack(fd, FI_EPROTO, "HELLO with an AF_INET6 address");
+
+	/* Contexts (scalable endpoints): a plain endpoint has only pair 0.
+	 * A HELLO wanting another is refused; one from a pair of the
+	 * peer's, wanting pair 0, is taken and the connection serves. */
+	{
+		struct sockaddr_in sa;
+
+		fd = raw_connect();
+		raw_addr(fd, &sa);
+		hl = tcp_put_hello_ctx(buf, TCP_EPK_RDM, sizeof(sa), 0, 0, 5);
+		memcpy(buf + hl, &sa, sizeof(sa));
+		raw_send(fd, buf, hl + sizeof(sa));
+		expect_hello_ack(fd, FI_ECONNREFUSED,
+				 "HELLO wanting context 5 of a plain endpoint");
+		fd = raw_connect();
+		raw_addr(fd, &sa);
+		hl = tcp_put_hello_ctx(buf, TCP_EPK_RDM, sizeof(sa), 0, 3, 0);
+		memcpy(buf + hl, &sa, sizeof(sa));
+		raw_send(fd, buf, hl + sizeof(sa));
+		expect_hello_ack(fd, 0, "HELLO from context 3 of a peer");
+		expect_usable(fd, "HELLO from context 3 of a peer");
+		close(fd);
+	}
 }
 
 /* A valid HELLO, then frame (len bytes): the target closes. */
