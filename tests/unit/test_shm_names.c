@@ -772,3 +772,67 @@ Test(shm_names, context_names_are_reserved)
 	close_ep(&o);
 	fi_freeinfo(info);
 }
+
+/* Victim: a scalable endpoint under a chosen name; once the parent put a
+ * file of its own at the region of context pair 2, pair 2 must fail to
+ * start (never use or take that file) while pair 1 starts and serves. */
+static int context_squat_victim(int up, int down)
+{
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_ep *sep, *tx1, *tx2 = NULL;
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP, .rx_ctx_bits = 2 };
+	char name[64], c;
+	int ret, len;
+
+	len = snprintf(name, sizeof(name), PREFIX "sq-%d", (int)getpid()) + 1;
+	if (shm_getinfo(NULL, NULL, 0, NULL, &info))
+		return 2;
+	info->ep_attr->tx_ctx_cnt = info->ep_attr->rx_ctx_cnt = 4;
+	if (fi_fabric(info->fabric_attr, &fabric, NULL) ||
+	    fi_domain(fabric, info, &domain, NULL) ||
+	    fi_av_open(domain, &av_attr, &av, NULL) ||
+	    fi_scalable_ep(domain, info, &sep, NULL) ||
+	    fi_scalable_ep_bind(sep, &av->fid, 0) ||
+	    fi_setname(&sep->fid, name, (size_t)len) || fi_enable(sep))
+		return 3;
+	if (write(up, name + strlen(PREFIX), strlen(name + strlen(PREFIX)) + 1) <= 0 ||
+	    read(down, &c, 1) != 1)
+		return 4;
+	ret = fi_tx_context(sep, 2, NULL, &tx2, NULL);
+	if (!ret)
+		return 5; /* it took or used another user's file */
+	if (fi_tx_context(sep, 1, NULL, &tx1, NULL))
+		return 6;
+	fi_close(&tx1->fid);
+	if (fi_close(&sep->fid))
+		return 7;
+	fi_close(&av->fid);
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	return 0;
+}
+
+/* Another user's file at a context pair's region (NAME#2): that context
+ * is refused, the others are not. */
+Test(shm_names, context_region_taken_by_other_user, .timeout = 60)
+{
+	char base[256], name[300], path[400];
+	int up, down, ret;
+	ssize_t n;
+	pid_t pid;
+
+	need_two_users();
+	pid = victim(context_squat_victim, &up, &down);
+	n = read(up, base, sizeof(base));
+	cr_assert_gt(n, 0, "victim status %d", n ? 0 : wait_victim(pid));
+	snprintf(name, sizeof(name), "%s#2", base);
+	squat(name, path, sizeof(path));
+	cr_assert_eq(write(down, "", 1), 1);
+	ret = wait_victim(pid);
+	shm_unlink(path);
+	cr_assert_eq(ret, 0, "victim failed at step %d", ret);
+}
