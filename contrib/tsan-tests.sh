@@ -37,7 +37,7 @@ unit_tests="tests/unit/test_av tests/unit/test_cntr tests/unit/test_core
 #   shm inside for peers on this host, then tcp alone): FI_THREAD_SAFE endpoints driven
 #   by four threads (thread_safe), fi_cq_sread and fi_cntr_wait woken by
 #   another thread (cq_calls, cases_wait.c), and FI_PROGRESS_AUTO, the
-#   engine's progress thread (prov/util/util_rdm.c), against the
+#   engine's progress thread (prov/util/util_rdm_ep.c), against the
 #   application's own calls (progress_auto); a scalable endpoint's
 #   contexts, a thread each, under FI_THREAD_ENDPOINT (no lock may be
 #   needed between them) and FI_THREAD_SAFE (sep_threads*; skipped where

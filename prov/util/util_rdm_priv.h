@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the engine's own files share (util_rdm.c, util_rdm_sep.c); not for
- * providers, which go through weft/util_rdm.h.
+ * What the engine's own files share (util_rdm_tx.c, util_rdm_rma.c,
+ * util_rdm_rx.c, util_rdm_ep.c, util_rdm_sep.c); not for providers, which
+ * go through weft/util_rdm.h.  The functions below are the library's own:
+ * the version script (libfabric.map) exports none of them.
  */
 #ifndef WEFT_UTIL_RDM_PRIV_H
 #define WEFT_UTIL_RDM_PRIV_H
@@ -19,6 +21,108 @@ static inline void ep_unlock(struct util_rdm_ep *ep)
 	weft_unlock(&ep->lock);
 }
 
+/* A finished operation counts on cntr (if bound): an error when err. */
+static inline void cntr_inc(struct util_cntr *cntr, int err)
+{
+	if (!cntr)
+		return;
+	if (err)
+		util_cntr_inc_err(cntr);
+	else
+		util_cntr_inc(cntr);
+}
+
+/*
+ * Internal op flag of the fi_inject* calls, which never report to the CQ;
+ * FI_INJECT alone (fi_sendmsg(FI_INJECT | FI_COMPLETION)) only says the
+ * buffer is free on return.  Bit 63 is no OFI op flag.
+ */
+#define RDM_NO_COMPLETION (1ULL << 63)
+
+/* Whether an operation with these flags reports to the CQ. */
+static inline bool wants_comp(bool selective, uint64_t flags)
+{
+	if (flags & RDM_NO_COMPLETION)
+		return false;
+	return !selective || (flags & FI_COMPLETION);
+}
+
+/* util_rdm_tx.c: transmits, for the RMA and atomic entry points
+ * (util_rdm_rma.c) and progress (util_rdm_ep.c). */
+struct util_rdm_tx *tx_get(struct util_rdm_ep *ep, struct util_peer *peer);
+void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+void tx_taken(struct util_rdm_ep *ep, struct util_rdm_tx *tx, uint64_t id);
+int tx_reserve(struct util_rdm_ep *ep, bool comp);
+void tx_unreserve(struct util_rdm_ep *ep, bool comp);
+int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx);
+int peers_drain(struct util_rdm_ep *ep);
+
+/* A receive whose payload the transport is still fetching. */
+struct rdm_fetch {
+	struct util_rdm_rx *rx;
+	struct util_match_result res;
+	uint64_t tag;
+	uint64_t data;
+	uint32_t msg_flags;
+	fi_addr_t src;
+	size_t src_raw_len;
+	uint8_t src_raw[UTIL_RDM_SRC_RAW_MAX];
+};
+
+/* util_rdm_rx.c: for progress and teardown (util_rdm_ep.c). */
+void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
+		bool discard);
+void rx_fail_gone(struct util_rdm_ep *ep);
+
+/* The msg and tagged entry points (util_rdm_tx.c, util_rdm_rx.c) and
+ * cancel, for the ops tables (util_rdm_ep.c). */
+ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
+		     void *desc, fi_addr_t dest, void *context);
+ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+		      void **desc, size_t count, fi_addr_t dest,
+		      void *context);
+ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			uint64_t flags);
+ssize_t rdm_msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+		       fi_addr_t dest);
+ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf, size_t len,
+			 void *desc, uint64_t data, fi_addr_t dest,
+			 void *context);
+ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
+			   size_t len, uint64_t data, fi_addr_t dest);
+ssize_t rdm_tagged_send(struct fid_ep *ep_fid, const void *buf, size_t len,
+			void *desc, fi_addr_t dest, uint64_t tag,
+			void *context);
+ssize_t rdm_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t dest,
+			 uint64_t tag, void *context);
+ssize_t rdm_tagged_sendmsg(struct fid_ep *ep_fid,
+			   const struct fi_msg_tagged *msg, uint64_t flags);
+ssize_t rdm_tagged_inject(struct fid_ep *ep_fid, const void *buf,
+			  size_t len, fi_addr_t dest, uint64_t tag);
+ssize_t rdm_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
+			    size_t len, void *desc, uint64_t data,
+			    fi_addr_t dest, uint64_t tag, void *context);
+ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, uint64_t data, fi_addr_t dest,
+			      uint64_t tag);
+ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+		     void *desc, fi_addr_t src, void *context);
+ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+		      void **desc, size_t count, fi_addr_t src,
+		      void *context);
+ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			uint64_t flags);
+ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, uint64_t tag,
+			uint64_t ignore, void *context);
+ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 uint64_t tag, uint64_t ignore, void *context);
+ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
+			   const struct fi_msg_tagged *msg, uint64_t flags);
+ssize_t rdm_cancel(fid_t fid, void *context);
+
 /* fi_ep_bind of a CQ, counter, AV or EQ, with the lock held, whatever
  * the endpoint's state (callers check it). */
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
@@ -29,8 +133,8 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
  * util_rdm_ep_fini. */
 void util_rdm_unbind_all(struct util_rdm_ep *ep);
 
-/* The engine's entry points (util_rdm.c) as contexts take them: each
- * side's, the other side's refused. */
+/* The engine's entry points as contexts take them (util_rdm_ep.c,
+ * util_rdm_rma.c): each side's, the other side's refused. */
 extern struct fi_ops_ep util_rdm_ep_ops;
 extern struct fi_ops_msg util_rdm_tx_msg_ops, util_rdm_rx_msg_ops;
 extern struct fi_ops_tagged util_rdm_tx_tagged_ops, util_rdm_rx_tagged_ops;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The RDM engine (prov/util/util_rdm.c) over an in-memory transport.
+ * The RDM engine (prov/util/util_rdm_*.c) over an in-memory transport.
  *
  * Endpoints live in one process.  The mock transport keeps, per endpoint,
  * a FIFO of messages addressed to it and a list of acknowledgements for

@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The RDM engine (weft/util_rdm.h), receive side: receive completions,
+ * unexpected messages, arrivals from the transports, the receive and peek
+ * entry points, cancel, and receives that fail with their peer.
+ */
+#include "weft/util_rdm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/ofi.h"
+
+#include "weft/util_iov.h"
+
+#include "util_rdm_priv.h"
+
+/* ---- receive completions ------------------------------------------------ */
+
+static fi_addr_t report_src(struct util_rdm_ep *ep, fi_addr_t src)
+{
+	if (src == FI_ADDR_NOTAVAIL || !ep->av)
+		return FI_ADDR_NOTAVAIL;
+	return util_av_user_id(ep->av, src);
+}
+
+/*
+ * Write the completion of one delivered receive (or slice of a multi-recv
+ * buffer) and release the request when it is finished.
+ */
+static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+			const struct util_match_result *res, uint64_t tag,
+			uint64_t data, uint32_t msg_flags, fi_addr_t src,
+			const void *src_raw, size_t src_raw_len, int err)
+{
+	struct util_cq *cq = ep->rx_cq;
+	uint64_t flags = rx->cq_flags;
+	bool multi = rx->m.flags & FI_MULTI_RECV;
+	void *buf;
+	bool done;
+
+	if (msg_flags & UTIL_RDM_CQ_DATA)
+		flags |= FI_REMOTE_CQ_DATA;
+	else
+		data = 0;
+	if (!(rx->cq_flags & FI_TAGGED))
+		tag = 0;
+	flags |= util_match_rx_complete(&rx->m);
+	done = !multi || (flags & FI_MULTI_RECV);
+	buf = multi ? (char *)rx->iov[0].iov_base + res->offset :
+		      (rx->iov_count ? rx->iov[0].iov_base : NULL);
+
+	if (!err && res->olen)
+		err = FI_ETRUNC;
+	if (!err && src == FI_ADDR_NOTAVAIL && (ep->caps & FI_SOURCE_ERR) &&
+	    src_raw)
+		err = FI_EADDRNOTAVAIL;
+
+	if (cq && (err || wants_comp(ep->rx_selective, rx->flags))) {
+		util_cq_writer_lock(cq);
+		if (!err) {
+			util_cq_write(cq, rx->m.context, flags, res->len, buf,
+				      data, tag, report_src(ep, src));
+		} else {
+			struct fi_cq_err_entry e = {
+				.op_context = rx->m.context,
+				.flags = flags,
+				.len = res->len,
+				.buf = buf,
+				.data = data,
+				.tag = tag,
+				.olen = res->olen,
+				.err = err,
+				.prov_errno = -err,
+			};
+
+			if (err == FI_EADDRNOTAVAIL) {
+				e.err_data = (void *)src_raw;
+				e.err_data_size = src_raw_len;
+			}
+			util_cq_write_err(cq, &e);
+		}
+		util_cq_writer_unlock(cq);
+	}
+	cntr_inc(ep->recv_cntr, err && err != FI_EADDRNOTAVAIL);
+	if (done)
+		util_bufpool_put(ep->rx_pool, rx);
+}
+
+void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err)
+{
+	struct rdm_fetch *f = cookie;
+
+	rx_complete(ep, f->rx, &f->res, f->tag, f->data, f->msg_flags, f->src,
+		    f->src_raw_len ? f->src_raw : NULL, f->src_raw_len, err);
+	util_bufpool_put(ep->fetch_pool, f);
+}
+
+/* Place a message's payload into the slice the match gave and complete. */
+static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+		       const struct util_match_result *res,
+		       const struct util_rdm_msg *msg)
+{
+	struct iovec slice[UTIL_RDM_IOV_MAX];
+	struct rdm_fetch *f;
+	size_t n;
+	int err = 0, ret;
+
+	if (msg->payload) {
+		util_iov_copy_to(rx->iov, rx->iov_count, res->offset, msg->payload,
+				 res->len);
+	} else {
+		f = util_bufpool_get(ep->fetch_pool);
+		if (!f) {
+			msg->xp->ops->discard(msg->xp, msg->stash);
+			err = FI_ENOMEM;
+			goto complete;
+		}
+		f->rx = rx;
+		f->res = *res;
+		f->tag = msg->tag;
+		f->data = msg->data;
+		f->msg_flags = msg->flags;
+		f->src = msg->src;
+		f->src_raw_len = WEFT_MIN(msg->src_raw_len, sizeof(f->src_raw));
+		if (msg->src_raw)
+			memcpy(f->src_raw, msg->src_raw, f->src_raw_len);
+		else
+			f->src_raw_len = 0;
+		n = util_iov_slice(rx->iov, rx->iov_count, res->offset, res->len,
+			      slice);
+		ret = msg->xp->ops->fetch(msg->xp, msg->stash, slice, rx->desc, n,
+				    res->len, f);
+		if (ret == -FI_EINPROGRESS)
+			return;
+		util_bufpool_put(ep->fetch_pool, f);
+		err = -ret;
+	}
+complete:
+	if (msg->flags & UTIL_RDM_ACK_REQ)
+		msg->xp->ops->ack(msg->xp, msg->reply, msg->tx_id, err);
+	rx_complete(ep, rx, res, msg->tag, msg->data, msg->flags, msg->src,
+		    msg->src_raw, msg->src_raw_len, err);
+}
+
+/* The message an unexpected record describes, for rx_deliver. */
+static void unexp_to_msg(const struct util_rdm_unexp *ue,
+			 struct util_rdm_msg *msg)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->op = ue->op;
+	msg->flags = ue->flags;
+	msg->tag = ue->m.tag;
+	msg->data = ue->data;
+	msg->len = ue->m.len;
+	msg->src = ue->m.addr;
+	msg->tx_id = ue->tx_id;
+	msg->reply = ue->reply;
+	msg->xp = ue->xp;
+	if (ue->src_raw_len) {
+		msg->src_raw = ue->src_raw;
+		msg->src_raw_len = ue->src_raw_len;
+	}
+	if (ue->stashed) {
+		msg->stash = ue->stash;
+		msg->stash_len = ue->stash_len;
+	} else {
+		msg->payload = ue->heap ? ue->heap : ue->inline_buf;
+	}
+}
+
+/* What keeping an unexpected message costs, against ep->unexp_max. */
+static size_t unexp_cost(const struct util_rdm_ep *ep, size_t heap_len)
+{
+	return sizeof(struct util_rdm_unexp) + ep->unexp_inline + heap_len;
+}
+
+void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
+		bool discard)
+{
+	if (ue->stashed && discard)
+		ue->xp->ops->discard(ue->xp, ue->stash);
+	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : ue->hold);
+	free(ue->heap);
+	util_bufpool_put(ep->unexp_pool, ue);
+}
+
+/* The sender of an unexpected message of unknown source, if the AV names
+ * it now. */
+static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
+{
+	struct util_rdm_ep *ep = ctx;
+	struct util_rdm_unexp *ue = container_of(m, struct util_rdm_unexp, m);
+	fi_addr_t fa;
+
+	if (!ue->src_raw_len)
+		return FI_ADDR_NOTAVAIL;
+	fa = util_av_lookup_addr(ep->av, ue->src_raw);
+	return util_av_slot_get(ep->av, fa) ? fa : FI_ADDR_NOTAVAIL;
+}
+
+/*
+ * Before a receive matches: messages that came from a sender before its
+ * address was in the AV carry no source, so a receive directed to that
+ * sender would pass them and take its later ones first (MPI over a job
+ * whose ranks insert each other's addresses at different times).  Once
+ * the AV has changed, name them.
+ */
+static void unexp_resolve(struct util_rdm_ep *ep)
+{
+	uint64_t n;
+	size_t left;
+
+	if (!ep->av) {
+		ep->unexp_unknown = false;
+		return;
+	}
+	n = atomic_load_explicit(&ep->av->inserts, memory_order_acquire);
+	if (n == ep->unexp_av_inserts)
+		return;
+	ep->unexp_av_inserts = n;
+	left = util_match_resolve_unexp(&ep->msgq, unexp_src_now, ep) +
+	       util_match_resolve_unexp(&ep->tagq, unexp_src_now, ep);
+	ep->unexp_unknown = left > 0;
+}
+
+/* ---- arrivals (transport -> engine) ------------------------------------- */
+
+static struct util_match *queue_of(struct util_rdm_ep *ep, uint32_t op)
+{
+	return op == UTIL_RDM_TAGGED ? &ep->tagq : &ep->msgq;
+}
+
+int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
+{
+	struct util_rdm_ep *ep = xp->ep;
+	struct util_match *q = queue_of(ep, msg->op);
+	struct util_match_result res;
+	struct util_rdm_unexp *ue;
+	size_t heap_len;
+
+	msg->xp = xp;
+	if (util_match_msg_arrived(q, msg->src, msg->tag, msg->len, &res)) {
+		rx_deliver(ep, container_of(res.rx, struct util_rdm_rx, m),
+			   &res, msg);
+		return 0;
+	}
+
+	/* Unexpected: keep it if the bound allows (one always fits, so a
+	 * message bigger than the bound cannot stall forever). */
+	heap_len = msg->payload && msg->len > ep->unexp_inline ? msg->len : 0;
+	/* What the transport keeps for a stashed payload counts too. */
+	if (!msg->payload)
+		heap_len = msg->stash_hold;
+	if (ep->unexp_max && ep->unexp_bytes &&
+	    ep->unexp_bytes + unexp_cost(ep, heap_len) > ep->unexp_max)
+		return -FI_EAGAIN;
+	ue = util_bufpool_get(ep->unexp_pool);
+	if (!ue)
+		return -FI_EAGAIN;
+	util_unexp_entry_init(&ue->m, msg->src, msg->tag, msg->len);
+	ue->op = msg->op;
+	ue->flags = msg->flags;
+	ue->data = msg->data;
+	ue->tx_id = msg->tx_id;
+	ue->reply = msg->reply;
+	ue->xp = xp;
+	ue->heap = NULL;
+	ue->hold = msg->payload ? 0 : msg->stash_hold;
+	ue->src_raw_len = 0;
+	/* A sender the AV does not name yet (its address is inserted after
+	 * its first messages came): keep its address, so that a receive
+	 * posted later can name it (unexp_resolve), and for FI_SOURCE_ERR. */
+	if (msg->src == FI_ADDR_NOTAVAIL && msg->src_raw &&
+	    (ep->caps & (FI_SOURCE_ERR | FI_SOURCE | FI_DIRECTED_RECV))) {
+		ue->src_raw_len = WEFT_MIN(msg->src_raw_len,
+					   sizeof(ue->src_raw));
+		memcpy(ue->src_raw, msg->src_raw, ue->src_raw_len);
+		if (ep->av && !ep->unexp_unknown) {
+			ep->unexp_unknown = true;
+			ep->unexp_av_inserts = atomic_load_explicit(
+			    &ep->av->inserts, memory_order_acquire);
+		}
+	}
+	ue->stashed = !msg->payload;
+	if (ue->stashed) {
+		if (msg->stash_len > sizeof(ue->stash)) {
+			util_bufpool_put(ep->unexp_pool, ue);
+			goto err_stash;
+		}
+		memcpy(ue->stash, msg->stash, msg->stash_len);
+		ue->stash_len = msg->stash_len;
+	} else if (heap_len && msg->payload) {
+		/* Sized to the message: a 300-byte one holds 300 bytes. */
+		ue->heap = malloc(heap_len);
+		if (!ue->heap) {
+			util_bufpool_put(ep->unexp_pool, ue);
+			return -FI_EAGAIN;
+		}
+		memcpy(ue->heap, msg->payload, heap_len);
+	} else {
+		memcpy(ue->inline_buf, msg->payload, msg->len);
+	}
+	ep->unexp_bytes += unexp_cost(ep, heap_len);
+	util_match_add_unexp(q, &ue->m);
+	return 0;
+
+err_stash:
+	/* A descriptor larger than the engine keeps: a transport bug. */
+	FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+		"a rendezvous descriptor of %zu bytes cannot be kept: "
+		"message dropped\n",
+		msg->stash_len);
+	xp->ops->discard(xp, msg->stash);
+	return -FI_EINVAL;
+}
+
+void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags, size_t len,
+			   uint64_t data)
+{
+	if (flags & FI_REMOTE_WRITE)
+		cntr_inc(ep->rem_write_cntr, 0);
+	else
+		cntr_inc(ep->rem_read_cntr, 0);
+	if ((flags & FI_REMOTE_CQ_DATA) && ep->rx_cq) {
+		util_cq_writer_lock(ep->rx_cq);
+		util_cq_write(ep->rx_cq, NULL, flags | FI_RMA, len, NULL, data,
+			      0, FI_ADDR_NOTAVAIL);
+		util_cq_writer_unlock(ep->rx_cq);
+	}
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
+			struct util_rdm_rx *rx)
+{
+	struct util_unexp_entry *m;
+	struct util_rdm_unexp *ue;
+	struct util_cq *cq = ep->rx_cq;
+	int ret;
+
+	ret = util_match_peek(q, &rx->m, &m);
+	if (!cq)
+		return 0;
+	util_cq_writer_lock(cq);
+	if (ret) {
+		struct fi_cq_err_entry e = {
+			.op_context = rx->m.context,
+			.flags = rx->cq_flags,
+			.tag = rx->m.tag,
+			.err = FI_ENOMSG,
+			.prov_errno = -FI_ENOMSG,
+		};
+
+		util_cq_write_err(cq, &e);
+	} else {
+		ue = container_of(m, struct util_rdm_unexp, m);
+		util_cq_write(cq, rx->m.context,
+			      rx->cq_flags |
+				      ((ue->flags & UTIL_RDM_CQ_DATA) ?
+					       FI_REMOTE_CQ_DATA :
+					       0),
+			      ue->m.len, NULL,
+			      (ue->flags & UTIL_RDM_CQ_DATA) ? ue->data : 0,
+			      ue->m.tag, report_src(ep, ue->m.addr));
+	}
+	util_cq_writer_unlock(cq);
+	if (!ret && (rx->m.flags & FI_DISCARD)) {
+		ue = container_of(m, struct util_rdm_unexp, m);
+		if (ue->flags & UTIL_RDM_ACK_REQ)
+			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
+		unexp_free(ep, ue, true);
+	}
+	return 0;
+}
+
+/* A receive met an unexpected message: deliver it. */
+static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+			  const struct util_match_result *res, bool discard)
+{
+	struct util_rdm_unexp *ue =
+		container_of(res->unexp, struct util_rdm_unexp, m);
+	struct util_rdm_msg msg;
+
+	unexp_to_msg(ue, &msg);
+	if (discard) {
+		if (ue->flags & UTIL_RDM_ACK_REQ)
+			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
+		rx_complete(ep, rx, res, msg.tag, msg.data, msg.flags, msg.src,
+			    NULL, 0, 0);
+		unexp_free(ep, ue, true);
+		return;
+	}
+	rx_deliver(ep, rx, res, &msg);
+	/* A stashed payload was fetched: the transport already released it. */
+	unexp_free(ep, ue, false);
+}
+
+/* A receive was queued for src alone: if that peer is known gone (and no
+ * new insert of its address may name a successor), progress fails it. */
+static void rx_directed_check(struct util_rdm_ep *ep, fi_addr_t src)
+{
+	struct util_peer *peer;
+
+	/* Made if new: a transport that learns of deaths by looking looks
+	 * at the peers it knows, and this one may have sent nothing yet
+	 * (a scalable endpoint's receive pair never sends to it). */
+	if (util_peer_get(&ep->peers, src, &peer))
+		return;
+	if (peer->gone && !peer->fresh)
+		ep->rx_gone = true;
+}
+
+static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
+			void **desc, size_t count, fi_addr_t src, uint64_t tag,
+			uint64_t ignore, void *context, uint64_t flags,
+			uint32_t op)
+{
+	struct util_match *q = queue_of(ep, op);
+	struct util_match_result res;
+	struct util_rdm_rx *rx;
+	ssize_t ret = 0;
+	int r;
+
+	if (weft_unlikely(count > UTIL_RDM_IOV_MAX || (count && !iov)))
+		return -FI_EINVAL;
+	if ((flags & FI_MULTI_RECV) && (op != UTIL_RDM_MSG || count != 1))
+		return -FI_EINVAL;
+	if (!(ep->caps & FI_DIRECTED_RECV))
+		src = FI_ADDR_UNSPEC;
+	/* A receive directed to fi_rx_addr(peer, i, bits) takes what that
+	 * peer sends from any of its contexts (Mercury names the context
+	 * its answer comes from, as 1.17's sockets matches): sources are
+	 * endpoints, not contexts. */
+	else if (src != FI_ADDR_UNSPEC && ep->av && ep->av->rx_ctx_bits)
+		src &= ep->av->addr_mask;
+
+	ep_lock(ep);
+	if (weft_unlikely(!ep->enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (weft_unlikely(ep->unexp_unknown))
+		unexp_resolve(ep);
+	rx = util_bufpool_get(ep->rx_pool);
+	if (!rx) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	rx->flags = flags;
+	rx->cq_flags = FI_RECV | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
+	rx->iov_count = count;
+	util_iov_assign(rx->iov, iov, count);
+	if (desc)
+		memcpy(rx->desc, desc, count * sizeof(*desc));
+	else
+		memset(rx->desc, 0, sizeof(rx->desc));
+	util_rx_entry_init(&rx->m, src, tag, ignore,
+			   flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM |
+				    FI_DISCARD),
+			   context, util_iov_len(iov, count));
+
+	if (flags & FI_PEEK) {
+		ret = rdm_peek(ep, q, rx);
+		util_bufpool_put(ep->rx_pool, rx);
+		goto out;
+	}
+	if (flags & FI_CLAIM) {
+		r = util_match_claim(q, &rx->m, &res);
+		if (r < 0) {
+			util_bufpool_put(ep->rx_pool, rx);
+			ret = r == -FI_ENOMSG ? -FI_EINVAL : r;
+			goto out;
+		}
+		deliver_unexp(ep, rx, &res, flags & FI_DISCARD);
+		goto out;
+	}
+	for (;;) {
+		r = util_match_post_recv(q, &rx->m, &res);
+		if (r <= 0)
+			break;
+		deliver_unexp(ep, rx, &res, false);
+		if (!(flags & FI_MULTI_RECV) || res.released)
+			break;
+	}
+	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r)
+		rx_directed_check(ep, src);
+out:
+	ep_unlock(ep);
+	return ret;
+}
+
+ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+		     void *desc, fi_addr_t src, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(ep, &iov, &desc, 1, src, 0, ~0ULL, context, ep->rx_op_flags,
+			UTIL_RDM_MSG);
+}
+
+ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+		      void **desc, size_t count, fi_addr_t src,
+		      void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, iov, desc, count, src, 0, ~0ULL, context,
+			ep->rx_op_flags, UTIL_RDM_MSG);
+}
+
+ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, ~0ULL,
+			msg->context,
+			flags,
+			UTIL_RDM_MSG);
+}
+
+ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, uint64_t tag,
+			uint64_t ignore, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
+			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+}
+
+ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 uint64_t tag, uint64_t ignore, void *context)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, iov, desc, count, src, tag, ignore, context,
+			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+}
+
+ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
+			   const struct fi_msg_tagged *msg,
+			   uint64_t flags)
+{
+	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
+
+	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
+			msg->ignore, msg->context,
+			flags,
+			UTIL_RDM_TAGGED);
+}
+
+/* ---- cancel, failed receives -------------------------------------------- */
+
+ssize_t rdm_cancel(fid_t fid, void *context)
+{
+	struct util_rdm_ep *ep =
+		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
+	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_rx_entry *m = NULL;
+	size_t i;
+
+	ep_lock(ep);
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues) && !m; i++)
+		m = util_match_cancel(queues[i], context);
+	if (m) {
+		struct util_rdm_rx *rx = container_of(m, struct util_rdm_rx, m);
+
+		/* A multi-recv buffer with slices in flight finishes with
+		 * its last slice instead. */
+		if (!m->pending) {
+			/* a multi-recv buffer says it is released, as
+			 * libfabric does from 2.1 on: clients wait for that
+			 * flag before they reuse the buffer (Mercury) */
+			struct fi_cq_err_entry e = {
+				.op_context = m->context,
+				.flags = rx->cq_flags |
+					 (rx->flags & FI_MULTI_RECV),
+				.tag = m->tag,
+				.err = FI_ECANCELED,
+				.prov_errno = -FI_ECANCELED,
+			};
+
+			if (ep->rx_cq) {
+				util_cq_writer_lock(ep->rx_cq);
+				util_cq_write_err(ep->rx_cq, &e);
+				util_cq_writer_unlock(ep->rx_cq);
+			}
+			cntr_inc(ep->recv_cntr, FI_ECANCELED);
+			util_bufpool_put(ep->rx_pool, rx);
+		}
+	}
+	ep_unlock(ep);
+	return 0;
+}
+
+/* A posted receive ends in error (err positive) without data. */
+static void rx_fail(struct util_rdm_ep *ep, struct util_rx_entry *m, int err)
+{
+	struct util_rdm_rx *rx = container_of(m, struct util_rdm_rx, m);
+	struct fi_cq_err_entry e = {
+		.op_context = m->context,
+		.flags = rx->cq_flags,
+		.tag = m->tag,
+		.err = err,
+		.prov_errno = -err,
+	};
+
+	if (ep->rx_cq) {
+		util_cq_writer_lock(ep->rx_cq);
+		util_cq_write_err(ep->rx_cq, &e);
+		util_cq_writer_unlock(ep->rx_cq);
+	}
+	cntr_inc(ep->recv_cntr, err);
+	util_bufpool_put(ep->rx_pool, rx);
+}
+
+void util_rdm_flush_rx(struct util_rdm_ep *ep, int err)
+{
+	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_rx_entry *m;
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
+		while ((m = util_match_pop_posted(queues[i])))
+			rx_fail(ep, m, err);
+}
+
+/* Whether every transport has offered what a gone peer sent. */
+static bool peer_drained(struct util_rdm_ep *ep, struct util_peer *peer)
+{
+	struct util_rdm_xport *xps[] = { ep->xp, ep->local };
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(xps); i++)
+		if (xps[i] && xps[i]->ops->peer_drained &&
+		    !xps[i]->ops->peer_drained(xps[i], peer))
+			return false;
+	return true;
+}
+
+/*
+ * Receives directed to peers that are gone end with FI_ECONNRESET, once
+ * nothing those peers sent waits with a transport: nothing more can
+ * match them.  Runs after a transport failed a peer or a receive was
+ * directed to a gone one, until none waits.
+ */
+void rx_fail_gone(struct util_rdm_ep *ep)
+{
+	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_rx_entry *m;
+	struct dlist_entry *e;
+	bool waiting = false;
+	size_t i;
+
+	ep->rx_gone = false;
+	if (!util_rdm_rx_directed(ep))
+		return;
+	dlist_foreach(&ep->peers.list, e) {
+		struct util_peer *peer =
+			container_of(e, struct util_peer, entry);
+
+		/* fresh: a new insert may name a successor now. */
+		if (!peer->gone || peer->fresh ||
+		    peer->fi_addr == FI_ADDR_NOTAVAIL)
+			continue;
+		if (!peer_drained(ep, peer)) {
+			waiting = true;
+			continue;
+		}
+		for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
+			while ((m = util_match_pop_from(queues[i],
+							peer->fi_addr)))
+				rx_fail(ep, m, FI_ECONNRESET);
+	}
+	ep->rx_gone = waiting;
+}
