@@ -94,7 +94,7 @@ struct shm_conn {
 	bool bell_tried; /* bell_fd was looked for in this mapping */
 	/* Its owner's registration table, mapped at the first RMA (once
 	 * per region mapping: mrt_tried), so that RMA and atomics need no
-	 * help from it (shm_ep.c, rma_direct). */
+	 * help from it (shm_rma.c, rma_direct). */
 	struct shm_mrt_map mrt;
 	bool mrt_tried;
 	/* Our RMA requests in its queue, not answered yet, and the queue

@@ -581,7 +581,7 @@ static void reclaim_unpublished(const char *name, const char *prefix)
 	close(fd);
 }
 
-/* A bell (shm_ep.c) whose region is gone: its owner is gone too. */
+/* A bell (shm_conn.c) whose region is gone: its owner is gone too. */
 static void reclaim_bell(const char *name)
 {
 	char path[SHM_NAME_MAX + 48];

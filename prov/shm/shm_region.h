@@ -101,8 +101,9 @@ static inline bool shm_map_buf_inbound(const struct shm_map *m, uint64_t idx)
 /*
  * Peer-controlled input: a slot names a peer-table entry or a bounce buffer
  * and a length, and both come from another process.  These accessors are
- * the only way shm_ep.c turns such a field into memory: NULL when the
- * index or the length falls outside what was checked at mapping.
+ * the only way the shm endpoint (shm_conn.c, shm_xp.c, shm_rma.c) turns
+ * such a field into memory: NULL when the index or the length falls
+ * outside what was checked at mapping.
  */
 
 /* Entry idx of the region's peer table, or NULL. */
