@@ -313,7 +313,7 @@ void tcp_rx_recheck(struct tcp_conn *conn);
 void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
 		 size_t keep, size_t len, void (*done)(struct tcp_conn *));
 
-/* tcp_ep.c: what the connection layer calls back */
+/* tcp_ep.c, tcp_xp.c: what the connection layer calls back */
 void tcp_conn_drained(struct tcp_conn *conn);
 void tcp_conn_lost(struct tcp_conn *conn);
 void tcp_rx_abort(struct tcp_conn *conn, int err);
