@@ -55,9 +55,10 @@ cflags="$cflags -I$top/tests/unit"
 
 echo "fuzz: building the library with $cc (coverage, ASan, UBSan)"
 t0=$(date +%s)
-# One object per source, two compilers at a time.
+# One object per source, two compilers at a time (the headers listed among
+# the sources are compiled with them).
 # shellcheck disable=SC2086
-printf '%s\n' $FUZZ_SOURCES | sed 's/[.]c$//' |
+printf '%s\n' $FUZZ_SOURCES | sed -n 's/[.]c$//p' |
 	xargs -P 2 -I % sh -c "$cc $cflags -fsanitize=fuzzer-no-link \
 		-c '$top/%.c' -o '$work/obj/'\"\$(echo % | tr / _)\".o" ||
 	finish 1
