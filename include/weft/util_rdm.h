@@ -278,7 +278,7 @@ struct util_rdm_transport {
 	int (*peer_init)(struct util_rdm_xport *xp, struct util_peer *peer);
 	void (*peer_fini)(struct util_rdm_xport *xp, struct util_peer *peer);
 	/*
-	 * A local transport's (util_rdm_ep_attr.local): whether it reaches
+	 * A local transport's (util_rdm_ep_attr.local_ops): whether it reaches
 	 * this new peer (its part already initialised by peer_init).  The
 	 * engine sends to the peer through the first transport that says
 	 * yes, for the peer's lifetime; the endpoint's primary transport
@@ -389,13 +389,43 @@ struct util_rdm_ep_hooks {
 			    enum fi_op op, uint64_t flags, size_t *count);
 };
 
+/*
+ * A transport that reaches the peers on this host beside the provider's
+ * own (shm beside tcp and verbs: shm_local_ops, weft/shm_local.h).  A
+ * provider names it once, in util_rdm_ep_attr.local_ops; the engine runs
+ * its whole life: open with the endpoint, start at FI_ENABLE under the
+ * address the endpoint's fi_getname reports, stop and free at close.  It
+ * is asked first about each new peer (util_rdm_transport.reaches).
+ */
+struct util_rdm_local_ops {
+	/* A transport for an endpoint of this info (its msg_order); NULL:
+	 * no memory. */
+	struct util_rdm_xport *(*open)(const struct fi_info *info);
+	/*
+	 * At FI_ENABLE: come up under the endpoint's address (addrlen bytes,
+	 * the AV's stored form) and, behind a scalable endpoint, its pair
+	 * `pair`.  Whether it is up: when not, it stays idle and every peer
+	 * goes through the primary transport, which still works; it logs why
+	 * as provider prov, whose primary transport `via` names.
+	 */
+	bool (*enable)(struct util_rdm_xport *xp, const struct fi_provider *prov,
+		       const char *via, const void *addr, size_t addrlen,
+		       uint32_t pair);
+	/* At close, before the engine lets go of its peers: peers stop
+	 * sending here.  Then close, after the engine is done with it. */
+	void (*closing)(struct util_rdm_xport *xp);
+	void (*close)(struct util_rdm_xport *xp);
+};
+
 struct util_rdm_ep_attr {
 	/* Optional: what the provider answers itself (above). */
 	const struct util_rdm_ep_hooks *hooks;
-	/* The primary transport (ops and eager_max set), and optionally a
-	 * local one asked first about each new peer (ops->reaches). */
+	/* The primary transport (ops and eager_max set). */
 	struct util_rdm_xport *xport;
-	struct util_rdm_xport *local;
+	/* Optional: a transport to same-host peers (above), and what to call
+	 * the primary one in its log lines ("tcp", "the device"). */
+	const struct util_rdm_local_ops *local_ops;
+	const char *local_via;
 	/* Bytes fi_inject may carry (<= every transport's eager_max). */
 	size_t inject_max;
 	/* Bytes of one atomic operand vector (and of its results). */
@@ -437,6 +467,9 @@ struct util_rdm_ep {
 	struct util_domain *domain;
 	struct util_rdm_xport *xp; /* the primary transport */
 	struct util_rdm_xport *local; /* or NULL */
+	const struct util_rdm_local_ops *local_ops; /* with local */
+	const char *local_via;
+	bool local_up; /* local started at FI_ENABLE */
 	const struct util_rdm_ep_hooks *hooks; /* or NULL */
 	struct weft_lock lock;
 	uint64_t caps;
@@ -461,6 +494,7 @@ struct util_rdm_ep {
 	/* Behind a scalable endpoint's contexts (util_rdm_sep): the
 	 * contexts check their own bindings; binds are taken after enable. */
 	struct util_rdm_sep *sep;
+	uint32_t pair; /* behind sep: its index */
 
 	struct util_av *av;
 	struct util_cq *tx_cq, *rx_cq;

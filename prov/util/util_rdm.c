@@ -5,6 +5,7 @@
 #include "weft/util_rdm.h"
 
 #include <sched.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2618,6 +2619,24 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
+/*
+ * The local transport's region is named after the address peers insert,
+ * the one fi_getname reports.  Without it every peer goes through the
+ * primary transport, which still works.
+ */
+static void local_enable(struct util_rdm_ep *ep)
+{
+	struct sockaddr_storage addr = { 0 };
+	size_t len = sizeof(addr);
+
+	if (ep->peers.attr.addr_len > sizeof(addr) ||
+	    fi_getname(&ep->ep_fid.fid, &addr, &len))
+		return;
+	ep->local_up = ep->local_ops->enable(ep->local, ep->domain->prov,
+					     ep->local_via, &addr,
+					     ep->peers.attr.addr_len, ep->pair);
+}
+
 int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
@@ -2627,6 +2646,8 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 
 	switch (command) {
 	case FI_ENABLE:
+		if (ep->local && !ep->local_up && !ep->enabled)
+			local_enable(ep);
 		ep_lock(ep);
 		if (!ep->av && !ep->connected)
 			ret = -FI_ENOAV;
@@ -2746,9 +2767,13 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->xp->ep = ep;
 	ep->xp->peer_off = 0;
 	ep->xp->wait_fd = -1;
-	if (attr->local) {
+	if (attr->local_ops) {
+		ep->local = attr->local_ops->open(info);
+		if (!ep->local)
+			return -FI_ENOMEM;
+		ep->local_ops = attr->local_ops;
+		ep->local_via = attr->local_via;
 		/* Its part follows the primary's, aligned. */
-		ep->local = attr->local;
 		ep->local->ep = ep;
 		ep->local->wait_fd = -1;
 		ep->local->peer_off =
@@ -2784,7 +2809,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ret = weft_lock_init(&ep->lock,
 			     util_domain_progress_needs_lock(domain));
 	if (ret)
-		return ret;
+		goto err_local;
 	ret = util_match_init(&ep->msgq, &mattr);
 	if (ret)
 		goto err_lock;
@@ -2861,6 +2886,9 @@ err_msgq:
 	util_match_fini(&ep->msgq);
 err_lock:
 	weft_lock_destroy(&ep->lock);
+err_local:
+	if (ep->local)
+		ep->local_ops->close(ep->local);
 	return ret;
 }
 
@@ -2995,7 +3023,8 @@ void util_rdm_unbind_all(struct util_rdm_ep *ep)
 
 void util_rdm_ep_fini(struct util_rdm_ep *ep)
 {
-
+	if (ep->local)
+		ep->local_ops->closing(ep->local);
 	if (ep->sweep) {
 		/* No sweep reaches it from here on. */
 		pthread_mutex_lock(&ep->domain->sweep_lock);
@@ -3033,6 +3062,8 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_bufpool_destroy(ep->unexp_pool);
 	util_bufpool_destroy(ep->rx_pool);
 	weft_lock_destroy(&ep->lock);
+	if (ep->local)
+		ep->local_ops->close(ep->local);
 	util_domain_put(ep->domain);
 }
 

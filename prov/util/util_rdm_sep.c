@@ -93,6 +93,7 @@ static int pair_open(struct util_rdm_sep *sep, uint32_t i)
 	if (ret)
 		return ret;
 	ep->sep = sep;
+	ep->pair = i;
 	if (!i && sep->ops->pair0_shared && !ep->lock.needed) {
 		weft_lock_destroy(&ep->lock);
 		weft_lock_init(&ep->lock, true);
