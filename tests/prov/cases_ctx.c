@@ -86,16 +86,27 @@ static void sc_open(struct sc *s, const char *prov, enum fi_threading thr)
 	}
 }
 
+/* Close endpoint e's contexts and the scalable endpoint (not its CQs). */
+static void sc_close_ep(struct sc *s, int e)
+{
+	int k;
+
+	if (!s->sep[e])
+		return;
+	for (k = 0; k < SC_N; k++) {
+		cf_ok(fi_close(&s->tx[e][k]->fid));
+		cf_ok(fi_close(&s->rx[e][k]->fid));
+	}
+	cf_ok(fi_close(&s->sep[e]->fid));
+	s->sep[e] = NULL;
+}
+
 static void sc_close(struct sc *s)
 {
 	int e, k;
 
 	for (e = 0; e < 2; e++) {
-		for (k = 0; k < SC_N; k++) {
-			cf_ok(fi_close(&s->tx[e][k]->fid));
-			cf_ok(fi_close(&s->rx[e][k]->fid));
-		}
-		cf_ok(fi_close(&s->sep[e]->fid));
+		sc_close_ep(s, e);
 		for (k = 0; k < SC_N; k++)
 			cf_ok(fi_close(&s->cq[e][k]->fid));
 	}
@@ -493,6 +504,42 @@ static int case_sep_context_cycle(const char *prov)
 }
 
 /*
+ * A peer heard from on one context and gone before a receive is directed
+ * to it: endpoint 0's transmit context 1 sends to endpoint 1's receive
+ * context 2 (an undirected receive takes it), endpoint 0 closes, and
+ * only then does context 2 post receives directed to it.  Nothing of
+ * endpoint 0 is left to look at (closed, or dead with what it left swept
+ * away by another process on the host): the receives end in an error
+ * within CF_WAIT_MS, never wait forever.
+ */
+static int case_sep_peer_gone(const char *prov)
+{
+	struct fi_cq_tagged_entry c;
+	struct fi_context2 rctx[2];
+	char rbuf[2][64];
+	struct sc s;
+	int i, err;
+
+	sc_open(&s, prov, FI_THREAD_SAFE);
+	sc_one(&s, 1, 2, 0x800);
+	sc_close_ep(&s, 0);
+	for (i = 0; i < 2; i++)
+		cf_ok(fi_trecv(s.rx[1][2], rbuf[i], sizeof(rbuf[i]), NULL,
+			       s.addr[0], 0x801, 0, &rctx[i]));
+	for (i = 0; i < 2; i++) {
+		err = sc_wait(s.cq[1][2], &c, NULL);
+		cf_assert(err > 0,
+			  "a receive directed to a closed peer: completion "
+			  "%d, want an error",
+			  err);
+		cf_assert(c.op_context == &rctx[0] || c.op_context == &rctx[1],
+			  "an error for a context never posted");
+	}
+	sc_close(&s);
+	return 0;
+}
+
+/*
  * Open MPI 5's ofi MTL with mtl_ofi_enable_sep: rx_ctx_bits as few as the
  * contexts need (4 contexts: 3 bits, its loop), fi_enable of the scalable
  * endpoint before any context, then contexts made one at a time as
@@ -641,6 +688,10 @@ const struct cf_case cf_cases_ctx[] = {
      "selective completion on both sides, CQs closed before the "
      "scalable endpoint",
      case_sep_ompi},
+    {"sep_peer_gone",
+     "a peer heard from on one context closes before receives are "
+     "directed to it: they end in an error, never wait forever",
+     case_sep_peer_gone},
     {"sep_threads",
      "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
      "CQ, 2000 verified messages each way, cancelled receives once each",
