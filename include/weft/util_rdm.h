@@ -480,6 +480,8 @@ struct util_rdm_ep {
 	 * bytes reach the peer whichever transport carries them. */
 	uint64_t data_mask;
 	bool connected; /* FI_EP_MSG: no AV, one peer */
+	bool tx_shared; /* tx_ctx_cnt FI_SHARED_CONTEXT: stx bound first */
+	struct util_rdm_stx *stx; /* or NULL */
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
 	size_t unexp_bytes; /* held by unexpected messages now */
@@ -780,5 +782,25 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 		      const struct fi_info *info,
 		      const struct util_rdm_sep_ops *ops,
 		      struct fid_ep **sep_fid, void *context);
+
+/*
+ * A shared transmit context (fi_stx_context, fi_endpoint(3)): endpoints
+ * opened with ep_attr->tx_ctx_cnt FI_SHARED_CONTEXT bind one before
+ * fi_enable and keep within its transmit capabilities.  Operations are
+ * still posted to the endpoints and complete on their CQs; each endpoint
+ * keeps its own transmit queue behind it, so nothing is serialised
+ * between the endpoints that share one.  Providers name
+ * util_rdm_stx_open as their domain's stx_ctx and report
+ * max_ep_stx_ctx.
+ */
+struct util_rdm_stx {
+	struct fid_stx stx_fid;
+	struct util_domain *domain;
+	struct fi_tx_attr attr;
+	atomic_uint bound; /* endpoints bound to it */
+};
+
+int util_rdm_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
+		      struct fid_stx **stx, void *context);
 
 #endif /* WEFT_UTIL_RDM_H */

@@ -2576,6 +2576,28 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 	return 0;
 }
 
+/* The transmit capabilities an endpoint keeps within a shared context's. */
+#define STX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)
+
+static int bind_stx(struct util_rdm_ep *ep, struct util_rdm_stx *stx)
+{
+	uint64_t caps = ep->caps & STX_CAPS;
+
+	if (ep->stx)
+		return -FI_EALREADY;
+	if (!ep->tx_shared || stx->domain != ep->domain ||
+	    (stx->attr.caps && (caps & ~stx->attr.caps))) {
+		FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+			"a shared transmit context binds to an endpoint of "
+			"its domain opened with tx_ctx_cnt FI_SHARED_CONTEXT "
+			"whose capabilities it has\n");
+		return -FI_EINVAL;
+	}
+	atomic_fetch_add(&stx->bound, 1);
+	ep->stx = stx;
+	return 0;
+}
+
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 			 uint64_t flags)
 {
@@ -2599,6 +2621,9 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 	case FI_CLASS_EQ:
 		/* RDM endpoints have no connection events to report. */
 		return 0;
+	case FI_CLASS_STX_CTX:
+		return bind_stx(ep, container_of(bfid, struct util_rdm_stx,
+						 stx_fid.fid));
 	default:
 		return -FI_EINVAL;
 	}
@@ -2651,6 +2676,8 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 		ep_lock(ep);
 		if (!ep->av && !ep->connected)
 			ret = -FI_ENOAV;
+		else if (ep->tx_shared && !ep->stx)
+			ret = -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
 		else if (ep->sep)
 			ep->enabled = true; /* its contexts check their own */
 		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
@@ -2786,6 +2813,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->inject_max = attr->inject_max;
 	ep->atomic_max = attr->atomic_max;
 	ep->connected = attr->connected;
+	ep->tx_shared = info->ep_attr &&
+			info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT;
 	ep->caps = info->caps;
 	ep->unexp_inline = attr->unexp_inline;
 	ep->unexp_max = attr->unexp_max;
@@ -3045,6 +3074,8 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	unbind_all(ep, false);
 	if (ep->av)
 		util_av_put(ep->av);
+	if (ep->stx)
+		atomic_fetch_sub(&ep->stx->bound, 1);
 	ep_lock(ep);
 	drain_queue(ep, &ep->msgq);
 	drain_queue(ep, &ep->tagq);
