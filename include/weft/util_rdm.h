@@ -795,7 +795,7 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
  */
 struct util_rdm_stx {
 	struct fid_stx stx_fid;
-	struct util_domain *domain;
+	struct util_domain *domain; /* not held: compared at bind only */
 	struct fi_tx_attr attr;
 	atomic_uint bound; /* endpoints bound to it */
 };

@@ -676,7 +676,8 @@ static int case_sep_ompi(const char *prov)
  * fi_enable before the bind, a second bind, a bind to an endpoint not
  * opened for one or with capabilities the context lacks, fi_close of a
  * context endpoints use.  Each endpoint's sends complete on its own CQ,
- * once, and reach the receiver under that endpoint's address.
+ * once, and reach the receiver under that endpoint's address.  The
+ * domain closes before the shared context, as MPICH closes them.
  */
 #define STX_EPS 3
 
@@ -807,13 +808,15 @@ static int case_stx_api(const char *prov)
 				      0x900 + (unsigned int)k, "payload");
 		}
 	}
+	/* MPICH's order at MPI_Finalize: the domain, then the shared
+	 * transmit context. */
 	for (i = 0; i <= STX_EPS; i++)
 		cf_ok(fi_close(&ep[i]->fid));
-	cf_ok(fi_close(&stx->fid));
 	for (i = 0; i <= STX_EPS; i++)
 		cf_ok(fi_close(&cq[i]->fid));
 	cf_ok(fi_close(&av->fid));
 	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&stx->fid));
 	cf_ok(fi_close(&fabric->fid));
 	fi_freeinfo(pinfo);
 	fi_freeinfo(info);
