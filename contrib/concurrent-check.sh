@@ -65,5 +65,18 @@ else
 		echo "--- $f (last lines)"
 		tail -n 20 "$f"
 	done
+	# What each failed test printed: its failing cases and its last lines.
+	for c in a b; do
+		[ -f "$work/$c.check.log" ] || continue
+		sed -n 's/^\(FAIL\|ERROR\): \([^ ]*\).*/\2/p' "$work/$c.check.log" |
+			sort -u | while read -r t; do
+			f=$work/$c/$t.log
+			[ -f "$f" ] || continue
+			echo "--- copy $c: $t.log (failed cases, then last lines)"
+			grep -E -A8 '^(FAIL|ERROR)' "$f" | head -n 80
+			echo "..."
+			tail -n 30 "$f"
+		done
+	done
 fi
 exit $status

@@ -6,7 +6,7 @@
  * shared memory and every other peer through the network, behind one AV,
  * one matching queue and one set of completions: the engine
  * (util_rdm.h) asks this transport first about each new peer
- * (util_rdm_ep_attr.local).  Addresses stay the owner's socket addresses;
+ * (util_rdm_ep_attr.local_ops).  Addresses stay the owner's socket addresses;
  * the region of an endpoint is named after its address and its network
  * namespace, so a peer's region is found from the address the application
  * inserted, and a sender's address from the region name in its slots:
@@ -27,36 +27,24 @@
 
 #include "weft/util_rdm.h"
 
-struct shm_xp;
-
-/* Set up (NULL: no memory).  Its xport goes to util_rdm_ep_attr.local. */
-struct shm_xp *shm_local_new(void);
-struct util_rdm_xport *shm_local_xport(struct shm_xp *x);
+/*
+ * The engine's local transport (util_rdm_local_ops): a provider names
+ * &shm_local_ops in util_rdm_ep_attr.local_ops, and the engine opens,
+ * starts and closes it with the endpoint.  At FI_ENABLE its region is
+ * named after the address fi_getname reports and, for pair i > 0 of a
+ * scalable endpoint, that pair.
+ */
+extern const struct util_rdm_local_ops shm_local_ops;
 /*
  * Message orders toward peers reached through shm, for an application
  * that asked for `asked` (its hints' msg_order): SAS, SAR and SAW always;
  * RMA keeping its place behind earlier messages and RMA (RAS, WAS, RAR,
  * RAW, WAR, WAW) only when asked, since keeping it makes an RMA operation
  * issued after a send wait for the peer to read that send.  The owning
- * provider's fi_getinfo reports these, and tells the transport what its
- * endpoint's info says (shm_local_order: the tx and rx msg_order).
+ * provider's fi_getinfo reports these; the transport keeps what its
+ * endpoint's info says (the tx and rx msg_order).
  */
 uint64_t shm_local_orders(uint64_t asked);
-void shm_local_order(struct shm_xp *x, uint64_t msg_order);
-/*
- * At FI_ENABLE: create this endpoint's region, named after the address
- * fi_getname reports (addrlen bytes: the AV's stored form) and, for pair
- * ctx > 0 of a scalable endpoint, that context, for an endpoint of
- * provider prov whose other transport `via` names ("tcp", "the device").
- * Whether the region is up: without it the transport stays idle and
- * every peer goes through the other one; why is logged at info level.
- */
-bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
-		      const char *via, const struct sockaddr *addr,
-		      size_t addrlen, uint32_t ctx);
-/* Before util_rdm_ep_fini: peers stop sending here.  After it: free. */
-void shm_local_closing(struct shm_xp *x);
-void shm_local_free(struct shm_xp *x);
 
 /* The region name of an address, or -FI_EINVAL (exposed for tests). */
 int shm_local_name(const void *addr, size_t addrlen, char *name,

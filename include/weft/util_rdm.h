@@ -278,7 +278,7 @@ struct util_rdm_transport {
 	int (*peer_init)(struct util_rdm_xport *xp, struct util_peer *peer);
 	void (*peer_fini)(struct util_rdm_xport *xp, struct util_peer *peer);
 	/*
-	 * A local transport's (util_rdm_ep_attr.local): whether it reaches
+	 * A local transport's (util_rdm_ep_attr.local_ops): whether it reaches
 	 * this new peer (its part already initialised by peer_init).  The
 	 * engine sends to the peer through the first transport that says
 	 * yes, for the peer's lifetime; the endpoint's primary transport
@@ -389,13 +389,43 @@ struct util_rdm_ep_hooks {
 			    enum fi_op op, uint64_t flags, size_t *count);
 };
 
+/*
+ * A transport that reaches the peers on this host beside the provider's
+ * own (shm beside tcp and verbs: shm_local_ops, weft/shm_local.h).  A
+ * provider names it once, in util_rdm_ep_attr.local_ops; the engine runs
+ * its whole life: open with the endpoint, start at FI_ENABLE under the
+ * address the endpoint's fi_getname reports, stop and free at close.  It
+ * is asked first about each new peer (util_rdm_transport.reaches).
+ */
+struct util_rdm_local_ops {
+	/* A transport for an endpoint of this info (its msg_order); NULL:
+	 * no memory. */
+	struct util_rdm_xport *(*open)(const struct fi_info *info);
+	/*
+	 * At FI_ENABLE: come up under the endpoint's address (addrlen bytes,
+	 * the AV's stored form) and, behind a scalable endpoint, its pair
+	 * `pair`.  Whether it is up: when not, it stays idle and every peer
+	 * goes through the primary transport, which still works; it logs why
+	 * as provider prov, whose primary transport `via` names.
+	 */
+	bool (*enable)(struct util_rdm_xport *xp, const struct fi_provider *prov,
+		       const char *via, const void *addr, size_t addrlen,
+		       uint32_t pair);
+	/* At close, before the engine lets go of its peers: peers stop
+	 * sending here.  Then close, after the engine is done with it. */
+	void (*closing)(struct util_rdm_xport *xp);
+	void (*close)(struct util_rdm_xport *xp);
+};
+
 struct util_rdm_ep_attr {
 	/* Optional: what the provider answers itself (above). */
 	const struct util_rdm_ep_hooks *hooks;
-	/* The primary transport (ops and eager_max set), and optionally a
-	 * local one asked first about each new peer (ops->reaches). */
+	/* The primary transport (ops and eager_max set). */
 	struct util_rdm_xport *xport;
-	struct util_rdm_xport *local;
+	/* Optional: a transport to same-host peers (above), and what to call
+	 * the primary one in its log lines ("tcp", "the device"). */
+	const struct util_rdm_local_ops *local_ops;
+	const char *local_via;
 	/* Bytes fi_inject may carry (<= every transport's eager_max). */
 	size_t inject_max;
 	/* Bytes of one atomic operand vector (and of its results). */
@@ -437,6 +467,9 @@ struct util_rdm_ep {
 	struct util_domain *domain;
 	struct util_rdm_xport *xp; /* the primary transport */
 	struct util_rdm_xport *local; /* or NULL */
+	const struct util_rdm_local_ops *local_ops; /* with local */
+	const char *local_via;
+	bool local_up; /* local started at FI_ENABLE */
 	const struct util_rdm_ep_hooks *hooks; /* or NULL */
 	struct weft_lock lock;
 	uint64_t caps;
@@ -447,6 +480,8 @@ struct util_rdm_ep {
 	 * bytes reach the peer whichever transport carries them. */
 	uint64_t data_mask;
 	bool connected; /* FI_EP_MSG: no AV, one peer */
+	bool tx_shared; /* tx_ctx_cnt FI_SHARED_CONTEXT: stx bound first */
+	struct util_rdm_stx *stx; /* or NULL */
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
 	size_t unexp_bytes; /* held by unexpected messages now */
@@ -461,6 +496,7 @@ struct util_rdm_ep {
 	/* Behind a scalable endpoint's contexts (util_rdm_sep): the
 	 * contexts check their own bindings; binds are taken after enable. */
 	struct util_rdm_sep *sep;
+	uint32_t pair; /* behind sep: its index */
 
 	struct util_av *av;
 	struct util_cq *tx_cq, *rx_cq;
@@ -746,5 +782,25 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 		      const struct fi_info *info,
 		      const struct util_rdm_sep_ops *ops,
 		      struct fid_ep **sep_fid, void *context);
+
+/*
+ * A shared transmit context (fi_stx_context, fi_endpoint(3)): endpoints
+ * opened with ep_attr->tx_ctx_cnt FI_SHARED_CONTEXT bind one before
+ * fi_enable and keep within its transmit capabilities.  Operations are
+ * still posted to the endpoints and complete on their CQs; each endpoint
+ * keeps its own transmit queue behind it, so nothing is serialised
+ * between the endpoints that share one.  Providers name
+ * util_rdm_stx_open as their domain's stx_ctx and report
+ * max_ep_stx_ctx.
+ */
+struct util_rdm_stx {
+	struct fid_stx stx_fid;
+	struct util_domain *domain; /* not held: compared at bind only */
+	struct fi_tx_attr attr;
+	atomic_uint bound; /* endpoints bound to it */
+};
+
+int util_rdm_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
+		      struct fid_stx **stx, void *context);
 
 #endif /* WEFT_UTIL_RDM_H */

@@ -87,6 +87,8 @@ struct shm_conn {
 	bool claimed;
 	bool cma; /* the peer's memory can be read with process_vm_readv */
 	bool dead; /* its owner is gone: transfers to it fail */
+	/* It sent to us: its region existed (a sender has one). */
+	bool heard;
 	uint64_t alive_ms; /* when its owner was last seen alive */
 	uint64_t retry_ms; /* when its name was last looked up, dead */
 	bool hint_unreliable; /* its owner mutex said "died", wrongly */

@@ -585,10 +585,15 @@ void check_peers(struct shm_xp *ep, bool now)
 			ep, container_of(e, struct util_peer, entry));
 
 		/* A peer we only hear from, or only wait for: watch its
-		 * region while receives are directed to someone. */
+		 * region while receives are directed to someone.  A sender
+		 * whose region is no longer there closed, or died and
+		 * another process swept what it left, before we looked. */
 		if (!c->map.hdr && !c->dead &&
-		    util_rdm_rx_directed(ep->base.ep))
-			(void)conn_map(ep, c);
+		    util_rdm_rx_directed(ep->base.ep) &&
+		    conn_map(ep, c) == -FI_EAGAIN && c->heard) {
+			conn_died(ep, c);
+			continue;
+		}
 		if (c->map.hdr && !c->dead &&
 		    (c->map.hdr->gone || !shm_region_owner_alive(c->map.hdr)))
 			conn_died(ep, c);
@@ -633,6 +638,7 @@ struct shm_rxpeer *rxpeer_learn(struct shm_xp *ep, uint32_t src)
 		rp->gen = 0;
 		return NULL;
 	}
+	rp->conn->heard = true;
 	/* A sender of a new generation under the name of a peer we lost:
 	 * most likely its successor, so the next send looks for it at once
 	 * rather than failing until SHM_PEER_RETRY_MS has passed. */

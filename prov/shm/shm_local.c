@@ -130,38 +130,39 @@ static const struct shm_naming local_naming = {
 	.addr_of = local_addr_of,
 };
 
-struct shm_xp *shm_local_new(void)
-{
-	struct shm_xp *x = calloc(1, sizeof(*x));
-
-	if (!x)
-		return NULL;
-	/* addr_len is set when the owner's address is known (start); until
-	 * then nothing is reached. */
-	if (shm_xp_init(x, &local_naming, 0)) {
-		free(x);
-		return NULL;
-	}
-	return x;
-}
-
-struct util_rdm_xport *shm_local_xport(struct shm_xp *x)
-{
-	return &x->base;
-}
-
 uint64_t shm_local_orders(uint64_t asked)
 {
 	return SHM_ORDER_ALWAYS | (asked & SHM_ORDER);
 }
 
-void shm_local_order(struct shm_xp *x, uint64_t msg_order)
+static struct shm_xp *xp_of(struct util_rdm_xport *xp)
 {
-	x->rma_order = msg_order & SHM_ORDER_RMA;
+	return container_of(xp, struct shm_xp, base);
 }
 
-static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
-			   size_t addrlen, uint32_t ctx)
+static struct util_rdm_xport *local_open(const struct fi_info *info)
+{
+	struct shm_xp *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	/* addr_len is set when the owner's address is known (enable); until
+	 * then nothing is reached. */
+	if (shm_xp_init(x, &local_naming, 0)) {
+		free(x);
+		return NULL;
+	}
+	/* RMA keeps its place behind messages only when the endpoint's info
+	 * asks for it (shm_local_orders). */
+	if (info->tx_attr && info->rx_attr)
+		x->rma_order = (info->tx_attr->msg_order |
+				info->rx_attr->msg_order) &
+			       SHM_ORDER_RMA;
+	return &x->base;
+}
+
+static int local_start(struct shm_xp *x, const void *addr, size_t addrlen,
+		       uint32_t pair)
 {
 	char base[SHM_NAME_MAX];
 	int ret;
@@ -170,7 +171,7 @@ static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
 		return -FI_EINVAL;
 	ret = shm_local_name(addr, addrlen, base, sizeof(base));
 	if (!ret)
-		ret = shm_name_ctx(x->name, base, ctx);
+		ret = shm_name_ctx(x->name, base, pair);
 	if (ret)
 		return ret;
 	x->addr_len = addrlen;
@@ -180,11 +181,11 @@ static int shm_local_start(struct shm_xp *x, const struct sockaddr *addr,
 	return ret;
 }
 
-bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
-		      const char *via, const struct sockaddr *addr,
-		      size_t addrlen, uint32_t ctx)
+static bool local_enable(struct util_rdm_xport *xp,
+			 const struct fi_provider *prov, const char *via,
+			 const void *addr, size_t addrlen, uint32_t pair)
 {
-	int ret = shm_local_start(x, addr, addrlen, ctx);
+	int ret = local_start(xp_of(xp), addr, addrlen, pair);
 
 	if (ret)
 		FI_INFO(prov, FI_LOG_EP_CTRL,
@@ -194,13 +195,22 @@ bool shm_local_enable(struct shm_xp *x, const struct fi_provider *prov,
 	return !ret;
 }
 
-void shm_local_closing(struct shm_xp *x)
+static void local_closing(struct util_rdm_xport *xp)
 {
-	shm_xp_closing(x);
+	shm_xp_closing(xp_of(xp));
 }
 
-void shm_local_free(struct shm_xp *x)
+static void local_close(struct util_rdm_xport *xp)
 {
+	struct shm_xp *x = xp_of(xp);
+
 	shm_xp_fini(x);
 	free(x);
 }
+
+const struct util_rdm_local_ops shm_local_ops = {
+	.open = local_open,
+	.enable = local_enable,
+	.closing = local_closing,
+	.close = local_close,
+};

@@ -206,6 +206,9 @@ static struct fi_domain_attr shm_domain_attr = {
 	.rx_ctx_cnt = 256,
 	.max_ep_tx_ctx = SHM_MAX_CTX,
 	.max_ep_rx_ctx = SHM_MAX_CTX,
+	/* Endpoints one shared transmit context takes: any number
+	 * (util_rdm_stx: each keeps its own queue behind it). */
+	.max_ep_stx_ctx = 256,
 	.cntr_cnt = 1024,
 	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
 	.caps = FI_LOCAL_COMM,
@@ -424,7 +427,7 @@ static struct fi_ops_domain shm_domain_ops = {
 	.scalable_ep = shm_sep_open,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
-	.stx_ctx = weft_no_stx_ctx,
+	.stx_ctx = util_rdm_stx_open,
 	.srx_ctx = weft_no_srx_ctx,
 	.query_atomic = shm_query_atomic,
 	.query_collective = weft_no_query_collective,

@@ -196,9 +196,6 @@ struct tcp_peer {
 struct tcp_ep {
 	struct util_rdm_ep rdm; /* first */
 	struct util_rdm_xport xp; /* the engine's handle of this transport */
-	/* RDM: the peers on this host, through shared memory, or NULL. */
-	struct shm_xp *local;
-	bool local_up; /* its region is there */
 	/* While it has no connection: polls left before the clock is read,
 	 * when it was read, when the domain's set was last looked at. */
 	unsigned int idle_skip;

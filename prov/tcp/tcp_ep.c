@@ -737,7 +737,7 @@ static int progress_ep(struct tcp_ep *ep, bool own_only)
 	/* No connection: the peers so far are on this host and come through
 	 * shared memory.  Look at the domain's set (new connections) every
 	 * TCP_IDLE_LOOK_NS rather than with a system call at each poll. */
-	if (ep->local_up && dlist_empty(&ep->conns) && idle_skip(ep))
+	if (ep->rdm.local_up && dlist_empty(&ep->conns) && idle_skip(ep))
 		return 0;
 
 	/*
@@ -837,11 +837,7 @@ static int tcp_ep_close(struct fid *fid)
 	weft_lock(&ep->rdm.lock);
 	ep_close_conns(ep);
 	weft_unlock(&ep->rdm.lock);
-	if (ep->local)
-		shm_local_closing(ep->local);
 	util_rdm_ep_fini(&ep->rdm);
-	if (ep->local)
-		shm_local_free(ep->local);
 	/* The domain's set no longer holds our sockets; another endpoint
 	 * handling events it read before may still name them: wait for it. */
 	weft_lock(&ep->domain->prog_lock);
@@ -1128,16 +1124,9 @@ static int tcp_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
 
-	/* The region is named after the address peers insert: without it
-	 * every peer is reached through the network, which still works. */
 	bool enabling = command == FI_ENABLE && !ep->rdm.enabled;
 	int ret;
 
-	if (enabling && ep->local && !ep->local_up)
-		ep->local_up = shm_local_enable(
-			ep->local, &tcp_prov, "tcp",
-			(const struct sockaddr *)&ep->addr,
-			ep->rdm.peers.attr.addr_len, ep->ctx);
 	ret = util_rdm_ep_control(fid, command, arg);
 	/* A scalable endpoint's pair takes connections from now on. */
 	if (!ret && enabling && ep->sep)
@@ -1289,20 +1278,11 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	attr.xport = &ep->xp;
 	attr.hooks = &tcp_ep_hooks;
 	if (ep->type == FI_EP_RDM && tcp_params.shm) {
-		ep->local = shm_local_new();
-		if (!ep->local) {
-			free(ep);
-			return -FI_ENOMEM;
-		}
-		if (info->tx_attr && info->rx_attr)
-			shm_local_order(ep->local, info->tx_attr->msg_order |
-							   info->rx_attr->msg_order);
-		attr.local = shm_local_xport(ep->local);
+		attr.local_ops = &shm_local_ops;
+		attr.local_via = "tcp";
 	}
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
 	if (ret) {
-		if (ep->local)
-			shm_local_free(ep->local);
 		free(ep);
 		return ret;
 	}

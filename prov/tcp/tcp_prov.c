@@ -229,6 +229,9 @@ static struct fi_domain_attr tcp_domain_attr = {
 	/* RDM: scalable endpoints (tcp_sep.c). */
 	.max_ep_tx_ctx = TCP_MAX_CTX,
 	.max_ep_rx_ctx = TCP_MAX_CTX,
+	/* Endpoints one shared transmit context takes: any number
+	 * (util_rdm_stx: each keeps its own queue behind it). */
+	.max_ep_stx_ctx = 8192,
 	.cntr_cnt = 1024,
 	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
 	.caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
@@ -466,7 +469,7 @@ static struct fi_ops_domain tcp_domain_ops = {
 	.scalable_ep = tcp_sep_open,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
-	.stx_ctx = weft_no_stx_ctx,
+	.stx_ctx = util_rdm_stx_open,
 	.srx_ctx = weft_no_srx_ctx,
 	.query_atomic = tcp_query_atomic,
 	.query_collective = weft_no_query_collective,

@@ -269,8 +269,9 @@ static int check_domain(struct check *c, const struct fi_domain_attr *cand,
 
 /*
  * cand_dom: the candidate's domain attributes (may be NULL).  A hint of
- * FI_SHARED_CONTEXT receive contexts is met by a candidate whose domain
- * lets an endpoint use a shared receive context (max_ep_srx_ctx).
+ * FI_SHARED_CONTEXT transmit or receive contexts is met by a candidate
+ * whose domain lets an endpoint use a shared context of that kind
+ * (max_ep_stx_ctx, max_ep_srx_ctx).
  */
 static int check_ep(struct check *c, const struct fi_ep_attr *cand,
 		    const struct fi_domain_attr *cand_dom,
@@ -303,7 +304,8 @@ static int check_ep(struct check *c, const struct fi_ep_attr *cand,
 			 (hint->tx_ctx_cnt != FI_SHARED_CONTEXT && cand_dom &&
 			  hint->tx_ctx_cnt <= cand_dom->max_ep_tx_ctx) ||
 			 (hint->tx_ctx_cnt == FI_SHARED_CONTEXT &&
-			  cand->tx_ctx_cnt == FI_SHARED_CONTEXT),
+			  (cand->tx_ctx_cnt == FI_SHARED_CONTEXT ||
+			   (cand_dom && cand_dom->max_ep_stx_ctx))),
 	      "%s transmit contexts are not supported",
 	      hint->tx_ctx_cnt == FI_SHARED_CONTEXT ? "shared" : "that many");
 	CHECK(c, !hint->rx_ctx_cnt || hint->rx_ctx_cnt <= cand->rx_ctx_cnt ||

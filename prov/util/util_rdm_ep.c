@@ -7,6 +7,7 @@
 #include "weft/util_rdm.h"
 
 #include <sched.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -533,6 +534,28 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 	return 0;
 }
 
+/* The transmit capabilities an endpoint keeps within a shared context's. */
+#define STX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)
+
+static int bind_stx(struct util_rdm_ep *ep, struct util_rdm_stx *stx)
+{
+	uint64_t caps = ep->caps & STX_CAPS;
+
+	if (ep->stx)
+		return -FI_EALREADY;
+	if (!ep->tx_shared || stx->domain != ep->domain ||
+	    (stx->attr.caps && (caps & ~stx->attr.caps))) {
+		FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+			"a shared transmit context binds to an endpoint of "
+			"its domain opened with tx_ctx_cnt FI_SHARED_CONTEXT "
+			"whose capabilities it has\n");
+		return -FI_EINVAL;
+	}
+	atomic_fetch_add(&stx->bound, 1);
+	ep->stx = stx;
+	return 0;
+}
+
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 			 uint64_t flags)
 {
@@ -556,6 +579,9 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 	case FI_CLASS_EQ:
 		/* RDM endpoints have no connection events to report. */
 		return 0;
+	case FI_CLASS_STX_CTX:
+		return bind_stx(ep, container_of(bfid, struct util_rdm_stx,
+						 stx_fid.fid));
 	default:
 		return -FI_EINVAL;
 	}
@@ -576,6 +602,24 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
+/*
+ * The local transport's region is named after the address peers insert,
+ * the one fi_getname reports.  Without it every peer goes through the
+ * primary transport, which still works.
+ */
+static void local_enable(struct util_rdm_ep *ep)
+{
+	struct sockaddr_storage addr = { 0 };
+	size_t len = sizeof(addr);
+
+	if (ep->peers.attr.addr_len > sizeof(addr) ||
+	    fi_getname(&ep->ep_fid.fid, &addr, &len))
+		return;
+	ep->local_up = ep->local_ops->enable(ep->local, ep->domain->prov,
+					     ep->local_via, &addr,
+					     ep->peers.attr.addr_len, ep->pair);
+}
+
 int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
@@ -585,9 +629,13 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 
 	switch (command) {
 	case FI_ENABLE:
+		if (ep->local && !ep->local_up && !ep->enabled)
+			local_enable(ep);
 		ep_lock(ep);
 		if (!ep->av && !ep->connected)
 			ret = -FI_ENOAV;
+		else if (ep->tx_shared && !ep->stx)
+			ret = -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
 		else if (ep->sep)
 			ep->enabled = true; /* its contexts check their own */
 		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
@@ -704,9 +752,13 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->xp->ep = ep;
 	ep->xp->peer_off = 0;
 	ep->xp->wait_fd = -1;
-	if (attr->local) {
+	if (attr->local_ops) {
+		ep->local = attr->local_ops->open(info);
+		if (!ep->local)
+			return -FI_ENOMEM;
+		ep->local_ops = attr->local_ops;
+		ep->local_via = attr->local_via;
 		/* Its part follows the primary's, aligned. */
-		ep->local = attr->local;
 		ep->local->ep = ep;
 		ep->local->wait_fd = -1;
 		ep->local->peer_off =
@@ -719,6 +771,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->inject_max = attr->inject_max;
 	ep->atomic_max = attr->atomic_max;
 	ep->connected = attr->connected;
+	ep->tx_shared = info->ep_attr &&
+			info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT;
 	ep->caps = info->caps;
 	ep->unexp_inline = attr->unexp_inline;
 	ep->unexp_max = attr->unexp_max;
@@ -742,7 +796,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ret = weft_lock_init(&ep->lock,
 			     util_domain_progress_needs_lock(domain));
 	if (ret)
-		return ret;
+		goto err_local;
 	ret = util_match_init(&ep->msgq, &mattr);
 	if (ret)
 		goto err_lock;
@@ -819,6 +873,9 @@ err_msgq:
 	util_match_fini(&ep->msgq);
 err_lock:
 	weft_lock_destroy(&ep->lock);
+err_local:
+	if (ep->local)
+		ep->local_ops->close(ep->local);
 	return ret;
 }
 
@@ -953,7 +1010,8 @@ void util_rdm_unbind_all(struct util_rdm_ep *ep)
 
 void util_rdm_ep_fini(struct util_rdm_ep *ep)
 {
-
+	if (ep->local)
+		ep->local_ops->closing(ep->local);
 	if (ep->sweep) {
 		/* No sweep reaches it from here on. */
 		pthread_mutex_lock(&ep->domain->sweep_lock);
@@ -974,6 +1032,8 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	unbind_all(ep, false);
 	if (ep->av)
 		util_av_put(ep->av);
+	if (ep->stx)
+		atomic_fetch_sub(&ep->stx->bound, 1);
 	ep_lock(ep);
 	drain_queue(ep, &ep->msgq);
 	drain_queue(ep, &ep->tagq);
@@ -991,5 +1051,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_bufpool_destroy(ep->unexp_pool);
 	util_bufpool_destroy(ep->rx_pool);
 	weft_lock_destroy(&ep->lock);
+	if (ep->local)
+		ep->local_ops->close(ep->local);
 	util_domain_put(ep->domain);
 }

@@ -2,7 +2,8 @@
 /*
  * Scalable endpoints on the RDM engine (weft/util_rdm.h): fi_scalable_ep,
  * fi_tx_context, fi_rx_context.  Context pair i is an engine endpoint of
- * the provider's; the contexts are views of it, one side each.
+ * the provider's; the contexts are views of it, one side each.  And
+ * shared transmit contexts (fi_stx_context), at the end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,7 @@ static int pair_open(struct util_rdm_sep *sep, uint32_t i)
 	if (ret)
 		return ret;
 	ep->sep = sep;
+	ep->pair = i;
 	if (!i && sep->ops->pair0_shared && !ep->lock.needed) {
 		weft_lock_destroy(&ep->lock);
 		weft_lock_init(&ep->lock, true);
@@ -552,4 +554,63 @@ err_pair:
 err_info:
 	fi_freeinfo(sep->info);
 	return ret;
+}
+
+/* ---- shared transmit contexts -------------------------------------------- */
+
+static int stx_close(struct fid *fid)
+{
+	struct util_rdm_stx *stx =
+		container_of(fid, struct util_rdm_stx, stx_fid.fid);
+
+	if (atomic_load(&stx->bound))
+		return -FI_EBUSY;
+	free(stx);
+	return 0;
+}
+
+static struct fi_ops stx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = stx_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+};
+
+static struct fi_ops_ep stx_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = weft_no_cancel,
+	.getopt = sep_getopt,
+	.setopt = sep_setopt,
+	.tx_ctx = weft_no_tx_ctx,
+	.rx_ctx = weft_no_rx_ctx,
+	.rx_size_left = weft_no_size_left,
+	.tx_size_left = weft_no_size_left,
+};
+
+int util_rdm_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
+		      struct fid_stx **stx_fid, void *context)
+{
+	struct util_domain *domain;
+	struct util_rdm_stx *stx;
+
+	if (!domain_fid || !stx_fid)
+		return -FI_EINVAL;
+	domain = container_of(domain_fid, struct util_domain, domain_fid);
+	stx = calloc(1, sizeof(*stx));
+	if (!stx)
+		return -FI_ENOMEM;
+	if (attr)
+		stx->attr = *attr;
+	stx->domain = domain;
+	atomic_init(&stx->bound, 0);
+	stx->stx_fid.fid.fclass = FI_CLASS_STX_CTX;
+	stx->stx_fid.fid.context = context;
+	stx->stx_fid.fid.ops = &stx_fi_ops;
+	stx->stx_fid.ops = &stx_ep_ops;
+	/* No hold on the domain: it holds nothing but a binding, and MPICH
+	 * closes its domain before its shared transmit context.  The
+	 * endpoints bound to it hold the domain. */
+	*stx_fid = &stx->stx_fid;
+	return 0;
 }

@@ -219,11 +219,7 @@ static int verbs_rdm_ep_close(struct fid *fid)
 		util_rdm_fail_peer(&ep->rdm, peer, FI_ECANCELED);
 	}
 	weft_unlock(&ep->rdm.lock);
-	if (ep->local)
-		shm_local_closing(ep->local);
 	util_rdm_ep_fini(&ep->rdm);
-	if (ep->local)
-		shm_local_free(ep->local);
 	ep_teardown(ep);
 	free(ep);
 	return 0;
@@ -260,27 +256,11 @@ static struct fi_ops_cm verbs_rdm_cm_ops = {
 	.join = weft_no_join,
 };
 
-/* FI_ENABLE: the shared memory region first, named after our address. */
-static int verbs_rdm_control(struct fid *fid, int command, void *arg)
-{
-	struct verbs_rdm_ep *ep =
-		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
-
-	/* Without it every peer goes through the device, which works. */
-	if (command == FI_ENABLE && ep->local && !ep->rdm.enabled &&
-	    !ep->local_up)
-		ep->local_up = shm_local_enable(
-			ep->local, &verbs_prov, "the device",
-			(const struct sockaddr *)&ep->addr,
-			ep->rdm.peers.attr.addr_len, 0);
-	return util_rdm_ep_control(fid, command, arg);
-}
-
 static struct fi_ops verbs_rdm_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = verbs_rdm_ep_close,
 	.bind = util_rdm_ep_bind,
-	.control = verbs_rdm_control,
+	.control = util_rdm_ep_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
 	.ops_set = weft_no_ops_set,
@@ -511,12 +491,8 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	 * CPU, not atomically with the device's: with device atomics, all
 	 * go through the device. */
 	if (verbs_params.shm && !(ep->amo_device && (info->caps & FI_ATOMIC))) {
-		ep->local = shm_local_new();
-		if (!ep->local) {
-			ret = -FI_ENOMEM;
-			goto err;
-		}
-		attr.local = shm_local_xport(ep->local);
+		attr.local_ops = &shm_local_ops;
+		attr.local_via = "the device";
 	}
 	ret = util_rdm_ep_init(&ep->rdm, &domain->base.util, info, &attr,
 			       context);
@@ -527,8 +503,6 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	*ep_fid = &ep->rdm.ep_fid;
 	return 0;
 err:
-	if (ep->local)
-		shm_local_free(ep->local);
 	ep_teardown(ep);
 	free(ep);
 	return ret;

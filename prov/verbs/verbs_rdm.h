@@ -225,8 +225,6 @@ struct verbs_rdm_ep {
 	uint32_t nself_flush; /* of those, waiting for self_flush */
 	uint64_t empty_seq;   /* the CQ was found empty (progress_idle) */
 	uint64_t conns_freed; /* since the endpoint opened (logged) */
-	struct shm_xp *local; /* peers on this host; NULL: FI_VERBS_SHM=0 */
-	bool local_up;	      /* its region exists */
 	bool amo_device;      /* FI_VERBS_DEVICE_ATOMICS: the device's only */
 };
 

@@ -86,16 +86,27 @@ static void sc_open(struct sc *s, const char *prov, enum fi_threading thr)
 	}
 }
 
+/* Close endpoint e's contexts and the scalable endpoint (not its CQs). */
+static void sc_close_ep(struct sc *s, int e)
+{
+	int k;
+
+	if (!s->sep[e])
+		return;
+	for (k = 0; k < SC_N; k++) {
+		cf_ok(fi_close(&s->tx[e][k]->fid));
+		cf_ok(fi_close(&s->rx[e][k]->fid));
+	}
+	cf_ok(fi_close(&s->sep[e]->fid));
+	s->sep[e] = NULL;
+}
+
 static void sc_close(struct sc *s)
 {
 	int e, k;
 
 	for (e = 0; e < 2; e++) {
-		for (k = 0; k < SC_N; k++) {
-			cf_ok(fi_close(&s->tx[e][k]->fid));
-			cf_ok(fi_close(&s->rx[e][k]->fid));
-		}
-		cf_ok(fi_close(&s->sep[e]->fid));
+		sc_close_ep(s, e);
 		for (k = 0; k < SC_N; k++)
 			cf_ok(fi_close(&s->cq[e][k]->fid));
 	}
@@ -493,6 +504,42 @@ static int case_sep_context_cycle(const char *prov)
 }
 
 /*
+ * A peer heard from on one context and gone before a receive is directed
+ * to it: endpoint 0's transmit context 1 sends to endpoint 1's receive
+ * context 2 (an undirected receive takes it), endpoint 0 closes, and
+ * only then does context 2 post receives directed to it.  Nothing of
+ * endpoint 0 is left to look at (closed, or dead with what it left swept
+ * away by another process on the host): the receives end in an error
+ * within CF_WAIT_MS, never wait forever.
+ */
+static int case_sep_peer_gone(const char *prov)
+{
+	struct fi_cq_tagged_entry c;
+	struct fi_context2 rctx[2];
+	char rbuf[2][64];
+	struct sc s;
+	int i, err;
+
+	sc_open(&s, prov, FI_THREAD_SAFE);
+	sc_one(&s, 1, 2, 0x800);
+	sc_close_ep(&s, 0);
+	for (i = 0; i < 2; i++)
+		cf_ok(fi_trecv(s.rx[1][2], rbuf[i], sizeof(rbuf[i]), NULL,
+			       s.addr[0], 0x801, 0, &rctx[i]));
+	for (i = 0; i < 2; i++) {
+		err = sc_wait(s.cq[1][2], &c, NULL);
+		cf_assert(err > 0,
+			  "a receive directed to a closed peer: completion "
+			  "%d, want an error",
+			  err);
+		cf_assert(c.op_context == &rctx[0] || c.op_context == &rctx[1],
+			  "an error for a context never posted");
+	}
+	sc_close(&s);
+	return 0;
+}
+
+/*
  * Open MPI 5's ofi MTL with mtl_ofi_enable_sep: rx_ctx_bits as few as the
  * contexts need (4 contexts: 3 bits, its loop), fi_enable of the scalable
  * endpoint before any context, then contexts made one at a time as
@@ -622,6 +669,160 @@ static int case_sep_ompi(const char *prov)
 	return 0;
 }
 
+/*
+ * Shared transmit contexts (fi_stx_context) as Sandia OpenSHMEM's pool
+ * uses them: opened with a NULL attr, several endpoints opened with
+ * tx_ctx_cnt FI_SHARED_CONTEXT bound to one before fi_enable.  Refused:
+ * fi_enable before the bind, a second bind, a bind to an endpoint not
+ * opened for one or with capabilities the context lacks, fi_close of a
+ * context endpoints use.  Each endpoint's sends complete on its own CQ,
+ * once, and reach the receiver under that endpoint's address.  The
+ * domain closes before the shared context, as MPICH closes them.
+ */
+#define STX_EPS 3
+
+static int case_stx_api(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_MSG | FI_SOURCE,
+			    .threading = FI_THREAD_SAFE};
+	struct fi_av_attr av_attr = {.count = 16};
+	struct fi_cq_attr cq_attr = {.size = 1024,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fi_tx_attr narrow = {.caps = FI_MSG | FI_SEND};
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_stx *stx, *stx2;
+	struct fid_ep *ep[STX_EPS + 1];
+	struct fid_cq *cq[STX_EPS + 1];
+	fi_addr_t addr[STX_EPS + 1];
+	struct fi_context2 sctx[STX_EPS], rctx[STX_EPS];
+	char sbuf[STX_EPS][64], rbuf[STX_EPS][64];
+	int sent[STX_EPS] = {0}, got[STX_EPS] = {0};
+	struct fi_info *info, *pinfo;
+	uint64_t end;
+	int i, ret, left;
+	const int rcv = STX_EPS; /* a plain endpoint */
+
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (!info->domain_attr->max_ep_stx_ctx) {
+		fi_freeinfo(info);
+		cf_skip("max_ep_stx_ctx 0: no shared transmit contexts");
+	}
+	pinfo = fi_dupinfo(info);
+	cf_assert(pinfo, "fi_dupinfo");
+	pinfo->ep_attr->tx_ctx_cnt = 1;
+	info->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	cf_ok(fi_stx_context(domain, NULL, &stx, NULL));
+	for (i = 0; i <= STX_EPS; i++) {
+		cf_ok(fi_endpoint(domain, i == rcv ? pinfo : info, &ep[i],
+				  NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &cq[i], NULL));
+		cf_ok(fi_ep_bind(ep[i], &cq[i]->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(ep[i], &av->fid, 0));
+	}
+	ret = fi_enable(ep[0]);
+	cf_expect(ret == -FI_EOPBADSTATE,
+		  "fi_enable of an FI_SHARED_CONTEXT endpoint before a shared "
+		  "transmit context is bound: %d",
+		  ret);
+	ret = fi_ep_bind(ep[rcv], &stx->fid, 0);
+	cf_expect(ret == -FI_EINVAL,
+		  "a shared transmit context bound to an endpoint not opened "
+		  "for one: %d",
+		  ret);
+	cf_ok(fi_stx_context(domain, &narrow, &stx2, NULL));
+	ret = fi_ep_bind(ep[0], &stx2->fid, 0);
+	cf_expect(ret == -FI_EINVAL,
+		  "an FI_TAGGED endpoint bound to an FI_MSG shared transmit "
+		  "context: %d",
+		  ret);
+	cf_ok(fi_close(&stx2->fid));
+	for (i = 0; i < STX_EPS; i++)
+		cf_ok(fi_ep_bind(ep[i], &stx->fid, 0));
+	ret = fi_ep_bind(ep[0], &stx->fid, 0);
+	cf_expect(ret == -FI_EALREADY, "a second shared transmit context: %d",
+		  ret);
+	for (i = 0; i <= STX_EPS; i++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_enable(ep[i]));
+		cf_ok(fi_getname(&ep[i]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &addr[i], 0, NULL) == 1,
+			  "fi_av_insert %d", i);
+	}
+	ret = fi_close(&stx->fid);
+	cf_expect(ret == -FI_EBUSY,
+		  "fi_close of a shared transmit context endpoints use: %d",
+		  ret);
+
+	for (i = 0; i < STX_EPS; i++) {
+		cf_fill(sbuf[i], sizeof(sbuf[i]), 0x900 + (unsigned int)i);
+		cf_ok(fi_trecv(ep[rcv], rbuf[i], sizeof(rbuf[i]), NULL,
+			       FI_ADDR_UNSPEC, 0x900 + (uint64_t)i, 0,
+			       &rctx[i]));
+	}
+	for (i = 0; i < STX_EPS; i++)
+		cf_ok(fi_tsend(ep[i], sbuf[i], sizeof(sbuf[i]), NULL,
+			       addr[rcv], 0x900 + (uint64_t)i, &sctx[i]));
+	end = cf_now_ms() + CF_WAIT_MS;
+	for (left = 2 * STX_EPS; left;) {
+		struct fi_cq_tagged_entry c;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+
+		cf_assert(cf_now_ms() < end, "%d completion(s) missing", left);
+		for (i = 0; i <= STX_EPS; i++) {
+			ssize_t n = fi_cq_readfrom(cq[i], &c, 1, &src);
+			int k;
+
+			if (n == -FI_EAGAIN)
+				continue;
+			cf_assert(n == 1, "endpoint %d: fi_cq_readfrom %zd", i,
+				  n);
+			left--;
+			if (i < STX_EPS) {
+				cf_assert(c.op_context == &sctx[i] &&
+						  !sent[i]++,
+					  "endpoint %d: a completion not of "
+					  "its one send",
+					  i);
+				continue;
+			}
+			k = (int)(c.tag - 0x900);
+			cf_assert(k >= 0 && k < STX_EPS &&
+					  c.op_context == &rctx[k] &&
+					  !got[k]++,
+				  "receiver: completion tag 0x%llx",
+				  (unsigned long long)c.tag);
+			cf_assert(src == addr[k],
+				  "message of endpoint %d from fi_addr %llu",
+				  k, (unsigned long long)src);
+			cf_check_fill(rbuf[k], sizeof(rbuf[k]),
+				      0x900 + (unsigned int)k, "payload");
+		}
+	}
+	/* MPICH's order at MPI_Finalize: the domain, then the shared
+	 * transmit context. */
+	for (i = 0; i <= STX_EPS; i++)
+		cf_ok(fi_close(&ep[i]->fid));
+	for (i = 0; i <= STX_EPS; i++)
+		cf_ok(fi_close(&cq[i]->fid));
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&stx->fid));
+	cf_ok(fi_close(&fabric->fid));
+	fi_freeinfo(pinfo);
+	fi_freeinfo(info);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
@@ -641,6 +842,15 @@ const struct cf_case cf_cases_ctx[] = {
      "selective completion on both sides, CQs closed before the "
      "scalable endpoint",
      case_sep_ompi},
+    {"sep_peer_gone",
+     "a peer heard from on one context closes before receives are "
+     "directed to it: they end in an error, never wait forever",
+     case_sep_peer_gone},
+    {"stx_api",
+     "fi_stx_context as Sandia OpenSHMEM's pool uses it: three endpoints "
+     "on one, refused binds, enable and close, each send completing "
+     "once on its own endpoint's CQ under its own address",
+     case_stx_api},
     {"sep_threads",
      "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
      "CQ, 2000 verified messages each way, cancelled receives once each",

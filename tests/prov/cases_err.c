@@ -685,6 +685,8 @@ static int case_close_busy(const char *prov)
 	busy(&f.domain->fid, "a domain with endpoints, CQs, AV, counters");
 	busy(&f.ep[0].cq->fid, "a CQ bound to an endpoint");
 	busy(&f.av->fid, "an AV bound to endpoints");
+	if (f.stx)
+		busy(&f.stx->fid, "a shared transmit context endpoints use");
 	busy(&f.ep[0].cntr[CF_CNTR_SEND]->fid,
 	     "a counter bound to an endpoint");
 	/* Everything is still alive and works. */
@@ -717,6 +719,10 @@ static int case_close_busy(const char *prov)
 	}
 	cf_ok(fi_close(&f.av->fid));
 	f.av = NULL;
+	if (f.stx) {
+		cf_ok(fi_close(&f.stx->fid));
+		f.stx = NULL;
+	}
 	busy(&f.domain->fid, "a domain with an MR, a CQ and a counter");
 	cf_ok(fi_close(&cq->fid));
 	busy(&f.domain->fid, "a domain with an MR and a counter");

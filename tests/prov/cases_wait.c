@@ -339,6 +339,8 @@ static int sread_wakes(const char *prov, bool sharer)
 
 		cf_mark("a third endpoint on endpoint 1's CQ, then closed");
 		cf_ok(fi_endpoint(f.domain, f.info, &x, NULL));
+		if (f.stx)
+			cf_ok(fi_ep_bind(x, &f.stx->fid, 0));
 		cf_ok(fi_ep_bind(x, &f.ep[1].cq->fid, FI_TRANSMIT | FI_RECV));
 		cf_ok(fi_ep_bind(x, &f.av->fid, 0));
 		cf_ok(fi_enable(x));

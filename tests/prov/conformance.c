@@ -319,6 +319,13 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 		fi_freeinfo(hints);
 		cf_skip("CF_CONTEXTS=sep: scalable endpoints are RDM");
 	}
+	if (cf_stx() && hints->ep_attr->type != FI_EP_RDM) {
+		fi_freeinfo(hints);
+		cf_skip("CF_CONTEXTS=stx: shared transmit contexts are "
+			"tested on RDM endpoints");
+	}
+	if (cf_stx())
+		hints->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
 	if (cf_contexts() && hints->ep_attr->type == FI_EP_RDM) {
 		hints->caps |= FI_NAMED_RX_CTX;
 		hints->ep_attr->tx_ctx_cnt = CF_SEP_CTX;
@@ -376,6 +383,8 @@ void cf_ep_open(struct cf_fix *f, int i)
 		return;
 	}
 	cf_ok(fi_endpoint(f->domain, f->info, &e->ep, NULL));
+	if (f->stx)
+		cf_ok(fi_ep_bind(e->ep, &f->stx->fid, 0));
 	cf_ok(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
 	/* cq_bind_flags (FI_SELECTIVE_COMPLETION) apply to transmits only. */
 	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | f->o.cq_bind_flags));
@@ -440,6 +449,9 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 
 	cf_ok(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
 	cf_ok(fi_domain(f->fabric, f->info, &f->domain, NULL));
+	if (cf_stx())
+		cf_ok(fi_stx_context(f->domain, f->info->tx_attr, &f->stx,
+				     NULL));
 	av_attr.type = o->av_type;
 	av_attr.count = 16;
 	if (cf_contexts())
@@ -475,6 +487,8 @@ void cf_close(struct cf_fix *f)
 				cf_ok(fi_close(&e->cntr[k]->fid));
 		free(e->q.v);
 	}
+	if (f->stx)
+		cf_ok(fi_close(&f->stx->fid));
 	if (f->av)
 		cf_ok(fi_close(&f->av->fid));
 	if (f->domain)

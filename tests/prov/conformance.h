@@ -122,6 +122,7 @@ struct cf_fix {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_av *av;
+	struct fid_stx *stx; /* CF_CONTEXTS=stx: every endpoint's */
 	struct cf_ep ep[CF_MAX_EP];
 	int nep;
 	struct cf_opts o;
@@ -145,6 +146,10 @@ struct cf_case {
 
 /* contexts.c: every case over scalable endpoints' contexts. */
 bool cf_contexts(void);
+/* CF_CONTEXTS=stx: every fixture endpoint is opened with tx_ctx_cnt
+ * FI_SHARED_CONTEXT and bound to the fixture's one shared transmit
+ * context. */
+bool cf_stx(void);
 void cf_sep_open(struct cf_fix *f, int i);
 struct fid_ep *cf_sep_of(struct fid_ep *ep);
 

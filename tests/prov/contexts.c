@@ -35,6 +35,13 @@ bool cf_contexts(void)
 	return m && !strcmp(m, "sep");
 }
 
+bool cf_stx(void)
+{
+	const char *m = getenv("CF_CONTEXTS");
+
+	return m && !strcmp(m, "stx");
+}
+
 #define CF_SEP_TX 1
 #define CF_SEP_RX 2
 

@@ -543,6 +543,127 @@ Test(shm_trust, full_dev_shm_fails_enable, .timeout = 60)
 		     "namespaces)");
 }
 
+/* Fill what is left of /dev/shm with a file of ours; its path in `path`. */
+static bool fill_dev_shm(char *path, size_t size)
+{
+	static const char zero[65536];
+	int fd;
+
+	snprintf(path, size, "/dev/shm/weft-test-filler-%d", (int)getpid());
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	if (fd < 0)
+		return false;
+	while (write(fd, zero, sizeof(zero)) > 0)
+		;
+	close(fd);
+	return true;
+}
+
+/* How many of /dev/shm's entries start with prefix. */
+static int dev_shm_count(const char *prefix)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/dev/shm");
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)))
+		n += !strncmp(d->d_name, prefix, strlen(prefix));
+	closedir(dir);
+	return n;
+}
+
+/*
+ * A scalable endpoint's pair 0 starts; then /dev/shm fills and a context
+ * of pair 1 is made: fi_tx_context (or its fi_enable) fails with
+ * -FI_ENOSPC and leaves no file, and once there is room again the
+ * context is made and enabled; everything closes.
+ */
+static int full_dev_shm_context(void)
+{
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .rx_ctx_bits = 1};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG};
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *sep, *tx1 = NULL, *tx0;
+	char filler[128];
+	int ret, before;
+
+	if (!hints)
+		return 2;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
+	hints->ep_attr->tx_ctx_cnt = 2;
+	hints->ep_attr->rx_ctx_cnt = 2;
+	hints->fabric_attr->prov_name = strdup("shm");
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (ret || fi_fabric(info->fabric_attr, &fabric, NULL) ||
+	    fi_domain(fabric, info, &domain, NULL) ||
+	    fi_av_open(domain, &av_attr, &av, NULL) ||
+	    fi_cq_open(domain, &cq_attr, &cq, NULL) ||
+	    fi_scalable_ep(domain, info, &sep, NULL) ||
+	    fi_scalable_ep_bind(sep, &av->fid, 0) || fi_enable(sep) ||
+	    fi_tx_context(sep, 0, NULL, &tx0, NULL) ||
+	    fi_ep_bind(tx0, &cq->fid, FI_TRANSMIT) || fi_enable(tx0))
+		return 3;
+	before = dev_shm_count("");
+	if (!fill_dev_shm(filler, sizeof(filler)))
+		return 4;
+	/* The scalable endpoint is enabled: the pair starts with its first
+	 * context, or at the latest when that context is enabled. */
+	ret = fi_tx_context(sep, 1, NULL, &tx1, NULL);
+	fprintf(stderr, "fi_tx_context on a full /dev/shm: %d\n", ret);
+	if (!ret) {
+		if (fi_ep_bind(tx1, &cq->fid, FI_TRANSMIT))
+			return 5;
+		ret = fi_enable(tx1);
+		fprintf(stderr, "its fi_enable: %d\n", ret);
+	}
+	if (ret != -FI_ENOSPC)
+		return 6;
+	/* Nothing left behind but our filler. */
+	if (dev_shm_count("") != before + 1)
+		return 7;
+	unlink(filler);
+	if (!tx1) {
+		ret = fi_tx_context(sep, 1, NULL, &tx1, NULL);
+		fprintf(stderr, "fi_tx_context with room again: %d\n", ret);
+		if (ret || fi_ep_bind(tx1, &cq->fid, FI_TRANSMIT))
+			return 8;
+	}
+	ret = fi_enable(tx1);
+	fprintf(stderr, "fi_enable with room again: %d\n", ret);
+	if (ret)
+		return 8;
+	if (fi_close(&tx1->fid) || fi_close(&tx0->fid) ||
+	    fi_close(&sep->fid) || fi_close(&cq->fid) ||
+	    fi_close(&av->fid) || fi_close(&domain->fid) ||
+	    fi_close(&fabric->fid))
+		return 9;
+	fi_freeinfo(info);
+	return 0;
+}
+
+Test(shm_trust, full_dev_shm_fails_context_enable, .timeout = 60)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		if (!small_dev_shm("64m"))
+			_exit(77);
+		_exit(full_dev_shm_context());
+	}
+	child_result(pid, "a context pair on a full /dev/shm",
+		     "cannot mount a small /dev/shm (needs root and mount "
+		     "namespaces)");
+}
+
 /*
  * A peer's region whose memory was never reserved (made by ftruncate alone)
  * on a full /dev/shm: writing into it would fault, so sending to it fails.
