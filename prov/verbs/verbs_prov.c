@@ -513,6 +513,11 @@ static void site_fill(struct verbs_site *s)
 			 * FI_SHARED_CONTEXT. */
 			if (d->max_srq && d->max_srq_wr && d->max_srq_sge)
 				s->dom[i].max_ep_srx_ctx = 1;
+		} else {
+			/* RDM: shared transmit contexts, a binding on the
+			 * engine (util_rdm_stx), for any number of
+			 * endpoints. */
+			s->dom[i].max_ep_stx_ctx = s->dom[i].ep_cnt;
 		}
 		/* RDM endpoints apply atomics at the target, unless asked
 		 * for the device's (verbs.h); MSG endpoints have only those. */
@@ -1378,7 +1383,7 @@ static struct fi_ops_domain verbs_domain_ops = {
 	.scalable_ep = weft_no_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
-	.stx_ctx = weft_no_stx_ctx,
+	.stx_ctx = util_rdm_stx_open,
 	.srx_ctx = verbs_srx_context,
 	.query_atomic = verbs_query_atomic,
 	.query_collective = weft_no_query_collective,
