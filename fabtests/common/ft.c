@@ -173,7 +173,7 @@ static void ft_usage(const struct ft_prog *prog, FILE *out)
 		fprintf(out, "  -o OP       %s (default %s)\n", prog->ops_help,
 			prog->op);
 	if (prog->threads)
-		fprintf(out, "  -n N        threads, one endpoint each (default 2)\n");
+		fprintf(out, "  -n N        threads (default 2)\n");
 	if (prog->ranks)
 		fprintf(out, "  -n N        ranks: processes, one endpoint each; the\n"
 			     "              client starts all but the server's\n"
@@ -680,6 +680,11 @@ static int ft_alloc_hints(void)
 		h->tx_attr->msg_order |= FI_ORDER_SAS;
 	if (ft.opts.inject > 0)
 		h->tx_attr->inject_size = (size_t)ft.opts.inject;
+	if (ft.sep.count) {
+		h->caps |= FI_NAMED_RX_CTX;
+		h->ep_attr->tx_ctx_cnt = (size_t)ft.sep.count;
+		h->ep_attr->rx_ctx_cnt = (size_t)ft.sep.count;
+	}
 	ft.hints = h;
 	return 0;
 err:
@@ -868,7 +873,8 @@ int ft_init(void)
 	}
 	ret = ft_fix_sizes();
 	if (!ret)
-		ret = ft_ep_setup(&ft.ep, 0);
+		ret = ft.sep.count ? ft_sep_setup(&ft.sep) :
+				     ft_ep_setup(&ft.ep, 0);
 	goto out;
 
 out_getinfo:
@@ -932,13 +938,11 @@ static int ft_wait_obj_error(const char *call, int ret)
 	return ret;
 }
 
-static int ft_ep_bind(struct ft_ep *e)
+/* The CQs of an endpoint or context pair, and its counters (-c counter). */
+static int ft_ep_open_comp(struct ft_ep *e)
 {
 	struct fi_cq_attr cq_attr = { 0 };
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
-	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC, .count = 16 };
-	struct fi_eq_attr eq_attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
-	uint64_t sel = 0;
 	int ret;
 
 	cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -949,15 +953,45 @@ static int ft_ep_bind(struct ft_ep *e)
 		ret = fi_cq_open(ft.domain, &cq_attr, &e->rxcq, NULL);
 	if (ret)
 		return ft_wait_obj_error("fi_cq_open", ret);
-	if (ft.opts.comp == FT_COMP_COUNTER) {
-		sel = FI_SELECTIVE_COMPLETION;
-		cntr_attr.wait_obj = ft.opts.wait_obj;
-		ret = fi_cntr_open(ft.domain, &cntr_attr, &e->txcntr, NULL);
-		if (!ret)
-			ret = fi_cntr_open(ft.domain, &cntr_attr, &e->rxcntr, NULL);
-		if (ret)
-			return ft_wait_obj_error("fi_cntr_open", ret);
-	}
+	if (ft.opts.comp != FT_COMP_COUNTER)
+		return 0;
+	cntr_attr.wait_obj = ft.opts.wait_obj;
+	ret = fi_cntr_open(ft.domain, &cntr_attr, &e->txcntr, NULL);
+	if (!ret)
+		ret = fi_cntr_open(ft.domain, &cntr_attr, &e->rxcntr, NULL);
+	if (ret)
+		return ft_wait_obj_error("fi_cntr_open", ret);
+	return 0;
+}
+
+/* Bind them: the transmit side's to e->ep, the receive side's to e->rx_ep. */
+static int ft_ep_bind_comp(struct ft_ep *e)
+{
+	uint64_t sel = e->txcntr ? FI_SELECTIVE_COMPLETION : 0;
+	int ret;
+
+	ret = fi_ep_bind(e->ep, &e->txcq->fid, FI_TRANSMIT | sel);
+	if (!ret)
+		ret = fi_ep_bind(e->rx_ep, &e->rxcq->fid, FI_RECV | sel);
+	if (!ret && e->txcntr)
+		ret = fi_ep_bind(e->ep, &e->txcntr->fid,
+				 FI_SEND | FI_WRITE | FI_READ);
+	if (!ret && e->rxcntr)
+		ret = fi_ep_bind(e->rx_ep, &e->rxcntr->fid, FI_RECV);
+	if (ret)
+		FT_ERR("fi_ep_bind", ret);
+	return ret;
+}
+
+static int ft_ep_bind(struct ft_ep *e)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC, .count = 16 };
+	struct fi_eq_attr eq_attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
+	int ret;
+
+	ret = ft_ep_open_comp(e);
+	if (ret)
+		return ret;
 	if (ft.opts.ep_type == FI_EP_MSG && !ft.server) {
 		ret = fi_eq_open(ft.fabric, &eq_attr, &e->eq, NULL);
 		if (ret) {
@@ -977,15 +1011,11 @@ static int ft_ep_bind(struct ft_ep *e)
 		FT_ERR("fi_endpoint", ret);
 		return ret;
 	}
-	ret = fi_ep_bind(e->ep, &e->txcq->fid, FI_TRANSMIT | sel);
-	if (!ret)
-		ret = fi_ep_bind(e->ep, &e->rxcq->fid, FI_RECV | sel);
-	if (!ret && e->txcntr)
-		ret = fi_ep_bind(e->ep, &e->txcntr->fid,
-				 FI_SEND | FI_WRITE | FI_READ);
-	if (!ret && e->rxcntr)
-		ret = fi_ep_bind(e->ep, &e->rxcntr->fid, FI_RECV);
-	if (!ret && e->av)
+	e->rx_ep = e->ep;
+	ret = ft_ep_bind_comp(e);
+	if (ret)
+		return ret;
+	if (e->av)
 		ret = fi_ep_bind(e->ep, &e->av->fid, 0);
 	if (!ret && ft.opts.ep_type == FI_EP_MSG)
 		ret = fi_ep_bind(e->ep, ft.server ? &ft.pep_eq->fid :
@@ -1083,14 +1113,16 @@ static int ft_ep_connect(struct ft_ep *e)
 	return ft_wait_cm(e->eq, FI_CONNECTED, &entry);
 }
 
-static int ft_ep_exchange(struct ft_ep *e)
+/* Trade endpoint names over the side channel; the peer's goes into av. */
+static int ft_exchange_names(struct fid *fid, struct fid_av *av,
+			     fi_addr_t *peer)
 {
 	char name[256];
 	uint32_t len32;
 	size_t len = sizeof(name);
 	int ret;
 
-	ret = fi_getname(&e->ep->fid, name, &len);
+	ret = fi_getname(fid, name, &len);
 	if (ret) {
 		FT_ERR("fi_getname", ret);
 		return ret;
@@ -1110,7 +1142,7 @@ static int ft_ep_exchange(struct ft_ep *e)
 	ret = ft_oob_recv(name, len32);
 	if (ret)
 		return ret;
-	ret = fi_av_insert(e->av, name, 1, &e->peer, 0, NULL);
+	ret = fi_av_insert(av, name, 1, peer, 0, NULL);
 	if (ret != 1) {
 		FT_ERR("fi_av_insert", ret);
 		return ret < 0 ? ret : -FI_EINVAL;
@@ -1123,10 +1155,28 @@ struct ft_rkey {
 	uint64_t key;
 };
 
+/* Trade the address and key of the buffers, for RMA and atomics. */
+static int ft_exchange_rkey(struct ft_ep *e)
+{
+	struct ft_rkey mine, theirs;
+	int ret;
+
+	mine.addr = (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+		    (uint64_t)(uintptr_t)e->buf : 0;
+	mine.key = e->mr_key;
+	ret = ft_oob_send(&mine, sizeof(mine));
+	if (!ret)
+		ret = ft_oob_recv(&theirs, sizeof(theirs));
+	if (ret)
+		return ret;
+	e->raddr = theirs.addr;
+	e->rkey = theirs.key;
+	return 0;
+}
+
 int ft_ep_setup(struct ft_ep *e, int index)
 {
 	struct fi_eq_cm_entry entry;
-	struct ft_rkey mine, theirs;
 	int ret;
 
 	e->index = index;
@@ -1152,22 +1202,106 @@ int ft_ep_setup(struct ft_ep *e, int index)
 		ret = ft_ep_connect(e);
 		e->peer = 0;
 	} else {
-		ret = ft_ep_exchange(e);
+		ret = ft_exchange_names(&e->ep->fid, e->av, &e->peer);
 	}
-	if (ret)
-		return ret;
-
-	mine.addr = (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
-		    (uint64_t)(uintptr_t)e->buf : 0;
-	mine.key = e->mr_key;
-	ret = ft_oob_send(&mine, sizeof(mine));
 	if (!ret)
-		ret = ft_oob_recv(&theirs, sizeof(theirs));
+		ret = ft_exchange_rkey(e);
+	if (!ret)
+		ret = ft_sync();
+	return ret;
+}
+
+/* Bits of an fi_addr_t that name one of count receive contexts. */
+static int ft_ctx_bits(int count)
+{
+	int bits = 0;
+
+	while ((1 << bits) < count)
+		bits++;
+	return bits;
+}
+
+static int ft_sep_open(struct ft_sep *s)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC, .count = 16 };
+	int ret;
+
+	s->rx_ctx_bits = ft_ctx_bits(s->count);
+	av_attr.rx_ctx_bits = s->rx_ctx_bits;
+	ret = fi_av_open(ft.domain, &av_attr, &s->av, NULL);
+	if (ret) {
+		FT_ERR("fi_av_open", ret);
+		return ret;
+	}
+	ret = fi_scalable_ep(ft.domain, ft.info, &s->sep, NULL);
+	if (ret) {
+		FT_ERR("fi_scalable_ep", ret);
+		return ret;
+	}
+	ret = fi_scalable_ep_bind(s->sep, &s->av->fid, 0);
+	if (ret) {
+		FT_ERR("fi_scalable_ep_bind", ret);
+		return ret;
+	}
+	ret = fi_enable(s->sep);
+	if (ret)
+		FT_ERR("fi_enable(sep)", ret);
+	return ret;
+}
+
+/* Context pair i of s as the ft_ep e: its buffers, CQs and contexts. */
+static int ft_sep_ctx_open(struct ft_sep *s, int i, struct ft_ep *e)
+{
+	int ret;
+
+	e->index = i;
+	e->peer = FI_ADDR_UNSPEC;
+	ret = ft_ep_buffers(e);
+	if (!ret)
+		ret = ft_ep_open_comp(e);
 	if (ret)
 		return ret;
-	e->raddr = theirs.addr;
-	e->rkey = theirs.key;
-	return ft_sync();
+	ret = fi_tx_context(s->sep, i, NULL, &e->ep, NULL);
+	if (ret) {
+		FT_ERR("fi_tx_context", ret);
+		return ret;
+	}
+	ret = fi_rx_context(s->sep, i, NULL, &e->rx_ep, NULL);
+	if (ret) {
+		FT_ERR("fi_rx_context", ret);
+		return ret;
+	}
+	ret = ft_ep_bind_comp(e);
+	if (ret)
+		return ret;
+	ret = fi_enable(e->ep);
+	if (!ret)
+		ret = fi_enable(e->rx_ep);
+	if (ret)
+		FT_ERR("fi_enable(context)", ret);
+	return ret;
+}
+
+int ft_sep_setup(struct ft_sep *s)
+{
+	fi_addr_t peer;
+	int i, ret;
+
+	s->ctx = calloc(s->count, sizeof(*s->ctx));
+	if (!s->ctx)
+		return -FI_ENOMEM;
+	ret = ft_sep_open(s);
+	for (i = 0; i < s->count && !ret; i++)
+		ret = ft_sep_ctx_open(s, i, &s->ctx[i]);
+	if (!ret)
+		ret = ft_exchange_names(&s->sep->fid, s->av, &peer);
+	for (i = 0; i < s->count && !ret; i++) {
+		s->ctx[i].peer = fi_rx_addr(peer, i, s->rx_ctx_bits);
+		ret = ft_exchange_rkey(&s->ctx[i]);
+	}
+	if (!ret)
+		ret = ft_sync();
+	return ret;
 }
 
 void ft_close_fid(struct fid *fid, const char *what)
@@ -1183,6 +1317,8 @@ void ft_close_fid(struct fid *fid, const char *what)
 
 void ft_ep_close(struct ft_ep *e)
 {
+	if (e->rx_ep && e->rx_ep != e->ep)
+		ft_close_fid(&e->rx_ep->fid, "fi_close(rx context)");
 	if (e->ep)
 		ft_close_fid(&e->ep->fid, "fi_close(ep)");
 	if (e->mr)
@@ -1207,8 +1343,26 @@ void ft_ep_close(struct ft_ep *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/* The contexts with their CQs first, then the scalable endpoint, its AV. */
+void ft_sep_close(struct ft_sep *s)
+{
+	int i;
+
+	for (i = 0; s->ctx && i < s->count; i++)
+		ft_ep_close(&s->ctx[i]);
+	if (s->sep)
+		ft_close_fid(&s->sep->fid, "fi_close(sep)");
+	if (s->av)
+		ft_close_fid(&s->av->fid, "fi_close(av)");
+	free(s->ctx);
+	s->ctx = NULL;
+	s->sep = NULL;
+	s->av = NULL;
+}
+
 void ft_fini(void)
 {
+	ft_sep_close(&ft.sep);
 	ft_ep_close(&ft.ep);
 	if (ft.pep)
 		ft_close_fid(&ft.pep->fid, "fi_close(pep)");
@@ -1438,11 +1592,11 @@ int ft_post_recv(struct ft_ep *e, int slot, size_t len, bool tagged)
 
 	for (;;) {
 		if (tagged)
-			ret = fi_trecv(e->ep, buf, len, e->desc, FI_ADDR_UNSPEC,
-				       FT_TAG, 0, ctx);
+			ret = fi_trecv(e->rx_ep, buf, len, e->desc,
+				       FI_ADDR_UNSPEC, FT_TAG, 0, ctx);
 		else
-			ret = fi_recv(e->ep, buf, len, e->desc, FI_ADDR_UNSPEC,
-				      ctx);
+			ret = fi_recv(e->rx_ep, buf, len, e->desc,
+				      FI_ADDR_UNSPEC, ctx);
 		if (!ret)
 			break;
 		ret = ft_retry(e, ret, &start, tagged ? "fi_trecv" : "fi_recv");

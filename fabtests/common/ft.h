@@ -79,10 +79,15 @@ struct ft_prog {
 	bool ranks;			/* accepts -n: processes (default 3) */
 };
 
-/* One endpoint and everything that hangs off it. */
+/*
+ * One endpoint and everything that hangs off it; or one context pair of a
+ * scalable endpoint (struct ft_sep), whose transmit context is `ep` and
+ * receive context `rx_ep`.
+ */
 struct ft_ep {
 	struct fi_info *info;
-	struct fid_ep *ep;
+	struct fid_ep *ep;	/* transmits go here */
+	struct fid_ep *rx_ep;	/* receives: ep itself, or a receive context */
 	struct fid_eq *eq;
 	struct fid_cq *txcq;
 	struct fid_cq *rxcq;
@@ -117,6 +122,21 @@ struct ft_ep {
 	int index;
 };
 
+/*
+ * A scalable endpoint: one address and `count` pairs of a transmit and a
+ * receive context, pair i being ctx[i] with its own CQs (or counters) and
+ * buffers, whose peer is the peer's receive context i
+ * (fi_rx_addr(peer, i, rx_ctx_bits)).  A program sets ft.sep.count before
+ * ft_init to get one in place of ft.ep.
+ */
+struct ft_sep {
+	int count;
+	int rx_ctx_bits;
+	struct fid_ep *sep;
+	struct fid_av *av;
+	struct ft_ep *ctx;
+};
+
 struct ft_state {
 	struct ft_opts opts;
 	const struct ft_prog *prog;
@@ -131,7 +151,8 @@ struct ft_state {
 	const char *label;		/* prov= of -m lines without a provider */
 	size_t max_size;
 	size_t inject_size;
-	struct ft_ep ep;
+	struct ft_ep ep;	/* unused when sep.count is set */
+	struct ft_sep sep;
 };
 
 extern struct ft_state ft;
@@ -147,7 +168,8 @@ void ft_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ft_parse(int argc, char **argv, const struct ft_prog *prog);
 uint64_t ft_mr_access(uint64_t caps);
 /*
- * Side channel, fabric and the first endpoint; an FI_ENODATA from
+ * Side channel, fabric and the first endpoint (ft.ep, or ft.sep when
+ * ft.sep.count is set); an FI_ENODATA from
  * fi_getinfo on either side ends both programs with FT_EXIT_NOTSUPP.
  * Returns 0 or a negative error; never hangs longer than -T seconds.
  */
@@ -171,6 +193,9 @@ bool ft_rx_cq_data(void);
 /* Further endpoints (fi_mt_bw): index >= 1, set up as the first one. */
 int ft_ep_setup(struct ft_ep *e, int index);
 void ft_ep_close(struct ft_ep *e);
+/* ft.sep's scalable endpoint and its context pairs (ft_init calls it). */
+int ft_sep_setup(struct ft_sep *s);
+void ft_sep_close(struct ft_sep *s);
 void ft_fini(void);
 
 /* Side channel: whole-message transfers, bounded by -T. */
