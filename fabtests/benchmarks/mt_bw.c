@@ -1,25 +1,38 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * fi_mt_bw: aggregate bandwidth of N threads, each driving its own endpoint
- * and completion queues in one shared domain (FI_THREAD_SAFE).  Thread i of
- * the client pairs with thread i of the server.  The row reports all
- * threads' transfers over the time of the slowest thread.
+ * fi_mt_bw: aggregate bandwidth of N threads in one shared domain
+ * (FI_THREAD_SAFE), each driving an endpoint and completion queues of its
+ * own: a plain endpoint each (-o ep), or one context pair each of a single
+ * scalable endpoint (-o sep: transmit and receive context i, sending to the
+ * peer's receive context i).  Thread i of the client pairs with thread i
+ * of the server.  The row reports all threads' transfers over the time of
+ * the slowest thread.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ft.h"
 
 static const struct ft_prog prog = {
 	.name = "fi_mt_bw",
-	.summary = "aggregate fi_send bandwidth of -n threads, one endpoint each",
+	.summary = "aggregate fi_send bandwidth of -n threads, an endpoint or a\n"
+		   "context pair of one scalable endpoint each",
 	.ep_type = FI_EP_RDM,
 	.caps = FI_MSG,
 	.iters = 1000,
 	.window = 64,
 	.sizes = "all",
+	.op = "ep",
+	.ops_help = "ep: an endpoint per thread; sep: one scalable endpoint\n"
+		    "              (RDM), transmit and receive context i for thread i",
 	.threads = true,
+};
+
+enum mode {
+	MODE_EP,
+	MODE_SEP,
 };
 
 struct worker {
@@ -66,15 +79,70 @@ static int run_size(struct worker *w, int n, size_t size, int iters,
 	return ret;
 }
 
+/* -o: the mode, or -1 after a usage error. */
+static int parse_mode(void)
+{
+	if (!strcmp(ft.opts.op, "ep"))
+		return MODE_EP;
+	if (strcmp(ft.opts.op, "sep")) {
+		ft_err("unknown mode '%s' (ep or sep)", ft.opts.op);
+		return -1;
+	}
+	if (ft.opts.ep_type != FI_EP_RDM) {
+		ft_err("-o sep: scalable endpoints are RDM (-e rdm)");
+		return -1;
+	}
+	return MODE_SEP;
+}
+
+/* -o ep: ft.ep for thread 0, endpoints of their own for the others. */
+static int open_eps(struct ft_ep *eps, struct worker *w, int n)
+{
+	int i, ret = 0;
+
+	w[0].e = &ft.ep;
+	for (i = 1; i < n && !ret; i++) {
+		ret = ft_ep_setup(&eps[i], i);
+		w[i].e = &eps[i];
+	}
+	return ret;
+}
+
+/* -o sep: context pair i of the scalable endpoint for thread i. */
+static void use_contexts(struct worker *w, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		w[i].e = &ft.sep.ctx[i];
+}
+
+static void print_setup(enum mode mode, int n)
+{
+	if (ft.opts.machine)
+		return;
+	if (mode == MODE_SEP)
+		printf("threads: %d, one scalable endpoint, a context pair "
+		       "each\n", n);
+	else
+		printf("threads: %d\n", n);
+}
+
 int main(int argc, char **argv)
 {
+	static const char *const row_name[] = { [MODE_SEP] = "sep" };
 	struct ft_ep *eps = NULL;
 	struct worker *w = NULL;
-	int i, n, iters, ret;
+	int i, n, iters, mode, ret;
 	double secs;
 
 	ft_parse(argc, argv, &prog);
 	n = ft.opts.threads;
+	mode = parse_mode();
+	if (mode < 0)
+		return 2;
+	if (mode == MODE_SEP)
+		ft.sep.count = n;
 	ret = ft_init();
 	if (ret)
 		goto out;
@@ -84,26 +152,24 @@ int main(int argc, char **argv)
 		ret = -FI_ENOMEM;
 		goto out;
 	}
-	ft.ep.no_oob = true;
-	w[0].e = &ft.ep;
-	for (i = 1; i < n && !ret; i++) {
-		ret = ft_ep_setup(&eps[i], i);
-		eps[i].no_oob = true;
-		w[i].e = &eps[i];
-	}
-	for (i = 0; i < n && !ret; i++)
+	if (mode == MODE_SEP)
+		use_contexts(w, n);
+	else
+		ret = open_eps(eps, w, n);
+	for (i = 0; i < n && !ret; i++) {
+		w[i].e->no_oob = true;
 		ret = ft_bw_prepare(w[i].e, FT_XFER_MSG);
+	}
 	if (ret)
 		goto out_eps;
-	if (!ft.opts.machine)
-		printf("threads: %d\n", n);
+	print_setup(mode, n);
 	ft_report_header(NULL);
 	for (i = 0; i < ft.opts.nsizes && !ret; i++) {
 		iters = ft_iters_for(ft.opts.sizes[i]);
 		ret = run_size(w, n, ft.opts.sizes[i], iters, &secs);
 		if (!ret)
-			ft_report(NULL, ft.opts.sizes[i], (uint64_t)iters * n,
-				  secs, 1);
+			ft_report(row_name[mode], ft.opts.sizes[i],
+				  (uint64_t)iters * n, secs, 1);
 	}
 out_eps:
 	for (i = 1; i < n; i++)
