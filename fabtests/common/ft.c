@@ -1150,6 +1150,17 @@ static int ft_exchange_names(struct fid *fid, struct fid_av *av,
 	return 0;
 }
 
+/*
+ * Where the sequence numbers of endpoint `index`, the seeds of its data,
+ * start: apart for each, so that data delivered to another thread's
+ * endpoint or context pair fails -v (ft_pattern reads the low 8 bits of a
+ * seed, on which index * 37 is one-to-one).
+ */
+static uint64_t ft_seq_start(int index)
+{
+	return (uint64_t)index * 37;
+}
+
 struct ft_rkey {
 	uint64_t addr;
 	uint64_t key;
@@ -1180,6 +1191,7 @@ int ft_ep_setup(struct ft_ep *e, int index)
 	int ret;
 
 	e->index = index;
+	e->tx_seq = ft_seq_start(index);
 	e->peer = FI_ADDR_UNSPEC;
 	if (ft.opts.ep_type == FI_EP_MSG && ft.server) {
 		ret = ft_wait_cm(ft.pep_eq, FI_CONNREQ, &entry);
@@ -1255,6 +1267,7 @@ static int ft_sep_ctx_open(struct ft_sep *s, int i, struct ft_ep *e)
 	int ret;
 
 	e->index = i;
+	e->tx_seq = ft_seq_start(i);
 	e->peer = FI_ADDR_UNSPEC;
 	ret = ft_ep_buffers(e);
 	if (!ret)
