@@ -1373,6 +1373,50 @@ void ft_sep_close(struct ft_sep *s)
 	s->av = NULL;
 }
 
+int ft_share_open(struct ft_share *sh, struct ft_ep *base, int count)
+{
+	struct ft_ep *v;
+	int i, ret = 0;
+
+	sh->count = count;
+	sh->ep = calloc(count, sizeof(*sh->ep));
+	sh->views = calloc(count, sizeof(*sh->views));
+	if (!sh->ep || !sh->views)
+		return -FI_ENOMEM;
+	sh->ep[0] = base;
+	base->share = sh;
+	for (i = 1; i < count && !ret; i++) {
+		v = &sh->views[i];
+		v->index = i;
+		v->tx_seq = ft_seq_start(i);
+		v->ep = base->ep;
+		v->rx_ep = base->rx_ep;
+		v->peer = base->peer;
+		v->share = sh;
+		sh->ep[i] = v;
+		ret = ft_ep_buffers(v);
+	}
+	return ret;
+}
+
+/* The views' own buffers; the endpoint stays base's. */
+void ft_share_close(struct ft_share *sh)
+{
+	int i;
+
+	for (i = 1; sh->views && i < sh->count; i++) {
+		sh->views[i].ep = NULL;
+		sh->views[i].rx_ep = NULL;
+		ft_ep_close(&sh->views[i]);
+	}
+	if (sh->ep && sh->ep[0])
+		sh->ep[0]->share = NULL;
+	free(sh->views);
+	free(sh->ep);
+	sh->views = NULL;
+	sh->ep = NULL;
+}
+
 void ft_fini(void)
 {
 	ft_sep_close(&ft.sep);
@@ -1461,30 +1505,96 @@ static int ft_cq_error(struct fid_cq *cq, const char *which)
 	return err.err ? -err.err : -FI_EOTHER;
 }
 
+/* Up to FT_CQ_BATCH completions of cq into ent, *n of them (0: none yet);
+ * waits up to timeout ms for the first (0: no wait). */
+#define FT_CQ_BATCH 16
+static int ft_cq_batch(struct fid_cq *cq, bool rx, int timeout,
+		       struct fi_cq_data_entry *ent, ssize_t *n)
+{
+	if (timeout)
+		*n = fi_cq_sread(cq, ent, FT_CQ_BATCH, NULL, timeout);
+	else
+		*n = fi_cq_read(cq, ent, FT_CQ_BATCH);
+	if (*n >= 0)
+		return 0;
+	if (*n == -FI_EAGAIN || *n == -FI_ETIMEDOUT) {
+		*n = 0;
+		return 0;
+	}
+	if (*n == -FI_EAVAIL)
+		return ft_cq_error(cq, rx ? "receive" : "transmit");
+	FT_ERR(timeout ? "fi_cq_sread" : "fi_cq_read", *n);
+	return (int)*n;
+}
+
 static int ft_read_cq(struct ft_ep *e, struct fid_cq *cq, bool rx, int timeout,
 		      uint64_t *count)
 {
-	struct fi_cq_data_entry ent[16];
+	struct fi_cq_data_entry ent[FT_CQ_BATCH];
 	ssize_t n, i;
+	int ret;
 
-	if (timeout)
-		n = fi_cq_sread(cq, ent, 16, NULL, timeout);
-	else
-		n = fi_cq_read(cq, ent, 16);
-	if (n == -FI_EAGAIN || n == -FI_ETIMEDOUT)
-		return 0;
-	if (n == -FI_EAVAIL)
-		return ft_cq_error(cq, rx ? "receive" : "transmit");
-	if (n < 0) {
-		FT_ERR(timeout ? "fi_cq_sread" : "fi_cq_read", n);
-		return (int)n;
-	}
+	ret = ft_cq_batch(cq, rx, timeout, ent, &n);
+	if (ret)
+		return ret;
 	for (i = 0; i < n; i++) {
 		if (ent[i].flags & FI_REMOTE_CQ_DATA)
 			e->last_cq_data = ent[i].data;
 	}
 	*count += n;
 	return 0;
+}
+
+/* The member of a shared endpoint whose transmit (or receive) contexts
+ * hold ctx, or NULL. */
+static struct ft_ep *ft_share_owner(struct ft_share *sh, void *ctx, bool rx)
+{
+	struct fi_context2 *c = ctx, *first;
+	int i;
+
+	for (i = 0; i < sh->count; i++) {
+		first = rx ? sh->ep[i]->rx_ctx : sh->ep[i]->tx_ctx;
+		if (c >= first && c < first + sh->ep[i]->nslots)
+			return sh->ep[i];
+	}
+	return NULL;
+}
+
+/* Read the shared CQ once, handing each completion to its member. */
+static int ft_share_read_cq(struct ft_share *sh, struct fid_cq *cq, bool rx)
+{
+	struct fi_cq_data_entry ent[FT_CQ_BATCH];
+	struct ft_ep *owner;
+	ssize_t n, i;
+	int ret;
+
+	ret = ft_cq_batch(cq, rx, 0, ent, &n);
+	for (i = 0; i < n && !ret; i++) {
+		owner = ft_share_owner(sh, ent[i].op_context, rx);
+		if (!owner) {
+			ft_err("a completion of no thread's operation");
+			return -FI_EOTHER;
+		}
+		atomic_fetch_add_explicit(rx ? &owner->rx_handed :
+					       &owner->tx_handed,
+					  1, memory_order_release);
+	}
+	return ret;
+}
+
+/* Progress of a member of a shared endpoint: whatever it reads goes to
+ * its owner; it takes what the others handed it. */
+static int ft_share_progress(struct ft_ep *e)
+{
+	struct ft_share *sh = e->share;
+	int ret;
+
+	ret = ft_share_read_cq(sh, sh->ep[0]->txcq, false);
+	if (!ret)
+		ret = ft_share_read_cq(sh, sh->ep[0]->rxcq, true);
+	e->tx_done = atomic_load_explicit(&e->tx_handed, memory_order_acquire);
+	e->rx_done = atomic_load_explicit(&e->rx_handed, memory_order_acquire);
+	return ret;
 }
 
 static int ft_read_cntr(struct fid_cntr *cntr, uint64_t *val, const char *which)
@@ -1505,6 +1615,8 @@ static int ft_progress_wait(struct ft_ep *e, bool want_rx)
 	uint64_t tx, rx;
 	int ret, ms = ft.opts.wait_obj == FI_WAIT_NONE ? 0 : 100;
 
+	if (e->share)
+		return ft_share_progress(e);
 	if (ft.opts.comp == FT_COMP_QUEUE) {
 		/* Waiting for a receive with no transmit outstanding, the
 		 * transmit CQ can only bring an error (of an injected send):
@@ -1578,6 +1690,12 @@ int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx)
 
 /* ---- posting ---- */
 
+/* The tag of endpoint e's tagged transfers: its own on a shared one. */
+static uint64_t ft_tag(const struct ft_ep *e)
+{
+	return FT_TAG + (uint64_t)e->index;
+}
+
 /* Retry an operation that returned -FI_EAGAIN, driving progress. */
 static int ft_retry(struct ft_ep *e, ssize_t ret, double *start,
 		    const char *call)
@@ -1606,7 +1724,7 @@ int ft_post_recv(struct ft_ep *e, int slot, size_t len, bool tagged)
 	for (;;) {
 		if (tagged)
 			ret = fi_trecv(e->rx_ep, buf, len, e->desc,
-				       FI_ADDR_UNSPEC, FT_TAG, 0, ctx);
+				       FI_ADDR_UNSPEC, ft_tag(e), 0, ctx);
 		else
 			ret = fi_recv(e->rx_ep, buf, len, e->desc,
 				      FI_ADDR_UNSPEC, ctx);
@@ -1632,11 +1750,11 @@ int ft_post_send(struct ft_ep *e, int slot, size_t len, bool tagged)
 	for (;;) {
 		if (tagged && inject) {
 			call = "fi_tinject";
-			ret = fi_tinject(e->ep, buf, len, e->peer, FT_TAG);
+			ret = fi_tinject(e->ep, buf, len, e->peer, ft_tag(e));
 		} else if (tagged) {
 			call = "fi_tsend";
 			ret = fi_tsend(e->ep, buf, len, e->desc, e->peer,
-				       FT_TAG, ctx);
+				       ft_tag(e), ctx);
 		} else if (inject) {
 			call = "fi_inject";
 			ret = fi_inject(e->ep, buf, len, e->peer);

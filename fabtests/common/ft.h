@@ -10,6 +10,7 @@
 #ifndef FT_H
 #define FT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,7 +120,26 @@ struct ft_ep {
 	uint64_t hello_rx;	/* no_oob server: rx_posted of the hello receive */
 	struct fi_context2 *tx_ctx;
 	struct fi_context2 *rx_ctx;
-	int index;
+	int index;		/* tagged transfers carry FT_TAG + index */
+	/* A member of a shared endpoint: completions of its operations,
+	 * handed over by whichever member read them (ft_share). */
+	struct ft_share *share;
+	_Atomic uint64_t tx_handed;
+	_Atomic uint64_t rx_handed;
+};
+
+/*
+ * Threads sharing one endpoint (fi_mt_bw -o shared): member 0 is the
+ * endpoint itself, members 1 to count - 1 views of it with buffers and
+ * contexts of their own; each member's tagged transfers carry a tag of its
+ * own, and whichever member reads the endpoint's CQs hands each completion
+ * to the member whose context it carries.  Tagged messages on CQs only:
+ * no RMA, no counters.
+ */
+struct ft_share {
+	int count;
+	struct ft_ep **ep;	/* the members */
+	struct ft_ep *views;	/* storage of members 1 to count - 1 */
 };
 
 /*
@@ -196,6 +216,9 @@ void ft_ep_close(struct ft_ep *e);
 /* ft.sep's scalable endpoint and its context pairs (ft_init calls it). */
 int ft_sep_setup(struct ft_sep *s);
 void ft_sep_close(struct ft_sep *s);
+/* Share base with count - 1 views; ft_share_close before base closes. */
+int ft_share_open(struct ft_share *sh, struct ft_ep *base, int count);
+void ft_share_close(struct ft_share *sh);
 void ft_fini(void);
 
 /* Side channel: whole-message transfers, bounded by -T. */
