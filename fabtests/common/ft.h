@@ -134,7 +134,8 @@ struct ft_ep {
  * contexts of their own; each member's tagged transfers carry a tag of its
  * own, and whichever member reads the endpoint's CQs hands each completion
  * to the member whose context it carries.  Tagged messages on CQs only:
- * no RMA, no counters.
+ * no RMA, no counters; members poll (a member asleep in fi_cq_sread would
+ * not see what another read for it).
  */
 struct ft_share {
 	int count;
