@@ -45,9 +45,11 @@ unit_tests="tests/unit/test_av tests/unit/test_cntr tests/unit/test_core
 conf_cases="thread_safe cq_calls cq_sread_sleeps cq_sread_wakes
 	cq_sread_shared cq_sread_first_send cq_wait_fd_epoll cntr_wait_wakes
 	progress_auto sep_threads sep_threads_safe"
-# - fabtests: fi_mt_bw (threads sharing one FI_THREAD_SAFE domain, an
-#   endpoint each) as server and client over shm and tcp; every fabtests
-#   program also runs ft.c's watchdog thread beside its main one.
+# - fabtests: fi_mt_bw (threads sharing one FI_THREAD_SAFE domain: an
+#   endpoint each, a context pair each of one scalable endpoint, or one
+#   endpoint for all: its rows of the matrix, -o ep, sep and shared) as
+#   server and client over shm and tcp; every fabtests program also runs
+#   ft.c's watchdog thread beside its main one.
 ft_tests=fi_mt_bw
 # Left out: tests/tcp/local-peers.sh (two processes, no thread), the
 # verbs provider's threads (its tests need the VM: make check-vm), the

@@ -173,7 +173,7 @@ static void ft_usage(const struct ft_prog *prog, FILE *out)
 		fprintf(out, "  -o OP       %s (default %s)\n", prog->ops_help,
 			prog->op);
 	if (prog->threads)
-		fprintf(out, "  -n N        threads, one endpoint each (default 2)\n");
+		fprintf(out, "  -n N        threads (default 2)\n");
 	if (prog->ranks)
 		fprintf(out, "  -n N        ranks: processes, one endpoint each; the\n"
 			     "              client starts all but the server's\n"
@@ -680,6 +680,11 @@ static int ft_alloc_hints(void)
 		h->tx_attr->msg_order |= FI_ORDER_SAS;
 	if (ft.opts.inject > 0)
 		h->tx_attr->inject_size = (size_t)ft.opts.inject;
+	if (ft.sep.count) {
+		h->caps |= FI_NAMED_RX_CTX;
+		h->ep_attr->tx_ctx_cnt = (size_t)ft.sep.count;
+		h->ep_attr->rx_ctx_cnt = (size_t)ft.sep.count;
+	}
 	ft.hints = h;
 	return 0;
 err:
@@ -868,7 +873,8 @@ int ft_init(void)
 	}
 	ret = ft_fix_sizes();
 	if (!ret)
-		ret = ft_ep_setup(&ft.ep, 0);
+		ret = ft.sep.count ? ft_sep_setup(&ft.sep) :
+				     ft_ep_setup(&ft.ep, 0);
 	goto out;
 
 out_getinfo:
@@ -932,13 +938,11 @@ static int ft_wait_obj_error(const char *call, int ret)
 	return ret;
 }
 
-static int ft_ep_bind(struct ft_ep *e)
+/* The CQs of an endpoint or context pair, and its counters (-c counter). */
+static int ft_ep_open_comp(struct ft_ep *e)
 {
 	struct fi_cq_attr cq_attr = { 0 };
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
-	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC, .count = 16 };
-	struct fi_eq_attr eq_attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
-	uint64_t sel = 0;
 	int ret;
 
 	cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -949,15 +953,45 @@ static int ft_ep_bind(struct ft_ep *e)
 		ret = fi_cq_open(ft.domain, &cq_attr, &e->rxcq, NULL);
 	if (ret)
 		return ft_wait_obj_error("fi_cq_open", ret);
-	if (ft.opts.comp == FT_COMP_COUNTER) {
-		sel = FI_SELECTIVE_COMPLETION;
-		cntr_attr.wait_obj = ft.opts.wait_obj;
-		ret = fi_cntr_open(ft.domain, &cntr_attr, &e->txcntr, NULL);
-		if (!ret)
-			ret = fi_cntr_open(ft.domain, &cntr_attr, &e->rxcntr, NULL);
-		if (ret)
-			return ft_wait_obj_error("fi_cntr_open", ret);
-	}
+	if (ft.opts.comp != FT_COMP_COUNTER)
+		return 0;
+	cntr_attr.wait_obj = ft.opts.wait_obj;
+	ret = fi_cntr_open(ft.domain, &cntr_attr, &e->txcntr, NULL);
+	if (!ret)
+		ret = fi_cntr_open(ft.domain, &cntr_attr, &e->rxcntr, NULL);
+	if (ret)
+		return ft_wait_obj_error("fi_cntr_open", ret);
+	return 0;
+}
+
+/* Bind them: the transmit side's to e->ep, the receive side's to e->rx_ep. */
+static int ft_ep_bind_comp(struct ft_ep *e)
+{
+	uint64_t sel = e->txcntr ? FI_SELECTIVE_COMPLETION : 0;
+	int ret;
+
+	ret = fi_ep_bind(e->ep, &e->txcq->fid, FI_TRANSMIT | sel);
+	if (!ret)
+		ret = fi_ep_bind(e->rx_ep, &e->rxcq->fid, FI_RECV | sel);
+	if (!ret && e->txcntr)
+		ret = fi_ep_bind(e->ep, &e->txcntr->fid,
+				 FI_SEND | FI_WRITE | FI_READ);
+	if (!ret && e->rxcntr)
+		ret = fi_ep_bind(e->rx_ep, &e->rxcntr->fid, FI_RECV);
+	if (ret)
+		FT_ERR("fi_ep_bind", ret);
+	return ret;
+}
+
+static int ft_ep_bind(struct ft_ep *e)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC, .count = 16 };
+	struct fi_eq_attr eq_attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
+	int ret;
+
+	ret = ft_ep_open_comp(e);
+	if (ret)
+		return ret;
 	if (ft.opts.ep_type == FI_EP_MSG && !ft.server) {
 		ret = fi_eq_open(ft.fabric, &eq_attr, &e->eq, NULL);
 		if (ret) {
@@ -977,15 +1011,11 @@ static int ft_ep_bind(struct ft_ep *e)
 		FT_ERR("fi_endpoint", ret);
 		return ret;
 	}
-	ret = fi_ep_bind(e->ep, &e->txcq->fid, FI_TRANSMIT | sel);
-	if (!ret)
-		ret = fi_ep_bind(e->ep, &e->rxcq->fid, FI_RECV | sel);
-	if (!ret && e->txcntr)
-		ret = fi_ep_bind(e->ep, &e->txcntr->fid,
-				 FI_SEND | FI_WRITE | FI_READ);
-	if (!ret && e->rxcntr)
-		ret = fi_ep_bind(e->ep, &e->rxcntr->fid, FI_RECV);
-	if (!ret && e->av)
+	e->rx_ep = e->ep;
+	ret = ft_ep_bind_comp(e);
+	if (ret)
+		return ret;
+	if (e->av)
 		ret = fi_ep_bind(e->ep, &e->av->fid, 0);
 	if (!ret && ft.opts.ep_type == FI_EP_MSG)
 		ret = fi_ep_bind(e->ep, ft.server ? &ft.pep_eq->fid :
@@ -1083,14 +1113,16 @@ static int ft_ep_connect(struct ft_ep *e)
 	return ft_wait_cm(e->eq, FI_CONNECTED, &entry);
 }
 
-static int ft_ep_exchange(struct ft_ep *e)
+/* Trade endpoint names over the side channel; the peer's goes into av. */
+static int ft_exchange_names(struct fid *fid, struct fid_av *av,
+			     fi_addr_t *peer)
 {
 	char name[256];
 	uint32_t len32;
 	size_t len = sizeof(name);
 	int ret;
 
-	ret = fi_getname(&e->ep->fid, name, &len);
+	ret = fi_getname(fid, name, &len);
 	if (ret) {
 		FT_ERR("fi_getname", ret);
 		return ret;
@@ -1110,7 +1142,7 @@ static int ft_ep_exchange(struct ft_ep *e)
 	ret = ft_oob_recv(name, len32);
 	if (ret)
 		return ret;
-	ret = fi_av_insert(e->av, name, 1, &e->peer, 0, NULL);
+	ret = fi_av_insert(av, name, 1, peer, 0, NULL);
 	if (ret != 1) {
 		FT_ERR("fi_av_insert", ret);
 		return ret < 0 ? ret : -FI_EINVAL;
@@ -1118,18 +1150,48 @@ static int ft_ep_exchange(struct ft_ep *e)
 	return 0;
 }
 
+/*
+ * Where the sequence numbers of endpoint `index`, the seeds of its data,
+ * start: apart for each, so that data delivered to another thread's
+ * endpoint or context pair fails -v (ft_pattern reads the low 8 bits of a
+ * seed, on which index * 37 is one-to-one).
+ */
+static uint64_t ft_seq_start(int index)
+{
+	return (uint64_t)index * 37;
+}
+
 struct ft_rkey {
 	uint64_t addr;
 	uint64_t key;
 };
 
-int ft_ep_setup(struct ft_ep *e, int index)
+/* Trade the address and key of the buffers, for RMA and atomics. */
+static int ft_exchange_rkey(struct ft_ep *e)
 {
-	struct fi_eq_cm_entry entry;
 	struct ft_rkey mine, theirs;
 	int ret;
 
+	mine.addr = (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+		    (uint64_t)(uintptr_t)e->buf : 0;
+	mine.key = e->mr_key;
+	ret = ft_oob_send(&mine, sizeof(mine));
+	if (!ret)
+		ret = ft_oob_recv(&theirs, sizeof(theirs));
+	if (ret)
+		return ret;
+	e->raddr = theirs.addr;
+	e->rkey = theirs.key;
+	return 0;
+}
+
+int ft_ep_setup(struct ft_ep *e, int index)
+{
+	struct fi_eq_cm_entry entry;
+	int ret;
+
 	e->index = index;
+	e->tx_seq = ft_seq_start(index);
 	e->peer = FI_ADDR_UNSPEC;
 	if (ft.opts.ep_type == FI_EP_MSG && ft.server) {
 		ret = ft_wait_cm(ft.pep_eq, FI_CONNREQ, &entry);
@@ -1152,22 +1214,107 @@ int ft_ep_setup(struct ft_ep *e, int index)
 		ret = ft_ep_connect(e);
 		e->peer = 0;
 	} else {
-		ret = ft_ep_exchange(e);
+		ret = ft_exchange_names(&e->ep->fid, e->av, &e->peer);
 	}
-	if (ret)
-		return ret;
-
-	mine.addr = (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
-		    (uint64_t)(uintptr_t)e->buf : 0;
-	mine.key = e->mr_key;
-	ret = ft_oob_send(&mine, sizeof(mine));
 	if (!ret)
-		ret = ft_oob_recv(&theirs, sizeof(theirs));
+		ret = ft_exchange_rkey(e);
+	if (!ret)
+		ret = ft_sync();
+	return ret;
+}
+
+/* Bits of an fi_addr_t that name one of count receive contexts. */
+static int ft_ctx_bits(int count)
+{
+	int bits = 0;
+
+	while ((1 << bits) < count)
+		bits++;
+	return bits;
+}
+
+static int ft_sep_open(struct ft_sep *s)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC, .count = 16 };
+	int ret;
+
+	s->rx_ctx_bits = ft_ctx_bits(s->count);
+	av_attr.rx_ctx_bits = s->rx_ctx_bits;
+	ret = fi_av_open(ft.domain, &av_attr, &s->av, NULL);
+	if (ret) {
+		FT_ERR("fi_av_open", ret);
+		return ret;
+	}
+	ret = fi_scalable_ep(ft.domain, ft.info, &s->sep, NULL);
+	if (ret) {
+		FT_ERR("fi_scalable_ep", ret);
+		return ret;
+	}
+	ret = fi_scalable_ep_bind(s->sep, &s->av->fid, 0);
+	if (ret) {
+		FT_ERR("fi_scalable_ep_bind", ret);
+		return ret;
+	}
+	ret = fi_enable(s->sep);
+	if (ret)
+		FT_ERR("fi_enable(sep)", ret);
+	return ret;
+}
+
+/* Context pair i of s as the ft_ep e: its buffers, CQs and contexts. */
+static int ft_sep_ctx_open(struct ft_sep *s, int i, struct ft_ep *e)
+{
+	int ret;
+
+	e->index = i;
+	e->tx_seq = ft_seq_start(i);
+	e->peer = FI_ADDR_UNSPEC;
+	ret = ft_ep_buffers(e);
+	if (!ret)
+		ret = ft_ep_open_comp(e);
 	if (ret)
 		return ret;
-	e->raddr = theirs.addr;
-	e->rkey = theirs.key;
-	return ft_sync();
+	ret = fi_tx_context(s->sep, i, NULL, &e->ep, NULL);
+	if (ret) {
+		FT_ERR("fi_tx_context", ret);
+		return ret;
+	}
+	ret = fi_rx_context(s->sep, i, NULL, &e->rx_ep, NULL);
+	if (ret) {
+		FT_ERR("fi_rx_context", ret);
+		return ret;
+	}
+	ret = ft_ep_bind_comp(e);
+	if (ret)
+		return ret;
+	ret = fi_enable(e->ep);
+	if (!ret)
+		ret = fi_enable(e->rx_ep);
+	if (ret)
+		FT_ERR("fi_enable(context)", ret);
+	return ret;
+}
+
+int ft_sep_setup(struct ft_sep *s)
+{
+	fi_addr_t peer;
+	int i, ret;
+
+	s->ctx = calloc(s->count, sizeof(*s->ctx));
+	if (!s->ctx)
+		return -FI_ENOMEM;
+	ret = ft_sep_open(s);
+	for (i = 0; i < s->count && !ret; i++)
+		ret = ft_sep_ctx_open(s, i, &s->ctx[i]);
+	if (!ret)
+		ret = ft_exchange_names(&s->sep->fid, s->av, &peer);
+	for (i = 0; i < s->count && !ret; i++) {
+		s->ctx[i].peer = fi_rx_addr(peer, i, s->rx_ctx_bits);
+		ret = ft_exchange_rkey(&s->ctx[i]);
+	}
+	if (!ret)
+		ret = ft_sync();
+	return ret;
 }
 
 void ft_close_fid(struct fid *fid, const char *what)
@@ -1183,6 +1330,8 @@ void ft_close_fid(struct fid *fid, const char *what)
 
 void ft_ep_close(struct ft_ep *e)
 {
+	if (e->rx_ep && e->rx_ep != e->ep)
+		ft_close_fid(&e->rx_ep->fid, "fi_close(rx context)");
 	if (e->ep)
 		ft_close_fid(&e->ep->fid, "fi_close(ep)");
 	if (e->mr)
@@ -1207,8 +1356,70 @@ void ft_ep_close(struct ft_ep *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/* The contexts with their CQs first, then the scalable endpoint, its AV. */
+void ft_sep_close(struct ft_sep *s)
+{
+	int i;
+
+	for (i = 0; s->ctx && i < s->count; i++)
+		ft_ep_close(&s->ctx[i]);
+	if (s->sep)
+		ft_close_fid(&s->sep->fid, "fi_close(sep)");
+	if (s->av)
+		ft_close_fid(&s->av->fid, "fi_close(av)");
+	free(s->ctx);
+	s->ctx = NULL;
+	s->sep = NULL;
+	s->av = NULL;
+}
+
+int ft_share_open(struct ft_share *sh, struct ft_ep *base, int count)
+{
+	struct ft_ep *v;
+	int i, ret = 0;
+
+	sh->count = count;
+	sh->ep = calloc(count, sizeof(*sh->ep));
+	sh->views = calloc(count, sizeof(*sh->views));
+	if (!sh->ep || !sh->views)
+		return -FI_ENOMEM;
+	sh->ep[0] = base;
+	base->share = sh;
+	for (i = 1; i < count && !ret; i++) {
+		v = &sh->views[i];
+		v->index = i;
+		v->tx_seq = ft_seq_start(i);
+		v->ep = base->ep;
+		v->rx_ep = base->rx_ep;
+		v->peer = base->peer;
+		v->share = sh;
+		sh->ep[i] = v;
+		ret = ft_ep_buffers(v);
+	}
+	return ret;
+}
+
+/* The views' own buffers; the endpoint stays base's. */
+void ft_share_close(struct ft_share *sh)
+{
+	int i;
+
+	for (i = 1; sh->views && i < sh->count; i++) {
+		sh->views[i].ep = NULL;
+		sh->views[i].rx_ep = NULL;
+		ft_ep_close(&sh->views[i]);
+	}
+	if (sh->ep && sh->ep[0])
+		sh->ep[0]->share = NULL;
+	free(sh->views);
+	free(sh->ep);
+	sh->views = NULL;
+	sh->ep = NULL;
+}
+
 void ft_fini(void)
 {
+	ft_sep_close(&ft.sep);
 	ft_ep_close(&ft.ep);
 	if (ft.pep)
 		ft_close_fid(&ft.pep->fid, "fi_close(pep)");
@@ -1294,30 +1505,96 @@ static int ft_cq_error(struct fid_cq *cq, const char *which)
 	return err.err ? -err.err : -FI_EOTHER;
 }
 
+/* Up to FT_CQ_BATCH completions of cq into ent, *n of them (0: none yet);
+ * waits up to timeout ms for the first (0: no wait). */
+#define FT_CQ_BATCH 16
+static int ft_cq_batch(struct fid_cq *cq, bool rx, int timeout,
+		       struct fi_cq_data_entry *ent, ssize_t *n)
+{
+	if (timeout)
+		*n = fi_cq_sread(cq, ent, FT_CQ_BATCH, NULL, timeout);
+	else
+		*n = fi_cq_read(cq, ent, FT_CQ_BATCH);
+	if (*n >= 0)
+		return 0;
+	if (*n == -FI_EAGAIN || *n == -FI_ETIMEDOUT) {
+		*n = 0;
+		return 0;
+	}
+	if (*n == -FI_EAVAIL)
+		return ft_cq_error(cq, rx ? "receive" : "transmit");
+	FT_ERR(timeout ? "fi_cq_sread" : "fi_cq_read", *n);
+	return (int)*n;
+}
+
 static int ft_read_cq(struct ft_ep *e, struct fid_cq *cq, bool rx, int timeout,
 		      uint64_t *count)
 {
-	struct fi_cq_data_entry ent[16];
+	struct fi_cq_data_entry ent[FT_CQ_BATCH];
 	ssize_t n, i;
+	int ret;
 
-	if (timeout)
-		n = fi_cq_sread(cq, ent, 16, NULL, timeout);
-	else
-		n = fi_cq_read(cq, ent, 16);
-	if (n == -FI_EAGAIN || n == -FI_ETIMEDOUT)
-		return 0;
-	if (n == -FI_EAVAIL)
-		return ft_cq_error(cq, rx ? "receive" : "transmit");
-	if (n < 0) {
-		FT_ERR(timeout ? "fi_cq_sread" : "fi_cq_read", n);
-		return (int)n;
-	}
+	ret = ft_cq_batch(cq, rx, timeout, ent, &n);
+	if (ret)
+		return ret;
 	for (i = 0; i < n; i++) {
 		if (ent[i].flags & FI_REMOTE_CQ_DATA)
 			e->last_cq_data = ent[i].data;
 	}
 	*count += n;
 	return 0;
+}
+
+/* The member of a shared endpoint whose transmit (or receive) contexts
+ * hold ctx, or NULL. */
+static struct ft_ep *ft_share_owner(struct ft_share *sh, void *ctx, bool rx)
+{
+	struct fi_context2 *c = ctx, *first;
+	int i;
+
+	for (i = 0; i < sh->count; i++) {
+		first = rx ? sh->ep[i]->rx_ctx : sh->ep[i]->tx_ctx;
+		if (c >= first && c < first + sh->ep[i]->nslots)
+			return sh->ep[i];
+	}
+	return NULL;
+}
+
+/* Read the shared CQ once, handing each completion to its member. */
+static int ft_share_read_cq(struct ft_share *sh, struct fid_cq *cq, bool rx)
+{
+	struct fi_cq_data_entry ent[FT_CQ_BATCH];
+	struct ft_ep *owner;
+	ssize_t n, i;
+	int ret;
+
+	ret = ft_cq_batch(cq, rx, 0, ent, &n);
+	for (i = 0; i < n && !ret; i++) {
+		owner = ft_share_owner(sh, ent[i].op_context, rx);
+		if (!owner) {
+			ft_err("a completion of no thread's operation");
+			return -FI_EOTHER;
+		}
+		atomic_fetch_add_explicit(rx ? &owner->rx_handed :
+					       &owner->tx_handed,
+					  1, memory_order_release);
+	}
+	return ret;
+}
+
+/* Progress of a member of a shared endpoint: whatever it reads goes to
+ * its owner; it takes what the others handed it. */
+static int ft_share_progress(struct ft_ep *e)
+{
+	struct ft_share *sh = e->share;
+	int ret;
+
+	ret = ft_share_read_cq(sh, sh->ep[0]->txcq, false);
+	if (!ret)
+		ret = ft_share_read_cq(sh, sh->ep[0]->rxcq, true);
+	e->tx_done = atomic_load_explicit(&e->tx_handed, memory_order_acquire);
+	e->rx_done = atomic_load_explicit(&e->rx_handed, memory_order_acquire);
+	return ret;
 }
 
 static int ft_read_cntr(struct fid_cntr *cntr, uint64_t *val, const char *which)
@@ -1338,6 +1615,8 @@ static int ft_progress_wait(struct ft_ep *e, bool want_rx)
 	uint64_t tx, rx;
 	int ret, ms = ft.opts.wait_obj == FI_WAIT_NONE ? 0 : 100;
 
+	if (e->share)
+		return ft_share_progress(e);
 	if (ft.opts.comp == FT_COMP_QUEUE) {
 		/* Waiting for a receive with no transmit outstanding, the
 		 * transmit CQ can only bring an error (of an injected send):
@@ -1411,6 +1690,12 @@ int ft_wait(struct ft_ep *e, uint64_t tx, uint64_t rx)
 
 /* ---- posting ---- */
 
+/* The tag of endpoint e's tagged transfers: its own on a shared one. */
+static uint64_t ft_tag(const struct ft_ep *e)
+{
+	return FT_TAG + (uint64_t)e->index;
+}
+
 /* Retry an operation that returned -FI_EAGAIN, driving progress. */
 static int ft_retry(struct ft_ep *e, ssize_t ret, double *start,
 		    const char *call)
@@ -1438,11 +1723,11 @@ int ft_post_recv(struct ft_ep *e, int slot, size_t len, bool tagged)
 
 	for (;;) {
 		if (tagged)
-			ret = fi_trecv(e->ep, buf, len, e->desc, FI_ADDR_UNSPEC,
-				       FT_TAG, 0, ctx);
+			ret = fi_trecv(e->rx_ep, buf, len, e->desc,
+				       FI_ADDR_UNSPEC, ft_tag(e), 0, ctx);
 		else
-			ret = fi_recv(e->ep, buf, len, e->desc, FI_ADDR_UNSPEC,
-				      ctx);
+			ret = fi_recv(e->rx_ep, buf, len, e->desc,
+				      FI_ADDR_UNSPEC, ctx);
 		if (!ret)
 			break;
 		ret = ft_retry(e, ret, &start, tagged ? "fi_trecv" : "fi_recv");
@@ -1465,11 +1750,11 @@ int ft_post_send(struct ft_ep *e, int slot, size_t len, bool tagged)
 	for (;;) {
 		if (tagged && inject) {
 			call = "fi_tinject";
-			ret = fi_tinject(e->ep, buf, len, e->peer, FT_TAG);
+			ret = fi_tinject(e->ep, buf, len, e->peer, ft_tag(e));
 		} else if (tagged) {
 			call = "fi_tsend";
 			ret = fi_tsend(e->ep, buf, len, e->desc, e->peer,
-				       FT_TAG, ctx);
+				       ft_tag(e), ctx);
 		} else if (inject) {
 			call = "fi_inject";
 			ret = fi_inject(e->ep, buf, len, e->peer);

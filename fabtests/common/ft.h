@@ -10,6 +10,7 @@
 #ifndef FT_H
 #define FT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,10 +80,15 @@ struct ft_prog {
 	bool ranks;			/* accepts -n: processes (default 3) */
 };
 
-/* One endpoint and everything that hangs off it. */
+/*
+ * One endpoint and everything that hangs off it; or one context pair of a
+ * scalable endpoint (struct ft_sep), whose transmit context is `ep` and
+ * receive context `rx_ep`.
+ */
 struct ft_ep {
 	struct fi_info *info;
-	struct fid_ep *ep;
+	struct fid_ep *ep;	/* transmits go here */
+	struct fid_ep *rx_ep;	/* receives: ep itself, or a receive context */
 	struct fid_eq *eq;
 	struct fid_cq *txcq;
 	struct fid_cq *rxcq;
@@ -114,7 +120,42 @@ struct ft_ep {
 	uint64_t hello_rx;	/* no_oob server: rx_posted of the hello receive */
 	struct fi_context2 *tx_ctx;
 	struct fi_context2 *rx_ctx;
-	int index;
+	int index;		/* tagged transfers carry FT_TAG + index */
+	/* A member of a shared endpoint: completions of its operations,
+	 * handed over by whichever member read them (ft_share). */
+	struct ft_share *share;
+	_Atomic uint64_t tx_handed;
+	_Atomic uint64_t rx_handed;
+};
+
+/*
+ * Threads sharing one endpoint (fi_mt_bw -o shared): member 0 is the
+ * endpoint itself, members 1 to count - 1 views of it with buffers and
+ * contexts of their own; each member's tagged transfers carry a tag of its
+ * own, and whichever member reads the endpoint's CQs hands each completion
+ * to the member whose context it carries.  Tagged messages on CQs only:
+ * no RMA, no counters; members poll (a member asleep in fi_cq_sread would
+ * not see what another read for it).
+ */
+struct ft_share {
+	int count;
+	struct ft_ep **ep;	/* the members */
+	struct ft_ep *views;	/* storage of members 1 to count - 1 */
+};
+
+/*
+ * A scalable endpoint: one address and `count` pairs of a transmit and a
+ * receive context, pair i being ctx[i] with its own CQs (or counters) and
+ * buffers, whose peer is the peer's receive context i
+ * (fi_rx_addr(peer, i, rx_ctx_bits)).  A program sets ft.sep.count before
+ * ft_init to get one in place of ft.ep.
+ */
+struct ft_sep {
+	int count;
+	int rx_ctx_bits;
+	struct fid_ep *sep;
+	struct fid_av *av;
+	struct ft_ep *ctx;
 };
 
 struct ft_state {
@@ -131,7 +172,8 @@ struct ft_state {
 	const char *label;		/* prov= of -m lines without a provider */
 	size_t max_size;
 	size_t inject_size;
-	struct ft_ep ep;
+	struct ft_ep ep;	/* unused when sep.count is set */
+	struct ft_sep sep;
 };
 
 extern struct ft_state ft;
@@ -147,7 +189,8 @@ void ft_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ft_parse(int argc, char **argv, const struct ft_prog *prog);
 uint64_t ft_mr_access(uint64_t caps);
 /*
- * Side channel, fabric and the first endpoint; an FI_ENODATA from
+ * Side channel, fabric and the first endpoint (ft.ep, or ft.sep when
+ * ft.sep.count is set); an FI_ENODATA from
  * fi_getinfo on either side ends both programs with FT_EXIT_NOTSUPP.
  * Returns 0 or a negative error; never hangs longer than -T seconds.
  */
@@ -171,6 +214,12 @@ bool ft_rx_cq_data(void);
 /* Further endpoints (fi_mt_bw): index >= 1, set up as the first one. */
 int ft_ep_setup(struct ft_ep *e, int index);
 void ft_ep_close(struct ft_ep *e);
+/* ft.sep's scalable endpoint and its context pairs (ft_init calls it). */
+int ft_sep_setup(struct ft_sep *s);
+void ft_sep_close(struct ft_sep *s);
+/* Share base with count - 1 views; ft_share_close before base closes. */
+int ft_share_open(struct ft_share *sh, struct ft_ep *base, int count);
+void ft_share_close(struct ft_share *sh);
 void ft_fini(void);
 
 /* Side channel: whole-message transfers, bounded by -T. */
