@@ -1309,7 +1309,10 @@ int ft_sep_setup(struct ft_sep *s)
 	if (!ret)
 		ret = ft_exchange_names(&s->sep->fid, s->av, &peer);
 	for (i = 0; i < s->count && !ret; i++) {
-		s->ctx[i].peer = fi_rx_addr(peer, i, s->rx_ctx_bits);
+		/* One context needs no bits: its address is the endpoint's
+		 * (fi_rx_addr would shift by 64). */
+		s->ctx[i].peer = s->rx_ctx_bits ?
+			fi_rx_addr(peer, i, s->rx_ctx_bits) : peer;
 		ret = ft_exchange_rkey(&s->ctx[i]);
 	}
 	if (!ret)
