@@ -587,10 +587,14 @@ void check_peers(struct shm_xp *ep, bool now)
 		/* A peer we only hear from, or only wait for: watch its
 		 * region while receives are directed to someone.  A sender
 		 * whose region is no longer there closed, or died and
-		 * another process swept what it left, before we looked. */
+		 * another process swept what it left, before we looked.
+		 * So did any peer a scalable endpoint's receive pair waits
+		 * for, as tcp's pairs find a peer that no longer listens;
+		 * a plain endpoint waits for a peer that is not there yet. */
 		if (!c->map.hdr && !c->dead &&
 		    util_rdm_rx_directed(ep->base.ep) &&
-		    conn_map(ep, c) == -FI_EAGAIN && c->heard) {
+		    conn_map(ep, c) == -FI_EAGAIN &&
+		    (c->heard || ep->base.ep->sep)) {
 			conn_died(ep, c);
 			continue;
 		}

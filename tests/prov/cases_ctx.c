@@ -507,7 +507,8 @@ static int case_sep_context_cycle(const char *prov)
  * A peer heard from on one context and gone before a receive is directed
  * to it: endpoint 0's transmit context 1 sends to endpoint 1's receive
  * context 2 (an undirected receive takes it), endpoint 0 closes, and
- * only then does context 2 post receives directed to it.  Nothing of
+ * only then do context 2, and context 3 that never heard from it, post
+ * receives directed to it.  Nothing of
  * endpoint 0 is left to look at (closed, or dead with what it left swept
  * away by another process on the host): the receives end in an error
  * within CF_WAIT_MS, never wait forever.
@@ -518,22 +519,26 @@ static int case_sep_peer_gone(const char *prov)
 	struct fi_context2 rctx[2];
 	char rbuf[2][64];
 	struct sc s;
-	int i, err;
+	int i, r, err;
 
 	sc_open(&s, prov, FI_THREAD_SAFE);
 	sc_one(&s, 1, 2, 0x800);
 	sc_close_ep(&s, 0);
-	for (i = 0; i < 2; i++)
-		cf_ok(fi_trecv(s.rx[1][2], rbuf[i], sizeof(rbuf[i]), NULL,
-			       s.addr[0], 0x801, 0, &rctx[i]));
-	for (i = 0; i < 2; i++) {
-		err = sc_wait(s.cq[1][2], &c, NULL);
-		cf_assert(err > 0,
-			  "a receive directed to a closed peer: completion "
-			  "%d, want an error",
-			  err);
-		cf_assert(c.op_context == &rctx[0] || c.op_context == &rctx[1],
-			  "an error for a context never posted");
+	/* Context 2 heard from it; context 3 never did. */
+	for (r = 2; r < 4; r++) {
+		for (i = 0; i < 2; i++)
+			cf_ok(fi_trecv(s.rx[1][r], rbuf[i], sizeof(rbuf[i]),
+				       NULL, s.addr[0], 0x801, 0, &rctx[i]));
+		for (i = 0; i < 2; i++) {
+			err = sc_wait(s.cq[1][r], &c, NULL);
+			cf_assert(err > 0,
+				  "receive context %d: a receive directed to "
+				  "a closed peer: completion %d, want an error",
+				  r, err);
+			cf_assert(c.op_context == &rctx[0] ||
+					  c.op_context == &rctx[1],
+				  "an error for a context never posted");
+		}
 	}
 	sc_close(&s);
 	return 0;
