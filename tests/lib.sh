@@ -11,6 +11,11 @@
 #                           wait until a line of FILE matches RE (grep),
 #                           up to TENTHS tenths of a second (300) and, when
 #                           PID is given, only while it lives
+#   clear_fi_env            unset every FI_* variable of the environment,
+#                           so the caller's settings do not steer a test
+#   list_provs FI_INFO      the providers the library's fi_info lists, one
+#                           a line, into $provs; has_prov NAME: whether
+#                           NAME is among them
 #   listen_port FILE        the N of the "listening on port N" line a
 #                           fabtests server prints (-B 0), or nothing
 #   veth_hosts A B IF_A IF_B ADDR_A ADDR_B
@@ -51,6 +56,23 @@ wait_line() {
 		n=$((n + 1))
 	done
 	return 1
+}
+
+clear_fi_env() {
+	local v
+	for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
+		unset "$v"
+	done
+}
+
+provs=
+list_provs() {
+	provs=$(timeout 30 "$1" -l 2>/dev/null |
+		sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p')
+}
+
+has_prov() {
+	echo "$provs" | grep -qx "$1"
 }
 
 listen_port() {

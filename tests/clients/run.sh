@@ -79,9 +79,7 @@ done
 shift $((OPTIND - 1))
 
 # What the library reads from the environment would change the runs.
-for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-	unset "$v"
-done
+clear_fi_env
 for v in ${CLIENTS_ENV:-}; do
 	export "${v?}"
 done

@@ -21,9 +21,7 @@ info=$(find_prog "$bld/util" fi_info) || exit 99
 command -v timeout >/dev/null 2>&1 || skip "no timeout(1)"
 LD_LIBRARY_PATH=$bld/.libs
 export LD_LIBRARY_PATH
-for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-	unset "$v"
-done
+clear_fi_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-mt-sep.XXXXXX") || exit 99
 server=
@@ -35,10 +33,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-provs=$(timeout 30 "$info" -l 2>/dev/null | sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p')
-has() {
-	echo "$provs" | grep -qx "$1"
-}
+list_provs "$info"
 
 args="-o sep -v -S 1,4k,64k,1m -I 20 -w 2 -T 20"
 limit=60	# seconds for a client
@@ -94,13 +89,13 @@ run() {
 	fi
 }
 
-if has shm; then
+if has_prov shm; then
 	run "shm, 2 threads" -p shm -n 2
 	run "shm, 3 threads, counters" -p shm -n 3 -c counter
 else
 	echo "shm: not in this library, not run"
 fi
-if has tcp; then
+if has_prov tcp; then
 	run "tcp, 2 threads" -p tcp -n 2
 	FI_TCP_SHM=0
 	export FI_TCP_SHM

@@ -18,9 +18,7 @@ info=$(find_prog "$bld/util" fi_info) || exit 99
 command -v timeout >/dev/null 2>&1 || skip "no timeout(1)"
 LD_LIBRARY_PATH=${WEFT_MN_LIB:-$bld/.libs}
 export LD_LIBRARY_PATH
-for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-	unset "$v"
-done
+clear_fi_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-mn.XXXXXX") || exit 99
 server=
@@ -32,10 +30,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-provs=$(timeout 30 "$info" -l 2>/dev/null | sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p')
-has() {
-	echo "$provs" | grep -qx "$1"
-}
+list_provs "$info"
 
 # A loopback address of this run's own: shm names its regions after it.
 host=127.$((($$ >> 16) & 255)).$((($$ >> 8) & 255)).$(($$ & 255))
@@ -93,10 +88,10 @@ run() {
 
 for n in 3 4; do
 	for op in tagged untagged; do
-		if has shm; then
+		if has_prov shm; then
 			run "shm $n ranks $op" "$n" shm "$op"
 		fi
-		if has tcp; then
+		if has_prov tcp; then
 			run "tcp $n ranks $op" "$n" tcp "$op"
 			run "tcp FI_TCP_SHM=0 $n ranks $op" "$n" tcp "$op" \
 				FI_TCP_SHM=0

@@ -32,9 +32,7 @@ info=$(find_prog "$bld/util" fi_info) || exit 99
 command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout(1)"; exit 77; }
 LD_LIBRARY_PATH=$lib
 export LD_LIBRARY_PATH
-for v in $(env | sed -n 's/^\(FI_[A-Za-z0-9_]*\)=.*/\1/p'); do
-	unset "$v"
-done
+clear_fi_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-rpc.XXXXXX") || exit 99
 server=
@@ -48,10 +46,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-provs=$(timeout 30 "$info" -l 2>/dev/null | sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p')
-has() {
-	echo "$provs" | grep -qx "$1"
-}
+list_provs "$info"
 
 limit=120	# seconds for a client; its own -T is 20
 ran=0
@@ -139,14 +134,14 @@ run() {
 
 args="-I 300 -W 8 -S 1,4k,64k,1m -T 20"
 # shellcheck disable=SC2086 # $args is a list
-if has shm; then
+if has_prov shm; then
 	run "shm, tagged requests" shm tagged $args
 	run "shm, a killed server" shm tagged-kill $args
 else
 	echo "shm: not in this library, not run"
 fi
 # shellcheck disable=SC2086
-if has tcp; then
+if has_prov tcp; then
 	run "tcp;ofi_rxm, multi-recv requests" "tcp;ofi_rxm" multi $args
 	run "tcp;ofi_rxm, tagged requests" "tcp;ofi_rxm" tagged $args
 	run "sockets, multi-recv requests" sockets multi $args
