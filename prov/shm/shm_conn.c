@@ -473,8 +473,8 @@ static void conn_release(struct shm_conn *c)
 }
 
 /* The connection to a peer, ready to take a message (or an error). */
-int conn_of_peer_ready(struct shm_xp *ep, struct util_peer *peer,
-		       struct shm_conn **out)
+int conn_of_peer_ready_slow(struct shm_xp *ep, struct util_peer *peer,
+			    struct shm_conn **out)
 {
 	struct shm_conn *c = conn_of_peer(ep, peer);
 	int ret;

@@ -61,8 +61,29 @@ static inline int conn_ready(struct shm_xp *ep, struct shm_conn *c)
 int owner_lock(struct shm_xp *ep);
 void owner_relock(struct shm_xp *ep);
 void owner_unmap(struct shm_xp *ep);
-int conn_of_peer_ready(struct shm_xp *ep, struct util_peer *peer,
-		       struct shm_conn **out);
+int conn_of_peer_ready_slow(struct shm_xp *ep, struct util_peer *peer,
+			    struct shm_conn **out);
+
+/*
+ * The connection to peer, ready to send (shm_conn.c has the rest): on the
+ * send path, so the usual case (claimed, alive, no new insert) costs a
+ * few loads here, without a call into another file.
+ */
+static inline int conn_of_peer_ready(struct shm_xp *ep,
+				     struct util_peer *peer,
+				     struct shm_conn **out)
+{
+	struct shm_conn *c = conn_of_peer(ep, peer);
+
+	if (weft_likely(!peer->fresh && c->claimed && !c->dead &&
+			!atomic_load_explicit(&c->map.hdr->gone,
+					      memory_order_relaxed) &&
+			!shm_owner_died(c->map.queue))) {
+		*out = c;
+		return 0;
+	}
+	return conn_of_peer_ready_slow(ep, peer, out);
+}
 uint64_t coarse_ms(void);
 void check_peers(struct shm_xp *ep, bool now);
 
