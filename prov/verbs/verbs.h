@@ -236,6 +236,18 @@ static inline uint32_t verbs_desc_lkey(void *desc)
  * thread; never blocks for long.  verbs_teardowns_wait blocks until no
  * teardown is left (the provider's cleanup).
  */
+/*
+ * verbs_prov.c's discovery, for verbs_domain.c: verbs_sites_get finds the
+ * devices once (0 or -FI_E*); verbs_sites_prov then describes what they
+ * offer, for fi_domain's and fi_endpoint's checks; verbs_site_port is the
+ * port of device dev that serves fabric (any when NULL), 1 when none.
+ */
+int verbs_sites_get(void);
+const struct util_prov *verbs_sites_prov(void);
+uint8_t verbs_site_port(const char *dev, const char *fabric);
+/* fi_domain (verbs_domain.c). */
+int verbs_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		      struct fid_domain **domain, void *context);
 void verbs_domain_hold(struct verbs_domain *domain);
 void verbs_domain_release(struct verbs_domain *domain);
 void verbs_teardowns_wait(void);
