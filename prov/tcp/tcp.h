@@ -35,6 +35,7 @@
 #include "weft/util_av.h"
 #include "weft/util_domain.h"
 #include "weft/util_eq.h"
+#include "weft/util_pep.h"
 #include "weft/util_mr.h"
 #include "weft/util_rdm.h"
 
@@ -240,17 +241,16 @@ struct tcp_ep {
 
 /* A passive endpoint: listens, reports FI_CONNREQ. */
 struct tcp_pep {
-	struct fid_pep pep_fid;
-	struct tcp_fabric *fabric;
-	struct fi_info *info;
-	struct util_eq *eq;
+	struct util_pep util; /* first */
 	int lfd;
 	int epfd; /* the listening socket and connections not claimed */
-	bool listening;
 	struct dlist_entry pending; /* struct tcp_conn accepted, not claimed */
-	struct util_progress cm_progress;
-	pthread_mutex_t lock;
 };
+
+static inline struct tcp_pep *tcp_pep_of(struct util_pep *pep)
+{
+	return container_of(pep, struct tcp_pep, util);
+}
 
 static inline struct tcp_ep *tcp_ep_of(struct util_rdm_ep *rdm)
 {

@@ -19,7 +19,6 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "weft/stubs.h"
 
 static void pep_drop(struct tcp_conn *conn)
 {
@@ -70,54 +69,30 @@ static void pep_accept(struct tcp_pep *pep)
 
 void tcp_pep_connreq(struct tcp_pep *pep, struct tcp_conn *conn)
 {
-	struct sockaddr_storage sa;
-	socklen_t len = sizeof(sa);
-	struct fi_info *info;
+	struct sockaddr_storage peer, local;
+	socklen_t plen = sizeof(peer), llen = sizeof(local);
+	bool have_peer, have_local;
 
-	if (!pep->eq)
-		goto refuse;
-	info = weft_info_dup(pep->info);
-	if (!info)
-		goto refuse;
-	info->handle = &conn->handle;
-	free(info->dest_addr);
-	info->dest_addr = NULL;
-	info->dest_addrlen = 0;
-	if (!getpeername(conn->fd, (struct sockaddr *)&sa, &len)) {
-		info->dest_addr = malloc(len);
-		if (info->dest_addr) {
-			memcpy(info->dest_addr, &sa, len);
-			info->dest_addrlen = len;
-		}
-	}
-	len = sizeof(sa);
-	if (!getsockname(conn->fd, (struct sockaddr *)&sa, &len)) {
-		free(info->src_addr);
-		info->src_addr = malloc(len);
-		info->src_addrlen = info->src_addr ? len : 0;
-		if (info->src_addr)
-			memcpy(info->src_addr, &sa, len);
-	}
-	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
-			     conn->cm_data, conn->cm_len) < 0) {
-		weft_info_free_list(info);
-		goto refuse;
+	have_peer = !getpeername(conn->fd, (struct sockaddr *)&peer, &plen);
+	have_local = !getsockname(conn->fd, (struct sockaddr *)&local, &llen);
+	if (util_pep_connreq(&pep->util, &conn->handle,
+			     have_peer ? (struct sockaddr *)&peer : NULL,
+			     have_local ? (struct sockaddr *)&local : NULL,
+			     conn->cm_data, conn->cm_len)) {
+		tcp_send_hello_ack(conn, FI_ENOMEM, NULL, 0);
+		tcp_conn_close(conn, FI_ENOMEM);
+		return;
 	}
 	conn->reported = true;
-	return;
-refuse:
-	tcp_send_hello_ack(conn, FI_ENOMEM, NULL, 0);
-	tcp_conn_close(conn, FI_ENOMEM);
 }
 
-static void pep_progress(struct util_progress *p)
+static void pep_progress(struct util_pep *upep)
 {
-	struct tcp_pep *pep = container_of(p, struct tcp_pep, cm_progress);
+	struct tcp_pep *pep = tcp_pep_of(upep);
 	struct epoll_event ev[16];
 	struct dlist_entry *e, *tmp;
 	int i, k;
 
-	pthread_mutex_lock(&pep->lock);
 	k = epoll_wait(pep->epfd, ev, 16, 0);
 	for (i = 0; i < k; i++) {
 		struct tcp_conn *conn = ev[i].data.ptr;
@@ -142,7 +117,6 @@ static void pep_progress(struct util_progress *p)
 		if (conn->state == TCP_CONN_CLOSED && !conn->reported)
 			pep_drop(conn);
 	}
-	pthread_mutex_unlock(&pep->lock);
 }
 
 int tcp_pep_claim(fid_t handle, struct tcp_ep *ep)
@@ -157,10 +131,10 @@ int tcp_pep_claim(fid_t handle, struct tcp_ep *ep)
 	pep = conn->pep;
 	if (!pep)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&pep->lock);
+	pthread_mutex_lock(&pep->util.lock);
 	dlist_remove(&conn->entry);
 	conn->pep = NULL;
-	pthread_mutex_unlock(&pep->lock);
+	pthread_mutex_unlock(&pep->util.lock);
 	/* Named before it enters the domain's set, where the progress of
 	 * the domain's other endpoints looks for its owner. */
 	conn->ep = ep;
@@ -172,84 +146,44 @@ int tcp_pep_claim(fid_t handle, struct tcp_ep *ep)
 	return ret;
 }
 
-/* ---- fid ops ------------------------------------------------------------ */
+/* ---- the passive endpoint's own part (weft/util_pep.h) ------------------ */
 
-static int pep_close(struct fid *fid)
+static void pep_close(struct util_pep *upep)
 {
-	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
+	struct tcp_pep *pep = tcp_pep_of(upep);
 
-	if (pep->eq) {
-		util_eq_unbind_cm(pep->eq, &pep->cm_progress, pep->epfd);
-		util_eq_put(pep->eq);
-	}
 	while (!dlist_empty(&pep->pending))
 		pep_drop(container_of(pep->pending.next, struct tcp_conn,
 				      entry));
 	if (pep->lfd >= 0)
 		close(pep->lfd);
-	close(pep->epfd);
-	weft_info_free_list(pep->info);
-	pthread_mutex_destroy(&pep->lock);
+	if (pep->epfd >= 0)
+		close(pep->epfd);
 	free(pep);
-	return 0;
 }
 
-static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+static int pep_local(struct util_pep *upep, struct sockaddr_storage *sa)
 {
-	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
+	socklen_t len = sizeof(*sa);
 
-	return util_eq_bind_cm(&pep->eq, bfid, &pep->cm_progress, pep_progress,
-			       pep->epfd, pep);
-}
-
-static struct fi_ops pep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = pep_close,
-	.bind = pep_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
-	struct sockaddr_storage sa;
-	socklen_t len = sizeof(sa);
-
-	if (!addrlen)
-		return -FI_EINVAL;
-	if (getsockname(pep->lfd, (struct sockaddr *)&sa, &len))
+	if (getsockname(tcp_pep_of(upep)->lfd, (struct sockaddr *)sa, &len))
 		return -tcp_errno_fi(errno);
-	if (!addr || *addrlen < len) {
-		*addrlen = len;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, &sa, len);
-	*addrlen = len;
 	return 0;
 }
 
-static int pep_setname(fid_t fid, void *addr, size_t addrlen)
+static int pep_bind_addr(struct util_pep *upep,
+			 const struct sockaddr_storage *sa, size_t len)
 {
-	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
-	struct sockaddr_storage sa = { 0 };
+	struct tcp_pep *pep = tcp_pep_of(upep);
 	int fd, one = 1;
 
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(sa))
-		return -FI_EINVAL;
-	if (pep->listening)
-		return -FI_EOPBADSTATE;
-	memcpy(&sa, addr, addrlen);
-	if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6)
-		return -FI_EINVAL;
-	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
 	if (fd < 0)
 		return -tcp_errno_fi(errno);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, (socklen_t)tcp_sockaddr_len(&sa))) {
+	if (bind(fd, (const struct sockaddr *)sa,
+		 (socklen_t)tcp_sockaddr_len(sa))) {
 		int err = errno;
 
 		close(fd);
@@ -261,37 +195,29 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 	return 0;
 }
 
-static int pep_listen(struct fid_pep *pep_fid)
+static int pep_listen(struct util_pep *upep)
 {
-	struct tcp_pep *pep = container_of(pep_fid, struct tcp_pep, pep_fid);
+	struct tcp_pep *pep = tcp_pep_of(upep);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &pep->lfd };
 
-	if (!pep->eq)
-		return -FI_ENOEQ;
-	if (pep->listening)
-		return 0;
 	if (listen(pep->lfd, 1024) ||
 	    epoll_ctl(pep->epfd, EPOLL_CTL_ADD, pep->lfd, &ev))
 		return -tcp_errno_fi(errno);
-	pep->listening = true;
 	return 0;
 }
 
-static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
+static int pep_reject(struct util_pep *upep, fid_t handle, const void *param,
 		      size_t paramlen)
 {
-	struct tcp_pep *pep = container_of(pep_fid, struct tcp_pep, pep_fid);
+	struct tcp_pep *pep = tcp_pep_of(upep);
 	struct tcp_conn *conn;
 	struct pollfd pfd;
 	int i;
 
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ ||
-	    paramlen > TCP_CM_DATA_MAX || (paramlen && !param))
-		return -FI_EINVAL;
 	conn = container_of(handle, struct tcp_conn, handle);
 	if (conn->pep != pep)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&pep->lock);
+	pthread_mutex_lock(&upep->lock);
 	if (conn->state == TCP_CONN_CMWAIT) {
 		tcp_send_hello_ack(conn, FI_ECONNREFUSED, param, paramlen);
 		/* Let the refusal leave before the socket closes (bounded:
@@ -305,21 +231,18 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
 		}
 	}
 	pep_drop(conn);
-	pthread_mutex_unlock(&pep->lock);
+	pthread_mutex_unlock(&upep->lock);
 	return 0;
 }
 
-static struct fi_ops_cm pep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = pep_setname,
-	.getname = pep_getname,
-	.getpeer = weft_no_getpeer,
-	.connect = weft_no_connect,
+static const struct util_pep_ops tcp_pep_ops = {
+	.progress = pep_progress,
+	.bind = pep_bind_addr,
+	.local = pep_local,
 	.listen = pep_listen,
-	.accept = weft_no_accept,
 	.reject = pep_reject,
-	.shutdown = weft_no_shutdown,
-	.join = weft_no_join,
+	.close = pep_close,
+	.cm_data_max = TCP_CM_DATA_MAX,
 };
 
 int tcp_cm_getopt(int level, int optname, void *optval, size_t *optlen)
@@ -327,65 +250,27 @@ int tcp_cm_getopt(int level, int optname, void *optval, size_t *optlen)
 	return util_cm_getopt(level, optname, optval, optlen, TCP_CM_DATA_MAX);
 }
 
-static int pep_getopt(fid_t fid, int level, int optname, void *optval,
-		      size_t *optlen)
-{
-	return tcp_cm_getopt(level, optname, optval, optlen);
-}
-
-static int pep_setopt(fid_t fid, int level, int optname, const void *optval,
-		      size_t optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
-
-static struct fi_ops_ep pep_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = weft_no_cancel,
-	.getopt = pep_getopt,
-	.setopt = pep_setopt,
-	.tx_ctx = weft_no_tx_ctx,
-	.rx_ctx = weft_no_rx_ctx,
-	.rx_size_left = weft_no_size_left,
-	.tx_size_left = weft_no_size_left,
-};
-
 int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		   struct fid_pep **pep_fid, void *context)
 {
-	struct sockaddr_in any = { .sin_family = AF_INET };
 	struct tcp_pep *pep;
 	int ret;
 
-	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
-		return -FI_EINVAL;
 	pep = calloc(1, sizeof(*pep));
 	if (!pep)
 		return -FI_ENOMEM;
 	pep->lfd = -1;
 	dlist_init(&pep->pending);
-	pthread_mutex_init(&pep->lock, NULL);
-	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
-	pep->pep_fid.fid.context = context;
-	pep->pep_fid.fid.ops = &pep_fi_ops;
-	pep->pep_fid.cm = &pep_cm_ops;
-	pep->pep_fid.ops = &pep_ep_ops;
-	pep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	pep->info = weft_info_dup(info);
-	if (pep->epfd < 0 || !pep->info) {
-		ret = pep->epfd < 0 ? -tcp_errno_fi(errno) : -FI_ENOMEM;
-		goto err;
+	ret = util_pep_init(&pep->util, info, &tcp_pep_ops, context);
+	if (ret) {
+		free(pep);
+		return ret;
 	}
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
-		ret = pep_setname(&pep->pep_fid.fid, info->src_addr,
-				  info->src_addrlen);
-	else
-		ret = pep_setname(&pep->pep_fid.fid, &any, sizeof(any));
-	if (ret)
-		goto err;
-	*pep_fid = &pep->pep_fid;
-	return 0;
-err:
-	pep_close(&pep->pep_fid.fid);
-	return ret;
+	pep->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (pep->epfd < 0) {
+		ret = -tcp_errno_fi(errno);
+		util_pep_close(&pep->util.pep_fid.fid);
+		return ret;
+	}
+	return util_pep_start(&pep->util, pep->epfd, pep_fid);
 }

@@ -20,18 +20,19 @@
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
+#include "weft/util_pep.h"
 
 struct verbs_pep {
-	struct fid_pep pep_fid;
-	struct fi_info *info;
-	struct util_eq *eq;
+	struct util_pep util; /* first */
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *id;
-	struct util_progress cm_progress;
-	pthread_mutex_t lock;
-	bool listening;
 	bool any_port; /* bound with port 0: listen may take another */
 };
+
+static struct verbs_pep *verbs_pep_of(struct util_pep *pep)
+{
+	return container_of(pep, struct verbs_pep, util);
+}
 
 /* ---- private data ------------------------------------------------------- */
 
@@ -212,20 +213,11 @@ void verbs_msg_cm_progress(struct util_progress *p)
 static int sockaddr_out(const struct sockaddr *sa, void *addr,
 			size_t *addrlen)
 {
-	size_t len;
-
 	if (!addrlen)
 		return -FI_EINVAL;
 	if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
 		return -FI_EADDRNOTAVAIL;
-	len = util_sockaddr_len(sa);
-	if (!addr || *addrlen < len) {
-		*addrlen = len;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, sa, len);
-	*addrlen = len;
-	return 0;
+	return util_name_out(sa, util_sockaddr_len(sa), addr, addrlen);
 }
 
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
@@ -380,47 +372,31 @@ int verbs_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 static void pep_connreq(struct verbs_pep *pep, struct rdma_cm_event *ev)
 {
 	struct verbs_connreq *cr;
-	struct fi_info *info;
 	const void *data;
-	struct sockaddr *sa;
 	size_t len;
 
 	cr = calloc(1, sizeof(*cr));
-	info = weft_info_dup(pep->info);
-	if (!cr || !info || !pep->eq)
+	if (!cr)
 		goto refuse;
 	cr->handle.fclass = FI_CLASS_CONNREQ;
 	cr->id = ev->id;
-	info->handle = &cr->handle;
-	free(info->dest_addr);
-	info->dest_addr = NULL;
-	info->dest_addrlen = 0;
-	sa = rdma_get_peer_addr(ev->id);
-	len = util_sockaddr_len(sa);
-	info->dest_addr = malloc(len);
-	if (info->dest_addr) {
-		memcpy(info->dest_addr, sa, len);
-		info->dest_addrlen = len;
-	}
 	data = cm_unpack(ev->param.conn.private_data,
 			 ev->param.conn.private_data_len, &len, &cr->fence);
-	if (util_eq_write_cm(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info,
-			     data, len) < 0)
+	if (util_pep_connreq(&pep->util, &cr->handle,
+			     rdma_get_peer_addr(ev->id), NULL, data, len))
 		goto refuse;
 	return;
 refuse:
-	weft_info_free_list(info);
 	free(cr);
 	rdma_reject(ev->id, NULL, 0);
 	rdma_destroy_id(ev->id);
 }
 
-static void pep_progress(struct util_progress *p)
+static void pep_progress(struct util_pep *upep)
 {
-	struct verbs_pep *pep = container_of(p, struct verbs_pep, cm_progress);
+	struct verbs_pep *pep = verbs_pep_of(upep);
 	struct rdma_cm_event *ev;
 
-	pthread_mutex_lock(&pep->lock);
 	while (!rdma_get_cm_event(pep->cm_ch, &ev)) {
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			struct rdma_cm_event copy = *ev;
@@ -438,81 +414,47 @@ static void pep_progress(struct util_progress *p)
 		}
 		rdma_ack_cm_event(ev);
 	}
-	pthread_mutex_unlock(&pep->lock);
 }
 
-static int pep_close(struct fid *fid)
+static void pep_close(struct util_pep *upep)
 {
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct verbs_pep *pep = verbs_pep_of(upep);
 
-	if (pep->eq) {
-		util_eq_unbind_cm(pep->eq, &pep->cm_progress, pep->cm_ch->fd);
-		util_eq_put(pep->eq);
-	}
 	if (pep->id)
 		rdma_destroy_id(pep->id);
 	if (pep->cm_ch)
 		rdma_destroy_event_channel(pep->cm_ch);
-	weft_info_free_list(pep->info);
-	pthread_mutex_destroy(&pep->lock);
 	free(pep);
+}
+
+static int pep_local(struct util_pep *upep, struct sockaddr_storage *sa)
+{
+	const struct sockaddr *a = rdma_get_local_addr(verbs_pep_of(upep)->id);
+
+	if (!a || (a->sa_family != AF_INET && a->sa_family != AF_INET6))
+		return -FI_EADDRNOTAVAIL;
+	memcpy(sa, a, util_sockaddr_len(a));
 	return 0;
 }
 
-static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+static int pep_bind_addr(struct util_pep *upep,
+			 const struct sockaddr_storage *sa, size_t len)
 {
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct verbs_pep *pep = verbs_pep_of(upep);
 
-	return util_eq_bind_cm(&pep->eq, bfid, &pep->cm_progress, pep_progress,
-			       pep->cm_ch->fd, pep);
-}
-
-static struct fi_ops pep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = pep_close,
-	.bind = pep_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-	.tostr = weft_no_tostr,
-	.ops_set = weft_no_ops_set,
-};
-
-static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
-
-	return sockaddr_out(rdma_get_local_addr(pep->id), addr, addrlen);
-}
-
-static int pep_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
-	struct sockaddr_storage sa = { 0 };
-
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(sa))
-		return -FI_EINVAL;
-	if (pep->listening)
-		return -FI_EOPBADSTATE;
-	memcpy(&sa, addr, addrlen);
-	if (rdma_bind_addr(pep->id, (struct sockaddr *)&sa))
+	if (rdma_bind_addr(pep->id, (struct sockaddr *)sa))
 		return weft_errno(errno);
-	pep->any_port = !((struct sockaddr_in *)&sa)->sin_port;
+	pep->any_port = !((const struct sockaddr_in *)sa)->sin_port;
 	return 0;
 }
 
-static int pep_listen(struct fid_pep *pep_fid)
+static int pep_listen(struct util_pep *upep)
 {
-	struct verbs_pep *pep = container_of(pep_fid, struct verbs_pep, pep_fid);
-
+	struct verbs_pep *pep = verbs_pep_of(upep);
 	struct sockaddr_storage sa;
 	struct rdma_cm_id *id;
 	int ret, tries = 0;
 
-	if (!pep->eq)
-		return -FI_ENOEQ;
-	if (pep->listening)
-		return 0;
 	while (rdma_listen(pep->id, 1024)) {
 		ret = weft_errno(errno);
 		/* On iWARP the port rdma_cm picked must be free in the
@@ -532,19 +474,16 @@ static int pep_listen(struct fid_pep *pep_fid)
 		rdma_destroy_id(pep->id);
 		pep->id = id;
 	}
-	pep->listening = true;
 	return 0;
 }
 
-static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
+static int pep_reject(struct util_pep *upep, fid_t handle, const void *param,
 		      size_t paramlen)
 {
 	struct verbs_connreq *cr;
 	uint8_t priv[VERBS_CM_PRIV_MAX];
 	int len;
 
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
-		return -FI_EINVAL;
 	len = cm_pack(priv, param, paramlen, NULL);
 	if (len < 0)
 		return len;
@@ -555,72 +494,38 @@ static int pep_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
 	return 0;
 }
 
-static struct fi_ops_cm pep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = pep_setname,
-	.getname = pep_getname,
-	.getpeer = weft_no_getpeer,
-	.connect = weft_no_connect,
+static const struct util_pep_ops verbs_pep_ops = {
+	.progress = pep_progress,
+	.bind = pep_bind_addr,
+	.local = pep_local,
 	.listen = pep_listen,
-	.accept = weft_no_accept,
 	.reject = pep_reject,
-	.shutdown = weft_no_shutdown,
-	.join = weft_no_join,
-};
-
-static struct fi_ops_ep pep_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = weft_no_cancel,
-	.getopt = verbs_ep_getopt,
-	.setopt = verbs_ep_setopt,
-	.tx_ctx = weft_no_tx_ctx,
-	.rx_ctx = weft_no_rx_ctx,
-	.rx_size_left = weft_no_size_left,
-	.tx_size_left = weft_no_size_left,
+	.close = pep_close,
+	.cm_data_max = VERBS_CM_DATA_MAX,
 };
 
 int verbs_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_pep **pep_fid, void *context)
 {
-	struct sockaddr_in any = { .sin_family = AF_INET };
 	struct verbs_pep *pep;
 	int ret;
 
-	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
-		return -FI_EINVAL;
 	pep = calloc(1, sizeof(*pep));
 	if (!pep)
 		return -FI_ENOMEM;
-	pthread_mutex_init(&pep->lock, NULL);
-	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
-	pep->pep_fid.fid.context = context;
-	pep->pep_fid.fid.ops = &pep_fi_ops;
-	pep->pep_fid.cm = &pep_cm_ops;
-	pep->pep_fid.ops = &pep_ep_ops;
-	pep->info = weft_info_dup(info);
+	ret = util_pep_init(&pep->util, info, &verbs_pep_ops, context);
+	if (ret) {
+		free(pep);
+		return ret;
+	}
 	pep->cm_ch = rdma_create_event_channel();
-	if (!pep->info || !pep->cm_ch) {
-		ret = pep->info ? weft_errno(errno) : -FI_ENOMEM;
-		goto err;
-	}
-	ret = verbs_set_nonblock(pep->cm_ch->fd);
-	if (ret)
-		goto err;
-	pep->any_port = true;
-	if (rdma_create_id(pep->cm_ch, &pep->id, pep, RDMA_PS_TCP)) {
+	ret = pep->cm_ch ? verbs_set_nonblock(pep->cm_ch->fd) : weft_errno(errno);
+	if (!ret && rdma_create_id(pep->cm_ch, &pep->id, pep, RDMA_PS_TCP))
 		ret = weft_errno(errno);
-		goto err;
+	if (ret) {
+		util_pep_close(&pep->util.pep_fid.fid);
+		return ret;
 	}
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
-		ret = pep_setname(&pep->pep_fid.fid, info->src_addr,
-				  info->src_addrlen);
-	else
-		ret = pep_setname(&pep->pep_fid.fid, &any, sizeof(any));
-	if (ret)
-		goto err;
-	*pep_fid = &pep->pep_fid;
-	return 0;
-err:
-	pep_close(&pep->pep_fid.fid);
-	return ret;
+	pep->any_port = true;
+	return util_pep_start(&pep->util, pep->cm_ch->fd, pep_fid);
 }

@@ -734,6 +734,112 @@ static int case_cm_reject(const char *prov)
 }
 
 /*
+ * A passive endpoint's rules (fi_cm(3), fi_endpoint(3)) as a listener's
+ * set-up meets them (the order fabtests' servers and rxm-style clients
+ * use: fi_passive_ep, fi_pep_bind, fi_listen, fi_getname): fi_listen
+ * needs an EQ; fi_getname says the size it needs; fi_setname is refused
+ * once listening; fi_reject checks its handle and private data; the
+ * FI_CONNREQ names the client's address; an RDM info opens none.
+ */
+static int case_cm_pep_api(const char *prov)
+{
+	struct sockaddr_storage name, cname, *dest;
+	size_t len, csz;
+	struct fi_info *req, *rdm;
+	struct fid_pep *pep2;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	uint8_t big[1024];
+	int ret;
+
+	cm_open(&cm, prov, 0, 0);
+	rdm = fi_dupinfo(cm.f.info);
+	cf_assert(rdm, "fi_dupinfo");
+	rdm->ep_attr->type = FI_EP_RDM;
+	ret = fi_passive_ep(cm.f.fabric, rdm, &pep2, NULL);
+	cf_expect(ret == -FI_EINVAL,
+		  "fi_passive_ep with an FI_EP_RDM info: %d, want -FI_EINVAL",
+		  ret);
+	if (!ret)
+		fi_close(&pep2->fid);
+	fi_freeinfo(rdm);
+
+	cf_ok(fi_passive_ep(cm.f.fabric, cm.f.info, &cm.pep, NULL));
+	ret = fi_listen(cm.pep);
+	cf_expect(ret == -FI_ENOEQ, "fi_listen without an EQ: %d, want "
+		  "-FI_ENOEQ", ret);
+	len = 1;
+	ret = fi_getname(&cm.pep->fid, &name, &len);
+	cf_expect(ret == -FI_ETOOSMALL && len >= sizeof(struct sockaddr_in),
+		  "fi_getname into 1 byte: %d, size %zu; want -FI_ETOOSMALL "
+		  "and the size", ret, len);
+	ret = fi_setname(&cm.pep->fid, NULL, 0);
+	cf_expect(ret == -FI_EINVAL, "fi_setname(NULL): %d, want -FI_EINVAL",
+		  ret);
+	cf_ok(fi_pep_bind(cm.pep, &cm.eq[CM_SERVER]->fid, 0));
+	cf_ok(fi_listen(cm.pep));
+	cf_ok(fi_listen(cm.pep)); /* again: it listens already */
+	cm.pnamelen = sizeof(cm.pname);
+	cf_ok(fi_getname(&cm.pep->fid, cm.pname, &cm.pnamelen));
+	len = sizeof(name);
+	cf_ok(fi_getname(&cm.pep->fid, &name, &len));
+	ret = fi_setname(&cm.pep->fid, &name, len);
+	cf_expect(ret == -FI_EOPBADSTATE,
+		  "fi_setname while listening: %d, want -FI_EOPBADSTATE", ret);
+	ret = fi_reject(cm.pep, NULL, NULL, 0);
+	cf_expect(ret == -FI_EINVAL, "fi_reject(NULL handle): %d, want "
+		  "-FI_EINVAL", ret);
+	ret = fi_reject(cm.pep, &cm.pep->fid, NULL, 0);
+	cf_expect(ret == -FI_EINVAL, "fi_reject of a passive endpoint's fid: "
+		  "%d, want -FI_EINVAL", ret);
+
+	csz = cm_data_size(&cm.pep->fid, "the passive endpoint");
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, NULL, 0));
+	cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
+			"fi_connect");
+	req = cm_entry(&ev)->info;
+	cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
+	cf_expect(req->handle->fclass == FI_CLASS_CONNREQ,
+		  "FI_CONNREQ handle of class %zu, want FI_CLASS_CONNREQ",
+		  req->handle->fclass);
+	dest = req->dest_addr;
+	cf_expect(dest && req->dest_addrlen >= sizeof(struct sockaddr_in) &&
+			  dest->ss_family == name.ss_family,
+		  "FI_CONNREQ: dest_addr missing or of another family");
+	/* The client's address: the port it connected from (once it is
+	 * connecting, fi_getname of an active endpoint names it). */
+	len = sizeof(cname);
+	if (dest && !fi_getname(&cm.f.ep[CM_CLIENT].ep->fid, &cname, &len) &&
+	    cname.ss_family == AF_INET && dest->ss_family == AF_INET &&
+	    ((struct sockaddr_in *)&cname)->sin_port)
+		cf_expect(((struct sockaddr_in *)dest)->sin_port ==
+				  ((struct sockaddr_in *)&cname)->sin_port,
+			  "FI_CONNREQ: dest_addr port %u, the client's %u",
+			  ntohs(((struct sockaddr_in *)dest)->sin_port),
+			  ntohs(((struct sockaddr_in *)&cname)->sin_port));
+	if (csz && csz < sizeof(big)) {
+		memset(big, 1, sizeof(big));
+		ret = fi_reject(cm.pep, req->handle, big, csz + 1);
+		cf_expect(ret == -FI_EINVAL,
+			  "fi_reject with %zu bytes of data (FI_OPT_CM_DATA_SIZE"
+			  " %zu): %d, want -FI_EINVAL", csz + 1, csz, ret);
+	}
+	cf_ok(fi_reject(cm.pep, req->handle, NULL, 0));
+	fi_freeinfo(req);
+	cf_mark("waiting for the rejection");
+	cf_assert(cm_poll(&cm, CM_CLIENT, &ev, CM_EVENT_MS),
+		  "rejected client: no event within %d ms", CM_EVENT_MS);
+	cf_expect(ev.ret == -FI_EAVAIL && ev.err.err == FI_ECONNREFUSED,
+		  "rejected client: %s, want FI_ECONNREFUSED",
+		  ev.ret == -FI_EAVAIL ? fi_strerror(ev.err.err) :
+					 cm_event_str(ev.event));
+	cm_ep_close(&cm, CM_CLIENT);
+	cm_close(&cm);
+	return 0;
+}
+
+/*
  * After a connected exchange the leaving side shuts down (fi_shutdown) or
  * closes its endpoint; the other side gets FI_SHUTDOWN for its endpoint on
  * its EQ, its posted receives do not complete successfully, and it closes
@@ -1745,6 +1851,11 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: fi_reject gives FI_ECONNREFUSED with its data; the "
      "listener still accepts",
      case_cm_reject},
+    {"cm_pep_api",
+     "FI_EP_MSG: a passive endpoint's rules: fi_listen needs an EQ, "
+     "fi_setname refused while listening, fi_reject checks its handle "
+     "and data, FI_CONNREQ names the client",
+     case_cm_pep_api},
     {"cm_shutdown",
      "FI_EP_MSG: fi_shutdown gives the peer FI_SHUTDOWN; no receive "
      "completes successfully; closes are prompt",
