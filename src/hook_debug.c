@@ -52,7 +52,10 @@ struct dbg_rec {
 };
 
 struct dbg_cq {
-	struct weft_hook_fid *hf;
+	struct weft_hook_fid *hf; /* NULL once closed */
+	/* endpoints bound to it: a CQ closed before them (the provider may
+	 * allow it) stays here, dead, until the last one closes */
+	unsigned bound;
 	struct dbg_rec *bucket[DBG_BUCKETS];
 	size_t outstanding;
 	bool overrun_warned;
@@ -226,6 +229,8 @@ static void debug_post(struct weft_hook_call *c, unsigned slot)
 		recv_range(c, &lo, &hi);
 
 	pthread_mutex_lock(&dbg_lock);
+	if (!cq->hf)
+		goto unlock; /* closed before the endpoint */
 	for (o = ep->recs; hi && o; o = o->enext) {
 		if (!o->hi || o->lo >= hi || lo >= o->hi)
 			continue;
@@ -340,6 +345,14 @@ static void debug_cq_read(struct weft_hook_call *c, unsigned slot)
 	pthread_mutex_unlock(&dbg_lock);
 }
 
+/* An endpoint lets go of a CQ; a dead one goes with its last.  Under
+ * dbg_lock. */
+static void cq_unbind(struct dbg_cq *cq)
+{
+	if (cq && !--cq->bound && !cq->hf)
+		free(cq);
+}
+
 static void debug_bind(struct weft_hook_call *c, unsigned slot)
 {
 	struct dbg_ep *ep = c->hf->priv[slot];
@@ -354,10 +367,14 @@ static void debug_bind(struct weft_hook_call *c, unsigned slot)
 	cq = bound->priv[slot];
 	pthread_mutex_lock(&dbg_lock);
 	if (c->flags & FI_TRANSMIT) {
+		cq_unbind(ep->txcq);
+		cq->bound++;
 		ep->txcq = cq;
 		ep->tx_selective = (c->flags & FI_SELECTIVE_COMPLETION) != 0;
 	}
 	if (c->flags & FI_RECV) {
+		cq_unbind(ep->rxcq);
+		cq->bound++;
 		ep->rxcq = cq;
 		ep->rx_selective = (c->flags & FI_SELECTIVE_COMPLETION) != 0;
 	}
@@ -385,6 +402,8 @@ static void debug_ep_closed(struct dbg_ep *ep)
 	}
 	while (ep->recs)
 		rec_drop(ep->recs);
+	cq_unbind(ep->txcq);
+	cq_unbind(ep->rxcq);
 	ep->txcq = ep->rxcq = NULL;
 	pthread_mutex_unlock(&dbg_lock);
 }
@@ -446,8 +465,18 @@ static void debug_after(struct weft_hook_call *c, unsigned slot)
 
 static void debug_release(struct weft_hook_fid *hf, unsigned slot)
 {
-	free(hf->priv[slot]);
+	struct dbg_cq *cq = hf->priv[slot];
+
 	hf->priv[slot] = NULL;
+	if (weft_hook_fclass(hf) != FI_CLASS_CQ || !cq) {
+		free(cq);
+		return;
+	}
+	pthread_mutex_lock(&dbg_lock);
+	cq->hf = NULL;
+	if (!cq->bound)
+		free(cq);
+	pthread_mutex_unlock(&dbg_lock);
 }
 
 const struct weft_hook_ops weft_hook_debug = {
