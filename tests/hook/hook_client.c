@@ -14,6 +14,12 @@
  *   hook_client PROV overlap   B posts two receives whose buffers overlap
  *                              and closes with both still posted (what the
  *                              debug hook reports); prints "overlap done".
+ *   hook_client PROV overrun   B, on a CQ of 4 entries, posts 6 receives
+ *                              of separate buffers, then closes with them
+ *                              posted; prints "overrun done".
+ *   hook_client PROV stx       a shared transmit context opened, the
+ *                              domain closed before it (the provider
+ *                              allows it); prints "stx done".
  *
  * Exit status: 0 when every check held, 1 otherwise (the reason on
  * stderr), 77 when the provider offers no matching fi_info.
@@ -114,10 +120,12 @@ static bool is_loopback(const struct fi_info *fi)
 		       htonl(INADDR_LOOPBACK);
 }
 
+static size_t cq_size = 64;
+
 static void open_side(struct side *s)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .size = 64 };
+				      .size = cq_size };
 	char name[256];
 	size_t len = sizeof(name);
 
@@ -211,6 +219,50 @@ static int overlap(void)
 	return 0;
 }
 
+static int overrun(void)
+{
+	struct side b;
+	struct fi_context2 c[6];
+	void *desc = fi_mr_desc(mr);
+	int i;
+
+	cq_size = 4;
+	open_side(&b);
+	for (i = 0; i < 6; i++)
+		OK(fi_trecv(b.ep, buf[1] + i * 1024, 1024, desc,
+			    FI_ADDR_UNSPEC, 1, 0, &c[i]));
+	close_side(&b);
+	printf("overrun done\n");
+	return 0;
+}
+
+/* Closes the domain itself; returns with it gone. */
+static int stx_first(void)
+{
+	struct fid_stx *stx;
+	int ret;
+
+	OK(fi_close(&mr->fid));
+	OK(fi_close(&av->fid));
+	ret = fi_stx_context(domain, NULL, &stx, NULL);
+	if (ret) {
+		printf("SKIP: fi_stx_context %d\n", ret);
+		exit(77);
+	}
+	ret = fi_close(&domain->fid);
+	if (ret == -FI_EBUSY) {
+		/* refused: nothing for the hook to report */
+		OK(fi_close(&stx->fid));
+		OK(fi_close(&domain->fid));
+		printf("stx refused\n");
+		return 0;
+	}
+	CHECK(!ret, "fi_close(domain): %d", ret);
+	OK(fi_close(&stx->fid));
+	printf("stx done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fi_info *hints, *list = NULL, *fi;
@@ -249,13 +301,20 @@ int main(int argc, char **argv)
 	OK(fi_av_open(domain, &av_attr, &av, NULL));
 	OK(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0, 0, &mr,
 		     NULL));
+	if (!strcmp(argv[2], "stx")) {
+		ret = stx_first();
+		goto fabric;
+	}
 	if (!strcmp(argv[2], "xfer"))
 		ret = xfer(argc > 3 ? atoi(argv[3]) : 10);
+	else if (!strcmp(argv[2], "overrun"))
+		ret = overrun();
 	else
 		ret = overlap();
 	OK(fi_close(&mr->fid));
 	OK(fi_close(&av->fid));
 	OK(fi_close(&domain->fid));
+fabric:
 	OK(fi_close(&fabric->fid));
 	fi_freeinfo(info);
 	fi_close(&sink.fid);

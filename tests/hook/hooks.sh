@@ -185,6 +185,32 @@ for p in shm tcp; do
 	grep -q '^SINK hook_debug warn fi_close(ep .*: 2 operation(s) posted' \
 		"$tmp/$p.do.out" ||
 		fail "$p debug: the receives in flight at close were not reported"
+	echo "+ FI_HOOK=debug hook_client $p overrun"
+	FI_HOOK=debug timeout -k 5 60 "$client" "$p" overrun \
+		>"$tmp/$p.dr.out" 2>"$tmp/$p.dr.err" ||
+		fail "$p debug: hook_client overrun failed"
+	grep -q '^SINK hook_debug warn cq .*: 5 operations outstanding .* more than its size 4' \
+		"$tmp/$p.dr.out" || fail "$p debug: the CQ overrun was not reported"
+	grep -q '^SINK hook_debug warn fi_close(ep .*: 6 operation(s) posted' \
+		"$tmp/$p.dr.out" || fail "$p debug: not 6 receives in flight at close"
+	! grep -q 'overlaps' "$tmp/$p.dr.out" ||
+		fail "$p debug: separate buffers reported as overlapping"
+	echo "+ FI_HOOK=debug hook_client $p stx"
+	FI_HOOK=debug timeout -k 5 60 "$client" "$p" stx \
+		>"$tmp/$p.ds.out" 2>"$tmp/$p.ds.err"
+	case $? in
+	0)
+		if grep -q '^stx done' "$tmp/$p.ds.out"; then
+			grep -q '^SINK hook_debug warn fi_close(domain .*: 1 object(s) opened from it are still open' \
+				"$tmp/$p.ds.out" ||
+				fail "$p debug: the domain closed under its stx was not reported"
+		else
+			! grep -q 'hook_debug' "$tmp/$p.ds.out" ||
+				fail "$p debug: reported a close the provider refused"
+		fi ;;
+	77) echo "--- $p: no shared transmit contexts" ;;
+	*) fail "$p debug: hook_client stx failed" ;;
+	esac
 	# without the hook, the same program reports nothing
 	timeout -k 5 60 "$client" "$p" overlap >"$tmp/$p.no.out" 2>&1 ||
 		fail "$p: hook_client overlap failed without FI_HOOK"
