@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "weft/compat.h"
+#include "weft/hook.h"
 
 /* ---- registry ------------------------------------------------------------ */
 
@@ -704,6 +705,7 @@ int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 {
 	const struct fi_provider *prov;
 	size_t i;
+	int ret;
 
 	if (!attr || !attr->prov_name || !fabric)
 		return -FI_EINVAL;
@@ -712,7 +714,10 @@ int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 			continue;
 		if (!prov->fabric)
 			return -FI_ENOSYS;
-		return prov->fabric(attr, fabric, context);
+		ret = prov->fabric(attr, fabric, context);
+		if (ret)
+			return ret;
+		return weft_hook_fabric(*fabric, fabric);
 	}
 	FI_WARN(&weft_core_prov, FI_LOG_CORE, "no provider is named \"%s\"\n",
 		attr->prov_name);

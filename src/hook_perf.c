@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_HOOK=perf: per object (endpoint, context, CQ, counter, EQ), per
+ * family of calls (weft_hook_kind): calls, calls that succeeded, calls
+ * answered -FI_EAGAIN, bytes moved (data calls that succeeded) or entries
+ * read (CQ and EQ reads), and the time spent in the provider, measured
+ * with clock_gettime(CLOCK_MONOTONIC) (the vDSO: no system call).  The
+ * table of an object is printed when it is closed: through the log at
+ * info level when the log shows that level (FI_LOG_LEVEL=info or debug,
+ * or a sink a client imported that takes it), else on stderr.
+ */
+#include "weft/hook.h"
+
+#include "weft/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static struct fi_provider perf_prov = {
+	.version = WEFT_PROV_VERSION,
+	.fi_version = WEFT_API_VERSION,
+	.name = "hook_perf",
+};
+
+struct perf_row {
+	uint64_t calls, ok, eagain, amount, ns;
+};
+
+struct perf_obj {
+	struct perf_row row[WEFT_HK_COUNT];
+};
+
+static uint64_t perf_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool perf_counted(size_t fclass)
+{
+	switch (fclass) {
+	case FI_CLASS_EP:
+	case FI_CLASS_SEP:
+	case FI_CLASS_TX_CTX:
+	case FI_CLASS_RX_CTX:
+	case FI_CLASS_SRX_CTX:
+	case FI_CLASS_CQ:
+	case FI_CLASS_CNTR:
+	case FI_CLASS_EQ:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int perf_open(struct weft_hook_fid *hf, unsigned slot)
+{
+	if (!perf_counted(weft_hook_fclass(hf)))
+		return 0;
+	hf->priv[slot] = calloc(1, sizeof(struct perf_obj));
+	return hf->priv[slot] ? 0 : -FI_ENOMEM;
+}
+
+static void perf_before(struct weft_hook_call *c, unsigned slot)
+{
+	if (c->hf->priv[slot] && c->kind > WEFT_HK_OTHER &&
+	    c->kind < WEFT_HK_CLOSE)
+		c->scratch[slot] = perf_now();
+}
+
+static const char *class_name(size_t fclass)
+{
+	switch (fclass) {
+	case FI_CLASS_EP:
+		return "ep";
+	case FI_CLASS_SEP:
+		return "sep";
+	case FI_CLASS_TX_CTX:
+		return "tx_ctx";
+	case FI_CLASS_RX_CTX:
+		return "rx_ctx";
+	case FI_CLASS_SRX_CTX:
+		return "srx_ctx";
+	case FI_CLASS_CQ:
+		return "cq";
+	case FI_CLASS_CNTR:
+		return "cntr";
+	case FI_CLASS_EQ:
+		return "eq";
+	default:
+		return "fid";
+	}
+}
+
+static void perf_line(bool to_log, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void perf_line(bool to_log, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (to_log)
+		fi_log(&perf_prov, FI_LOG_INFO, FI_LOG_CORE, "perf", 0, "%s\n",
+		       line);
+	else
+		fprintf(stderr, "libfabric:%d:hook_perf: %s\n", (int)weft_pid(),
+			line);
+}
+
+/* The table of one object: a header, then a row per family called. */
+static void perf_print(struct weft_hook_fid *hf, const struct perf_obj *p)
+{
+	bool to_log = fi_log_enabled(&perf_prov, FI_LOG_INFO, FI_LOG_CORE);
+	bool any = false;
+	size_t k;
+
+	for (k = 0; k < WEFT_HK_COUNT; k++)
+		any |= p->row[k].calls != 0;
+	if (!any)
+		return;
+	perf_line(to_log, "%s %p (context %p):", class_name(weft_hook_fclass(hf)),
+		  (void *)&hf->u.fid, hf->u.fid.context);
+	perf_line(to_log, "  %-16s %12s %12s %10s %16s %14s %10s", "op",
+		  "calls", "ok", "eagain", "bytes/entries", "ns", "ns/call");
+	for (k = 0; k < WEFT_HK_COUNT; k++) {
+		const struct perf_row *r = &p->row[k];
+
+		if (!r->calls)
+			continue;
+		perf_line(to_log,
+			  "  %-16s %12llu %12llu %10llu %16llu %14llu %10llu",
+			  weft_hook_kind_name(k), (unsigned long long)r->calls,
+			  (unsigned long long)r->ok,
+			  (unsigned long long)r->eagain,
+			  (unsigned long long)r->amount,
+			  (unsigned long long)r->ns,
+			  (unsigned long long)(r->ns / r->calls));
+	}
+}
+
+static void perf_after(struct weft_hook_call *c, unsigned slot)
+{
+	struct perf_obj *p = c->hf->priv[slot];
+	struct perf_row *r;
+	uint64_t amount = 0;
+
+	if (!p)
+		return;
+	if (c->kind == WEFT_HK_CLOSE) {
+		if (!c->ret)
+			perf_print(c->hf, p);
+		return;
+	}
+	if (c->kind <= WEFT_HK_OTHER || c->kind >= WEFT_HK_CLOSE)
+		return;
+	r = &p->row[c->kind];
+	switch (c->kind) {
+	case WEFT_HK_CQ_READ:
+	case WEFT_HK_CQ_READFROM:
+	case WEFT_HK_CQ_READERR:
+	case WEFT_HK_CQ_SREAD:
+	case WEFT_HK_CQ_SREADFROM:
+	case WEFT_HK_EQ_READ:
+	case WEFT_HK_EQ_SREAD:
+	case WEFT_HK_EQ_READERR:
+		amount = c->ret > 0 ? (uint64_t)c->ret : 0;
+		if (c->kind >= WEFT_HK_EQ_READ || c->kind == WEFT_HK_CQ_READERR)
+			amount = c->ret > 0; /* events, not bytes */
+		break;
+	case WEFT_HK_CNTR_READ:
+	case WEFT_HK_CNTR_READERR:
+	case WEFT_HK_CNTR_WAIT:
+		break;
+	default:
+		amount = c->ret == 0 ? c->len : 0;
+		break;
+	}
+	/* An endpoint is used by one thread at a time in the common models;
+	 * relaxed atomics keep the figures whole under FI_THREAD_SAFE too. */
+	__atomic_fetch_add(&r->calls, 1, __ATOMIC_RELAXED);
+	if (c->ret == -FI_EAGAIN)
+		__atomic_fetch_add(&r->eagain, 1, __ATOMIC_RELAXED);
+	else if (c->ret >= 0 || c->kind == WEFT_HK_CNTR_READ ||
+		 c->kind == WEFT_HK_CNTR_READERR)
+		__atomic_fetch_add(&r->ok, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&r->amount, amount, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&r->ns, perf_now() - c->scratch[slot],
+			   __ATOMIC_RELAXED);
+}
+
+static void perf_release(struct weft_hook_fid *hf, unsigned slot)
+{
+	free(hf->priv[slot]);
+	hf->priv[slot] = NULL;
+}
+
+const struct weft_hook_ops weft_hook_perf = {
+	.name = "perf",
+	.open = perf_open,
+	.before = perf_before,
+	.after = perf_after,
+	.release = perf_release,
+};
