@@ -23,11 +23,16 @@
  *    copy: CMA for shm, RDMA read for verbs) and the sender's buffer is
  *    held until then.
  *
- * Locking: every entry point takes the endpoint's lock (a real lock only
- * under FI_THREAD_SAFE); transports call the util_rdm_* callbacks from
- * their progress function, which the engine runs with that lock held.
- * CQ writes are bracketed by the CQ's writer lock, since endpoints with
- * different locks may share a CQ.
+ * The endpoint sits on the endpoint base (weft/util_ep.h): binding of
+ * CQs, counters and the AV, FI_ENABLE and the op-flag controls, the
+ * progress hooks and wait fds, automatic progress, and the reporting of
+ * completions and counters (under each CQ's writer lock) are the base's;
+ * the engine adds what an RDM endpoint means on top.
+ *
+ * Locking: every entry point takes the endpoint's lock (the base's: a
+ * real lock only under FI_THREAD_SAFE); transports call the util_rdm_*
+ * callbacks from their progress function, which the base runs with that
+ * lock held.
  */
 #ifndef WEFT_UTIL_RDM_H
 #define WEFT_UTIL_RDM_H
@@ -46,6 +51,7 @@
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
 #include "weft/util_domain.h"
+#include "weft/util_ep.h"
 #include "weft/util_match.h"
 #include "weft/util_peer.h"
 
@@ -449,32 +455,22 @@ struct util_rdm_ep_attr {
 };
 
 /*
- * What the application holds of an engine endpoint: its own fid, or a
- * context of a scalable endpoint (util_rdm_ctx) that leads to the engine
- * endpoint behind it.  The engine's entry points find their endpoint
- * through `ep` (util_rdm_ep_of): one load, the same for both.
+ * An engine endpoint sits on the endpoint base (weft/util_ep.h), which
+ * holds its fid, lock, op flags, bindings (CQs, counters, AV), progress
+ * hooks and wait fds, the automatic-progress thread and enabled; the
+ * engine fills the base's ops (util_ep_ops) with its progress over its
+ * transports.  What the application holds of it is its own fid, or a
+ * context of a scalable endpoint (util_rdm_ctx) whose util_ep_fid leads
+ * to the engine endpoint behind it: util_rdm_ep_of finds it in one load.
  */
-struct util_rdm_fid {
-	struct fid_ep fid;
-	struct util_rdm_ep *ep;
-};
-
 struct util_rdm_ep {
-	union {
-		struct fid_ep ep_fid;
-		struct util_rdm_fid efid; /* efid.ep: this endpoint */
-	};
-	struct util_domain *domain;
+	struct util_ep base; /* first */
 	struct util_rdm_xport *xp; /* the primary transport */
 	struct util_rdm_xport *local; /* or NULL */
 	const struct util_rdm_local_ops *local_ops; /* with local */
 	const char *local_via;
 	bool local_up; /* local started at FI_ENABLE */
 	const struct util_rdm_ep_hooks *hooks; /* or NULL */
-	struct weft_lock lock;
-	uint64_t caps;
-	uint64_t tx_op_flags;
-	uint64_t rx_op_flags;
 	size_t inject_max, atomic_max; /* the transports' limits */
 	/* Remote CQ data as the domain's cq_data_size has it: the same
 	 * bytes reach the peer whichever transport carries them. */
@@ -492,24 +488,10 @@ struct util_rdm_ep {
 	/* Receives may be directed to a peer that is gone (util_peer.gone):
 	 * progress fails them once the transports have drained it. */
 	bool rx_gone;
-	bool enabled;
 	/* Behind a scalable endpoint's contexts (util_rdm_sep): the
 	 * contexts check their own bindings; binds are taken after enable. */
 	struct util_rdm_sep *sep;
 	uint32_t pair; /* behind sep: its index */
-
-	struct util_av *av;
-	struct util_cq *tx_cq, *rx_cq;
-	bool tx_selective, rx_selective;
-	struct util_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
-	struct util_cntr *rem_read_cntr, *rem_write_cntr;
-	struct util_progress tx_progress, rx_progress;
-	/* Progress registered with each distinct counter bound. */
-	struct util_rdm_cntr_hook {
-		struct util_progress p;
-		struct util_rdm_ep *ep;
-		struct util_cntr *cntr;
-	} cntr_hook[6];
 
 	struct util_match msgq, tagq;
 	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
@@ -519,7 +501,6 @@ struct util_rdm_ep {
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	struct util_peer_map peers;
 	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */
-	bool wait_fds; /* the transports' fds are in bound wait objects */
 	bool sweep; /* on domain->sweep_eps (attr.sweep_domain) */
 	/* On the domain's targets (FI_RMA or FI_ATOMIC): counters bound to
 	 * registrations run it under manual progress. */
@@ -527,11 +508,6 @@ struct util_rdm_ep {
 	struct util_progress target_progress;
 	unsigned int sweep_calls;
 	struct dlist_entry sweep_entry;
-
-	/* FI_PROGRESS_AUTO: a thread drives the transport. */
-	pthread_t progress_thread;
-	bool progress_running;
-	atomic_bool progress_stop;
 };
 
 /*
@@ -560,17 +536,23 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 void util_rdm_ep_linger(struct util_rdm_ep *ep);
 
 /*
- * Release the engine state: posted receives complete as FI_ECANCELED,
- * unexpected messages are dropped (stashed ones through ->discard),
- * bindings are undone.  The transport must have finished every tx it
- * held.  Called from the provider's close.
+ * Release the engine state: the base closes first (util_ep_close:
+ * progress stops, bindings are undone), then posted receives complete as
+ * FI_ECANCELED, unexpected messages are dropped (stashed ones through
+ * ->discard), and the base is let go (util_ep_fini).  The transport must
+ * have finished every tx it held.  Called from the provider's close.
  */
 void util_rdm_ep_fini(struct util_rdm_ep *ep);
 
-/* The engine's bind op (CQs, counters, AV); providers' binds call it. */
+/* The engine's bind op: a shared transmit context, EQs (nothing to
+ * report), the rest the base's (util_ep_bind_locked); binds after
+ * fi_enable only behind a scalable endpoint.  Providers' binds call it. */
 int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 
-/* FI_ENABLE and the op-flag controls; providers' control calls it. */
+/* fi_control: the local transport starts at FI_ENABLE, then the base's
+ * (util_ep_control; the engine's FI_ENABLE checks: an AV unless
+ * connected, a bound shared transmit context when asked for, then the
+ * base's).  Providers' control calls it. */
 int util_rdm_ep_control(struct fid *fid, int command, void *arg);
 
 /* ---- transport → engine ------------------------------------------------ */
@@ -705,7 +687,7 @@ static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct util_rdm_fid, fid)->ep;
+	return container_of(util_ep_of(ep_fid), struct util_rdm_ep, base);
 }
 
 /* ---- scalable endpoints ------------------------------------------------ */
@@ -749,7 +731,7 @@ struct util_rdm_sep_ops {
 
 /* A transmit or receive context: what fi_tx_context / fi_rx_context return. */
 struct util_rdm_ctx {
-	struct util_rdm_fid efid; /* first: efid.ep is the pair's endpoint */
+	struct util_ep_fid efid; /* first: efid.ep is the pair's base */
 	struct util_rdm_sep *sep;
 	uint32_t index;
 	bool tx;

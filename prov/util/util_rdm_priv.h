@@ -13,23 +13,12 @@
 /* The endpoint's lock: taken by every entry point, and by progress. */
 static inline void ep_lock(struct util_rdm_ep *ep)
 {
-	weft_lock(&ep->lock);
+	util_ep_lock(&ep->base);
 }
 
 static inline void ep_unlock(struct util_rdm_ep *ep)
 {
-	weft_unlock(&ep->lock);
-}
-
-/* A finished operation counts on cntr (if bound): an error when err. */
-static inline void cntr_inc(struct util_cntr *cntr, int err)
-{
-	if (!cntr)
-		return;
-	if (err)
-		util_cntr_inc_err(cntr);
-	else
-		util_cntr_inc(cntr);
+	util_ep_unlock(&ep->base);
 }
 
 /*

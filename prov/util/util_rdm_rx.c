@@ -19,9 +19,9 @@
 
 static fi_addr_t report_src(struct util_rdm_ep *ep, fi_addr_t src)
 {
-	if (src == FI_ADDR_NOTAVAIL || !ep->av)
+	if (src == FI_ADDR_NOTAVAIL || !ep->base.av)
 		return FI_ADDR_NOTAVAIL;
-	return util_av_user_id(ep->av, src);
+	return util_av_user_id(ep->base.av, src);
 }
 
 /*
@@ -33,7 +33,6 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			uint64_t data, uint32_t msg_flags, fi_addr_t src,
 			const void *src_raw, size_t src_raw_len, int err)
 {
-	struct util_cq *cq = ep->rx_cq;
 	uint64_t flags = rx->cq_flags;
 	bool multi = rx->m.flags & FI_MULTI_RECV;
 	void *buf;
@@ -52,37 +51,36 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 
 	if (!err && res->olen)
 		err = FI_ETRUNC;
-	if (!err && src == FI_ADDR_NOTAVAIL && (ep->caps & FI_SOURCE_ERR) &&
-	    src_raw)
+	if (!err && src == FI_ADDR_NOTAVAIL &&
+	    (ep->base.caps & FI_SOURCE_ERR) && src_raw)
 		err = FI_EADDRNOTAVAIL;
 
-	if (cq && (err || wants_comp(ep->rx_selective, rx->flags))) {
-		util_cq_writer_lock(cq);
-		if (!err) {
-			util_cq_write(cq, rx->m.context, flags, res->len, buf,
-				      data, tag, report_src(ep, src));
-		} else {
-			struct fi_cq_err_entry e = {
-				.op_context = rx->m.context,
-				.flags = flags,
-				.len = res->len,
-				.buf = buf,
-				.data = data,
-				.tag = tag,
-				.olen = res->olen,
-				.err = err,
-				.prov_errno = -err,
-			};
+	if (!err) {
+		util_ep_rx_success(&ep->base, false,
+				   wants_comp(ep->base.rx_selective, rx->flags),
+				   rx->m.context, flags, res->len, buf, data,
+				   tag, report_src(ep, src),
+				   ep->base.recv_cntr);
+	} else {
+		struct fi_cq_err_entry e = {
+			.op_context = rx->m.context,
+			.flags = flags,
+			.len = res->len,
+			.buf = buf,
+			.data = data,
+			.tag = tag,
+			.olen = res->olen,
+			.err = err,
+			.prov_errno = -err,
+		};
 
-			if (err == FI_EADDRNOTAVAIL) {
-				e.err_data = (void *)src_raw;
-				e.err_data_size = src_raw_len;
-			}
-			util_cq_write_err(cq, &e);
+		if (err == FI_EADDRNOTAVAIL) {
+			e.err_data = (void *)src_raw;
+			e.err_data_size = src_raw_len;
 		}
-		util_cq_writer_unlock(cq);
+		util_ep_rx_error(&ep->base, false, true, &e,
+				 ep->base.recv_cntr);
 	}
-	cntr_inc(ep->recv_cntr, err && err != FI_EADDRNOTAVAIL);
 	if (done)
 		util_bufpool_put(ep->rx_pool, rx);
 }
@@ -195,8 +193,8 @@ static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
 
 	if (!ue->src_raw_len)
 		return FI_ADDR_NOTAVAIL;
-	fa = util_av_lookup_addr(ep->av, ue->src_raw);
-	return util_av_slot_get(ep->av, fa) ? fa : FI_ADDR_NOTAVAIL;
+	fa = util_av_lookup_addr(ep->base.av, ue->src_raw);
+	return util_av_slot_get(ep->base.av, fa) ? fa : FI_ADDR_NOTAVAIL;
 }
 
 /*
@@ -211,11 +209,11 @@ static void unexp_resolve(struct util_rdm_ep *ep)
 	uint64_t n;
 	size_t left;
 
-	if (!ep->av) {
+	if (!ep->base.av) {
 		ep->unexp_unknown = false;
 		return;
 	}
-	n = atomic_load_explicit(&ep->av->inserts, memory_order_acquire);
+	n = atomic_load_explicit(&ep->base.av->inserts, memory_order_acquire);
 	if (n == ep->unexp_av_inserts)
 		return;
 	ep->unexp_av_inserts = n;
@@ -272,14 +270,14 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 	 * its first messages came): keep its address, so that a receive
 	 * posted later can name it (unexp_resolve), and for FI_SOURCE_ERR. */
 	if (msg->src == FI_ADDR_NOTAVAIL && msg->src_raw &&
-	    (ep->caps & (FI_SOURCE_ERR | FI_SOURCE | FI_DIRECTED_RECV))) {
+	    (ep->base.caps & (FI_SOURCE_ERR | FI_SOURCE | FI_DIRECTED_RECV))) {
 		ue->src_raw_len = WEFT_MIN(msg->src_raw_len,
 					   sizeof(ue->src_raw));
 		memcpy(ue->src_raw, msg->src_raw, ue->src_raw_len);
-		if (ep->av && !ep->unexp_unknown) {
+		if (ep->base.av && !ep->unexp_unknown) {
 			ep->unexp_unknown = true;
 			ep->unexp_av_inserts = atomic_load_explicit(
-			    &ep->av->inserts, memory_order_acquire);
+			    &ep->base.av->inserts, memory_order_acquire);
 		}
 	}
 	ue->stashed = !msg->payload;
@@ -307,7 +305,7 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 
 err_stash:
 	/* A descriptor larger than the engine keeps: a transport bug. */
-	FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+	FI_WARN(ep->base.domain->prov, FI_LOG_EP_DATA,
 		"a rendezvous descriptor of %zu bytes cannot be kept: "
 		"message dropped\n",
 		msg->stash_len);
@@ -318,16 +316,10 @@ err_stash:
 void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags, size_t len,
 			   uint64_t data)
 {
-	if (flags & FI_REMOTE_WRITE)
-		cntr_inc(ep->rem_write_cntr, 0);
-	else
-		cntr_inc(ep->rem_read_cntr, 0);
-	if ((flags & FI_REMOTE_CQ_DATA) && ep->rx_cq) {
-		util_cq_writer_lock(ep->rx_cq);
-		util_cq_write(ep->rx_cq, NULL, flags | FI_RMA, len, NULL, data,
-			      0, FI_ADDR_NOTAVAIL);
-		util_cq_writer_unlock(ep->rx_cq);
-	}
+	util_ep_rx_success(&ep->base, false, flags & FI_REMOTE_CQ_DATA, NULL,
+			   flags | FI_RMA, len, NULL, data, 0, FI_ADDR_NOTAVAIL,
+			   (flags & FI_REMOTE_WRITE) ? ep->base.rem_write_cntr :
+						     ep->base.rem_read_cntr);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
@@ -337,13 +329,12 @@ static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
 {
 	struct util_unexp_entry *m;
 	struct util_rdm_unexp *ue;
-	struct util_cq *cq = ep->rx_cq;
+	struct util_cq *cq = ep->base.rx_cq;
 	int ret;
 
 	ret = util_match_peek(q, &rx->m, &m);
 	if (!cq)
 		return 0;
-	util_cq_writer_lock(cq);
 	if (ret) {
 		struct fi_cq_err_entry e = {
 			.op_context = rx->m.context,
@@ -353,19 +344,18 @@ static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
 			.prov_errno = -FI_ENOMSG,
 		};
 
-		util_cq_write_err(cq, &e);
+		util_ep_rx_error(&ep->base, false, true, &e, NULL);
 	} else {
 		ue = container_of(m, struct util_rdm_unexp, m);
-		util_cq_write(cq, rx->m.context,
-			      rx->cq_flags |
-				      ((ue->flags & UTIL_RDM_CQ_DATA) ?
-					       FI_REMOTE_CQ_DATA :
-					       0),
-			      ue->m.len, NULL,
-			      (ue->flags & UTIL_RDM_CQ_DATA) ? ue->data : 0,
-			      ue->m.tag, report_src(ep, ue->m.addr));
+		util_ep_rx_success(
+			&ep->base, false, true, rx->m.context,
+			rx->cq_flags | ((ue->flags & UTIL_RDM_CQ_DATA) ?
+						FI_REMOTE_CQ_DATA :
+						0),
+			ue->m.len, NULL,
+			(ue->flags & UTIL_RDM_CQ_DATA) ? ue->data : 0,
+			ue->m.tag, report_src(ep, ue->m.addr), NULL);
 	}
-	util_cq_writer_unlock(cq);
 	if (!ret && (rx->m.flags & FI_DISCARD)) {
 		ue = container_of(m, struct util_rdm_unexp, m);
 		if (ue->flags & UTIL_RDM_ACK_REQ)
@@ -427,17 +417,18 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	if ((flags & FI_MULTI_RECV) && (op != UTIL_RDM_MSG || count != 1))
 		return -FI_EINVAL;
-	if (!(ep->caps & FI_DIRECTED_RECV))
+	if (!(ep->base.caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
 	/* A receive directed to fi_rx_addr(peer, i, bits) takes what that
 	 * peer sends from any of its contexts (Mercury names the context
 	 * its answer comes from, as 1.17's sockets matches): sources are
 	 * endpoints, not contexts. */
-	else if (src != FI_ADDR_UNSPEC && ep->av && ep->av->rx_ctx_bits)
-		src &= ep->av->addr_mask;
+	else if (src != FI_ADDR_UNSPEC && ep->base.av &&
+		 ep->base.av->rx_ctx_bits)
+		src &= ep->base.av->addr_mask;
 
 	ep_lock(ep);
-	if (weft_unlikely(!ep->enabled)) {
+	if (weft_unlikely(!ep->base.enabled)) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -497,8 +488,8 @@ ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, &desc, 1, src, 0, ~0ULL, context, ep->rx_op_flags,
-			UTIL_RDM_MSG);
+	return rdm_recv(ep, &iov, &desc, 1, src, 0, ~0ULL, context,
+			ep->base.rx_op_flags, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -508,7 +499,7 @@ ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
 	return rdm_recv(ep, iov, desc, count, src, 0, ~0ULL, context,
-			ep->rx_op_flags, UTIL_RDM_MSG);
+			ep->base.rx_op_flags, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -530,7 +521,7 @@ ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return rdm_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
-			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+			ep->base.rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -540,7 +531,7 @@ ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
 	return rdm_recv(ep, iov, desc, count, src, tag, ignore, context,
-			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+			ep->base.rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
@@ -586,12 +577,8 @@ ssize_t rdm_cancel(fid_t fid, void *context)
 				.prov_errno = -FI_ECANCELED,
 			};
 
-			if (ep->rx_cq) {
-				util_cq_writer_lock(ep->rx_cq);
-				util_cq_write_err(ep->rx_cq, &e);
-				util_cq_writer_unlock(ep->rx_cq);
-			}
-			cntr_inc(ep->recv_cntr, FI_ECANCELED);
+			util_ep_rx_error(&ep->base, false, true, &e,
+					 ep->base.recv_cntr);
 			util_bufpool_put(ep->rx_pool, rx);
 		}
 	}
@@ -611,12 +598,7 @@ static void rx_fail(struct util_rdm_ep *ep, struct util_rx_entry *m, int err)
 		.prov_errno = -err,
 	};
 
-	if (ep->rx_cq) {
-		util_cq_writer_lock(ep->rx_cq);
-		util_cq_write_err(ep->rx_cq, &e);
-		util_cq_writer_unlock(ep->rx_cq);
-	}
-	cntr_inc(ep->recv_cntr, err);
+	util_ep_rx_error(&ep->base, false, true, &e, ep->base.recv_cntr);
 	util_bufpool_put(ep->rx_pool, rx);
 }
 

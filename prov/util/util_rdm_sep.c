@@ -45,11 +45,11 @@ static int enable_one(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
 
 	while (sep->enabling)
 		pthread_cond_wait(&sep->enabled_cond, &sep->lock);
-	if (ep->enabled)
+	if (ep->base.enabled)
 		return 0;
 	sep->enabling = true;
 	pthread_mutex_unlock(&sep->lock);
-	ret = fi_control(&ep->ep_fid.fid, FI_ENABLE, NULL);
+	ret = fi_control(&ep->base.ep_fid.fid, FI_ENABLE, NULL);
 	pthread_mutex_lock(&sep->lock);
 	sep->enabling = false;
 	pthread_cond_broadcast(&sep->enabled_cond);
@@ -62,7 +62,7 @@ static int pair_enable(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
 {
 	int ret;
 
-	if (ep->enabled)
+	if (ep->base.enabled)
 		return 0;
 	if (!sep->av)
 		return -FI_ENOAV;
@@ -95,16 +95,16 @@ static int pair_open(struct util_rdm_sep *sep, uint32_t i)
 		return ret;
 	ep->sep = sep;
 	ep->pair = i;
-	if (!i && sep->ops->pair0_shared && !ep->lock.needed) {
-		weft_lock_destroy(&ep->lock);
-		weft_lock_init(&ep->lock, true);
+	if (!i && sep->ops->pair0_shared && !ep->base.lock.needed) {
+		weft_lock_destroy(&ep->base.lock);
+		weft_lock_init(&ep->base.lock, true);
 	}
 	if (sep->av) {
 		ep_lock(ep);
 		ret = util_rdm_bind_locked(ep, &sep->av->av_fid.fid, 0);
 		ep_unlock(ep);
 		if (ret) {
-			fi_close(&ep->ep_fid.fid);
+			fi_close(&ep->base.ep_fid.fid);
 			return ret;
 		}
 	}
@@ -159,7 +159,7 @@ static int ctx_close(struct fid *fid)
 static int ctx_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_rdm_ctx *ctx = ctx_of(fid);
-	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_ep *ep = util_rdm_ep_of(&ctx->efid.fid);
 	int ret;
 
 	if (!bfid)
@@ -189,15 +189,15 @@ static int ctx_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 static int ctx_enable(struct util_rdm_ctx *ctx)
 {
-	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_ep *ep = util_rdm_ep_of(&ctx->efid.fid);
 	struct util_rdm_sep *sep = ctx->sep;
 	bool bound;
 	int ret;
 
 	ep_lock(ep);
-	bound = ctx->tx ? ep->tx_cq || ep->send_cntr || ep->write_cntr ||
-				  ep->read_cntr :
-			  ep->rx_cq || ep->recv_cntr;
+	bound = ctx->tx ? ep->base.tx_cq || ep->base.send_cntr ||
+				  ep->base.write_cntr || ep->base.read_cntr :
+			  ep->base.rx_cq || ep->base.recv_cntr;
 	ep_unlock(ep);
 	if (!bound)
 		return -FI_ENOCQ;
@@ -212,7 +212,7 @@ static int ctx_enable(struct util_rdm_ctx *ctx)
 static int ctx_control(struct fid *fid, int command, void *arg)
 {
 	struct util_rdm_ctx *ctx = ctx_of(fid);
-	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_ep *ep = util_rdm_ep_of(&ctx->efid.fid);
 	uint64_t *flags = arg;
 
 	switch (command) {
@@ -226,7 +226,8 @@ static int ctx_control(struct fid *fid, int command, void *arg)
 			return -FI_EINVAL;
 		*flags = (*flags & ~(FI_TRANSMIT | FI_RECV)) |
 			 (ctx->tx ? FI_TRANSMIT : FI_RECV);
-		return util_rdm_ep_control(&ep->ep_fid.fid, command, flags);
+		return util_rdm_ep_control(&ep->base.ep_fid.fid, command,
+					   flags);
 	default:
 		return -FI_ENOSYS;
 	}
@@ -266,7 +267,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 	ctx->sep = sep;
 	ctx->index = (uint32_t)index;
 	ctx->tx = tx;
-	ctx->efid.ep = ep;
+	ctx->efid.ep = &ep->base;
 	ctx->efid.fid.fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	ctx->efid.fid.fid.context = context;
 	ctx->efid.fid.fid.ops = &ctx_fi_ops;
@@ -277,7 +278,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 		ctx->efid.fid.tagged = &util_rdm_tx_tagged_ops;
 		ctx->efid.fid.rma = &util_rdm_rma_ops;
 		ctx->efid.fid.atomic = &util_rdm_atomic_ops;
-		ep->tx_op_flags = op_flags;
+		ep->base.tx_op_flags = op_flags;
 	} else {
 		ctx->efid.fid.msg = &util_rdm_rx_msg_ops;
 		ctx->efid.fid.tagged = &util_rdm_rx_tagged_ops;
@@ -285,7 +286,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 		 * the valid queries answer); nothing is left NULL. */
 		ctx->efid.fid.rma = &util_rdm_rma_ops;
 		ctx->efid.fid.atomic = &util_rdm_atomic_ops;
-		ep->rx_op_flags = op_flags;
+		ep->base.rx_op_flags = op_flags;
 	}
 	*slot = ctx;
 	pthread_mutex_unlock(&sep->lock);
@@ -340,7 +341,7 @@ static int sep_close(struct fid *fid)
 	for (i = sep->npair; i-- > 0;) {
 		if (!sep->pair[i].ep)
 			continue;
-		ret = fi_close(&sep->pair[i].ep->ep_fid.fid);
+		ret = fi_close(&sep->pair[i].ep->base.ep_fid.fid);
 		if (ret)
 			FI_WARN(sep->domain->prov, FI_LOG_EP_CTRL,
 				"context pair %u: close: %s\n", i,

@@ -98,7 +98,7 @@ static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
 
 	ep->state = VERBS_CM_FAILED;
 	if (ep->eq)
-		util_eq_write_cm_err(ep->eq, &ep->rdm.ep_fid.fid, err, data,
+		util_eq_write_cm_err(ep->eq, &ep->rdm.base.ep_fid.fid, err, data,
 				     len);
 }
 
@@ -137,7 +137,7 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 			ep->fence = fence;
 		if (ep->eq)
 			util_eq_write_cm(ep->eq, FI_CONNECTED,
-					 &ep->rdm.ep_fid.fid, NULL, data, len);
+					 &ep->rdm.base.ep_fid.fid, NULL, data, len);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		ep_cm_error(ep, FI_ECONNREFUSED, ev->param.conn.private_data,
@@ -173,7 +173,7 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 		 * connect the application itself ended. */
 		if (ep->eq && (was_open || !ep->local_shutdown))
 			util_eq_write_cm(ep->eq, FI_SHUTDOWN,
-					 &ep->rdm.ep_fid.fid, NULL, NULL, 0);
+					 &ep->rdm.base.ep_fid.fid, NULL, NULL, 0);
 		break;
 	default:
 		break;
@@ -187,7 +187,7 @@ void verbs_msg_cm_progress(struct util_progress *p)
 	struct rdma_cm_event *ev, copy;
 	uint8_t priv[256];
 
-	weft_lock(&ep->rdm.lock);
+	weft_lock(&ep->rdm.base.lock);
 	while (!rdma_get_cm_event(ep->cm_ch, &ev)) {
 		/* Ack first (rdma_destroy_id waits for acks); keep what the
 		 * handler reads. */
@@ -204,7 +204,7 @@ void verbs_msg_cm_progress(struct util_progress *p)
 		rdma_ack_cm_event(ev);
 		ep_cm_event(ep, &copy);
 	}
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(&ep->rdm.base.lock);
 }
 
 /* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
@@ -231,7 +231,7 @@ static int sockaddr_out(const struct sockaddr *sa, void *addr,
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
 	struct sockaddr *sa = rdma_get_local_addr(ep->id);
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
@@ -264,20 +264,20 @@ static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.lock);
+	weft_lock(&ep->rdm.base.lock);
 	if (ep->state != VERBS_CM_IDLE) {
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(&ep->rdm.base.lock);
 		return -FI_EISCONN;
 	}
 	if (ep->src_addr.ss_family)
 		src = (struct sockaddr *)&ep->src_addr;
 	ret = verbs_resolve_addr(ep->id, &ep->domain->dev, src, addr);
 	if (ret) {
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(&ep->rdm.base.lock);
 		return ret;
 	}
 	ep->state = VERBS_CM_RESOLVING;
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(&ep->rdm.base.lock);
 	return 0;
 }
 
@@ -292,12 +292,12 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.lock);
+	weft_lock(&ep->rdm.base.lock);
 	if (ep->state != VERBS_CM_IDLE || !ep->id->verbs) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (!ep->rdm.enabled) {
+	if (!ep->rdm.base.enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -311,7 +311,7 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	}
 	ep->state = VERBS_CM_CONNECTING;
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(&ep->rdm.base.lock);
 	return ret;
 }
 
@@ -319,19 +319,19 @@ static int ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
-	weft_lock(&ep->rdm.lock);
+	weft_lock(&ep->rdm.base.lock);
 	ep->local_shutdown = true;
 	if (ep->state == VERBS_CM_CONNECTED ||
 	    ep->state == VERBS_CM_CONNECTING)
 		rdma_disconnect(ep->id);
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(&ep->rdm.base.lock);
 	return 0;
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
 
 	if (!addr || addrlen > sizeof(ep->src_addr) ||
 	    addrlen < sizeof(struct sockaddr_in))

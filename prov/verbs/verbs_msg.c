@@ -91,11 +91,11 @@ static struct util_cntr *tx_cntr(struct verbs_msg_ep *ep, uint8_t kind)
 {
 	switch (kind) {
 	case VERBS_CNTR_READ:
-		return ep->rdm.read_cntr;
+		return ep->rdm.base.read_cntr;
 	case VERBS_CNTR_WRITE:
-		return ep->rdm.write_cntr;
+		return ep->rdm.base.write_cntr;
 	default:
-		return ep->rdm.send_cntr;
+		return ep->rdm.base.send_cntr;
 	}
 }
 
@@ -136,7 +136,7 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
 	struct verbs_tx *tx = &ep->tx[wc->wr_id % ep->tx_size];
 	struct util_cntr *cntr = tx_cntr(ep, tx->cntr);
-	struct util_cq *cq = ep->rdm.tx_cq;
+	struct util_cq *cq = ep->rdm.base.tx_cq;
 
 	/* The second work request of a transmit already done: a fenced
 	 * write that failed, then its fence read flushed. */
@@ -181,8 +181,8 @@ static void tx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 void verbs_msg_rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
 			 bool reserved, bool wanted, const struct ibv_wc *wc)
 {
-	struct util_cq *cq = ep->rdm.rx_cq;
-	struct util_cntr *cntr = ep->rdm.recv_cntr;
+	struct util_cq *cq = ep->rdm.base.rx_cq;
+	struct util_cntr *cntr = ep->rdm.base.recv_cntr;
 	uint64_t flags = FI_RECV | FI_MSG, data = 0;
 
 	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM)) {
@@ -214,8 +214,8 @@ void verbs_msg_rx_report(struct verbs_msg_ep *ep, void *context, void *buf,
 	} else {
 		report_err(cq, reserved, wanted, context, FI_RECV | FI_MSG,
 			   buf, wc);
-		if (ep->rdm.recv_cntr)
-			util_cntr_inc_err(ep->rdm.recv_cntr);
+		if (ep->rdm.base.recv_cntr)
+			util_cntr_inc_err(ep->rdm.base.recv_cntr);
 	}
 	if (cq)
 		util_cq_writer_unlock(cq);
@@ -408,7 +408,7 @@ int verbs_msg_qp_create(struct verbs_msg_ep *ep)
 static inline bool tx_wants_completion(struct verbs_msg_ep *ep,
 				       uint64_t flags)
 {
-	return !ep->rdm.tx_selective || (flags & FI_COMPLETION);
+	return !ep->rdm.base.tx_selective || (flags & FI_COMPLETION);
 }
 
 /* Fill sge from iov/desc: 0, or -FI_EINVAL (no descriptor under
@@ -454,7 +454,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	struct ibv_sge sge[VERBS_IOV_MAX], fsge;
 	struct ibv_send_wr wr, fwr, *bad = NULL;
 	struct verbs_tx *tx;
-	struct util_cq *cq = ep->rdm.tx_cq;
+	struct util_cq *cq = ep->rdm.base.tx_cq;
 	bool report, signaled, inject = p->flags & FI_INJECT;
 	size_t len = 0;
 	ssize_t ret;
@@ -488,7 +488,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	}
 	report = !inject && !p->silent && tx_wants_completion(ep, p->flags);
 
-	weft_lock(&ep->rdm.lock);
+	weft_lock(&ep->rdm.base.lock);
 	if (weft_unlikely(ep->state != VERBS_CM_CONNECTED || !ep->qp)) {
 		ret = ep->state == VERBS_CM_SHUTDOWN ? -FI_ECONNRESET :
 						       -FI_EOPBADSTATE;
@@ -578,7 +578,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	if (signaled)
 		ep->tx_signaled = ep->tx_head;
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(&ep->rdm.base.lock);
 	return ret;
 }
 
@@ -586,7 +586,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, void *context,
 			 uint64_t flags)
 {
-	struct util_cq *cq = ep->rdm.rx_cq;
+	struct util_cq *cq = ep->rdm.base.rx_cq;
 	struct ibv_recv_wr wr, *bad;
 	struct verbs_rx *rx;
 	bool report;
@@ -597,8 +597,8 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 		return -FI_EOPNOTSUPP; /* receives go to the shared context */
 	if (count > ep->max_sge)
 		return -FI_EINVAL;
-	report = !ep->rdm.rx_selective || (flags & FI_COMPLETION);
-	weft_lock(&ep->rdm.lock);
+	report = !ep->rdm.base.rx_selective || (flags & FI_COMPLETION);
+	weft_lock(&ep->rdm.base.lock);
 	if (ep->rx_head - ep->rx_tail >= ep->rx_size) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -640,7 +640,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 		ep->rx_on_qp++;
 	}
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(&ep->rdm.base.lock);
 	return ret;
 }
 
@@ -661,7 +661,7 @@ static ssize_t msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
-	return post_recv(ep, iov, desc, count, context, ep->rdm.rx_op_flags);
+	return post_recv(ep, iov, desc, count, context, ep->rdm.base.rx_op_flags);
 }
 
 static ssize_t msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -709,7 +709,7 @@ static ssize_t msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
 	return msg_send_common(ep, iov, desc, count, 0, context,
-			       ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA);
+			       ep->rdm.base.tx_op_flags & ~FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -728,7 +728,7 @@ static ssize_t msg_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return msg_send_common(ep, &iov, &desc, 1, data, context,
-			       ep->rdm.tx_op_flags | FI_REMOTE_CQ_DATA);
+			       ep->rdm.base.tx_op_flags | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -738,7 +738,7 @@ static ssize_t msg_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return msg_send_common(ep, &iov, NULL, 1, 0, NULL,
-			       (ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA) |
+			       (ep->rdm.base.tx_op_flags & ~FI_REMOTE_CQ_DATA) |
 				       FI_INJECT);
 }
 
@@ -749,7 +749,7 @@ static ssize_t msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return msg_send_common(ep, &iov, NULL, 1, data, NULL,
-			       ep->rdm.tx_op_flags | FI_INJECT |
+			       ep->rdm.base.tx_op_flags | FI_INJECT |
 				       FI_REMOTE_CQ_DATA);
 }
 
@@ -825,7 +825,7 @@ static ssize_t rma_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
 	return rma_common(ep, true, iov, desc, count, addr, key, 0, context,
-			  ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA);
+			  ep->rdm.base.tx_op_flags & ~FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t rma_read(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -844,7 +844,7 @@ static ssize_t rma_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
 	return rma_common(ep, false, iov, desc, count, addr, key, 0, context,
-			  ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA);
+			  ep->rdm.base.tx_op_flags & ~FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t rma_write(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -865,7 +865,7 @@ static ssize_t rma_writedata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return rma_common(ep, false, &iov, &desc, 1, addr, key, data, context,
-			  ep->rdm.tx_op_flags | FI_REMOTE_CQ_DATA);
+			  ep->rdm.base.tx_op_flags | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -875,7 +875,7 @@ static ssize_t rma_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return rma_common(ep, false, &iov, NULL, 1, addr, key, 0, NULL,
-			  (ep->rdm.tx_op_flags & ~FI_REMOTE_CQ_DATA) |
+			  (ep->rdm.base.tx_op_flags & ~FI_REMOTE_CQ_DATA) |
 				  FI_INJECT);
 }
 
@@ -887,7 +887,7 @@ static ssize_t rma_injectdata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return rma_common(ep, false, &iov, NULL, 1, addr, key, data, NULL,
-			  ep->rdm.tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA);
+			  ep->rdm.base.tx_op_flags | FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
 static struct fi_ops_rma verbs_rma_ops = {
@@ -984,7 +984,7 @@ static ssize_t atomic_writev(struct fid_ep *ep_fid, const struct fi_ioc *iov,
 	if (count != 1)
 		return -FI_EINVAL;
 	return atomic_post(ep, op, datatype, iov, NULL, NULL, NULL, &rma,
-			   context, ep->rdm.tx_op_flags, false);
+			   context, ep->rdm.base.tx_op_flags, false);
 }
 
 static ssize_t atomic_write(struct fid_ep *ep_fid, const void *buf,
@@ -1011,7 +1011,7 @@ static ssize_t atomic_inject(struct fid_ep *ep_fid, const void *buf,
 	/* The operand travels in the work request: the buffer is free at
 	 * once, and no completion is reported. */
 	return atomic_post(ep, op, datatype, &ioc, NULL, NULL, NULL, &rma,
-			   NULL, (ep->rdm.tx_op_flags | FI_INJECT) &
+			   NULL, (ep->rdm.base.tx_op_flags | FI_INJECT) &
 					 ~FI_COMPLETION,
 			   false);
 }
@@ -1045,7 +1045,7 @@ static ssize_t atomic_readwritev(struct fid_ep *ep_fid,
 		return -FI_EINVAL;
 	return atomic_post(ep, op, datatype, iov, NULL, resultv,
 			   result_desc ? result_desc[0] : NULL, &rma, context,
-			   ep->rdm.tx_op_flags, true);
+			   ep->rdm.base.tx_op_flags, true);
 }
 
 static ssize_t atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
@@ -1095,7 +1095,7 @@ static ssize_t atomic_compwritev(struct fid_ep *ep_fid,
 		return -FI_EINVAL;
 	return atomic_post(ep, op, datatype, iov, comparev, resultv,
 			   result_desc ? result_desc[0] : NULL, &rma, context,
-			   ep->rdm.tx_op_flags, true);
+			   ep->rdm.base.tx_op_flags, true);
 }
 
 static ssize_t atomic_compwrite(struct fid_ep *ep_fid, const void *buf,
@@ -1291,7 +1291,7 @@ static bool teardown_defer(const struct verbs_teardown *t)
 static int ep_close(struct fid *fid)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
 	struct verbs_teardown t = {
 		.domain = ep->domain,
 		.id = ep->id,
@@ -1325,7 +1325,7 @@ static int ep_close(struct fid *fid)
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
 
 	if (bfid && bfid->fclass == FI_CLASS_EQ)
 		return util_eq_bind_cm(&ep->eq, bfid, &ep->cm_progress,
@@ -1336,16 +1336,16 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 		if (srx->domain != ep->domain)
 			return -FI_EINVAL;
-		weft_lock(&ep->rdm.lock);
+		weft_lock(&ep->rdm.base.lock);
 		if (ep->srx || ep->cq) {
-			weft_unlock(&ep->rdm.lock);
+			weft_unlock(&ep->rdm.base.lock);
 			return ep->srx ? -FI_EALREADY : -FI_EOPBADSTATE;
 		}
 		weft_lock(&srx->lock);
 		srx->eps++;
 		weft_unlock(&srx->lock);
 		ep->srx = srx;
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(&ep->rdm.base.lock);
 		return 0;
 	}
 	return util_rdm_ep_bind(fid, bfid, flags);
@@ -1379,11 +1379,11 @@ static int ep_enable(struct verbs_msg_ep *ep)
 		if (!ep->scratch_mr)
 			return weft_errno(errno);
 	}
-	if (ep->srx && ep->rdm.rx_cq) {
+	if (ep->srx && ep->rdm.base.rx_cq) {
 		weft_lock(&ep->srx->lock);
 		if (!ep->srx->cancel_cq) {
-			util_cq_bind(ep->rdm.rx_cq, NULL);
-			ep->srx->cancel_cq = ep->rdm.rx_cq;
+			util_cq_bind(ep->rdm.base.rx_cq, NULL);
+			ep->srx->cancel_cq = ep->rdm.base.rx_cq;
 		}
 		weft_unlock(&ep->srx->lock);
 	}
@@ -1400,15 +1400,15 @@ static int ep_enable(struct verbs_msg_ep *ep)
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
 	int ret;
 
 	if (command == FI_ENABLE) {
 		if (!ep->eq)
 			return -FI_ENOEQ;
-		weft_lock(&ep->rdm.lock);
+		weft_lock(&ep->rdm.base.lock);
 		ret = ep_enable(ep);
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(&ep->rdm.base.lock);
 		if (ret)
 			return ret;
 	}
@@ -1487,13 +1487,13 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		free(ep);
 		return ret;
 	}
-	ep->rdm.ep_fid.fid.ops = &verbs_ep_fi_ops;
-	ep->rdm.ep_fid.ops = &verbs_ep_ops;
-	ep->rdm.ep_fid.cm = &verbs_msg_cm_ops;
-	ep->rdm.ep_fid.msg = &verbs_msg_ops;
-	ep->rdm.ep_fid.rma = &verbs_rma_ops;
-	ep->rdm.ep_fid.atomic = &verbs_atomic_ops;
-	ep->rdm.ep_fid.tagged = NULL;
+	ep->rdm.base.ep_fid.fid.ops = &verbs_ep_fi_ops;
+	ep->rdm.base.ep_fid.ops = &verbs_ep_ops;
+	ep->rdm.base.ep_fid.cm = &verbs_msg_cm_ops;
+	ep->rdm.base.ep_fid.msg = &verbs_msg_ops;
+	ep->rdm.base.ep_fid.rma = &verbs_rma_ops;
+	ep->rdm.base.ep_fid.atomic = &verbs_atomic_ops;
+	ep->rdm.base.ep_fid.tagged = NULL;
 
 	ep->comp_ch = ibv_create_comp_channel(domain->ctx);
 	ep->cm_ch = rdma_create_event_channel();
@@ -1536,9 +1536,9 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 			((struct sockaddr_in *)&ep->src_addr)->sin_port = 0;
 		}
 	}
-	*ep_fid = &ep->rdm.ep_fid;
+	*ep_fid = &ep->rdm.base.ep_fid;
 	return 0;
 err:
-	ep_close(&ep->rdm.ep_fid.fid);
+	ep_close(&ep->rdm.base.ep_fid.fid);
 	return ret;
 }

@@ -135,7 +135,7 @@ struct verbs_connreq {
 
 static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct verbs_msg_ep, rdm.ep_fid);
+	return container_of(ep_fid, struct verbs_msg_ep, rdm.base.ep_fid);
 }
 
 /* ---- verbs_msg.c --------------------------------------------------------- */

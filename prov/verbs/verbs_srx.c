@@ -38,7 +38,7 @@ void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	srx->free[srx->nfree++] = (uint32_t)slot;
 	weft_unlock(&srx->lock);
 	verbs_msg_rx_report(ep, context, buf, false,
-			    !ep->rdm.rx_selective || completion, wc);
+			    !ep->rdm.base.rx_selective || completion, wc);
 }
 
 /* ---- shared receive contexts -------------------------------------------- */

@@ -409,13 +409,15 @@ static void ep_open(int idx, const struct ep_cfg *cfg)
 		me->addr_of[i] = FI_ADDR_NOTAVAIL;
 	cr_assert_eq(util_rdm_ep_init(&me->rdm, &domain, &info, &attr, me), 0);
 	cr_assert_eq(util_cq_open(&domain, &cq_attr, &me->cq, me), 0);
-	cr_assert_eq(util_rdm_ep_bind(&me->rdm.ep_fid.fid, &me->cq->cq_fid.fid,
-				      FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(util_rdm_ep_bind(&me->rdm.base.ep_fid.fid,
+				      &me->cq->cq_fid.fid,
+				      FI_TRANSMIT | FI_RECV),
+		     0);
 	if (!cfg->connected) {
 		cr_assert_eq(util_av_open(&domain, &av_attr,
 					  &util_av_sockaddr_in_ops, &me->av,
 					  NULL), 0);
-		cr_assert_eq(util_rdm_ep_bind(&me->rdm.ep_fid.fid,
+		cr_assert_eq(util_rdm_ep_bind(&me->rdm.base.ep_fid.fid,
 					      &me->av->fid, 0), 0);
 		for (i = 0; i < NEP; i++) {
 			struct sockaddr_in sin = addr_of_idx(i);
@@ -426,7 +428,8 @@ static void ep_open(int idx, const struct ep_cfg *cfg)
 						  &me->addr_of[i], 0, NULL), 1);
 		}
 	}
-	cr_assert_eq(util_rdm_ep_control(&me->rdm.ep_fid.fid, FI_ENABLE, NULL),
+	cr_assert_eq(util_rdm_ep_control(&me->rdm.base.ep_fid.fid, FI_ENABLE,
+					 NULL),
 		     0);
 	me->open = true;
 }
@@ -487,7 +490,7 @@ TestSuite(rdm_engine, .init = setup, .fini = teardown);
 
 static struct fid_ep *fep(int idx)
 {
-	return &eps[idx].rdm.ep_fid;
+	return &eps[idx].rdm.base.ep_fid;
 }
 
 static fi_addr_t to(int from, int dest)
