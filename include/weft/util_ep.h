@@ -166,8 +166,11 @@ int util_ep_enable_check(const struct util_ep *ep);
 /*
  * FI_ENABLE (ops->enable, or util_ep_enable_check; then the automatic
  * progress thread), FI_GETOPSFLAG, FI_SETOPSFLAG; -FI_ENOSYS for others.
+ * util_ep_control_op is it as fi_ops.control, for an owner that adds
+ * nothing to it.
  */
 int util_ep_control(struct util_ep *ep, int command, void *arg);
+int util_ep_control_op(struct fid *fid, int command, void *arg);
 
 /*
  * Undo every CQ and counter binding; the endpoint goes on (its
@@ -249,6 +252,27 @@ static inline void util_ep_cq_unreserve(struct util_cq *cq)
 }
 
 /*
+ * An operation ended well: its entry goes into the slot of cq it reserved
+ * (reserved), or is written (wanted).
+ */
+static inline void util_ep_cq_success(struct util_cq *cq, bool reserved,
+				      bool wanted, void *context,
+				      uint64_t flags, size_t len, void *buf,
+				      uint64_t data, uint64_t tag,
+				      fi_addr_t src)
+{
+	if (!cq || !(reserved || wanted))
+		return;
+	util_cq_writer_lock(cq);
+	if (reserved)
+		util_cq_write_reserved(cq, context, flags, len, buf, data, tag,
+				       src);
+	else
+		util_cq_write(cq, context, flags, len, buf, data, tag, src);
+	util_cq_writer_unlock(cq);
+}
+
+/*
  * A transmit ended well: its entry goes into the slot it reserved
  * (reserved), and cntr (util_ep_tx_cntr, or NULL) counts it.
  */
@@ -256,14 +280,8 @@ static inline void util_ep_tx_success(struct util_ep *ep, bool reserved,
 				      void *context, uint64_t flags,
 				      struct util_cntr *cntr)
 {
-	struct util_cq *cq = ep->tx_cq;
-
-	if (reserved && cq) {
-		util_cq_writer_lock(cq);
-		util_cq_write_reserved(cq, context, flags, 0, NULL, 0, 0,
-				       FI_ADDR_NOTAVAIL);
-		util_cq_writer_unlock(cq);
-	}
+	util_ep_cq_success(ep->tx_cq, reserved, false, context, flags, 0,
+			   NULL, 0, 0, FI_ADDR_NOTAVAIL);
 	if (cntr)
 		util_cntr_inc(cntr);
 }
@@ -312,18 +330,8 @@ static inline void util_ep_rx_success(struct util_ep *ep, bool reserved,
 				      uint64_t data, uint64_t tag,
 				      fi_addr_t src, struct util_cntr *cntr)
 {
-	struct util_cq *cq = ep->rx_cq;
-
-	if (cq && (reserved || wanted)) {
-		util_cq_writer_lock(cq);
-		if (reserved)
-			util_cq_write_reserved(cq, context, flags, len, buf,
-					       data, tag, src);
-		else
-			util_cq_write(cq, context, flags, len, buf, data, tag,
-				      src);
-		util_cq_writer_unlock(cq);
-	}
+	util_ep_cq_success(ep->rx_cq, reserved, wanted, context, flags, len,
+			   buf, data, tag, src);
 	if (cntr)
 		util_cntr_inc(cntr);
 }

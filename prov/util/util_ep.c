@@ -325,6 +325,12 @@ int util_ep_control(struct util_ep *ep, int command, void *arg)
 	}
 }
 
+int util_ep_control_op(struct fid *fid, int command, void *arg)
+{
+	return util_ep_control(container_of(fid, struct util_ep, ep_fid.fid),
+			       command, arg);
+}
+
 /* ---- setup and teardown ------------------------------------------------- */
 
 int util_ep_init(struct util_ep *ep, struct util_domain *domain,
