@@ -20,8 +20,9 @@
  *    writer lock, since endpoints with different locks may share a CQ;
  *  - close ordering: util_ep_close then util_ep_fini.
  *
- * Its owner: the RDM engine (weft/util_rdm.h: shm, tcp and verbs
- * endpoints sit on it through the engine).  An owner embeds
+ * Its owners: the RDM engine (weft/util_rdm.h: shm, tcp, verbs RDM and
+ * tcp MSG endpoints sit on it through the engine) and verbs MSG
+ * endpoints, which map the data calls straight onto a QP.  An owner embeds
  * struct util_ep first in its endpoint, names a const util_ep_ops, and
  * fills ep_fid's ops tables itself.
  *

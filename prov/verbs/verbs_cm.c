@@ -97,9 +97,9 @@ static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
 	const void *data = cm_unpack(priv, priv_len, &len, NULL);
 
 	ep->state = VERBS_CM_FAILED;
-	if (ep->eq)
-		util_eq_write_cm_err(ep->eq, &ep->rdm.base.ep_fid.fid, err, data,
-				     len);
+	if (ep->base.eq)
+		util_eq_write_cm_err(ep->base.eq, &ep->base.ep_fid.fid, err,
+				     data, len);
 }
 
 static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
@@ -135,9 +135,9 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 		/* The accept's (the passive side had the request's). */
 		if (fence.rkey && ep->domain->fence_mr)
 			ep->fence = fence;
-		if (ep->eq)
-			util_eq_write_cm(ep->eq, FI_CONNECTED,
-					 &ep->rdm.base.ep_fid.fid, NULL, data, len);
+		if (ep->base.eq)
+			util_eq_write_cm(ep->base.eq, FI_CONNECTED,
+					 &ep->base.ep_fid.fid, NULL, data, len);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		ep_cm_error(ep, FI_ECONNREFUSED, ev->param.conn.private_data,
@@ -171,9 +171,9 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 		/* Whichever side shut the connection down (clients wait for
 		 * it after their own fi_shutdown), once; nothing for a
 		 * connect the application itself ended. */
-		if (ep->eq && (was_open || !ep->local_shutdown))
-			util_eq_write_cm(ep->eq, FI_SHUTDOWN,
-					 &ep->rdm.base.ep_fid.fid, NULL, NULL, 0);
+		if (ep->base.eq && (was_open || !ep->local_shutdown))
+			util_eq_write_cm(ep->base.eq, FI_SHUTDOWN,
+					 &ep->base.ep_fid.fid, NULL, NULL, 0);
 		break;
 	default:
 		break;
@@ -183,11 +183,11 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 void verbs_msg_cm_progress(struct util_progress *p)
 {
 	struct verbs_msg_ep *ep =
-		container_of(p, struct verbs_msg_ep, cm_progress);
+		container_of(p, struct verbs_msg_ep, base.cm_progress);
 	struct rdma_cm_event *ev, copy;
 	uint8_t priv[256];
 
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(&ep->base.lock);
 	while (!rdma_get_cm_event(ep->cm_ch, &ev)) {
 		/* Ack first (rdma_destroy_id waits for acks); keep what the
 		 * handler reads. */
@@ -204,7 +204,7 @@ void verbs_msg_cm_progress(struct util_progress *p)
 		rdma_ack_cm_event(ev);
 		ep_cm_event(ep, &copy);
 	}
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(&ep->base.lock);
 }
 
 /* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
@@ -231,7 +231,7 @@ static int sockaddr_out(const struct sockaddr *sa, void *addr,
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, base.ep_fid.fid);
 	struct sockaddr *sa = rdma_get_local_addr(ep->id);
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
@@ -258,26 +258,26 @@ static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 
 	if (!addr)
 		return -FI_EINVAL;
-	if (!ep->eq)
+	if (!ep->base.eq)
 		return -FI_ENOEQ;
 	ret = cm_pack(ep->cm_priv, param, paramlen, ep->domain);
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(&ep->base.lock);
 	if (ep->state != VERBS_CM_IDLE) {
-		weft_unlock(&ep->rdm.base.lock);
+		weft_unlock(&ep->base.lock);
 		return -FI_EISCONN;
 	}
 	if (ep->src_addr.ss_family)
 		src = (struct sockaddr *)&ep->src_addr;
 	ret = verbs_resolve_addr(ep->id, &ep->domain->dev, src, addr);
 	if (ret) {
-		weft_unlock(&ep->rdm.base.lock);
+		weft_unlock(&ep->base.lock);
 		return ret;
 	}
 	ep->state = VERBS_CM_RESOLVING;
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(&ep->base.lock);
 	return 0;
 }
 
@@ -292,12 +292,12 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(&ep->base.lock);
 	if (ep->state != VERBS_CM_IDLE || !ep->id->verbs) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (!ep->rdm.base.enabled) {
+	if (!ep->base.enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -311,7 +311,7 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	}
 	ep->state = VERBS_CM_CONNECTING;
 out:
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(&ep->base.lock);
 	return ret;
 }
 
@@ -319,19 +319,19 @@ static int ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(&ep->base.lock);
 	ep->local_shutdown = true;
 	if (ep->state == VERBS_CM_CONNECTED ||
 	    ep->state == VERBS_CM_CONNECTING)
 		rdma_disconnect(ep->id);
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(&ep->base.lock);
 	return 0;
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.base.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, base.ep_fid.fid);
 
 	if (!addr || addrlen > sizeof(ep->src_addr) ||
 	    addrlen < sizeof(struct sockaddr_in))
@@ -443,7 +443,8 @@ static void pep_progress(struct util_progress *p)
 
 static int pep_close(struct fid *fid)
 {
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct verbs_pep *pep =
+		container_of(fid, struct verbs_pep, pep_fid.fid);
 
 	if (pep->eq) {
 		util_eq_unbind_cm(pep->eq, &pep->cm_progress, pep->cm_ch->fd);
@@ -461,7 +462,8 @@ static int pep_close(struct fid *fid)
 
 static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct verbs_pep *pep =
+		container_of(fid, struct verbs_pep, pep_fid.fid);
 
 	return util_eq_bind_cm(&pep->eq, bfid, &pep->cm_progress, pep_progress,
 			       pep->cm_ch->fd, pep);
@@ -479,14 +481,16 @@ static struct fi_ops pep_fi_ops = {
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct verbs_pep *pep =
+		container_of(fid, struct verbs_pep, pep_fid.fid);
 
 	return sockaddr_out(rdma_get_local_addr(pep->id), addr, addrlen);
 }
 
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct verbs_pep *pep = container_of(fid, struct verbs_pep, pep_fid.fid);
+	struct verbs_pep *pep =
+		container_of(fid, struct verbs_pep, pep_fid.fid);
 	struct sockaddr_storage sa = { 0 };
 
 	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
@@ -503,7 +507,8 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 
 static int pep_listen(struct fid_pep *pep_fid)
 {
-	struct verbs_pep *pep = container_of(pep_fid, struct verbs_pep, pep_fid);
+	struct verbs_pep *pep =
+		container_of(pep_fid, struct verbs_pep, pep_fid);
 
 	struct sockaddr_storage sa;
 	struct rdma_cm_id *id;
