@@ -172,6 +172,7 @@ struct util_rdm_msg {
 #define UTIL_RDM_SRC_RAW_MAX 64
 
 struct util_rdm_ep;
+struct util_rdm_srx;
 struct util_rdm_xport;
 
 /*
@@ -449,6 +450,34 @@ struct util_rdm_ep_attr {
 };
 
 /*
+ * The receive state: posted receives and unexpected messages of both
+ * classes, with the pools they come from and the bound on what the
+ * unexpected ones hold.  Each endpoint has its own (own_rxq), or shares a
+ * shared receive context's (util_rdm_srx) with the other endpoints bound
+ * to it: its lock is then every one of those endpoints' lock, so the
+ * engine takes one lock whichever endpoint a message came by, and no
+ * order between two locks exists.  Everything here is under `lock`.
+ */
+struct util_rdm_rxq {
+	struct weft_lock lock;
+	uint64_t caps; /* FI_DIRECTED_RECV: receives name their source */
+	struct util_match msgq, tagq;
+	struct util_bufpool *rx_pool, *unexp_pool, *fetch_pool;
+	size_t unexp_inline;
+	size_t unexp_max; /* 0: unbounded */
+	size_t unexp_bytes; /* held by unexpected messages now */
+	/* Unexpected messages may wait from senders the AV did not name
+	 * when they came; looked at again when the AV's inserts change. */
+	bool unexp_unknown;
+	uint64_t unexp_av_inserts;
+	/* The AV its endpoints share (fi_endpoint(3)), or NULL. */
+	struct util_av *av;
+	/* Endpoints that use it (util_rdm_ep.rxq_entry): the first reports
+	 * what belongs to no arrival (a canceled receive on an srx). */
+	struct dlist_entry eps;
+};
+
+/*
  * What the application holds of an engine endpoint: its own fid, or a
  * context of a scalable endpoint (util_rdm_ctx) that leads to the engine
  * endpoint behind it.  The engine's entry points find their endpoint
@@ -471,7 +500,6 @@ struct util_rdm_ep {
 	const char *local_via;
 	bool local_up; /* local started at FI_ENABLE */
 	const struct util_rdm_ep_hooks *hooks; /* or NULL */
-	struct weft_lock lock;
 	uint64_t caps;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
@@ -482,13 +510,12 @@ struct util_rdm_ep {
 	bool connected; /* FI_EP_MSG: no AV, one peer */
 	bool tx_shared; /* tx_ctx_cnt FI_SHARED_CONTEXT: stx bound first */
 	struct util_rdm_stx *stx; /* or NULL */
-	size_t unexp_inline;
-	size_t unexp_max; /* 0: unbounded */
-	size_t unexp_bytes; /* held by unexpected messages now */
-	/* Unexpected messages may wait from senders the AV did not name
-	 * when they came; looked at again when the AV's inserts change. */
-	bool unexp_unknown;
-	uint64_t unexp_av_inserts;
+	/* The receive state and the lock: own_rxq, or a shared receive
+	 * context's (bound before enable, then fixed). */
+	struct util_rdm_rxq *rxq;
+	bool rx_shared; /* rx_ctx_cnt FI_SHARED_CONTEXT: srx bound first */
+	struct util_rdm_srx *srx; /* or NULL */
+	struct dlist_entry rxq_entry; /* on rxq->eps */
 	/* Receives may be directed to a peer that is gone (util_peer.gone):
 	 * progress fails them once the transports have drained it. */
 	bool rx_gone;
@@ -511,8 +538,7 @@ struct util_rdm_ep {
 		struct util_cntr *cntr;
 	} cntr_hook[6];
 
-	struct util_match msgq, tagq;
-	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
+	struct util_bufpool *tx_pool;
 	/* Transmits one peer may hold: tx_size but a reserve for the others
 	 * (UTIL_RDM_PEER_RESERVE; all of them on a connected endpoint). */
 	uint32_t peer_tx_max;
@@ -532,7 +558,16 @@ struct util_rdm_ep {
 	pthread_t progress_thread;
 	bool progress_running;
 	atomic_bool progress_stop;
+
+	struct util_rdm_rxq own_rxq;
 };
+
+/* The endpoint's lock: its receive state's (a shared receive context's
+ * when it has one).  Whoever takes it and lets go keeps the pointer. */
+static inline struct weft_lock *util_rdm_lock(struct util_rdm_ep *ep)
+{
+	return &ep->rxq->lock;
+}
 
 /*
  * Initialise the engine part of a provider's RDM endpoint from the
@@ -700,7 +735,7 @@ static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
  * a transport that learns of deaths by looking should look then too. */
 static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 {
-	return ep->msgq.posted_directed || ep->tagq.posted_directed;
+	return ep->rxq->msgq.posted_directed || ep->rxq->tagq.posted_directed;
 }
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
@@ -802,5 +837,29 @@ struct util_rdm_stx {
 
 int util_rdm_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
 		      struct fid_stx **stx, void *context);
+
+/*
+ * A shared receive context (fi_srx_context, fi_endpoint(3)): endpoints
+ * opened with ep_attr->rx_ctx_cnt FI_SHARED_CONTEXT bind one before
+ * fi_enable and then receive into the receives posted to it (or to any
+ * of them: they post to it), and keep their unexpected messages there.
+ * A completion goes to the CQ and counter of the endpoint the message
+ * came by (the context has none of its own).  Its lock is the lock of
+ * every endpoint bound to it (util_rdm_rxq).  Providers name
+ * util_rdm_srx_open as their domain's srx_ctx and report max_ep_srx_ctx.
+ */
+struct util_rdm_srx {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
+	struct util_domain *domain; /* not held: compared at bind only */
+	struct fi_rx_attr attr;
+	uint64_t rx_op_flags;
+	size_t bound; /* endpoints bound to it, under rxq.lock */
+	struct util_rdm_rxq rxq;
+};
+
+int util_rdm_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr,
+		      struct fid_ep **srx, void *context);
+/* The engine's shared receive context behind fid, or NULL (another kind). */
+struct util_rdm_srx *util_rdm_srx_of(struct fid *fid);
 
 #endif /* WEFT_UTIL_RDM_H */

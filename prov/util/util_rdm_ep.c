@@ -19,8 +19,6 @@
 
 #include "util_rdm_priv.h"
 
-#define RDM_DEFAULT_MIN_MULTI_RECV 64
-
 /* ---- options ------------------------------------------------------------ */
 
 static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
@@ -42,7 +40,7 @@ static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
 	case FI_OPT_MIN_MULTI_RECV:
 		if (!optval || !optlen || *optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
-		*(size_t *)optval = ep->msgq.min_multi_recv;
+		*(size_t *)optval = ep->rxq->msgq.min_multi_recv;
 		*optlen = sizeof(size_t);
 		return 0;
 	default:
@@ -63,7 +61,7 @@ static int rdm_setopt(fid_t fid, int level, int optname, const void *optval,
 		if (!optval || optlen < sizeof(size_t))
 			return -FI_EINVAL;
 		ep_lock(ep);
-		util_match_set_min_multi_recv(&ep->msgq,
+		util_match_set_min_multi_recv(&ep->rxq->msgq,
 					      *(const size_t *)optval);
 		ep_unlock(ep);
 		return 0;
@@ -211,12 +209,13 @@ static int domain_sweep(struct util_rdm_ep *ep)
 	dlist_foreach(&d->sweep_eps, e) {
 		struct util_rdm_ep *o =
 			container_of(e, struct util_rdm_ep, sweep_entry);
+		struct weft_lock *l = util_rdm_lock(o);
 
-		if (o == ep || !weft_trylock(&o->lock))
+		if (o == ep || !weft_trylock(l))
 			continue;
 		if (o->enabled)
 			n += rdm_progress_once(o);
-		weft_unlock(&o->lock);
+		weft_unlock(l);
 	}
 	in_sweep = false;
 	pthread_mutex_unlock(&d->sweep_lock);
@@ -248,15 +247,16 @@ static int domain_arm(struct util_rdm_ep *ep)
 	dlist_foreach(&d->sweep_eps, e) {
 		struct util_rdm_ep *o =
 			container_of(e, struct util_rdm_ep, sweep_entry);
+		struct weft_lock *l = util_rdm_lock(o);
 
-		if (o == ep || !weft_trylock(&o->lock))
+		if (o == ep || !weft_trylock(l))
 			continue;
 		if (o->enabled) {
 			k = rdm_arm_xports(o);
 			if (k > 0)
 				n += k + rdm_progress_once(o);
 		}
-		weft_unlock(&o->lock);
+		weft_unlock(l);
 	}
 	pthread_mutex_unlock(&d->sweep_lock);
 	return n;
@@ -364,11 +364,13 @@ static void rdm_target_progress(struct util_progress *p)
 	struct util_rdm_ep *ep =
 		container_of(p, struct util_rdm_ep, target_progress);
 
-	if (!weft_trylock(&ep->lock))
+	struct weft_lock *l = util_rdm_lock(ep);
+
+	if (!weft_trylock(l))
 		return;
 	if (ep->enabled)
 		rdm_progress_once(ep);
-	weft_unlock(&ep->lock);
+	weft_unlock(l);
 }
 
 static bool rdm_tx_cq_arm(struct util_progress *p)
@@ -556,6 +558,43 @@ static int bind_stx(struct util_rdm_ep *ep, struct util_rdm_stx *stx)
 	return 0;
 }
 
+/*
+ * A shared receive context: from now on the endpoint's receive state and
+ * lock are the context's.  With the endpoint's own lock held (before
+ * enable, so nothing else runs on the endpoint); takes the context's.
+ */
+static int bind_srx(struct util_rdm_ep *ep, struct util_rdm_srx *srx)
+{
+	struct util_rdm_rxq *q = &srx->rxq;
+	int ret = 0;
+
+	if (ep->srx)
+		return -FI_EALREADY;
+	if (!ep->rx_shared || srx->domain != ep->domain || ep->sep) {
+		FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+			"a shared receive context binds to an endpoint of "
+			"its domain opened with rx_ctx_cnt FI_SHARED_CONTEXT\n");
+		return -FI_EINVAL;
+	}
+	weft_lock(&q->lock);
+	/* Its unexpected records are the endpoints' size: made at the
+	 * first bind, the same for every endpoint of the provider. */
+	if (!q->unexp_pool)
+		ret = rxq_unexp_init(q, ep->own_rxq.unexp_inline,
+				     ep->own_rxq.unexp_max);
+	else if (q->unexp_inline != ep->own_rxq.unexp_inline)
+		ret = -FI_EINVAL;
+	if (!ret) {
+		dlist_remove(&ep->rxq_entry);
+		dlist_insert_tail(&ep->rxq_entry, &q->eps);
+		srx->bound++;
+		ep->srx = srx;
+		ep->rxq = q;
+	}
+	weft_unlock(&q->lock);
+	return ret;
+}
+
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 			 uint64_t flags)
 {
@@ -575,6 +614,7 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 						       fid));
 		util_av_get(ep->av);
 		util_peer_map_set_av(&ep->peers, ep->av);
+		ep->own_rxq.av = ep->av;
 		return 0;
 	case FI_CLASS_EQ:
 		/* RDM endpoints have no connection events to report. */
@@ -582,6 +622,10 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 	case FI_CLASS_STX_CTX:
 		return bind_stx(ep, container_of(bfid, struct util_rdm_stx,
 						 stx_fid.fid));
+	case FI_CLASS_SRX_CTX:
+		if (!util_rdm_srx_of(bfid))
+			return -FI_EINVAL;
+		return bind_srx(ep, util_rdm_srx_of(bfid));
 	default:
 		return -FI_EINVAL;
 	}
@@ -591,14 +635,18 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
 					      ep_fid.fid);
+	struct weft_lock *l;
 	int ret;
 
 	if (!bfid)
 		return -FI_EINVAL;
-	ep_lock(ep);
+	/* The lock taken is the one let go: a shared receive context's
+	 * bind changes the endpoint's. */
+	l = util_rdm_lock(ep);
+	weft_lock(l);
 	ret = ep->enabled && !ep->sep ? -FI_EOPBADSTATE :
 					util_rdm_bind_locked(ep, bfid, flags);
-	ep_unlock(ep);
+	weft_unlock(l);
 	return ret;
 }
 
@@ -636,6 +684,13 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 			ret = -FI_ENOAV;
 		else if (ep->tx_shared && !ep->stx)
 			ret = -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
+		else if (ep->rx_shared && !ep->srx)
+			ret = -FI_EOPBADSTATE;
+		/* fi_endpoint(3): connectionless endpoints on one shared
+		 * receive context share one AV. */
+		else if (ep->srx && ep->av && ep->rxq->av &&
+			 ep->rxq->av != ep->av)
+			ret = -FI_EINVAL;
 		else if (ep->sep)
 			ep->enabled = true; /* its contexts check their own */
 		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
@@ -646,6 +701,8 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 			ret = -FI_ENOCQ;
 		else
 			ep->enabled = true;
+		if (ep->enabled && ep->srx && !ep->rxq->av)
+			ep->rxq->av = ep->av;
 		ep_unlock(ep);
 		if (!ret && ep->domain->data_progress == FI_PROGRESS_AUTO &&
 		    !ep->progress_running) {
@@ -725,9 +782,6 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
 		     const struct util_rdm_ep_attr *attr, void *context)
 {
-	struct util_match_attr mattr = {
-		.min_multi_recv = RDM_DEFAULT_MIN_MULTI_RECV,
-	};
 	struct util_bufpool_attr pattr = { 0 };
 	int ret;
 
@@ -773,9 +827,9 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->connected = attr->connected;
 	ep->tx_shared = info->ep_attr &&
 			info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT;
+	ep->rx_shared = info->ep_attr &&
+			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
 	ep->caps = info->caps;
-	ep->unexp_inline = attr->unexp_inline;
-	ep->unexp_max = attr->unexp_max;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
@@ -793,43 +847,16 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->tx_progress.polled = true;
 	ep->rx_progress.polled = true;
 
-	ret = weft_lock_init(&ep->lock,
-			     util_domain_progress_needs_lock(domain));
+	ret = rxq_init(&ep->own_rxq, ep->caps,
+		       util_domain_progress_needs_lock(domain));
 	if (ret)
 		goto err_local;
-	ret = util_match_init(&ep->msgq, &mattr);
+	ret = rxq_unexp_init(&ep->own_rxq, attr->unexp_inline,
+			     attr->unexp_max);
 	if (ret)
-		goto err_lock;
-	mattr.flags = UTIL_MATCH_TAGGED;
-	if (ep->caps & FI_DIRECTED_RECV)
-		mattr.flags |= UTIL_MATCH_DIRECTED;
-	ret = util_match_init(&ep->tagq, &mattr);
-	if (ret)
-		goto err_msgq;
-	/* The untagged queue honours directed receive too. */
-	if (ep->caps & FI_DIRECTED_RECV) {
-		util_match_fini(&ep->msgq);
-		mattr.flags = UTIL_MATCH_DIRECTED;
-		ret = util_match_init(&ep->msgq, &mattr);
-		if (ret)
-			goto err_tagq;
-	}
-
-	pattr.name = "rdm rx";
-	pattr.size = sizeof(struct util_rdm_rx);
-	ret = util_bufpool_create(&pattr, &ep->rx_pool);
-	if (ret)
-		goto err_tagq;
-	pattr.name = "rdm unexpected";
-	pattr.size = sizeof(struct util_rdm_unexp) + attr->unexp_inline;
-	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
-	if (ret)
-		goto err_rx_pool;
-	pattr.name = "rdm fetch";
-	pattr.size = sizeof(struct rdm_fetch);
-	ret = util_bufpool_create(&pattr, &ep->fetch_pool);
-	if (ret)
-		goto err_unexp_pool;
+		goto err_rxq;
+	ep->rxq = &ep->own_rxq;
+	dlist_insert_tail(&ep->rxq_entry, &ep->own_rxq.eps);
 	pattr.name = "rdm tx";
 	pattr.size = sizeof(struct util_rdm_tx) + attr->inject_max;
 	/* The endpoint holds at most tx_size transmits: past it a call
@@ -845,7 +872,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
-		goto err_fetch_pool;
+		goto err_rxq;
 	util_peer_map_init(&ep->peers, &peer_attr);
 	util_domain_get(domain);
 	if (attr->sweep_domain) {
@@ -861,18 +888,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	}
 	return 0;
 
-err_fetch_pool:
-	util_bufpool_destroy(ep->fetch_pool);
-err_unexp_pool:
-	util_bufpool_destroy(ep->unexp_pool);
-err_rx_pool:
-	util_bufpool_destroy(ep->rx_pool);
-err_tagq:
-	util_match_fini(&ep->tagq);
-err_msgq:
-	util_match_fini(&ep->msgq);
-err_lock:
-	weft_lock_destroy(&ep->lock);
+err_rxq:
+	rxq_fini(&ep->own_rxq);
 err_local:
 	if (ep->local)
 		ep->local_ops->close(ep->local);
@@ -950,20 +967,6 @@ void util_rdm_ep_linger(struct util_rdm_ep *ep)
 	ep_unlock(ep);
 }
 
-static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)
-{
-	struct util_unexp_entry *ue;
-	struct util_rx_entry *m;
-
-	while ((m = util_match_pop_posted(q)))
-		util_bufpool_put(ep->rx_pool,
-				 container_of(m, struct util_rdm_rx, m));
-	while ((ue = util_match_pop_unexp(q)))
-		unexp_free(ep, container_of(ue, struct util_rdm_unexp, m),
-			   true);
-	util_match_fini(q);
-}
-
 static void unbind_all(struct util_rdm_ep *ep, bool forget)
 {
 	struct util_cntr *cntrs[] = { ep->send_cntr,	 ep->recv_cntr,
@@ -1035,8 +1038,14 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	if (ep->stx)
 		atomic_fetch_sub(&ep->stx->bound, 1);
 	ep_lock(ep);
-	drain_queue(ep, &ep->msgq);
-	drain_queue(ep, &ep->tagq);
+	/* What came by this endpoint cannot be fetched or answered once its
+	 * transports are gone; a shared context's receives stay. */
+	rxq_drop_ep(ep->rxq, ep);
+	if (ep->srx) {
+		dlist_remove(&ep->rxq_entry);
+		if (!--ep->srx->bound)
+			ep->rxq->av = NULL;
+	}
 	/* Transmits never handed over complete as canceled. */
 	while (!dlist_empty(&ep->blocked)) {
 		struct util_peer *p = container_of(ep->blocked.next,
@@ -1047,10 +1056,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_peer_map_fini(&ep->peers);
 	ep_unlock(ep);
 	util_bufpool_destroy(ep->tx_pool);
-	util_bufpool_destroy(ep->fetch_pool);
-	util_bufpool_destroy(ep->unexp_pool);
-	util_bufpool_destroy(ep->rx_pool);
-	weft_lock_destroy(&ep->lock);
+	rxq_fini(&ep->own_rxq);
 	if (ep->local)
 		ep->local_ops->close(ep->local);
 	util_domain_put(ep->domain);

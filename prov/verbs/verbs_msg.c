@@ -488,7 +488,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	}
 	report = !inject && !p->silent && tx_wants_completion(ep, p->flags);
 
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (weft_unlikely(ep->state != VERBS_CM_CONNECTED || !ep->qp)) {
 		ret = ep->state == VERBS_CM_SHUTDOWN ? -FI_ECONNRESET :
 						       -FI_EOPBADSTATE;
@@ -578,7 +578,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	if (signaled)
 		ep->tx_signaled = ep->tx_head;
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
@@ -598,7 +598,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 	if (count > ep->max_sge)
 		return -FI_EINVAL;
 	report = !ep->rdm.rx_selective || (flags & FI_COMPLETION);
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ep->rx_head - ep->rx_tail >= ep->rx_size) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -640,7 +640,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 		ep->rx_on_qp++;
 	}
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
@@ -1336,16 +1336,16 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 		if (srx->domain != ep->domain)
 			return -FI_EINVAL;
-		weft_lock(&ep->rdm.lock);
+		weft_lock(util_rdm_lock(&ep->rdm));
 		if (ep->srx || ep->cq) {
-			weft_unlock(&ep->rdm.lock);
+			weft_unlock(util_rdm_lock(&ep->rdm));
 			return ep->srx ? -FI_EALREADY : -FI_EOPBADSTATE;
 		}
 		weft_lock(&srx->lock);
 		srx->eps++;
 		weft_unlock(&srx->lock);
 		ep->srx = srx;
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(util_rdm_lock(&ep->rdm));
 		return 0;
 	}
 	return util_rdm_ep_bind(fid, bfid, flags);
@@ -1406,9 +1406,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	if (command == FI_ENABLE) {
 		if (!ep->eq)
 			return -FI_ENOEQ;
-		weft_lock(&ep->rdm.lock);
+		weft_lock(util_rdm_lock(&ep->rdm));
 		ret = ep_enable(ep);
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(util_rdm_lock(&ep->rdm));
 		if (ret)
 			return ret;
 	}
