@@ -717,6 +717,9 @@ static int case_stx_api(const char *prov)
 		fi_freeinfo(info);
 		cf_skip("max_ep_stx_ctx 0: no shared transmit contexts");
 	}
+	/* Whatever CF_CONTEXTS says, receives are the endpoints' own. */
+	if (info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->rx_ctx_cnt = 1;
 	pinfo = fi_dupinfo(info);
 	cf_assert(pinfo, "fi_dupinfo");
 	pinfo->ep_attr->tx_ctx_cnt = 1;
@@ -1005,6 +1008,8 @@ static int case_srx_api(const char *prov)
 		fi_freeinfo(info);
 		cf_skip("max_ep_srx_ctx 0: no shared receive contexts");
 	}
+	/* Whatever CF_CONTEXTS says, transmits are the endpoints' own. */
+	info->ep_attr->tx_ctx_cnt = 1;
 	pinfo = fi_dupinfo(info);
 	cf_assert(pinfo, "fi_dupinfo");
 	pinfo->ep_attr->rx_ctx_cnt = 1;
