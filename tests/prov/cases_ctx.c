@@ -1179,6 +1179,200 @@ static int case_srx_api(const char *prov)
 	return 0;
 }
 
+/*
+ * Two threads under FI_THREAD_SAFE, each driving its own receiving
+ * endpoint on one shared receive context (and a sender of its own):
+ * thread t posts to the context the receives for the messages that
+ * arrive at the other thread's endpoint, so every match crosses between
+ * the threads' endpoints, one lock serving both.  Every message is
+ * received once, checked, and reported on the endpoint it came by.
+ */
+#define SXT_N 2000
+#define SXT_WIN 64
+
+struct sxt {
+	struct fid_ep *srx, *r[2], *s[2];
+	struct fid_cq *rcq[2], *scq[2];
+	fi_addr_t raddr[2];
+	struct fi_context2 rctx[2][SXT_N], sctx[2][SXT_N];
+	char rbuf[2][SXT_N][64];
+	char sbuf[2][64];
+	const char *_Atomic fail;
+};
+
+static struct sxt *sxt;
+
+/* Completions of thread t's endpoints; false (and sxt->fail) if wrong. */
+static bool sxt_poll(int t, int *rcvd, int *sent)
+{
+	struct fi_cq_tagged_entry c;
+	ssize_t n;
+
+	n = fi_cq_read(sxt->rcq[t], &c, 1);
+	if (n == 1) {
+		/* A message that came by endpoint t: from sender t, into a
+		 * receive the other thread posted for it. */
+		int i = (int)(c.tag & 0xffff);
+
+		if ((c.tag >> 16) != (uint64_t)t || i >= SXT_N ||
+		    c.op_context != &sxt->rctx[t][i] || c.len != 64) {
+			sxt->fail = "a receive completion of the wrong "
+				    "message or endpoint";
+			return false;
+		}
+		(*rcvd)++;
+	} else if (n != -FI_EAGAIN) {
+		sxt->fail = "an error on a receiving CQ";
+		return false;
+	}
+	n = fi_cq_read(sxt->scq[t], &c, 1);
+	if (n == 1) {
+		(*sent)++;
+	} else if (n != -FI_EAGAIN) {
+		sxt->fail = "an error on a sending CQ";
+		return false;
+	}
+	return true;
+}
+
+static void *sxt_main(void *arg)
+{
+	int t = (int)(intptr_t)arg, o = 1 - t;
+	int rcvd = 0, sent = 0, i;
+	uint64_t end = cf_now_ms() + 4 * CF_WAIT_MS;
+	ssize_t ret;
+
+	for (i = 0; i < SXT_N; i++) {
+		/* The receive for the other thread's message i. */
+		do {
+			ret = fi_trecv(sxt->srx, sxt->rbuf[o][i], 64, NULL,
+				       FI_ADDR_UNSPEC,
+				       ((uint64_t)o << 16) | (uint64_t)i, 0,
+				       &sxt->rctx[o][i]);
+			if (ret == -FI_EAGAIN && !sxt_poll(t, &rcvd, &sent))
+				return NULL;
+		} while (ret == -FI_EAGAIN);
+		if (ret) {
+			sxt->fail = "fi_trecv on the shared context";
+			return NULL;
+		}
+		do {
+			ret = fi_tsend(sxt->s[t], sxt->sbuf[t], 64, NULL,
+				       sxt->raddr[t],
+				       ((uint64_t)t << 16) | (uint64_t)i,
+				       &sxt->sctx[t][i]);
+			if (ret == -FI_EAGAIN && !sxt_poll(t, &rcvd, &sent))
+				return NULL;
+		} while (ret == -FI_EAGAIN);
+		if (ret) {
+			sxt->fail = "fi_tsend";
+			return NULL;
+		}
+		while (rcvd + SXT_WIN < i || sent + SXT_WIN < i) {
+			if (!sxt_poll(t, &rcvd, &sent))
+				return NULL;
+			if (cf_now_ms() > end) {
+				sxt->fail = "messages missing";
+				return NULL;
+			}
+		}
+	}
+	while (rcvd < SXT_N || sent < SXT_N) {
+		if (!sxt_poll(t, &rcvd, &sent))
+			return NULL;
+		if (cf_now_ms() > end) {
+			sxt->fail = "messages missing at the end";
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static int case_srx_threads(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_MSG,
+			    .threading = FI_THREAD_SAFE};
+	struct fi_av_attr av_attr = {.count = 16};
+	struct fi_cq_attr cq_attr = {.size = 4096,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fi_info *info, *pinfo;
+	pthread_t th[2];
+	int t, i, ret;
+
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (!info->domain_attr->max_ep_srx_ctx) {
+		fi_freeinfo(info);
+		cf_skip("max_ep_srx_ctx 0: no shared receive contexts");
+	}
+	info->ep_attr->tx_ctx_cnt = 1;
+	pinfo = fi_dupinfo(info);
+	cf_assert(pinfo, "fi_dupinfo");
+	pinfo->ep_attr->rx_ctx_cnt = 1;
+	info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	sxt = calloc(1, sizeof(*sxt));
+	cf_assert(sxt, "calloc");
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	cf_ok(fi_srx_context(domain, info->rx_attr, &sxt->srx, NULL));
+	for (t = 0; t < 2; t++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_endpoint(domain, info, &sxt->r[t], NULL));
+		cf_ok(fi_endpoint(domain, pinfo, &sxt->s[t], NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &sxt->rcq[t], NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &sxt->scq[t], NULL));
+		cf_ok(fi_ep_bind(sxt->r[t], &sxt->srx->fid, 0));
+		cf_ok(fi_ep_bind(sxt->r[t], &sxt->rcq[t]->fid,
+				 FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(sxt->s[t], &sxt->scq[t]->fid,
+				 FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(sxt->r[t], &av->fid, 0));
+		cf_ok(fi_ep_bind(sxt->s[t], &av->fid, 0));
+		cf_ok(fi_enable(sxt->r[t]));
+		cf_ok(fi_enable(sxt->s[t]));
+		cf_ok(fi_getname(&sxt->r[t]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &sxt->raddr[t], 0, NULL) ==
+				  1,
+			  "fi_av_insert");
+		cf_fill(sxt->sbuf[t], 64, 0x40 + (unsigned int)t);
+	}
+	for (t = 0; t < 2; t++)
+		cf_assert(!pthread_create(&th[t], NULL, sxt_main,
+					  (void *)(intptr_t)t),
+			  "pthread_create");
+	for (t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	cf_assert(!sxt->fail, "%s", sxt->fail);
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < SXT_N; i++)
+			cf_check_fill(sxt->rbuf[t][i], 64,
+				      0x40 + (unsigned int)t, "payload");
+	for (t = 0; t < 2; t++) {
+		cf_ok(fi_close(&sxt->r[t]->fid));
+		cf_ok(fi_close(&sxt->s[t]->fid));
+	}
+	cf_ok(fi_close(&sxt->srx->fid));
+	for (t = 0; t < 2; t++) {
+		cf_ok(fi_close(&sxt->rcq[t]->fid));
+		cf_ok(fi_close(&sxt->scq[t]->fid));
+	}
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&fabric->fid));
+	free(sxt);
+	fi_freeinfo(pinfo);
+	fi_freeinfo(info);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
@@ -1214,6 +1408,11 @@ const struct cf_case cf_cases_ctx[] = {
      "by the context's receives, each completing once on the CQ of the "
      "endpoint it came by with its length, tag, data and sender",
      case_srx_api},
+    {"srx_threads",
+     "FI_THREAD_SAFE: two threads, each driving its own endpoint on one "
+     "shared receive context, each posting the receives the other's "
+     "messages take: 2000 verified messages each, every one once",
+     case_srx_threads},
     {"sep_threads",
      "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
      "CQ, 2000 verified messages each way, cancelled receives once each",
