@@ -1164,8 +1164,52 @@ static int case_srx_api(const char *prov)
 	sx_spin(&x, 100);
 	cf_expect(x.n == 0, "%d completion(s) more than sent", x.n);
 
+	/* fi_endpoint(3): connectionless endpoints on one context share
+	 * one AV. */
+	{
+		struct fid_av *av2;
+		struct fid_ep *e2;
+
+		cf_ok(fi_av_open(domain, &av_attr, &av2, NULL));
+		cf_ok(fi_endpoint(domain, info, &e2, NULL));
+		cf_ok(fi_ep_bind(e2, &x.cq[SX_R0]->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(e2, &av2->fid, 0));
+		cf_ok(fi_ep_bind(e2, &srx->fid, 0));
+		ret = fi_enable(e2);
+		cf_expect(ret == -FI_EINVAL,
+			  "fi_enable of an endpoint on the context with "
+			  "another AV: %d",
+			  ret);
+		cf_ok(fi_close(&e2->fid));
+		cf_ok(fi_close(&av2->fid));
+	}
+
+	/* An endpoint that closes takes what came by it and waits
+	 * unexpected (a rendezvous one too) along: the context's next
+	 * receive does not get it, and nothing touches the endpoint. */
+	sx_post(&x, fi_tsend(ep[SX_S0], big, SX_BIG, NULL, addr[SX_R0], 0x30,
+			     &sctx[7]));
+	sx_spin(&x, 300);
+	cf_ok(fi_close(&ep[SX_R0]->fid));
+	ep[SX_R0] = NULL;
+	cf_ok(fi_trecv(srx, bigr, SX_BIG, NULL, FI_ADDR_UNSPEC, 0x30, 0,
+		       &ctx[8]));
+	sx_spin(&x, 300);
+	for (i = 0; i < x.n; i++)
+		cf_expect(x.got[i].c.op_context != &ctx[8],
+			  "a receive took a message of a closed endpoint");
+	cf_ok(fi_cancel(&srx->fid, &ctx[8]));
+	{
+		struct sx_comp c = sx_wait(&x, &ctx[8]);
+
+		cf_expect(c.err == FI_ECANCELED && c.ep == SX_R1,
+			  "canceled after R0 closed: error %d on endpoint %d",
+			  c.err, c.ep);
+	}
+
 	for (i = 0; i < SX_EPS; i++)
-		cf_ok(fi_close(&ep[i]->fid));
+		if (ep[i])
+			cf_ok(fi_close(&ep[i]->fid));
 	cf_ok(fi_close(&srx->fid));
 	for (i = 0; i < SX_EPS; i++)
 		cf_ok(fi_close(&x.cq[i]->fid));
