@@ -1126,7 +1126,10 @@ static int case_srx_api(const char *prov)
 	sx_post(&x, fi_send(ep[SX_S1], sbuf[6], 32, NULL, addr[SX_R0],
 			    &sctx[6]));
 	sx_spin(&x, 300);
-	cf_expect(x.n <= 3, "%d completions before any receive", x.n);
+	/* (Sends may complete: tcp writes a large one out.) */
+	for (i = 0; i < x.n; i++)
+		cf_expect(!(x.got[i].c.flags & FI_RECV),
+			  "a receive completion before any receive");
 	cf_ok(fi_trecv(srx, bigr, SX_BIG, NULL, FI_ADDR_UNSPEC, 0x22, 0,
 		       &ctx[5]));
 	cf_ok(fi_trecv(srx, rbuf[4], 64, NULL, FI_ADDR_UNSPEC, 0x21, 0,
