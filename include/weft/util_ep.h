@@ -115,7 +115,11 @@ struct util_ep {
 	};
 	const struct util_ep_ops *ops;
 	struct util_domain *domain;
-	struct weft_lock lock;
+	/* The endpoint's lock: own_lock, or one the owner shares between
+	 * endpoints before enable (the engine: a shared receive context's,
+	 * so that the endpoints bound to it take one lock). */
+	struct weft_lock *lock;
+	struct weft_lock own_lock;
 	uint64_t caps;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
@@ -197,12 +201,12 @@ static inline struct util_ep *util_ep_of(struct fid_ep *ep_fid)
 
 static inline void util_ep_lock(struct util_ep *ep)
 {
-	weft_lock(&ep->lock);
+	weft_lock(ep->lock);
 }
 
 static inline void util_ep_unlock(struct util_ep *ep)
 {
-	weft_unlock(&ep->lock);
+	weft_unlock(ep->lock);
 }
 
 /* ---- completions and counters ------------------------------------------ */

@@ -178,6 +178,7 @@ struct util_rdm_msg {
 #define UTIL_RDM_SRC_RAW_MAX 64
 
 struct util_rdm_ep;
+struct util_rdm_srx;
 struct util_rdm_xport;
 
 /*
@@ -455,6 +456,36 @@ struct util_rdm_ep_attr {
 };
 
 /*
+ * The receive state: posted receives and unexpected messages of both
+ * classes, with the pools they come from and the bound on what the
+ * unexpected ones hold.  Each endpoint has its own (own_rxq), or shares a
+ * shared receive context's (util_rdm_srx) with the other endpoints bound
+ * to it: their endpoint lock (util_ep.lock) is then the context's lock,
+ * so the engine takes one lock whichever endpoint a message came by, and
+ * no order between two locks exists.  Everything here is under that lock.
+ */
+struct util_rdm_rxq {
+	/* What guards it: its endpoint's own lock, or the shared receive
+	 * context's (which every endpoint bound to it takes as its own). */
+	struct weft_lock *lock;
+	uint64_t caps; /* FI_DIRECTED_RECV: receives name their source */
+	struct util_match msgq, tagq;
+	struct util_bufpool *rx_pool, *unexp_pool, *fetch_pool;
+	size_t unexp_inline;
+	size_t unexp_max; /* 0: unbounded */
+	size_t unexp_bytes; /* held by unexpected messages now */
+	/* Unexpected messages may wait from senders the AV did not name
+	 * when they came; looked at again when the AV's inserts change. */
+	bool unexp_unknown;
+	uint64_t unexp_av_inserts;
+	/* The AV its endpoints share (fi_endpoint(3)), or NULL. */
+	struct util_av *av;
+	/* Endpoints that use it (util_rdm_ep.rxq_entry): the first reports
+	 * what belongs to no arrival (a canceled receive on an srx). */
+	struct dlist_entry eps;
+};
+
+/*
  * An engine endpoint sits on the endpoint base (weft/util_ep.h), which
  * holds its fid, lock, op flags, bindings (CQs, counters, AV), progress
  * hooks and wait fds, the automatic-progress thread and enabled; the
@@ -478,13 +509,12 @@ struct util_rdm_ep {
 	bool connected; /* FI_EP_MSG: no AV, one peer */
 	bool tx_shared; /* tx_ctx_cnt FI_SHARED_CONTEXT: stx bound first */
 	struct util_rdm_stx *stx; /* or NULL */
-	size_t unexp_inline;
-	size_t unexp_max; /* 0: unbounded */
-	size_t unexp_bytes; /* held by unexpected messages now */
-	/* Unexpected messages may wait from senders the AV did not name
-	 * when they came; looked at again when the AV's inserts change. */
-	bool unexp_unknown;
-	uint64_t unexp_av_inserts;
+	/* The receive state and the lock: own_rxq, or a shared receive
+	 * context's (bound before enable, then fixed). */
+	struct util_rdm_rxq *rxq;
+	bool rx_shared; /* rx_ctx_cnt FI_SHARED_CONTEXT: srx bound first */
+	struct util_rdm_srx *srx; /* or NULL */
+	struct dlist_entry rxq_entry; /* on rxq->eps */
 	/* Receives may be directed to a peer that is gone (util_peer.gone):
 	 * progress fails them once the transports have drained it. */
 	bool rx_gone;
@@ -493,8 +523,7 @@ struct util_rdm_ep {
 	struct util_rdm_sep *sep;
 	uint32_t pair; /* behind sep: its index */
 
-	struct util_match msgq, tagq;
-	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
+	struct util_bufpool *tx_pool;
 	/* Transmits one peer may hold: tx_size but a reserve for the others
 	 * (UTIL_RDM_PEER_RESERVE; all of them on a connected endpoint). */
 	uint32_t peer_tx_max;
@@ -508,7 +537,17 @@ struct util_rdm_ep {
 	struct util_progress target_progress;
 	unsigned int sweep_calls;
 	struct dlist_entry sweep_entry;
+
+	struct util_rdm_rxq own_rxq;
 };
+
+/* The endpoint's lock: its own, or its shared receive context's when it
+ * has one (util_ep.lock).  Whoever takes it and lets go keeps the
+ * pointer. */
+static inline struct weft_lock *util_rdm_lock(struct util_rdm_ep *ep)
+{
+	return ep->base.lock;
+}
 
 /*
  * Initialise the engine part of a provider's RDM endpoint from the
@@ -682,7 +721,7 @@ static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
  * a transport that learns of deaths by looking should look then too. */
 static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 {
-	return ep->msgq.posted_directed || ep->tagq.posted_directed;
+	return ep->rxq->msgq.posted_directed || ep->rxq->tagq.posted_directed;
 }
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
@@ -784,5 +823,32 @@ struct util_rdm_stx {
 
 int util_rdm_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
 		      struct fid_stx **stx, void *context);
+
+/*
+ * A shared receive context (fi_srx_context, fi_endpoint(3)): endpoints
+ * opened with ep_attr->rx_ctx_cnt FI_SHARED_CONTEXT bind one before
+ * fi_enable and then receive into the receives posted to it (or to any
+ * of them: they post to it), and keep their unexpected messages there.
+ * A completion goes to the CQ and counter of the endpoint the message
+ * came by (the context has none of its own).  Its lock is the lock of
+ * every endpoint bound to it (util_rdm_rxq).  Providers name
+ * util_rdm_srx_open as their domain's srx_ctx and report max_ep_srx_ctx.
+ */
+struct util_rdm_srx {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
+	struct util_domain *domain; /* not held: compared at bind only */
+	struct fi_rx_attr attr;
+	uint64_t rx_op_flags;
+	size_t bound; /* endpoints bound to it, under lock */
+	/* Its receive state, and the lock of every endpoint bound to it
+	 * (their util_ep.lock points here). */
+	struct weft_lock lock;
+	struct util_rdm_rxq rxq;
+};
+
+int util_rdm_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr,
+		      struct fid_ep **srx, void *context);
+/* The engine's shared receive context behind fid, or NULL (another kind). */
+struct util_rdm_srx *util_rdm_srx_of(struct fid *fid);
 
 #endif /* WEFT_UTIL_RDM_H */

@@ -642,16 +642,18 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 {
 	struct tcp_conn *conn = NULL;
 	struct tcp_ep *owner;
+	struct weft_lock *l;
 
 	/* Pair 0 has work (its listener: peers of any pair connect there):
 	 * its progress, if its lock is free. */
 	if (ep->sep && ep->ctx && tag == pair0_tag(ep->sep)) {
 		owner = tcp_ep_of(ep->sep->base.pair[0].ep);
-		if (!weft_trylock(&owner->rdm.base.lock))
+		l = util_rdm_lock(&owner->rdm);
+		if (!weft_trylock(l))
 			return false;
 		if (!owner->closing && owner->rdm.base.enabled)
 			*n += progress_ep(owner, false);
-		weft_unlock(&owner->rdm.base.lock);
+		weft_unlock(l);
 		return true;
 	}
 
@@ -659,7 +661,8 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 		owner = (struct tcp_ep *)((uintptr_t)tag & ~(uintptr_t)1);
 	else
 		owner = (conn = tag)->ep;
-	if (owner != ep && !weft_trylock(&owner->rdm.base.lock))
+	l = util_rdm_lock(&owner->rdm);
+	if (owner != ep && !weft_trylock(l))
 		return false;
 	/* An endpoint not enabled yet has nowhere to report: its own calls
 	 * pick its events up once it is. */
@@ -677,7 +680,7 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 		}
 	}
 	if (owner != ep)
-		weft_unlock(&owner->rdm.base.lock);
+		weft_unlock(l);
 	return true;
 }
 
@@ -835,9 +838,9 @@ static int tcp_ep_close(struct fid *fid)
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&ep->rdm);
 	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->epfd);
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	ep_close_conns(ep);
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	util_rdm_ep_fini(&ep->rdm);
 	/* The domain's set no longer holds our sockets; another endpoint
 	 * handling events it read before may still name them: wait for it. */
@@ -871,9 +874,9 @@ static void ep_cm_progress(struct util_progress *p)
 {
 	struct tcp_ep *ep = container_of(p, struct tcp_ep, cm_progress);
 
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	progress_ep(ep, true);
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 }
 
 static int tcp_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -957,9 +960,9 @@ static int tcp_setname(fid_t fid, void *addr, size_t addrlen)
 
 		if (ep->rdm.base.enabled)
 			return -FI_EOPBADSTATE;
-		weft_lock(&ep->rdm.base.lock);
+		weft_lock(util_rdm_lock(&ep->rdm));
 		ret = rdm_listen_at(ep, addr, addrlen);
-		weft_unlock(&ep->rdm.base.lock);
+		weft_unlock(util_rdm_lock(&ep->rdm));
 		return ret;
 	}
 	if (ep->conn)
@@ -997,14 +1000,14 @@ static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 		return -FI_EINVAL;
 	if (!ep->eq)
 		return -FI_ENOEQ;
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ep->conn) {
 		ret = -FI_EISCONN;
 		goto out;
 	}
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	ret = msg_enable(ep);
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ret)
 		goto out;
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -1044,7 +1047,7 @@ static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 	ep->mpeer->conn = conn;
 	ret = 0;
 out:
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
@@ -1065,7 +1068,7 @@ static int tcp_accept(struct fid_ep *ep_fid, const void *param,
 	ret = msg_enable(ep);
 	if (ret)
 		return ret;
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	conn = ep->conn;
 	if (!conn || conn->state != TCP_CONN_CMWAIT) {
 		ret = conn && conn->state == TCP_CONN_CLOSED ? -FI_ECONNRESET :
@@ -1079,7 +1082,7 @@ static int tcp_accept(struct fid_ep *ep_fid, const void *param,
 	eq_write_cm(ep, FI_CONNECTED, NULL, 0);
 	util_rdm_peer_ready(&ep->rdm, &ep->mpeer->peer);
 out:
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
@@ -1090,14 +1093,14 @@ static int tcp_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 
 	if (ep->type != FI_EP_MSG)
 		return -FI_ENOSYS;
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ep->conn && ep->conn->state != TCP_CONN_CLOSED) {
 		ep->shutdown_local = true;
 		if (ep->conn->state == TCP_CONN_OPEN)
 			tcp_conn_flush(ep->conn);
 		tcp_conn_close(ep->conn, FI_ECONNRESET);
 	}
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return 0;
 }
 
@@ -1304,7 +1307,7 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	 * (FI_THREAD_ENDPOINT, FI_THREAD_DOMAIN...) must not be served by
 	 * another thread: each has a set of its own.
 	 */
-	ep->own_set = sep || !ep->rdm.base.lock.needed;
+	ep->own_set = sep || !ep->rdm.base.own_lock.needed;
 	ep->epfd = ep->own_set ? epoll_create1(EPOLL_CLOEXEC) :
 				 ep->domain->epfd;
 	if (ep->epfd < 0) {

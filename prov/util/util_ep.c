@@ -353,7 +353,8 @@ int util_ep_init(struct util_ep *ep, struct util_domain *domain,
 	ep->rx_progress.arm = ep_rx_cq_arm;
 	ep->tx_progress.polled = true;
 	ep->rx_progress.polled = true;
-	ret = weft_lock_init(&ep->lock,
+	ep->lock = &ep->own_lock;
+	ret = weft_lock_init(&ep->own_lock,
 			     util_domain_progress_needs_lock(domain));
 	if (ret)
 		return ret;
@@ -424,6 +425,6 @@ void util_ep_fini(struct util_ep *ep)
 		util_eq_put(ep->eq);
 		ep->eq = NULL;
 	}
-	weft_lock_destroy(&ep->lock);
+	weft_lock_destroy(&ep->own_lock);
 	util_domain_put(ep->domain);
 }

@@ -19,8 +19,6 @@
 
 #include "util_rdm_priv.h"
 
-#define RDM_DEFAULT_MIN_MULTI_RECV 64
-
 /* ---- options ------------------------------------------------------------ */
 
 static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
@@ -42,7 +40,7 @@ static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
 	case FI_OPT_MIN_MULTI_RECV:
 		if (!optval || !optlen || *optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
-		*(size_t *)optval = ep->msgq.min_multi_recv;
+		*(size_t *)optval = ep->rxq->msgq.min_multi_recv;
 		*optlen = sizeof(size_t);
 		return 0;
 	default:
@@ -63,7 +61,7 @@ static int rdm_setopt(fid_t fid, int level, int optname, const void *optval,
 		if (!optval || optlen < sizeof(size_t))
 			return -FI_EINVAL;
 		ep_lock(ep);
-		util_match_set_min_multi_recv(&ep->msgq,
+		util_match_set_min_multi_recv(&ep->rxq->msgq,
 					      *(const size_t *)optval);
 		ep_unlock(ep);
 		return 0;
@@ -211,12 +209,13 @@ static int domain_sweep(struct util_rdm_ep *ep)
 	dlist_foreach(&d->sweep_eps, e) {
 		struct util_rdm_ep *o =
 			container_of(e, struct util_rdm_ep, sweep_entry);
+		struct weft_lock *l = util_rdm_lock(o);
 
-		if (o == ep || !weft_trylock(&o->base.lock))
+		if (o == ep || !weft_trylock(l))
 			continue;
 		if (o->base.enabled)
 			n += rdm_progress_once(o);
-		weft_unlock(&o->base.lock);
+		weft_unlock(l);
 	}
 	in_sweep = false;
 	pthread_mutex_unlock(&d->sweep_lock);
@@ -248,15 +247,16 @@ static int domain_arm(struct util_rdm_ep *ep)
 	dlist_foreach(&d->sweep_eps, e) {
 		struct util_rdm_ep *o =
 			container_of(e, struct util_rdm_ep, sweep_entry);
+		struct weft_lock *l = util_rdm_lock(o);
 
-		if (o == ep || !weft_trylock(&o->base.lock))
+		if (o == ep || !weft_trylock(l))
 			continue;
 		if (o->base.enabled) {
 			k = rdm_arm_xports(o);
 			if (k > 0)
 				n += k + rdm_progress_once(o);
 		}
-		weft_unlock(&o->base.lock);
+		weft_unlock(l);
 	}
 	pthread_mutex_unlock(&d->sweep_lock);
 	return n;
@@ -318,11 +318,13 @@ static void rdm_target_progress(struct util_progress *p)
 	struct util_rdm_ep *ep =
 		container_of(p, struct util_rdm_ep, target_progress);
 
-	if (!weft_trylock(&ep->base.lock))
+	struct weft_lock *l = util_rdm_lock(ep);
+
+	if (!weft_trylock(l))
 		return;
 	if (ep->base.enabled)
 		rdm_progress_once(ep);
-	weft_unlock(&ep->base.lock);
+	weft_unlock(l);
 }
 
 /* ---- binding, enabling -------------------------------------------------- */
@@ -374,6 +376,44 @@ static int bind_stx(struct util_rdm_ep *ep, struct util_rdm_stx *stx)
 	return 0;
 }
 
+/*
+ * A shared receive context: from now on the endpoint's receive state and
+ * lock are the context's.  With the endpoint's own lock held (before
+ * enable, so nothing else runs on the endpoint); takes the context's.
+ */
+static int bind_srx(struct util_rdm_ep *ep, struct util_rdm_srx *srx)
+{
+	struct util_rdm_rxq *q = &srx->rxq;
+	int ret = 0;
+
+	if (ep->srx)
+		return -FI_EALREADY;
+	if (!ep->rx_shared || srx->domain != ep->base.domain || ep->sep) {
+		FI_WARN(ep->base.domain->prov, FI_LOG_EP_CTRL,
+			"a shared receive context binds to an endpoint of "
+			"its domain opened with rx_ctx_cnt FI_SHARED_CONTEXT\n");
+		return -FI_EINVAL;
+	}
+	weft_lock(&srx->lock);
+	/* Its unexpected records are the endpoints' size: made at the
+	 * first bind, the same for every endpoint of the provider. */
+	if (!q->unexp_pool)
+		ret = rxq_unexp_init(q, ep->own_rxq.unexp_inline,
+				     ep->own_rxq.unexp_max);
+	else if (q->unexp_inline != ep->own_rxq.unexp_inline)
+		ret = -FI_EINVAL;
+	if (!ret) {
+		dlist_remove(&ep->rxq_entry);
+		dlist_insert_tail(&ep->rxq_entry, &q->eps);
+		srx->bound++;
+		ep->srx = srx;
+		ep->rxq = q;
+		ep->base.lock = &srx->lock;
+	}
+	weft_unlock(&srx->lock);
+	return ret;
+}
+
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 			 uint64_t flags)
 {
@@ -382,8 +422,10 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
 		ret = util_ep_bind_locked(&ep->base, bfid, flags);
-		if (!ret)
+		if (!ret) {
 			util_peer_map_set_av(&ep->peers, ep->base.av);
+			ep->own_rxq.av = ep->base.av;
+		}
 		return ret;
 	case FI_CLASS_EQ:
 		/* RDM endpoints have no connection events to report. */
@@ -391,6 +433,10 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 	case FI_CLASS_STX_CTX:
 		return bind_stx(ep, container_of(bfid, struct util_rdm_stx,
 						 stx_fid.fid));
+	case FI_CLASS_SRX_CTX:
+		if (!util_rdm_srx_of(bfid))
+			return -FI_EINVAL;
+		return bind_srx(ep, util_rdm_srx_of(bfid));
 	default:
 		return util_ep_bind_locked(&ep->base, bfid, flags);
 	}
@@ -400,15 +446,19 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
 					      base.ep_fid.fid);
+	struct weft_lock *l;
 	int ret;
 
 	if (!bfid)
 		return -FI_EINVAL;
-	ep_lock(ep);
+	/* The lock taken is the one let go: a shared receive context's
+	 * bind changes the endpoint's. */
+	l = util_rdm_lock(ep);
+	weft_lock(l);
 	ret = ep->base.enabled && !ep->sep ?
 		      -FI_EOPBADSTATE :
 		      util_rdm_bind_locked(ep, bfid, flags);
-	ep_unlock(ep);
+	weft_unlock(l);
 	return ret;
 }
 
@@ -439,9 +489,21 @@ static int rdm_ep_enable(struct util_ep *base)
 		return -FI_ENOAV;
 	if (ep->tx_shared && !ep->stx)
 		return -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
-	if (ep->sep)
-		return 0; /* its contexts check their own */
-	return util_ep_enable_check(base);
+	if (ep->rx_shared && !ep->srx)
+		return -FI_EOPBADSTATE;
+	/* fi_endpoint(3): connectionless endpoints on one shared receive
+	 * context share one AV. */
+	if (ep->srx && base->av && ep->rxq->av && ep->rxq->av != base->av)
+		return -FI_EINVAL;
+	if (!ep->sep) { /* else its contexts check their own */
+		int ret = util_ep_enable_check(base);
+
+		if (ret)
+			return ret;
+	}
+	if (ep->srx && !ep->rxq->av)
+		ep->rxq->av = base->av;
+	return 0;
 }
 
 int util_rdm_ep_control(struct fid *fid, int command, void *arg)
@@ -504,9 +566,6 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
 		     const struct util_rdm_ep_attr *attr, void *context)
 {
-	struct util_match_attr mattr = {
-		.min_multi_recv = RDM_DEFAULT_MIN_MULTI_RECV,
-	};
 	struct util_bufpool_attr pattr = { 0 };
 	int ret;
 
@@ -551,8 +610,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->connected = attr->connected;
 	ep->tx_shared = info->ep_attr &&
 			info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT;
-	ep->unexp_inline = attr->unexp_inline;
-	ep->unexp_max = attr->unexp_max;
+	ep->rx_shared = info->ep_attr &&
+			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
 	ret = util_ep_init(&ep->base, domain, info, &rdm_ep_base_ops, context);
 	if (ret)
 		goto err_local;
@@ -561,39 +620,17 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->base.ep_fid.tagged = &rdm_tagged_ops;
 	ep->base.ep_fid.rma = &util_rdm_rma_ops;
 	ep->base.ep_fid.atomic = &util_rdm_atomic_ops;
-	ret = util_match_init(&ep->msgq, &mattr);
-	if (ret)
-		goto err_lock;
-	mattr.flags = UTIL_MATCH_TAGGED;
-	if (ep->base.caps & FI_DIRECTED_RECV)
-		mattr.flags |= UTIL_MATCH_DIRECTED;
-	ret = util_match_init(&ep->tagq, &mattr);
-	if (ret)
-		goto err_msgq;
-	/* The untagged queue honours directed receive too. */
-	if (ep->base.caps & FI_DIRECTED_RECV) {
-		util_match_fini(&ep->msgq);
-		mattr.flags = UTIL_MATCH_DIRECTED;
-		ret = util_match_init(&ep->msgq, &mattr);
-		if (ret)
-			goto err_tagq;
-	}
 
-	pattr.name = "rdm rx";
-	pattr.size = sizeof(struct util_rdm_rx);
-	ret = util_bufpool_create(&pattr, &ep->rx_pool);
+	ret = rxq_init(&ep->own_rxq, ep->base.caps);
 	if (ret)
-		goto err_tagq;
-	pattr.name = "rdm unexpected";
-	pattr.size = sizeof(struct util_rdm_unexp) + attr->unexp_inline;
-	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
+		goto err_base;
+	ep->own_rxq.lock = &ep->base.own_lock;
+	ret = rxq_unexp_init(&ep->own_rxq, attr->unexp_inline,
+			     attr->unexp_max);
 	if (ret)
-		goto err_rx_pool;
-	pattr.name = "rdm fetch";
-	pattr.size = sizeof(struct rdm_fetch);
-	ret = util_bufpool_create(&pattr, &ep->fetch_pool);
-	if (ret)
-		goto err_unexp_pool;
+		goto err_rxq;
+	ep->rxq = &ep->own_rxq;
+	dlist_insert_tail(&ep->rxq_entry, &ep->own_rxq.eps);
 	pattr.name = "rdm tx";
 	pattr.size = sizeof(struct util_rdm_tx) + attr->inject_max;
 	/* The endpoint holds at most tx_size transmits: past it a call
@@ -609,7 +646,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
-		goto err_fetch_pool;
+		goto err_rxq;
 	util_peer_map_init(&ep->peers, &peer_attr);
 	if (attr->sweep_domain) {
 		pthread_mutex_lock(&domain->sweep_lock);
@@ -624,17 +661,9 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	}
 	return 0;
 
-err_fetch_pool:
-	util_bufpool_destroy(ep->fetch_pool);
-err_unexp_pool:
-	util_bufpool_destroy(ep->unexp_pool);
-err_rx_pool:
-	util_bufpool_destroy(ep->rx_pool);
-err_tagq:
-	util_match_fini(&ep->tagq);
-err_msgq:
-	util_match_fini(&ep->msgq);
-err_lock:
+err_rxq:
+	rxq_fini(&ep->own_rxq);
+err_base:
 	util_ep_fini(&ep->base);
 err_local:
 	if (ep->local)
@@ -713,20 +742,6 @@ void util_rdm_ep_linger(struct util_rdm_ep *ep)
 	ep_unlock(ep);
 }
 
-static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)
-{
-	struct util_unexp_entry *ue;
-	struct util_rx_entry *m;
-
-	while ((m = util_match_pop_posted(q)))
-		util_bufpool_put(ep->rx_pool,
-				 container_of(m, struct util_rdm_rx, m));
-	while ((ue = util_match_pop_unexp(q)))
-		unexp_free(ep, container_of(ue, struct util_rdm_unexp, m),
-			   true);
-	util_match_fini(q);
-}
-
 void util_rdm_unbind_all(struct util_rdm_ep *ep)
 {
 	util_ep_unbind(&ep->base);
@@ -751,8 +766,14 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	if (ep->stx)
 		atomic_fetch_sub(&ep->stx->bound, 1);
 	ep_lock(ep);
-	drain_queue(ep, &ep->msgq);
-	drain_queue(ep, &ep->tagq);
+	/* What came by this endpoint cannot be fetched or answered once its
+	 * transports are gone; a shared context's receives stay. */
+	rxq_drop_ep(ep->rxq, ep);
+	if (ep->srx) {
+		dlist_remove(&ep->rxq_entry);
+		if (!--ep->srx->bound)
+			ep->rxq->av = NULL;
+	}
 	/* Transmits never handed over complete as canceled. */
 	while (!dlist_empty(&ep->blocked)) {
 		struct util_peer *p = container_of(ep->blocked.next,
@@ -763,9 +784,7 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_peer_map_fini(&ep->peers);
 	ep_unlock(ep);
 	util_bufpool_destroy(ep->tx_pool);
-	util_bufpool_destroy(ep->fetch_pool);
-	util_bufpool_destroy(ep->unexp_pool);
-	util_bufpool_destroy(ep->rx_pool);
+	rxq_fini(&ep->own_rxq);
 	if (ep->local)
 		ep->local_ops->close(ep->local);
 	util_ep_fini(&ep->base);

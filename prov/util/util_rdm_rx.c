@@ -82,7 +82,7 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 				 ep->base.recv_cntr);
 	}
 	if (done)
-		util_bufpool_put(ep->rx_pool, rx);
+		util_bufpool_put(ep->rxq->rx_pool, rx);
 }
 
 void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err)
@@ -91,7 +91,7 @@ void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err)
 
 	rx_complete(ep, f->rx, &f->res, f->tag, f->data, f->msg_flags, f->src,
 		    f->src_raw_len ? f->src_raw : NULL, f->src_raw_len, err);
-	util_bufpool_put(ep->fetch_pool, f);
+	util_bufpool_put(ep->rxq->fetch_pool, f);
 }
 
 /* Place a message's payload into the slice the match gave and complete. */
@@ -108,7 +108,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 		util_iov_copy_to(rx->iov, rx->iov_count, res->offset, msg->payload,
 				 res->len);
 	} else {
-		f = util_bufpool_get(ep->fetch_pool);
+		f = util_bufpool_get(ep->rxq->fetch_pool);
 		if (!f) {
 			msg->xp->ops->discard(msg->xp, msg->stash);
 			err = FI_ENOMEM;
@@ -131,7 +131,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 				    res->len, f);
 		if (ret == -FI_EINPROGRESS)
 			return;
-		util_bufpool_put(ep->fetch_pool, f);
+		util_bufpool_put(ep->rxq->fetch_pool, f);
 		err = -ret;
 	}
 complete:
@@ -167,34 +167,34 @@ static void unexp_to_msg(const struct util_rdm_unexp *ue,
 	}
 }
 
-/* What keeping an unexpected message costs, against ep->unexp_max. */
-static size_t unexp_cost(const struct util_rdm_ep *ep, size_t heap_len)
+/* What keeping an unexpected message costs, against q->unexp_max. */
+static size_t unexp_cost(const struct util_rdm_rxq *q, size_t heap_len)
 {
-	return sizeof(struct util_rdm_unexp) + ep->unexp_inline + heap_len;
+	return sizeof(struct util_rdm_unexp) + q->unexp_inline + heap_len;
 }
 
-void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
+void unexp_free(struct util_rdm_rxq *q, struct util_rdm_unexp *ue,
 		bool discard)
 {
 	if (ue->stashed && discard)
 		ue->xp->ops->discard(ue->xp, ue->stash);
-	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : ue->hold);
+	q->unexp_bytes -= unexp_cost(q, ue->heap ? ue->m.len : ue->hold);
 	free(ue->heap);
-	util_bufpool_put(ep->unexp_pool, ue);
+	util_bufpool_put(q->unexp_pool, ue);
 }
 
 /* The sender of an unexpected message of unknown source, if the AV names
  * it now. */
 static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
 {
-	struct util_rdm_ep *ep = ctx;
+	struct util_rdm_rxq *q = ctx;
 	struct util_rdm_unexp *ue = container_of(m, struct util_rdm_unexp, m);
 	fi_addr_t fa;
 
 	if (!ue->src_raw_len)
 		return FI_ADDR_NOTAVAIL;
-	fa = util_av_lookup_addr(ep->base.av, ue->src_raw);
-	return util_av_slot_get(ep->base.av, fa) ? fa : FI_ADDR_NOTAVAIL;
+	fa = util_av_lookup_addr(q->av, ue->src_raw);
+	return util_av_slot_get(q->av, fa) ? fa : FI_ADDR_NOTAVAIL;
 }
 
 /*
@@ -204,35 +204,36 @@ static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
  * whose ranks insert each other's addresses at different times).  Once
  * the AV has changed, name them.
  */
-static void unexp_resolve(struct util_rdm_ep *ep)
+static void unexp_resolve(struct util_rdm_rxq *q)
 {
 	uint64_t n;
 	size_t left;
 
-	if (!ep->base.av) {
-		ep->unexp_unknown = false;
+	if (!q->av) {
+		q->unexp_unknown = false;
 		return;
 	}
-	n = atomic_load_explicit(&ep->base.av->inserts, memory_order_acquire);
-	if (n == ep->unexp_av_inserts)
+	n = atomic_load_explicit(&q->av->inserts, memory_order_acquire);
+	if (n == q->unexp_av_inserts)
 		return;
-	ep->unexp_av_inserts = n;
-	left = util_match_resolve_unexp(&ep->msgq, unexp_src_now, ep) +
-	       util_match_resolve_unexp(&ep->tagq, unexp_src_now, ep);
-	ep->unexp_unknown = left > 0;
+	q->unexp_av_inserts = n;
+	left = util_match_resolve_unexp(&q->msgq, unexp_src_now, q) +
+	       util_match_resolve_unexp(&q->tagq, unexp_src_now, q);
+	q->unexp_unknown = left > 0;
 }
 
 /* ---- arrivals (transport -> engine) ------------------------------------- */
 
-static struct util_match *queue_of(struct util_rdm_ep *ep, uint32_t op)
+static struct util_match *queue_of(struct util_rdm_rxq *rq, uint32_t op)
 {
-	return op == UTIL_RDM_TAGGED ? &ep->tagq : &ep->msgq;
+	return op == UTIL_RDM_TAGGED ? &rq->tagq : &rq->msgq;
 }
 
 int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 {
 	struct util_rdm_ep *ep = xp->ep;
-	struct util_match *q = queue_of(ep, msg->op);
+	struct util_rdm_rxq *rq = ep->rxq;
+	struct util_match *q = queue_of(rq, msg->op);
 	struct util_match_result res;
 	struct util_rdm_unexp *ue;
 	size_t heap_len;
@@ -246,14 +247,14 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 
 	/* Unexpected: keep it if the bound allows (one always fits, so a
 	 * message bigger than the bound cannot stall forever). */
-	heap_len = msg->payload && msg->len > ep->unexp_inline ? msg->len : 0;
+	heap_len = msg->payload && msg->len > rq->unexp_inline ? msg->len : 0;
 	/* What the transport keeps for a stashed payload counts too. */
 	if (!msg->payload)
 		heap_len = msg->stash_hold;
-	if (ep->unexp_max && ep->unexp_bytes &&
-	    ep->unexp_bytes + unexp_cost(ep, heap_len) > ep->unexp_max)
+	if (rq->unexp_max && rq->unexp_bytes &&
+	    rq->unexp_bytes + unexp_cost(rq, heap_len) > rq->unexp_max)
 		return -FI_EAGAIN;
-	ue = util_bufpool_get(ep->unexp_pool);
+	ue = util_bufpool_get(rq->unexp_pool);
 	if (!ue)
 		return -FI_EAGAIN;
 	util_unexp_entry_init(&ue->m, msg->src, msg->tag, msg->len);
@@ -274,16 +275,16 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 		ue->src_raw_len = WEFT_MIN(msg->src_raw_len,
 					   sizeof(ue->src_raw));
 		memcpy(ue->src_raw, msg->src_raw, ue->src_raw_len);
-		if (ep->base.av && !ep->unexp_unknown) {
-			ep->unexp_unknown = true;
-			ep->unexp_av_inserts = atomic_load_explicit(
-			    &ep->base.av->inserts, memory_order_acquire);
+		if (rq->av && !rq->unexp_unknown) {
+			rq->unexp_unknown = true;
+			rq->unexp_av_inserts = atomic_load_explicit(
+			    &rq->av->inserts, memory_order_acquire);
 		}
 	}
 	ue->stashed = !msg->payload;
 	if (ue->stashed) {
 		if (msg->stash_len > sizeof(ue->stash)) {
-			util_bufpool_put(ep->unexp_pool, ue);
+			util_bufpool_put(rq->unexp_pool, ue);
 			goto err_stash;
 		}
 		memcpy(ue->stash, msg->stash, msg->stash_len);
@@ -292,14 +293,14 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 		/* Sized to the message: a 300-byte one holds 300 bytes. */
 		ue->heap = malloc(heap_len);
 		if (!ue->heap) {
-			util_bufpool_put(ep->unexp_pool, ue);
+			util_bufpool_put(rq->unexp_pool, ue);
 			return -FI_EAGAIN;
 		}
 		memcpy(ue->heap, msg->payload, heap_len);
 	} else {
 		memcpy(ue->inline_buf, msg->payload, msg->len);
 	}
-	ep->unexp_bytes += unexp_cost(ep, heap_len);
+	rq->unexp_bytes += unexp_cost(rq, heap_len);
 	util_match_add_unexp(q, &ue->m);
 	return 0;
 
@@ -324,15 +325,32 @@ void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags, size_t len,
 
 /* ---- receiving ---------------------------------------------------------- */
 
-static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
-			struct util_rdm_rx *rx)
+/* The endpoint that reports for q what no arrival names: ep if given,
+ * else the first that uses q (a shared receive context), or NULL. */
+static struct util_rdm_ep *report_ep(struct util_rdm_rxq *q,
+				     struct util_rdm_ep *ep)
+{
+	if (ep || dlist_empty(&q->eps))
+		return ep;
+	return container_of(q->eps.next, struct util_rdm_ep, rxq_entry);
+}
+
+static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
+			struct util_match *q, struct util_rdm_rx *rx)
 {
 	struct util_unexp_entry *m;
-	struct util_rdm_unexp *ue;
-	struct util_cq *cq = ep->base.rx_cq;
+	struct util_rdm_unexp *ue = NULL;
+	struct util_cq *cq;
 	int ret;
 
 	ret = util_match_peek(q, &rx->m, &m);
+	if (!ret) {
+		/* Reported where the message came by. */
+		ue = container_of(m, struct util_rdm_unexp, m);
+		ep = ue->xp->ep;
+	}
+	ep = report_ep(rq, ep);
+	cq = ep ? ep->base.rx_cq : NULL;
 	if (!cq)
 		return 0;
 	if (ret) {
@@ -346,7 +364,6 @@ static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
 
 		util_ep_rx_error(&ep->base, false, true, &e, NULL);
 	} else {
-		ue = container_of(m, struct util_rdm_unexp, m);
 		util_ep_rx_success(
 			&ep->base, false, true, rx->m.context,
 			rx->cq_flags | ((ue->flags & UTIL_RDM_CQ_DATA) ?
@@ -357,20 +374,22 @@ static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
 			ue->m.tag, report_src(ep, ue->m.addr), NULL);
 	}
 	if (!ret && (rx->m.flags & FI_DISCARD)) {
-		ue = container_of(m, struct util_rdm_unexp, m);
 		if (ue->flags & UTIL_RDM_ACK_REQ)
 			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
-		unexp_free(ep, ue, true);
+		unexp_free(rq, ue, true);
 	}
 	return 0;
 }
 
-/* A receive met an unexpected message: deliver it. */
-static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+/* A receive met an unexpected message: deliver it, and report it on the
+ * endpoint the message came by (another one than the receive's, when
+ * they share a receive context). */
+static void deliver_unexp(struct util_rdm_rx *rx,
 			  const struct util_match_result *res, bool discard)
 {
 	struct util_rdm_unexp *ue =
 		container_of(res->unexp, struct util_rdm_unexp, m);
+	struct util_rdm_ep *ep = ue->xp->ep;
 	struct util_rdm_msg msg;
 
 	unexp_to_msg(ue, &msg);
@@ -379,12 +398,12 @@ static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
 		rx_complete(ep, rx, res, msg.tag, msg.data, msg.flags, msg.src,
 			    NULL, 0, 0);
-		unexp_free(ep, ue, true);
+		unexp_free(ep->rxq, ue, true);
 		return;
 	}
 	rx_deliver(ep, rx, res, &msg);
 	/* A stashed payload was fetched: the transport already released it. */
-	unexp_free(ep, ue, false);
+	unexp_free(ep->rxq, ue, false);
 }
 
 /* A receive was queued for src alone: if that peer is known gone (and no
@@ -402,12 +421,12 @@ static void rx_directed_check(struct util_rdm_ep *ep, fi_addr_t src)
 		ep->rx_gone = true;
 }
 
-static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
-			void **desc, size_t count, fi_addr_t src, uint64_t tag,
-			uint64_t ignore, void *context, uint64_t flags,
-			uint32_t op)
+ssize_t rdm_recv(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
+		 const struct iovec *iov, void **desc, size_t count,
+		 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+		 uint64_t flags, uint32_t op)
 {
-	struct util_match *q = queue_of(ep, op);
+	struct util_match *q = queue_of(rq, op);
 	struct util_match_result res;
 	struct util_rdm_rx *rx;
 	ssize_t ret = 0;
@@ -417,24 +436,23 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	if ((flags & FI_MULTI_RECV) && (op != UTIL_RDM_MSG || count != 1))
 		return -FI_EINVAL;
-	if (!(ep->base.caps & FI_DIRECTED_RECV))
+
+	weft_lock(rq->lock);
+	if (weft_unlikely(ep && !ep->base.enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!(rq->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
 	/* A receive directed to fi_rx_addr(peer, i, bits) takes what that
 	 * peer sends from any of its contexts (Mercury names the context
 	 * its answer comes from, as 1.17's sockets matches): sources are
 	 * endpoints, not contexts. */
-	else if (src != FI_ADDR_UNSPEC && ep->base.av &&
-		 ep->base.av->rx_ctx_bits)
-		src &= ep->base.av->addr_mask;
-
-	ep_lock(ep);
-	if (weft_unlikely(!ep->base.enabled)) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	if (weft_unlikely(ep->unexp_unknown))
-		unexp_resolve(ep);
-	rx = util_bufpool_get(ep->rx_pool);
+	else if (src != FI_ADDR_UNSPEC && rq->av && rq->av->rx_ctx_bits)
+		src &= rq->av->addr_mask;
+	if (weft_unlikely(rq->unexp_unknown))
+		unexp_resolve(rq);
+	rx = util_bufpool_get(rq->rx_pool);
 	if (!rx) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -453,32 +471,32 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 			   context, util_iov_len(iov, count));
 
 	if (flags & FI_PEEK) {
-		ret = rdm_peek(ep, q, rx);
-		util_bufpool_put(ep->rx_pool, rx);
+		ret = rdm_peek(ep, rq, q, rx);
+		util_bufpool_put(rq->rx_pool, rx);
 		goto out;
 	}
 	if (flags & FI_CLAIM) {
 		r = util_match_claim(q, &rx->m, &res);
 		if (r < 0) {
-			util_bufpool_put(ep->rx_pool, rx);
+			util_bufpool_put(rq->rx_pool, rx);
 			ret = r == -FI_ENOMSG ? -FI_EINVAL : r;
 			goto out;
 		}
-		deliver_unexp(ep, rx, &res, flags & FI_DISCARD);
+		deliver_unexp(rx, &res, flags & FI_DISCARD);
 		goto out;
 	}
 	for (;;) {
 		r = util_match_post_recv(q, &rx->m, &res);
 		if (r <= 0)
 			break;
-		deliver_unexp(ep, rx, &res, false);
+		deliver_unexp(rx, &res, false);
 		if (!(flags & FI_MULTI_RECV) || res.released)
 			break;
 	}
-	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r)
+	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r && ep)
 		rx_directed_check(ep, src);
 out:
-	ep_unlock(ep);
+	weft_unlock(rq->lock);
 	return ret;
 }
 
@@ -488,7 +506,7 @@ ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, &desc, 1, src, 0, ~0ULL, context,
+	return rdm_recv(ep, ep->rxq, &iov, &desc, 1, src, 0, ~0ULL, context,
 			ep->base.rx_op_flags, UTIL_RDM_MSG);
 }
 
@@ -498,7 +516,7 @@ ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, desc, count, src, 0, ~0ULL, context,
+	return rdm_recv(ep, ep->rxq, iov, desc, count, src, 0, ~0ULL, context,
 			ep->base.rx_op_flags, UTIL_RDM_MSG);
 }
 
@@ -507,9 +525,8 @@ ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, ~0ULL,
-			msg->context,
-			flags,
+	return rdm_recv(ep, ep->rxq, msg->msg_iov, msg->desc, msg->iov_count,
+			msg->addr, 0, ~0ULL, msg->context, flags,
 			UTIL_RDM_MSG);
 }
 
@@ -520,8 +537,9 @@ ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
-			ep->base.rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+	return rdm_recv(ep, ep->rxq, &iov, &desc, 1, src, tag, ignore,
+			context, ep->base.rx_op_flags & ~FI_MULTI_RECV,
+			UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -530,8 +548,9 @@ ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, desc, count, src, tag, ignore, context,
-			ep->base.rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+	return rdm_recv(ep, ep->rxq, iov, desc, count, src, tag, ignore,
+			context, ep->base.rx_op_flags & ~FI_MULTI_RECV,
+			UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
@@ -540,25 +559,24 @@ ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
-			msg->ignore, msg->context,
-			flags,
+	return rdm_recv(ep, ep->rxq, msg->msg_iov, msg->desc, msg->iov_count,
+			msg->addr, msg->tag, msg->ignore, msg->context, flags,
 			UTIL_RDM_TAGGED);
 }
 
 /* ---- cancel, failed receives -------------------------------------------- */
 
-ssize_t rdm_cancel(fid_t fid, void *context)
+void rxq_cancel(struct util_rdm_rxq *q, struct util_rdm_ep *ep,
+		void *context)
 {
-	struct util_rdm_ep *ep =
-		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
-	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_match *queues[] = { &q->msgq, &q->tagq };
 	struct util_rx_entry *m = NULL;
 	size_t i;
 
-	ep_lock(ep);
+	weft_lock(q->lock);
 	for (i = 0; i < WEFT_ARRAY_SIZE(queues) && !m; i++)
 		m = util_match_cancel(queues[i], context);
+	ep = report_ep(q, ep);
 	if (m) {
 		struct util_rdm_rx *rx = container_of(m, struct util_rdm_rx, m);
 
@@ -577,12 +595,21 @@ ssize_t rdm_cancel(fid_t fid, void *context)
 				.prov_errno = -FI_ECANCELED,
 			};
 
-			util_ep_rx_error(&ep->base, false, true, &e,
-					 ep->base.recv_cntr);
-			util_bufpool_put(ep->rx_pool, rx);
+			if (ep)
+				util_ep_rx_error(&ep->base, false, true, &e,
+						 ep->base.recv_cntr);
+			util_bufpool_put(q->rx_pool, rx);
 		}
 	}
-	ep_unlock(ep);
+	weft_unlock(q->lock);
+}
+
+ssize_t rdm_cancel(fid_t fid, void *context)
+{
+	struct util_rdm_ep *ep =
+		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
+
+	rxq_cancel(ep->rxq, ep, context);
 	return 0;
 }
 
@@ -599,15 +626,18 @@ static void rx_fail(struct util_rdm_ep *ep, struct util_rx_entry *m, int err)
 	};
 
 	util_ep_rx_error(&ep->base, false, true, &e, ep->base.recv_cntr);
-	util_bufpool_put(ep->rx_pool, rx);
+	util_bufpool_put(ep->rxq->rx_pool, rx);
 }
 
 void util_rdm_flush_rx(struct util_rdm_ep *ep, int err)
 {
-	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_match *queues[] = { &ep->rxq->msgq, &ep->rxq->tagq };
 	struct util_rx_entry *m;
 	size_t i;
 
+	/* Receives of a shared context wait for the other endpoints. */
+	if (ep->rxq != &ep->own_rxq)
+		return;
 	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
 		while ((m = util_match_pop_posted(queues[i])))
 			rx_fail(ep, m, err);
@@ -634,7 +664,7 @@ static bool peer_drained(struct util_rdm_ep *ep, struct util_peer *peer)
  */
 void rx_fail_gone(struct util_rdm_ep *ep)
 {
-	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_match *queues[] = { &ep->rxq->msgq, &ep->rxq->tagq };
 	struct util_rx_entry *m;
 	struct dlist_entry *e;
 	bool waiting = false;
@@ -661,4 +691,103 @@ void rx_fail_gone(struct util_rdm_ep *ep)
 				rx_fail(ep, m, FI_ECONNRESET);
 	}
 	ep->rx_gone = waiting;
+}
+
+/* ---- the receive state --------------------------------------------------- */
+
+#define RDM_DEFAULT_MIN_MULTI_RECV 64
+
+int rxq_init(struct util_rdm_rxq *q, uint64_t caps)
+{
+	struct util_match_attr mattr = {
+		.min_multi_recv = RDM_DEFAULT_MIN_MULTI_RECV,
+		/* The untagged queue honours directed receive too. */
+		.flags = (caps & FI_DIRECTED_RECV) ? UTIL_MATCH_DIRECTED : 0,
+	};
+	struct util_bufpool_attr pattr = { 0 };
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	dlist_init(&q->eps);
+	q->caps = caps;
+	ret = util_match_init(&q->msgq, &mattr);
+	if (ret)
+		return ret;
+	mattr.flags |= UTIL_MATCH_TAGGED;
+	ret = util_match_init(&q->tagq, &mattr);
+	if (ret)
+		goto err_msgq;
+	pattr.name = "rdm rx";
+	pattr.size = sizeof(struct util_rdm_rx);
+	ret = util_bufpool_create(&pattr, &q->rx_pool);
+	if (ret)
+		goto err_tagq;
+	pattr.name = "rdm fetch";
+	pattr.size = sizeof(struct rdm_fetch);
+	ret = util_bufpool_create(&pattr, &q->fetch_pool);
+	if (ret)
+		goto err_rx_pool;
+	return 0;
+
+err_rx_pool:
+	util_bufpool_destroy(q->rx_pool);
+err_tagq:
+	util_match_fini(&q->tagq);
+err_msgq:
+	util_match_fini(&q->msgq);
+	return ret;
+}
+
+int rxq_unexp_init(struct util_rdm_rxq *q, size_t unexp_inline,
+		   size_t unexp_max)
+{
+	struct util_bufpool_attr pattr = {
+		.name = "rdm unexpected",
+		.size = sizeof(struct util_rdm_unexp) + unexp_inline,
+	};
+
+	q->unexp_inline = unexp_inline;
+	q->unexp_max = unexp_max;
+	return util_bufpool_create(&pattr, &q->unexp_pool);
+}
+
+static void rxq_drain(struct util_rdm_rxq *rq, struct util_match *q)
+{
+	struct util_unexp_entry *ue;
+	struct util_rx_entry *m;
+
+	while ((m = util_match_pop_posted(q)))
+		util_bufpool_put(rq->rx_pool,
+				 container_of(m, struct util_rdm_rx, m));
+	while ((ue = util_match_pop_unexp(q)))
+		unexp_free(rq, container_of(ue, struct util_rdm_unexp, m),
+			   true);
+	util_match_fini(q);
+}
+
+void rxq_fini(struct util_rdm_rxq *q)
+{
+	rxq_drain(q, &q->msgq);
+	rxq_drain(q, &q->tagq);
+	util_bufpool_destroy(q->fetch_pool);
+	if (q->unexp_pool)
+		util_bufpool_destroy(q->unexp_pool);
+	util_bufpool_destroy(q->rx_pool);
+}
+
+static bool came_by(void *ctx, struct util_unexp_entry *m)
+{
+	return container_of(m, struct util_rdm_unexp, m)->xp->ep == ctx;
+}
+
+void rxq_drop_ep(struct util_rdm_rxq *q, struct util_rdm_ep *ep)
+{
+	struct util_match *queues[] = { &q->msgq, &q->tagq };
+	struct util_unexp_entry *m;
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
+		while ((m = util_match_pop_unexp_if(queues[i], came_by, ep)))
+			unexp_free(q, container_of(m, struct util_rdm_unexp, m),
+				   true);
 }

@@ -187,7 +187,7 @@ void verbs_msg_cm_progress(struct util_progress *p)
 	struct rdma_cm_event *ev, copy;
 	uint8_t priv[256];
 
-	weft_lock(&ep->base.lock);
+	util_ep_lock(&ep->base);
 	while (!rdma_get_cm_event(ep->cm_ch, &ev)) {
 		/* Ack first (rdma_destroy_id waits for acks); keep what the
 		 * handler reads. */
@@ -204,7 +204,7 @@ void verbs_msg_cm_progress(struct util_progress *p)
 		rdma_ack_cm_event(ev);
 		ep_cm_event(ep, &copy);
 	}
-	weft_unlock(&ep->base.lock);
+	util_ep_unlock(&ep->base);
 }
 
 /* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
@@ -264,20 +264,20 @@ static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->base.lock);
+	util_ep_lock(&ep->base);
 	if (ep->state != VERBS_CM_IDLE) {
-		weft_unlock(&ep->base.lock);
+		util_ep_unlock(&ep->base);
 		return -FI_EISCONN;
 	}
 	if (ep->src_addr.ss_family)
 		src = (struct sockaddr *)&ep->src_addr;
 	ret = verbs_resolve_addr(ep->id, &ep->domain->dev, src, addr);
 	if (ret) {
-		weft_unlock(&ep->base.lock);
+		util_ep_unlock(&ep->base);
 		return ret;
 	}
 	ep->state = VERBS_CM_RESOLVING;
-	weft_unlock(&ep->base.lock);
+	util_ep_unlock(&ep->base);
 	return 0;
 }
 
@@ -292,7 +292,7 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->base.lock);
+	util_ep_lock(&ep->base);
 	if (ep->state != VERBS_CM_IDLE || !ep->id->verbs) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
@@ -311,7 +311,7 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	}
 	ep->state = VERBS_CM_CONNECTING;
 out:
-	weft_unlock(&ep->base.lock);
+	util_ep_unlock(&ep->base);
 	return ret;
 }
 
@@ -319,12 +319,12 @@ static int ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
-	weft_lock(&ep->base.lock);
+	util_ep_lock(&ep->base);
 	ep->local_shutdown = true;
 	if (ep->state == VERBS_CM_CONNECTED ||
 	    ep->state == VERBS_CM_CONNECTING)
 		rdma_disconnect(ep->id);
-	weft_unlock(&ep->base.lock);
+	util_ep_unlock(&ep->base);
 	return 0;
 }
 

@@ -358,7 +358,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	}
 	report = !inject && !p->silent && tx_wants_completion(ep, p->flags);
 
-	weft_lock(&ep->base.lock);
+	util_ep_lock(&ep->base);
 	if (weft_unlikely(ep->state != VERBS_CM_CONNECTED || !ep->qp)) {
 		ret = ep->state == VERBS_CM_SHUTDOWN ? -FI_ECONNRESET :
 						       -FI_EOPBADSTATE;
@@ -443,7 +443,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	if (signaled)
 		ep->tx_signaled = ep->tx_head;
 out:
-	weft_unlock(&ep->base.lock);
+	util_ep_unlock(&ep->base);
 	return ret;
 }
 
@@ -463,7 +463,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 	if (count > ep->max_sge)
 		return -FI_EINVAL;
 	report = !ep->base.rx_selective || (flags & FI_COMPLETION);
-	weft_lock(&ep->base.lock);
+	util_ep_lock(&ep->base);
 	if (ep->rx_head - ep->rx_tail >= ep->rx_size) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -500,7 +500,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 		ep->rx_on_qp++;
 	}
 out:
-	weft_unlock(&ep->base.lock);
+	util_ep_unlock(&ep->base);
 	return ret;
 }
 

@@ -238,16 +238,16 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 		if (srx->domain != ep->domain)
 			return -FI_EINVAL;
-		weft_lock(&ep->base.lock);
+		util_ep_lock(&ep->base);
 		if (ep->srx || ep->cq) {
-			weft_unlock(&ep->base.lock);
+			util_ep_unlock(&ep->base);
 			return ep->srx ? -FI_EALREADY : -FI_EOPBADSTATE;
 		}
 		weft_lock(&srx->lock);
 		srx->eps++;
 		weft_unlock(&srx->lock);
 		ep->srx = srx;
-		weft_unlock(&ep->base.lock);
+		util_ep_unlock(&ep->base);
 		return 0;
 	}
 	return util_ep_bind(&ep->base, bfid, flags);

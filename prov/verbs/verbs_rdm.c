@@ -185,7 +185,7 @@ static int verbs_rdm_ep_close(struct fid *fid)
 
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&ep->rdm);
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	/* Everything outstanding ends as canceled, while the engine can
 	 * still report it. */
 	ep->closing = true;
@@ -218,7 +218,7 @@ static int verbs_rdm_ep_close(struct fid *fid)
 
 		util_rdm_fail_peer(&ep->rdm, peer, FI_ECANCELED);
 	}
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	util_rdm_ep_fini(&ep->rdm);
 	ep_teardown(ep);
 	free(ep);
@@ -338,9 +338,9 @@ static int verbs_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 	memcpy(&sa, addr, addrlen);
 	if (addrlen < sa_len(&sa))
 		return -FI_EINVAL;
-	weft_lock(&ep->rdm.base.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	ret = listen_at(ep, &sa);
-	weft_unlock(&ep->rdm.base.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
