@@ -41,10 +41,12 @@ unit_tests="tests/unit/test_av tests/unit/test_cntr tests/unit/test_core
 #   application's own calls (progress_auto); a scalable endpoint's
 #   contexts, a thread each, under FI_THREAD_ENDPOINT (no lock may be
 #   needed between them) and FI_THREAD_SAFE (sep_threads*; skipped where
-#   a provider has no scalable endpoints).
+#   a provider has no scalable endpoints); two endpoints on one shared
+#   receive context, a thread each, matching each other's receives
+#   (srx_threads).
 conf_cases="thread_safe cq_calls cq_sread_sleeps cq_sread_wakes
 	cq_sread_shared cq_sread_first_send cq_wait_fd_epoll cntr_wait_wakes
-	progress_auto sep_threads sep_threads_safe"
+	progress_auto sep_threads sep_threads_safe srx_threads"
 # - fabtests: fi_mt_bw (threads sharing one FI_THREAD_SAFE domain: an
 #   endpoint each, a context pair each of one scalable endpoint, or one
 #   endpoint for all: its rows of the matrix, -o ep, sep and shared) as

@@ -356,4 +356,13 @@ struct util_rx_entry *util_match_pop_from(struct util_match *q,
  */
 struct util_unexp_entry *util_match_pop_unexp(struct util_match *q);
 
+/*
+ * Return and unlink the oldest unexpected or claimed message that pick
+ * says yes to, or NULL when none is left (a shared receive context drops
+ * what came by an endpoint that closes).
+ */
+struct util_unexp_entry *util_match_pop_unexp_if(
+	struct util_match *q, bool (*pick)(void *ctx, struct util_unexp_entry *ue),
+	void *ctx);
+
 #endif /* WEFT_UTIL_MATCH_H */

@@ -23,11 +23,16 @@
  *    copy: CMA for shm, RDMA read for verbs) and the sender's buffer is
  *    held until then.
  *
- * Locking: every entry point takes the endpoint's lock (a real lock only
- * under FI_THREAD_SAFE); transports call the util_rdm_* callbacks from
- * their progress function, which the engine runs with that lock held.
- * CQ writes are bracketed by the CQ's writer lock, since endpoints with
- * different locks may share a CQ.
+ * The endpoint sits on the endpoint base (weft/util_ep.h): binding of
+ * CQs, counters and the AV, FI_ENABLE and the op-flag controls, the
+ * progress hooks and wait fds, automatic progress, and the reporting of
+ * completions and counters (under each CQ's writer lock) are the base's;
+ * the engine adds what an RDM endpoint means on top.
+ *
+ * Locking: every entry point takes the endpoint's lock (the base's: a
+ * real lock only under FI_THREAD_SAFE); transports call the util_rdm_*
+ * callbacks from their progress function, which the base runs with that
+ * lock held.
  */
 #ifndef WEFT_UTIL_RDM_H
 #define WEFT_UTIL_RDM_H
@@ -46,6 +51,7 @@
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
 #include "weft/util_domain.h"
+#include "weft/util_ep.h"
 #include "weft/util_match.h"
 #include "weft/util_peer.h"
 
@@ -172,6 +178,7 @@ struct util_rdm_msg {
 #define UTIL_RDM_SRC_RAW_MAX 64
 
 struct util_rdm_ep;
+struct util_rdm_srx;
 struct util_rdm_xport;
 
 /*
@@ -449,39 +456,21 @@ struct util_rdm_ep_attr {
 };
 
 /*
- * What the application holds of an engine endpoint: its own fid, or a
- * context of a scalable endpoint (util_rdm_ctx) that leads to the engine
- * endpoint behind it.  The engine's entry points find their endpoint
- * through `ep` (util_rdm_ep_of): one load, the same for both.
+ * The receive state: posted receives and unexpected messages of both
+ * classes, with the pools they come from and the bound on what the
+ * unexpected ones hold.  Each endpoint has its own (own_rxq), or shares a
+ * shared receive context's (util_rdm_srx) with the other endpoints bound
+ * to it: their endpoint lock (util_ep.lock) is then the context's lock,
+ * so the engine takes one lock whichever endpoint a message came by, and
+ * no order between two locks exists.  Everything here is under that lock.
  */
-struct util_rdm_fid {
-	struct fid_ep fid;
-	struct util_rdm_ep *ep;
-};
-
-struct util_rdm_ep {
-	union {
-		struct fid_ep ep_fid;
-		struct util_rdm_fid efid; /* efid.ep: this endpoint */
-	};
-	struct util_domain *domain;
-	struct util_rdm_xport *xp; /* the primary transport */
-	struct util_rdm_xport *local; /* or NULL */
-	const struct util_rdm_local_ops *local_ops; /* with local */
-	const char *local_via;
-	bool local_up; /* local started at FI_ENABLE */
-	const struct util_rdm_ep_hooks *hooks; /* or NULL */
-	struct weft_lock lock;
-	uint64_t caps;
-	uint64_t tx_op_flags;
-	uint64_t rx_op_flags;
-	size_t inject_max, atomic_max; /* the transports' limits */
-	/* Remote CQ data as the domain's cq_data_size has it: the same
-	 * bytes reach the peer whichever transport carries them. */
-	uint64_t data_mask;
-	bool connected; /* FI_EP_MSG: no AV, one peer */
-	bool tx_shared; /* tx_ctx_cnt FI_SHARED_CONTEXT: stx bound first */
-	struct util_rdm_stx *stx; /* or NULL */
+struct util_rdm_rxq {
+	/* What guards it: its endpoint's own lock, or the shared receive
+	 * context's (which every endpoint bound to it takes as its own). */
+	struct weft_lock *lock;
+	uint64_t caps; /* FI_DIRECTED_RECV: receives name their source */
+	struct util_match msgq, tagq;
+	struct util_bufpool *rx_pool, *unexp_pool, *fetch_pool;
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
 	size_t unexp_bytes; /* held by unexpected messages now */
@@ -489,37 +478,58 @@ struct util_rdm_ep {
 	 * when they came; looked at again when the AV's inserts change. */
 	bool unexp_unknown;
 	uint64_t unexp_av_inserts;
+	/* The AV its endpoints share (fi_endpoint(3)), or NULL. */
+	struct util_av *av;
+	/* Endpoints that use it (util_rdm_ep.rxq_entry): the first reports
+	 * what belongs to no arrival (a canceled receive on an srx). */
+	struct dlist_entry eps;
+};
+
+/*
+ * An engine endpoint sits on the endpoint base (weft/util_ep.h), which
+ * holds its fid, lock, op flags, bindings (CQs, counters, AV), progress
+ * hooks and wait fds, the automatic-progress thread and enabled; the
+ * engine fills the base's ops (util_ep_ops) with its progress over its
+ * transports.  What the application holds of it is its own fid, or a
+ * context of a scalable endpoint (util_rdm_ctx) whose util_ep_fid leads
+ * to the engine endpoint behind it: util_rdm_ep_of finds it in one load.
+ */
+struct util_rdm_ep {
+	struct util_ep base; /* first */
+	struct util_rdm_xport *xp; /* the primary transport */
+	struct util_rdm_xport *local; /* or NULL */
+	const struct util_rdm_local_ops *local_ops; /* with local */
+	const char *local_via;
+	bool local_up; /* local started at FI_ENABLE */
+	const struct util_rdm_ep_hooks *hooks; /* or NULL */
+	size_t inject_max, atomic_max; /* the transports' limits */
+	/* Remote CQ data as the domain's cq_data_size has it: the same
+	 * bytes reach the peer whichever transport carries them. */
+	uint64_t data_mask;
+	bool connected; /* FI_EP_MSG: no AV, one peer */
+	bool tx_shared; /* tx_ctx_cnt FI_SHARED_CONTEXT: stx bound first */
+	struct util_rdm_stx *stx; /* or NULL */
+	/* The receive state and the lock: own_rxq, or a shared receive
+	 * context's (bound before enable, then fixed). */
+	struct util_rdm_rxq *rxq;
+	bool rx_shared; /* rx_ctx_cnt FI_SHARED_CONTEXT: srx bound first */
+	struct util_rdm_srx *srx; /* or NULL */
+	struct dlist_entry rxq_entry; /* on rxq->eps */
 	/* Receives may be directed to a peer that is gone (util_peer.gone):
 	 * progress fails them once the transports have drained it. */
 	bool rx_gone;
-	bool enabled;
 	/* Behind a scalable endpoint's contexts (util_rdm_sep): the
 	 * contexts check their own bindings; binds are taken after enable. */
 	struct util_rdm_sep *sep;
 	uint32_t pair; /* behind sep: its index */
 
-	struct util_av *av;
-	struct util_cq *tx_cq, *rx_cq;
-	bool tx_selective, rx_selective;
-	struct util_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
-	struct util_cntr *rem_read_cntr, *rem_write_cntr;
-	struct util_progress tx_progress, rx_progress;
-	/* Progress registered with each distinct counter bound. */
-	struct util_rdm_cntr_hook {
-		struct util_progress p;
-		struct util_rdm_ep *ep;
-		struct util_cntr *cntr;
-	} cntr_hook[6];
-
-	struct util_match msgq, tagq;
-	struct util_bufpool *rx_pool, *unexp_pool, *tx_pool, *fetch_pool;
+	struct util_bufpool *tx_pool;
 	/* Transmits one peer may hold: tx_size but a reserve for the others
 	 * (UTIL_RDM_PEER_RESERVE; all of them on a connected endpoint). */
 	uint32_t peer_tx_max;
 	struct dlist_entry tx_waiting; /* util_rdm_tx.waiting */
 	struct util_peer_map peers;
 	struct dlist_entry blocked; /* util_peer.blocked: peers with queued tx */
-	bool wait_fds; /* the transports' fds are in bound wait objects */
 	bool sweep; /* on domain->sweep_eps (attr.sweep_domain) */
 	/* On the domain's targets (FI_RMA or FI_ATOMIC): counters bound to
 	 * registrations run it under manual progress. */
@@ -528,11 +538,16 @@ struct util_rdm_ep {
 	unsigned int sweep_calls;
 	struct dlist_entry sweep_entry;
 
-	/* FI_PROGRESS_AUTO: a thread drives the transport. */
-	pthread_t progress_thread;
-	bool progress_running;
-	atomic_bool progress_stop;
+	struct util_rdm_rxq own_rxq;
 };
+
+/* The endpoint's lock: its own, or its shared receive context's when it
+ * has one (util_ep.lock).  Whoever takes it and lets go keeps the
+ * pointer. */
+static inline struct weft_lock *util_rdm_lock(struct util_rdm_ep *ep)
+{
+	return ep->base.lock;
+}
 
 /*
  * Initialise the engine part of a provider's RDM endpoint from the
@@ -560,17 +575,23 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 void util_rdm_ep_linger(struct util_rdm_ep *ep);
 
 /*
- * Release the engine state: posted receives complete as FI_ECANCELED,
- * unexpected messages are dropped (stashed ones through ->discard),
- * bindings are undone.  The transport must have finished every tx it
- * held.  Called from the provider's close.
+ * Release the engine state: the base closes first (util_ep_close:
+ * progress stops, bindings are undone), then posted receives complete as
+ * FI_ECANCELED, unexpected messages are dropped (stashed ones through
+ * ->discard), and the base is let go (util_ep_fini).  The transport must
+ * have finished every tx it held.  Called from the provider's close.
  */
 void util_rdm_ep_fini(struct util_rdm_ep *ep);
 
-/* The engine's bind op (CQs, counters, AV); providers' binds call it. */
+/* The engine's bind op: a shared transmit context, EQs (nothing to
+ * report), the rest the base's (util_ep_bind_locked); binds after
+ * fi_enable only behind a scalable endpoint.  Providers' binds call it. */
 int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 
-/* FI_ENABLE and the op-flag controls; providers' control calls it. */
+/* fi_control: the local transport starts at FI_ENABLE, then the base's
+ * (util_ep_control; the engine's FI_ENABLE checks: an AV unless
+ * connected, a bound shared transmit context when asked for, then the
+ * base's).  Providers' control calls it. */
 int util_rdm_ep_control(struct fid *fid, int command, void *arg);
 
 /* ---- transport → engine ------------------------------------------------ */
@@ -700,12 +721,12 @@ static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
  * a transport that learns of deaths by looking should look then too. */
 static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 {
-	return ep->msgq.posted_directed || ep->tagq.posted_directed;
+	return ep->rxq->msgq.posted_directed || ep->rxq->tagq.posted_directed;
 }
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct util_rdm_fid, fid)->ep;
+	return container_of(util_ep_of(ep_fid), struct util_rdm_ep, base);
 }
 
 /* ---- scalable endpoints ------------------------------------------------ */
@@ -749,7 +770,7 @@ struct util_rdm_sep_ops {
 
 /* A transmit or receive context: what fi_tx_context / fi_rx_context return. */
 struct util_rdm_ctx {
-	struct util_rdm_fid efid; /* first: efid.ep is the pair's endpoint */
+	struct util_ep_fid efid; /* first: efid.ep is the pair's base */
 	struct util_rdm_sep *sep;
 	uint32_t index;
 	bool tx;
@@ -802,5 +823,32 @@ struct util_rdm_stx {
 
 int util_rdm_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
 		      struct fid_stx **stx, void *context);
+
+/*
+ * A shared receive context (fi_srx_context, fi_endpoint(3)): endpoints
+ * opened with ep_attr->rx_ctx_cnt FI_SHARED_CONTEXT bind one before
+ * fi_enable and then receive into the receives posted to it (or to any
+ * of them: they post to it), and keep their unexpected messages there.
+ * A completion goes to the CQ and counter of the endpoint the message
+ * came by (the context has none of its own).  Its lock is the lock of
+ * every endpoint bound to it (util_rdm_rxq).  Providers name
+ * util_rdm_srx_open as their domain's srx_ctx and report max_ep_srx_ctx.
+ */
+struct util_rdm_srx {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
+	struct util_domain *domain; /* not held: compared at bind only */
+	struct fi_rx_attr attr;
+	uint64_t rx_op_flags;
+	size_t bound; /* endpoints bound to it, under lock */
+	/* Its receive state, and the lock of every endpoint bound to it
+	 * (their util_ep.lock points here). */
+	struct weft_lock lock;
+	struct util_rdm_rxq rxq;
+};
+
+int util_rdm_srx_open(struct fid_domain *domain, struct fi_rx_attr *attr,
+		      struct fid_ep **srx, void *context);
+/* The engine's shared receive context behind fid, or NULL (another kind). */
+struct util_rdm_srx *util_rdm_srx_of(struct fid *fid);
 
 #endif /* WEFT_UTIL_RDM_H */

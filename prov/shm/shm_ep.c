@@ -25,7 +25,8 @@ static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
 static int shm_ep_close(struct fid *fid)
 {
-	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_ep *sep =
+		container_of(fid, struct shm_ep, rdm.base.ep_fid.fid);
 
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&sep->rdm);
@@ -118,7 +119,8 @@ static int region_create_named(struct shm_xp *ep,
 
 static int shm_ep_control(struct fid *fid, int command, void *arg)
 {
-	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_ep *sep =
+		container_of(fid, struct shm_ep, rdm.base.ep_fid.fid);
 	int ret;
 
 	if (command != FI_ENABLE)
@@ -153,14 +155,15 @@ int shm_xp_start(struct shm_xp *ep)
 	attr.flags = ep->cma ? SHM_REGION_CMA : 0;
 	/* A scalable endpoint's pair starts before its receive context
 	 * binds counters: it asks for the events whenever it may. */
-	if (ep->base.ep->rem_write_cntr || ep->base.ep->rem_read_cntr ||
-	    (ep->base.ep->sep && (ep->base.ep->caps & FI_RMA_EVENT)))
+	if (ep->base.ep->base.rem_write_cntr ||
+	    ep->base.ep->base.rem_read_cntr ||
+	    (ep->base.ep->sep && (ep->base.ep->base.caps & FI_RMA_EVENT)))
 		attr.flags |= SHM_REGION_RMA_EVENT;
 	attr.mrt = NULL;
 	/* With CMA, peers reach registered memory through the domain's
 	 * table; without one they ask us (and still can). */
 	if (ep->cma && !ep->mrt &&
-	    shm_mrt_get(&util_mr_domain_of(ep->base.ep->domain)->mr_map,
+	    shm_mrt_get(&util_mr_domain_of(ep->base.ep->base.domain)->mr_map,
 			&ep->mrt))
 		ep->mrt = NULL;
 	if (ep->mrt)
@@ -230,7 +233,8 @@ static struct fi_ops shm_ep_fi_ops = {
 
 static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_ep *sep =
+		container_of(fid, struct shm_ep, rdm.base.ep_fid.fid);
 	struct shm_xp *ep = &sep->x;
 	char buf[SHM_ADDRLEN];
 	size_t len;
@@ -250,7 +254,8 @@ static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 
 static int shm_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct shm_ep *sep = container_of(fid, struct shm_ep, rdm.ep_fid.fid);
+	struct shm_ep *sep =
+		container_of(fid, struct shm_ep, rdm.base.ep_fid.fid);
 	struct shm_xp *ep = &sep->x;
 	char name[SHM_NAME_MAX];
 
@@ -329,8 +334,8 @@ static int ep_make(struct util_domain *domain, const struct fi_info *info,
 		free(sep);
 		return ret;
 	}
-	sep->rdm.ep_fid.fid.ops = &shm_ep_fi_ops;
-	sep->rdm.ep_fid.cm = &shm_cm_ops;
+	sep->rdm.base.ep_fid.fid.ops = &shm_ep_fi_ops;
+	sep->rdm.base.ep_fid.cm = &shm_cm_ops;
 	*out = sep;
 	return 0;
 }
@@ -346,7 +351,7 @@ int shm_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = ep_make(domain, info, NULL, &sep, context);
 	if (ret)
 		return ret;
-	*ep_fid = &sep->rdm.ep_fid;
+	*ep_fid = &sep->rdm.base.ep_fid;
 	return 0;
 }
 

@@ -440,8 +440,9 @@ int chunks_continue(struct shm_xp *ep)
 static int rma_local(struct shm_xp *ep, const struct shm_rma_req *req,
 		     uint64_t access, struct iovec *local, size_t *nlocal)
 {
-	return util_rdm_target_iov(&util_mr_domain_of(ep->base.ep->domain)->mr_map, req->rma, req->rma_count,
-				   access, local, UTIL_RDM_IOV_MAX * 2, nlocal);
+	return util_rdm_target_iov(
+		&util_mr_domain_of(ep->base.ep->base.domain)->mr_map, req->rma,
+		req->rma_count, access, local, UTIL_RDM_IOV_MAX * 2, nlocal);
 }
 
 static ssize_t cma_copy(pid_t pid, const struct iovec *local, size_t nlocal,
@@ -477,7 +478,7 @@ static void rma_count_local(struct util_mr_map *map,
 /* The key map of the endpoint's domain: its registrations. */
 static inline struct util_mr_map *xp_mr_map(struct shm_xp *ep)
 {
-	return &util_mr_domain_of(ep->base.ep->domain)->mr_map;
+	return &util_mr_domain_of(ep->base.ep->base.domain)->mr_map;
 }
 
 /*
@@ -584,7 +585,7 @@ int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 		break;
 	default:
 		ret = util_mr_map_atomic_lock(
-			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
+			&util_mr_domain_of(ep->base.ep->base.domain)->mr_map);
 		if (ret)
 			break;
 		ret = util_rdm_target_atomic(req.op, req.datatype, local, nlocal,
@@ -597,7 +598,7 @@ int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 					       NULL,
 				       tb ? tb->data : NULL);
 		util_mr_map_atomic_unlock(
-			&util_mr_domain_of(ep->base.ep->domain)->mr_map);
+			&util_mr_domain_of(ep->base.ep->base.domain)->mr_map);
 		break;
 	}
 	if (!ret && req.count && util_mr_map_counting(xp_mr_map(ep)))

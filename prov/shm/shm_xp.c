@@ -741,10 +741,12 @@ static int shm_ack(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 /* The sender's fi_addr, when matching or completions need it. */
 static fi_addr_t rxpeer_addr(struct shm_xp *ep, struct shm_rxpeer *rp)
 {
-	if (!(ep->base.ep->caps & (FI_SOURCE | FI_DIRECTED_RECV)) || !ep->base.ep->av)
+	struct util_ep *base = &ep->base.ep->base;
+
+	if (!(base->caps & (FI_SOURCE | FI_DIRECTED_RECV)) || !base->av)
 		return FI_ADDR_NOTAVAIL;
 	if (rp->fi_addr == FI_ADDR_NOTAVAIL)
-		rp->fi_addr = util_av_lookup_addr(ep->base.ep->av, rp->addr);
+		rp->fi_addr = util_av_lookup_addr(base->av, rp->addr);
 	return rp->fi_addr;
 }
 

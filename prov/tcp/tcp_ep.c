@@ -145,15 +145,15 @@ static void eq_write_cm(struct tcp_ep *ep, uint32_t event, const void *cm,
 			size_t cm_len)
 {
 	if (ep->eq)
-		util_eq_write_cm(ep->eq, event, &ep->rdm.ep_fid.fid, NULL, cm,
-				 cm_len);
+		util_eq_write_cm(ep->eq, event, &ep->rdm.base.ep_fid.fid, NULL,
+				 cm, cm_len);
 }
 
 static void eq_write_err(struct tcp_ep *ep, int err, const void *cm,
 			 size_t cm_len)
 {
 	if (ep->eq)
-		util_eq_write_cm_err(ep->eq, &ep->rdm.ep_fid.fid, err, cm,
+		util_eq_write_cm_err(ep->eq, &ep->rdm.base.ep_fid.fid, err, cm,
 				     cm_len);
 }
 
@@ -278,8 +278,8 @@ int tcp_conn_hello_in(struct tcp_conn *conn, const void *payload)
 		return 0;
 	}
 	why = "HELLO: not an address of this AV's format";
-	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
-	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
+	if (ep->rdm.base.av && ep->rdm.base.av->ops.normalize &&
+	    ep->rdm.base.av->ops.normalize(ep->rdm.base.av, &sa, &sa))
 		goto refuse;
 	if (f->hello.dst_ctx != ep->ctx) {
 		why = "HELLO: no such context";
@@ -642,16 +642,18 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 {
 	struct tcp_conn *conn = NULL;
 	struct tcp_ep *owner;
+	struct weft_lock *l;
 
 	/* Pair 0 has work (its listener: peers of any pair connect there):
 	 * its progress, if its lock is free. */
 	if (ep->sep && ep->ctx && tag == pair0_tag(ep->sep)) {
 		owner = tcp_ep_of(ep->sep->base.pair[0].ep);
-		if (!weft_trylock(&owner->rdm.lock))
+		l = util_rdm_lock(&owner->rdm);
+		if (!weft_trylock(l))
 			return false;
-		if (!owner->closing && owner->rdm.enabled)
+		if (!owner->closing && owner->rdm.base.enabled)
 			*n += progress_ep(owner, false);
-		weft_unlock(&owner->rdm.lock);
+		weft_unlock(l);
 		return true;
 	}
 
@@ -659,11 +661,12 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 		owner = (struct tcp_ep *)((uintptr_t)tag & ~(uintptr_t)1);
 	else
 		owner = (conn = tag)->ep;
-	if (owner != ep && !weft_trylock(&owner->rdm.lock))
+	l = util_rdm_lock(&owner->rdm);
+	if (owner != ep && !weft_trylock(l))
 		return false;
 	/* An endpoint not enabled yet has nowhere to report: its own calls
 	 * pick its events up once it is. */
-	if (!owner->closing && (owner == ep || owner->rdm.enabled)) {
+	if (!owner->closing && (owner == ep || owner->rdm.base.enabled)) {
 		if (!conn) {
 			/* The listener, or a pair's bell (it has no listener:
 			 * pair 0 handed it connections). */
@@ -677,7 +680,7 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
 		}
 	}
 	if (owner != ep)
-		weft_unlock(&owner->rdm.lock);
+		weft_unlock(l);
 	return true;
 }
 
@@ -828,15 +831,16 @@ static void ep_close_conns(struct tcp_ep *ep)
 
 static int tcp_ep_close(struct fid *fid)
 {
-	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct tcp_ep *ep =
+		container_of(fid, struct tcp_ep, rdm.base.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&ep->rdm);
 	util_eq_unbind_cm(ep->eq, &ep->cm_progress, ep->epfd);
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	ep_close_conns(ep);
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	util_rdm_ep_fini(&ep->rdm);
 	/* The domain's set no longer holds our sockets; another endpoint
 	 * handling events it read before may still name them: wait for it. */
@@ -870,14 +874,15 @@ static void ep_cm_progress(struct util_progress *p)
 {
 	struct tcp_ep *ep = container_of(p, struct tcp_ep, cm_progress);
 
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	progress_ep(ep, true);
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 }
 
 static int tcp_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct tcp_ep *ep =
+		container_of(fid, struct tcp_ep, rdm.base.ep_fid.fid);
 
 	if (bfid && bfid->fclass == FI_CLASS_EQ)
 		return util_eq_bind_cm(&ep->eq, bfid, &ep->cm_progress,
@@ -887,7 +892,8 @@ static int tcp_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct tcp_ep *ep =
+		container_of(fid, struct tcp_ep, rdm.base.ep_fid.fid);
 	struct sockaddr_storage sa;
 	socklen_t len = sizeof(sa);
 	size_t need;
@@ -918,7 +924,8 @@ static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
 
 static int tcp_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 {
-	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	struct tcp_ep *ep =
+		container_of(ep_fid, struct tcp_ep, rdm.base.ep_fid);
 	struct sockaddr_storage sa;
 	socklen_t len = sizeof(sa);
 
@@ -942,7 +949,8 @@ static int rdm_listen_at(struct tcp_ep *ep, const void *addr, size_t len);
 
 static int tcp_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct tcp_ep *ep =
+		container_of(fid, struct tcp_ep, rdm.base.ep_fid.fid);
 
 	if (!addr || addrlen > sizeof(ep->src_addr) ||
 	    addrlen < sizeof(struct sockaddr_in))
@@ -950,11 +958,11 @@ static int tcp_setname(fid_t fid, void *addr, size_t addrlen)
 	if (ep->type == FI_EP_RDM) {
 		int ret;
 
-		if (ep->rdm.enabled)
+		if (ep->rdm.base.enabled)
 			return -FI_EOPBADSTATE;
-		weft_lock(&ep->rdm.lock);
+		weft_lock(util_rdm_lock(&ep->rdm));
 		ret = rdm_listen_at(ep, addr, addrlen);
-		weft_unlock(&ep->rdm.lock);
+		weft_unlock(util_rdm_lock(&ep->rdm));
 		return ret;
 	}
 	if (ep->conn)
@@ -970,16 +978,17 @@ static int msg_enable(struct tcp_ep *ep)
 {
 	int ret;
 
-	if (ep->rdm.enabled)
+	if (ep->rdm.base.enabled)
 		return 0;
-	ret = util_rdm_ep_control(&ep->rdm.ep_fid.fid, FI_ENABLE, NULL);
+	ret = util_rdm_ep_control(&ep->rdm.base.ep_fid.fid, FI_ENABLE, NULL);
 	return ret;
 }
 
 static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 		       const void *param, size_t paramlen)
 {
-	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	struct tcp_ep *ep =
+		container_of(ep_fid, struct tcp_ep, rdm.base.ep_fid);
 	const struct sockaddr *sa = addr;
 	struct tcp_conn *conn;
 	int fd, ret, err;
@@ -991,14 +1000,14 @@ static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 		return -FI_EINVAL;
 	if (!ep->eq)
 		return -FI_ENOEQ;
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ep->conn) {
 		ret = -FI_EISCONN;
 		goto out;
 	}
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	ret = msg_enable(ep);
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ret)
 		goto out;
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -1038,14 +1047,15 @@ static int tcp_connect(struct fid_ep *ep_fid, const void *addr,
 	ep->mpeer->conn = conn;
 	ret = 0;
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
 static int tcp_accept(struct fid_ep *ep_fid, const void *param,
 		      size_t paramlen)
 {
-	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	struct tcp_ep *ep =
+		container_of(ep_fid, struct tcp_ep, rdm.base.ep_fid);
 	struct tcp_conn *conn;
 	int ret;
 
@@ -1058,7 +1068,7 @@ static int tcp_accept(struct fid_ep *ep_fid, const void *param,
 	ret = msg_enable(ep);
 	if (ret)
 		return ret;
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	conn = ep->conn;
 	if (!conn || conn->state != TCP_CONN_CMWAIT) {
 		ret = conn && conn->state == TCP_CONN_CLOSED ? -FI_ECONNRESET :
@@ -1072,24 +1082,25 @@ static int tcp_accept(struct fid_ep *ep_fid, const void *param,
 	eq_write_cm(ep, FI_CONNECTED, NULL, 0);
 	util_rdm_peer_ready(&ep->rdm, &ep->mpeer->peer);
 out:
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
 static int tcp_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
-	struct tcp_ep *ep = container_of(ep_fid, struct tcp_ep, rdm.ep_fid);
+	struct tcp_ep *ep =
+		container_of(ep_fid, struct tcp_ep, rdm.base.ep_fid);
 
 	if (ep->type != FI_EP_MSG)
 		return -FI_ENOSYS;
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	if (ep->conn && ep->conn->state != TCP_CONN_CLOSED) {
 		ep->shutdown_local = true;
 		if (ep->conn->state == TCP_CONN_OPEN)
 			tcp_conn_flush(ep->conn);
 		tcp_conn_close(ep->conn, FI_ECONNRESET);
 	}
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return 0;
 }
 
@@ -1122,9 +1133,10 @@ static const struct util_rdm_ep_hooks tcp_ep_hooks = {
 
 static int tcp_ep_control(struct fid *fid, int command, void *arg)
 {
-	struct tcp_ep *ep = container_of(fid, struct tcp_ep, rdm.ep_fid.fid);
+	struct tcp_ep *ep =
+		container_of(fid, struct tcp_ep, rdm.base.ep_fid.fid);
 
-	bool enabling = command == FI_ENABLE && !ep->rdm.enabled;
+	bool enabling = command == FI_ENABLE && !ep->rdm.base.enabled;
 	int ret;
 
 	ret = util_rdm_ep_control(fid, command, arg);
@@ -1286,8 +1298,8 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 		free(ep);
 		return ret;
 	}
-	ep->rdm.ep_fid.fid.ops = &tcp_ep_fi_ops;
-	ep->rdm.ep_fid.cm = &tcp_cm_ops;
+	ep->rdm.base.ep_fid.fid.ops = &tcp_ep_fi_ops;
+	ep->rdm.base.ep_fid.cm = &tcp_cm_ops;
 	/*
 	 * The domain's set lets one thread's progress serve every endpoint
 	 * whose lock it can take.  A scalable endpoint's pair shares nothing
@@ -1295,7 +1307,7 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	 * (FI_THREAD_ENDPOINT, FI_THREAD_DOMAIN...) must not be served by
 	 * another thread: each has a set of its own.
 	 */
-	ep->own_set = sep || !ep->rdm.lock.needed;
+	ep->own_set = sep || !ep->rdm.base.own_lock.needed;
 	ep->epfd = ep->own_set ? epoll_create1(EPOLL_CLOEXEC) :
 				 ep->domain->epfd;
 	if (ep->epfd < 0) {
@@ -1358,7 +1370,7 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 	return 0;
 
 err:
-	tcp_ep_close(&ep->rdm.ep_fid.fid);
+	tcp_ep_close(&ep->rdm.base.ep_fid.fid);
 	return ret;
 }
 
@@ -1373,7 +1385,7 @@ int tcp_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = ep_make(domain, info, NULL, 0, &ep, context);
 	if (ret)
 		return ret;
-	*ep_fid = &ep->rdm.ep_fid;
+	*ep_fid = &ep->rdm.base.ep_fid;
 	return 0;
 }
 

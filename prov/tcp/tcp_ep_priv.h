@@ -18,7 +18,7 @@ static inline struct tcp_peer *tcp_peer_of(struct util_peer *peer)
 
 static inline struct tcp_domain *ep_domain(struct tcp_ep *ep)
 {
-	return container_of(util_mr_domain_of(ep->rdm.domain),
+	return container_of(util_mr_domain_of(ep->rdm.base.domain),
 			    struct tcp_domain, base);
 }
 

@@ -232,6 +232,9 @@ static struct fi_domain_attr tcp_domain_attr = {
 	/* Endpoints one shared transmit context takes: any number
 	 * (util_rdm_stx: each keeps its own queue behind it). */
 	.max_ep_stx_ctx = 8192,
+	/* Endpoints one shared receive context takes: any number
+	 * (util_rdm_srx: they share its receive state and lock). */
+	.max_ep_srx_ctx = 8192,
 	.cntr_cnt = 1024,
 	.mr_iov_limit = UTIL_MR_IOV_LIMIT,
 	.caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
@@ -470,7 +473,7 @@ static struct fi_ops_domain tcp_domain_ops = {
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = util_rdm_stx_open,
-	.srx_ctx = weft_no_srx_ctx,
+	.srx_ctx = util_rdm_srx_open,
 	.query_atomic = tcp_query_atomic,
 	.query_collective = weft_no_query_collective,
 	.endpoint2 = util_domain_endpoint2,

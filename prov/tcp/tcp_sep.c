@@ -36,7 +36,7 @@ static int tcp_sep_getname(struct util_rdm_sep *sep, void *addr,
 {
 	if (!sep->pair[0].ep)
 		return -FI_EOPBADSTATE;
-	return fi_getname(&sep->pair[0].ep->ep_fid.fid, addr, addrlen);
+	return fi_getname(&sep->pair[0].ep->base.ep_fid.fid, addr, addrlen);
 }
 
 /* Before pair 0 opens: the address it will listen at. */

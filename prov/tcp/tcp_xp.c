@@ -280,7 +280,7 @@ static void msg_fill(struct tcp_conn *conn, struct util_rdm_msg *msg)
 	msg->reply = tp;
 	msg->src = FI_ADDR_NOTAVAIL;
 	if (ep->type == FI_EP_RDM && tp &&
-	    (ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
+	    (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
 		msg->src = util_peer_src(&ep->rdm.peers, &tp->peer);
 		msg->src_raw = tp->peer.addr;
 		msg->src_raw_len = tcp_sockaddr_len(tp->peer.addr);
@@ -457,7 +457,7 @@ static int rma_target(struct tcp_conn *conn, uint64_t access,
 {
 	const struct tcp_frame *f = &conn->frame;
 
-	if (conn->ep->type == FI_EP_RDM && !(conn->ep->rdm.caps & FI_RMA))
+	if (conn->ep->type == FI_EP_RDM && !(conn->ep->rdm.base.caps & FI_RMA))
 		return -FI_EOPNOTSUPP;
 	return util_rdm_target_iov(ep_mr_map(conn->ep), f->rma.iov,
 				   f->rma.iov_count, access, local,

@@ -458,3 +458,30 @@ struct util_unexp_entry *util_match_pop_unexp(struct util_match *q)
 	q->nunexp--;
 	return ue;
 }
+
+struct util_unexp_entry *util_match_pop_unexp_if(
+	struct util_match *q, bool (*pick)(void *ctx, struct util_unexp_entry *ue),
+	void *ctx)
+{
+	struct dlist_entry *lists[] = { &q->unexp, &q->claimed };
+	struct util_unexp_entry *ue;
+	struct dlist_entry *it;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		for (it = lists[i]->next; it != lists[i]; it = it->next) {
+			ue = container_of(it, struct util_unexp_entry, list);
+			if (!pick(ctx, ue))
+				continue;
+			if (i == 0) {
+				util_match_unlink_unexp(q, ue);
+			} else {
+				dlist_remove(&ue->list);
+				ue->claim_context = NULL;
+			}
+			q->nunexp--;
+			return ue;
+		}
+	}
+	return NULL;
+}

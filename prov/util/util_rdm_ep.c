@@ -19,8 +19,6 @@
 
 #include "util_rdm_priv.h"
 
-#define RDM_DEFAULT_MIN_MULTI_RECV 64
-
 /* ---- options ------------------------------------------------------------ */
 
 static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
@@ -42,7 +40,7 @@ static int rdm_getopt(fid_t fid, int level, int optname, void *optval,
 	case FI_OPT_MIN_MULTI_RECV:
 		if (!optval || !optlen || *optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
-		*(size_t *)optval = ep->msgq.min_multi_recv;
+		*(size_t *)optval = ep->rxq->msgq.min_multi_recv;
 		*optlen = sizeof(size_t);
 		return 0;
 	default:
@@ -63,7 +61,7 @@ static int rdm_setopt(fid_t fid, int level, int optname, const void *optval,
 		if (!optval || optlen < sizeof(size_t))
 			return -FI_EINVAL;
 		ep_lock(ep);
-		util_match_set_min_multi_recv(&ep->msgq,
+		util_match_set_min_multi_recv(&ep->rxq->msgq,
 					      *(const size_t *)optval);
 		ep_unlock(ep);
 		return 0;
@@ -201,7 +199,7 @@ static inline int rdm_progress_once(struct util_rdm_ep *ep);
 static int domain_sweep(struct util_rdm_ep *ep)
 {
 	static __thread bool in_sweep;
-	struct util_domain *d = ep->domain;
+	struct util_domain *d = ep->base.domain;
 	struct dlist_entry *e;
 	int n = 0;
 
@@ -211,12 +209,13 @@ static int domain_sweep(struct util_rdm_ep *ep)
 	dlist_foreach(&d->sweep_eps, e) {
 		struct util_rdm_ep *o =
 			container_of(e, struct util_rdm_ep, sweep_entry);
+		struct weft_lock *l = util_rdm_lock(o);
 
-		if (o == ep || !weft_trylock(&o->lock))
+		if (o == ep || !weft_trylock(l))
 			continue;
-		if (o->enabled)
+		if (o->base.enabled)
 			n += rdm_progress_once(o);
-		weft_unlock(&o->lock);
+		weft_unlock(l);
 	}
 	in_sweep = false;
 	pthread_mutex_unlock(&d->sweep_lock);
@@ -240,7 +239,7 @@ static int rdm_arm_xports(struct util_rdm_ep *ep)
  * find.  Returns how many events that found. */
 static int domain_arm(struct util_rdm_ep *ep)
 {
-	struct util_domain *d = ep->domain;
+	struct util_domain *d = ep->base.domain;
 	struct dlist_entry *e;
 	int n = 0, k;
 
@@ -248,15 +247,16 @@ static int domain_arm(struct util_rdm_ep *ep)
 	dlist_foreach(&d->sweep_eps, e) {
 		struct util_rdm_ep *o =
 			container_of(e, struct util_rdm_ep, sweep_entry);
+		struct weft_lock *l = util_rdm_lock(o);
 
-		if (o == ep || !weft_trylock(&o->lock))
+		if (o == ep || !weft_trylock(l))
 			continue;
-		if (o->enabled) {
+		if (o->base.enabled) {
 			k = rdm_arm_xports(o);
 			if (k > 0)
 				n += k + rdm_progress_once(o);
 		}
-		weft_unlock(&o->lock);
+		weft_unlock(l);
 	}
 	pthread_mutex_unlock(&d->sweep_lock);
 	return n;
@@ -291,70 +291,24 @@ static inline int rdm_progress_once(struct util_rdm_ep *ep)
 	return n;
 }
 
-static void rdm_progress(struct util_rdm_ep *ep)
+/* The base's progress (util_ep_ops), lock held. */
+static int rdm_ep_progress(struct util_ep *base)
 {
-	ep_lock(ep);
-	if (ep->enabled)
-		rdm_progress_once(ep);
-	ep_unlock(ep);
+	return rdm_progress_once(container_of(base, struct util_rdm_ep, base));
 }
 
-/*
- * FI_PROGRESS_AUTO: progress without the application's calls.  Busy while
- * there is traffic; when idle, yields, then sleeps with a growing pause
- * (at most RDM_AUTO_SLEEP_MAX_US), so an idle endpoint costs little CPU.
- */
-#define RDM_AUTO_SPIN 256
-#define RDM_AUTO_SLEEP_MAX_US 1000
-
-static void *rdm_progress_thread(void *arg)
+static int rdm_ep_arm(struct util_ep *base)
 {
-	struct util_rdm_ep *ep = arg;
-	unsigned int idle = 0, pause_us = 1;
-	struct timespec ts;
-	int n;
-
-	while (!atomic_load_explicit(&ep->progress_stop, memory_order_acquire)) {
-		ep_lock(ep);
-		n = rdm_progress_once(ep);
-		ep_unlock(ep);
-		if (n) {
-			idle = 0;
-			pause_us = 1;
-			continue;
-		}
-		if (++idle < RDM_AUTO_SPIN) {
-			sched_yield();
-			continue;
-		}
-		ts.tv_sec = 0;
-		ts.tv_nsec = (long)pause_us * 1000;
-		nanosleep(&ts, NULL);
-		if (pause_us < RDM_AUTO_SLEEP_MAX_US)
-			pause_us *= 2;
-	}
-	return NULL;
+	return rdm_arm_xports(container_of(base, struct util_rdm_ep, base));
 }
 
-/* About to sleep on a wait object the transport's fd is in. */
-static bool rdm_arm(struct util_rdm_ep *ep)
+/* The wait fd serves the domain's sweeping endpoints: arm theirs too, or
+ * a sleeper would not wake for their events. */
+static int rdm_ep_arm_shared(struct util_ep *base)
 {
-	int n = 0;
+	struct util_rdm_ep *ep = container_of(base, struct util_rdm_ep, base);
 
-	if (!ep->wait_fds)
-		return false;
-	ep_lock(ep);
-	if (ep->enabled) {
-		n = rdm_arm_xports(ep);
-		if (n > 0)
-			rdm_progress_once(ep);
-	}
-	ep_unlock(ep);
-	/* The wait fd serves the domain's sweeping endpoints: arm theirs
-	 * too, or a sleeper would not wake for their events. */
-	if (ep->sweep)
-		n += domain_arm(ep);
-	return n > 0;
+	return ep->sweep ? domain_arm(ep) : 0;
 }
 
 /* A counter bound to registrations reads (manual progress): move this
@@ -364,52 +318,17 @@ static void rdm_target_progress(struct util_progress *p)
 	struct util_rdm_ep *ep =
 		container_of(p, struct util_rdm_ep, target_progress);
 
-	if (!weft_trylock(&ep->lock))
+	struct weft_lock *l = util_rdm_lock(ep);
+
+	if (!weft_trylock(l))
 		return;
-	if (ep->enabled)
+	if (ep->base.enabled)
 		rdm_progress_once(ep);
-	weft_unlock(&ep->lock);
-}
-
-static bool rdm_tx_cq_arm(struct util_progress *p)
-{
-	return rdm_arm(container_of(p, struct util_rdm_ep, tx_progress));
-}
-
-static bool rdm_rx_cq_arm(struct util_progress *p)
-{
-	return rdm_arm(container_of(p, struct util_rdm_ep, rx_progress));
-}
-
-static bool rdm_cntr_arm(struct util_progress *p)
-{
-	return rdm_arm(container_of(p, struct util_rdm_cntr_hook, p)->ep);
-}
-
-static void rdm_tx_cq_progress(struct util_progress *p)
-{
-	rdm_progress(container_of(p, struct util_rdm_ep, tx_progress));
-}
-
-static void rdm_rx_cq_progress(struct util_progress *p)
-{
-	rdm_progress(container_of(p, struct util_rdm_ep, rx_progress));
-}
-
-static void rdm_cntr_progress(struct util_progress *p)
-{
-	struct util_rdm_cntr_hook *hook =
-		container_of(p, struct util_rdm_cntr_hook, p);
-
-	rdm_progress(hook->ep);
+	weft_unlock(l);
 }
 
 /* ---- binding, enabling -------------------------------------------------- */
 
-/*
- * Let the transport's fd wake the wait object w: then waiting on it sleeps
- * in the kernel instead of polling our progress.  Returns whether it can.
- */
 static int xport_wait_fd(struct util_rdm_xport *xp)
 {
 	if (!xp)
@@ -421,117 +340,18 @@ static int xport_wait_fd(struct util_rdm_xport *xp)
 
 /* Every transport of the endpoint must wake the sleeper: one that cannot
  * (no fd) makes waits poll. */
-static bool wait_add_tp_fd(struct util_rdm_ep *ep, struct util_wait *w)
+static int rdm_ep_wait_fds(struct util_ep *base, int *fds)
 {
-	int fd0, fd1, ret;
+	struct util_rdm_ep *ep = container_of(base, struct util_rdm_ep, base);
+	int fd0 = xport_wait_fd(ep->xp), fd1 = xport_wait_fd(ep->local);
 
-	if (!w)
-		return false;
-	fd0 = xport_wait_fd(ep->xp);
-	fd1 = xport_wait_fd(ep->local);
 	if (fd0 < 0 || fd1 == -1)
-		return false;
-	ret = util_wait_add_fd(w, fd0, POLLIN, ep);
-	if (ret && ret != -FI_EALREADY)
-		return false;
-	if (fd1 >= 0) {
-		ret = util_wait_add_fd(w, fd1, POLLIN, ep);
-		if (ret && ret != -FI_EALREADY) {
-			util_wait_del_fd(w, fd0);
-			return false;
-		}
-	}
-	ep->wait_fds = true;
-	return true;
-}
-
-static void wait_del_tp_fd(struct util_rdm_ep *ep, struct util_wait *w)
-{
-	if (!w || !ep->wait_fds)
-		return;
-	if (ep->xp->wait_fd >= 0)
-		util_wait_del_fd(w, ep->xp->wait_fd);
-	if (ep->local && ep->local->wait_fd >= 0)
-		util_wait_del_fd(w, ep->local->wait_fd);
-}
-
-static int bind_cq(struct util_rdm_ep *ep, struct util_cq *cq, uint64_t flags)
-{
-	int ret;
-
-	if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
-		return -FI_EBADFLAGS;
-	if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
-	    ((flags & FI_RECV) && ep->rx_cq))
-		return -FI_EALREADY;
-	if (flags & FI_TRANSMIT) {
-		ep->tx_progress.polled = !wait_add_tp_fd(ep, util_cq_wait(cq));
-		ret = util_cq_bind(cq, &ep->tx_progress);
-		if (ret)
-			return ret;
-		ep->tx_cq = cq;
-		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-	}
-	if (flags & FI_RECV) {
-		ep->rx_progress.polled = !wait_add_tp_fd(ep, util_cq_wait(cq));
-		ret = util_cq_bind(cq, cq == ep->tx_cq ? NULL :
-						       &ep->rx_progress);
-		if (ret)
-			return ret;
-		ep->rx_cq = cq;
-		ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
-	}
-	return 0;
-}
-
-static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
-		     uint64_t flags)
-{
-	struct {
-		uint64_t flag;
-		struct util_cntr **slot;
-	} map[] = {
-		{ FI_SEND, &ep->send_cntr },
-		{ FI_RECV, &ep->recv_cntr },
-		{ FI_READ, &ep->read_cntr },
-		{ FI_WRITE, &ep->write_cntr },
-		{ FI_REMOTE_READ, &ep->rem_read_cntr },
-		{ FI_REMOTE_WRITE, &ep->rem_write_cntr },
-	};
-	size_t i;
-	int ret;
-
-	if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE |
-				 FI_REMOTE_READ | FI_REMOTE_WRITE)))
-		return -FI_EBADFLAGS;
-	for (i = 0; i < WEFT_ARRAY_SIZE(map); i++)
-		if ((flags & map[i].flag) && *map[i].slot)
-			return -FI_EALREADY;
-	/* Register our progress once per counter, whatever it counts. */
-	for (i = 0; i < WEFT_ARRAY_SIZE(ep->cntr_hook); i++)
-		if (ep->cntr_hook[i].cntr == cntr || !ep->cntr_hook[i].cntr)
-			break;
-	if (i == WEFT_ARRAY_SIZE(ep->cntr_hook))
-		return -FI_EINVAL;
-	if (!ep->cntr_hook[i].cntr) {
-		struct util_rdm_cntr_hook *hook = &ep->cntr_hook[i];
-
-		hook->ep = ep;
-		hook->p.progress = rdm_cntr_progress;
-		hook->p.arm = rdm_cntr_arm;
-		hook->p.polled = !wait_add_tp_fd(ep, cntr->waitable.wait);
-		ret = util_cntr_add_progress(cntr, &hook->p);
-		if (ret)
-			return ret;
-		hook->cntr = cntr;
-	}
-	for (i = 0; i < WEFT_ARRAY_SIZE(map); i++) {
-		if (flags & map[i].flag) {
-			*map[i].slot = cntr;
-			util_cntr_get(cntr);
-		}
-	}
-	return 0;
+		return 0;
+	fds[0] = fd0;
+	if (fd1 < 0)
+		return 1;
+	fds[1] = fd1;
+	return 2;
 }
 
 /* The transmit capabilities an endpoint keeps within a shared context's. */
@@ -539,13 +359,13 @@ static int bind_cntr(struct util_rdm_ep *ep, struct util_cntr *cntr,
 
 static int bind_stx(struct util_rdm_ep *ep, struct util_rdm_stx *stx)
 {
-	uint64_t caps = ep->caps & STX_CAPS;
+	uint64_t caps = ep->base.caps & STX_CAPS;
 
 	if (ep->stx)
 		return -FI_EALREADY;
-	if (!ep->tx_shared || stx->domain != ep->domain ||
+	if (!ep->tx_shared || stx->domain != ep->base.domain ||
 	    (stx->attr.caps && (caps & ~stx->attr.caps))) {
-		FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+		FI_WARN(ep->base.domain->prov, FI_LOG_EP_CTRL,
 			"a shared transmit context binds to an endpoint of "
 			"its domain opened with tx_ctx_cnt FI_SHARED_CONTEXT "
 			"whose capabilities it has\n");
@@ -556,49 +376,89 @@ static int bind_stx(struct util_rdm_ep *ep, struct util_rdm_stx *stx)
 	return 0;
 }
 
+/*
+ * A shared receive context: from now on the endpoint's receive state and
+ * lock are the context's.  With the endpoint's own lock held (before
+ * enable, so nothing else runs on the endpoint); takes the context's.
+ */
+static int bind_srx(struct util_rdm_ep *ep, struct util_rdm_srx *srx)
+{
+	struct util_rdm_rxq *q = &srx->rxq;
+	int ret = 0;
+
+	if (ep->srx)
+		return -FI_EALREADY;
+	if (!ep->rx_shared || srx->domain != ep->base.domain || ep->sep) {
+		FI_WARN(ep->base.domain->prov, FI_LOG_EP_CTRL,
+			"a shared receive context binds to an endpoint of "
+			"its domain opened with rx_ctx_cnt FI_SHARED_CONTEXT\n");
+		return -FI_EINVAL;
+	}
+	weft_lock(&srx->lock);
+	/* Its unexpected records are the endpoints' size: made at the
+	 * first bind, the same for every endpoint of the provider. */
+	if (!q->unexp_pool)
+		ret = rxq_unexp_init(q, ep->own_rxq.unexp_inline,
+				     ep->own_rxq.unexp_max);
+	else if (q->unexp_inline != ep->own_rxq.unexp_inline)
+		ret = -FI_EINVAL;
+	if (!ret) {
+		dlist_remove(&ep->rxq_entry);
+		dlist_insert_tail(&ep->rxq_entry, &q->eps);
+		srx->bound++;
+		ep->srx = srx;
+		ep->rxq = q;
+		ep->base.lock = &srx->lock;
+	}
+	weft_unlock(&srx->lock);
+	return ret;
+}
+
 int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 			 uint64_t flags)
 {
+	int ret;
+
 	switch (bfid->fclass) {
-	case FI_CLASS_CQ:
-		return bind_cq(ep, util_cq_from_fid(container_of(
-					   bfid, struct fid_cq, fid)),
-			       flags);
-	case FI_CLASS_CNTR:
-		return bind_cntr(ep, util_cntr_of(container_of(
-					     bfid, struct fid_cntr, fid)),
-				 flags);
 	case FI_CLASS_AV:
-		if (ep->av)
-			return -FI_EALREADY;
-		ep->av = util_av_from_fid(container_of(bfid, struct fid_av,
-						       fid));
-		util_av_get(ep->av);
-		util_peer_map_set_av(&ep->peers, ep->av);
-		return 0;
+		ret = util_ep_bind_locked(&ep->base, bfid, flags);
+		if (!ret) {
+			util_peer_map_set_av(&ep->peers, ep->base.av);
+			ep->own_rxq.av = ep->base.av;
+		}
+		return ret;
 	case FI_CLASS_EQ:
 		/* RDM endpoints have no connection events to report. */
 		return 0;
 	case FI_CLASS_STX_CTX:
 		return bind_stx(ep, container_of(bfid, struct util_rdm_stx,
 						 stx_fid.fid));
+	case FI_CLASS_SRX_CTX:
+		if (!util_rdm_srx_of(bfid))
+			return -FI_EINVAL;
+		return bind_srx(ep, util_rdm_srx_of(bfid));
 	default:
-		return -FI_EINVAL;
+		return util_ep_bind_locked(&ep->base, bfid, flags);
 	}
 }
 
 int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
-					      ep_fid.fid);
+					      base.ep_fid.fid);
+	struct weft_lock *l;
 	int ret;
 
 	if (!bfid)
 		return -FI_EINVAL;
-	ep_lock(ep);
-	ret = ep->enabled && !ep->sep ? -FI_EOPBADSTATE :
-					util_rdm_bind_locked(ep, bfid, flags);
-	ep_unlock(ep);
+	/* The lock taken is the one let go: a shared receive context's
+	 * bind changes the endpoint's. */
+	l = util_rdm_lock(ep);
+	weft_lock(l);
+	ret = ep->base.enabled && !ep->sep ?
+		      -FI_EOPBADSTATE :
+		      util_rdm_bind_locked(ep, bfid, flags);
+	weft_unlock(l);
 	return ret;
 }
 
@@ -613,76 +473,57 @@ static void local_enable(struct util_rdm_ep *ep)
 	size_t len = sizeof(addr);
 
 	if (ep->peers.attr.addr_len > sizeof(addr) ||
-	    fi_getname(&ep->ep_fid.fid, &addr, &len))
+	    fi_getname(&ep->base.ep_fid.fid, &addr, &len))
 		return;
-	ep->local_up = ep->local_ops->enable(ep->local, ep->domain->prov,
+	ep->local_up = ep->local_ops->enable(ep->local, ep->base.domain->prov,
 					     ep->local_via, &addr,
 					     ep->peers.attr.addr_len, ep->pair);
+}
+
+/* FI_ENABLE's checks (util_ep_ops.enable), lock held. */
+static int rdm_ep_enable(struct util_ep *base)
+{
+	struct util_rdm_ep *ep = container_of(base, struct util_rdm_ep, base);
+
+	if (!base->av && !ep->connected)
+		return -FI_ENOAV;
+	if (ep->tx_shared && !ep->stx)
+		return -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
+	if (ep->rx_shared && !ep->srx)
+		return -FI_EOPBADSTATE;
+	/* fi_endpoint(3): connectionless endpoints on one shared receive
+	 * context share one AV. */
+	if (ep->srx && base->av && ep->rxq->av && ep->rxq->av != base->av)
+		return -FI_EINVAL;
+	if (!ep->sep) { /* else its contexts check their own */
+		int ret = util_ep_enable_check(base);
+
+		if (ret)
+			return ret;
+	}
+	if (ep->srx && !ep->rxq->av)
+		ep->rxq->av = base->av;
+	return 0;
 }
 
 int util_rdm_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct util_rdm_ep *ep = container_of(fid, struct util_rdm_ep,
-					      ep_fid.fid);
-	uint64_t *flags = arg;
-	int ret = 0;
+					      base.ep_fid.fid);
 
-	switch (command) {
-	case FI_ENABLE:
-		if (ep->local && !ep->local_up && !ep->enabled)
-			local_enable(ep);
-		ep_lock(ep);
-		if (!ep->av && !ep->connected)
-			ret = -FI_ENOAV;
-		else if (ep->tx_shared && !ep->stx)
-			ret = -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
-		else if (ep->sep)
-			ep->enabled = true; /* its contexts check their own */
-		else if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) &&
-			  !ep->tx_cq && !ep->send_cntr && !ep->write_cntr &&
-			  !ep->read_cntr) ||
-			 ((ep->caps & FI_RECV) && !ep->rx_cq &&
-			  !ep->recv_cntr))
-			ret = -FI_ENOCQ;
-		else
-			ep->enabled = true;
-		ep_unlock(ep);
-		if (!ret && ep->domain->data_progress == FI_PROGRESS_AUTO &&
-		    !ep->progress_running) {
-			atomic_store(&ep->progress_stop, false);
-			ret = -pthread_create(&ep->progress_thread, NULL,
-					      rdm_progress_thread, ep);
-			ep->progress_running = !ret;
-			if (ret) {
-				ep->enabled = false;
-				ret = weft_errno(-ret);
-			}
-		}
-		return ret;
-	case FI_GETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		if (*flags & FI_TRANSMIT)
-			*flags = ep->tx_op_flags;
-		else if (*flags & FI_RECV)
-			*flags = ep->rx_op_flags;
-		else
-			return -FI_EINVAL;
-		return 0;
-	case FI_SETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		if (*flags & FI_TRANSMIT)
-			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
-		else if (*flags & FI_RECV)
-			ep->rx_op_flags = *flags & ~FI_RECV;
-		else
-			return -FI_EINVAL;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	if (command == FI_ENABLE && ep->local && !ep->local_up &&
+	    !ep->base.enabled)
+		local_enable(ep);
+	return util_ep_control(&ep->base, command, arg);
 }
+
+static const struct util_ep_ops rdm_ep_base_ops = {
+	.progress = rdm_ep_progress,
+	.wait_fds = rdm_ep_wait_fds,
+	.arm = rdm_ep_arm,
+	.arm_shared = rdm_ep_arm_shared,
+	.enable = rdm_ep_enable,
+};
 
 /* ---- setup and teardown ------------------------------------------------- */
 
@@ -725,9 +566,6 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		     const struct fi_info *info,
 		     const struct util_rdm_ep_attr *attr, void *context)
 {
-	struct util_match_attr mattr = {
-		.min_multi_recv = RDM_DEFAULT_MIN_MULTI_RECV,
-	};
 	struct util_bufpool_attr pattr = { 0 };
 	int ret;
 
@@ -742,7 +580,6 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	memset(ep, 0, sizeof(*ep));
 	dlist_init(&ep->tx_waiting);
 	dlist_init(&ep->blocked);
-	ep->domain = domain;
 	/* (0: an fi_info made by hand; nothing is cut then.) */
 	ep->data_mask = !domain->cq_data_size ||
 					domain->cq_data_size >= sizeof(uint64_t) ?
@@ -773,63 +610,27 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->connected = attr->connected;
 	ep->tx_shared = info->ep_attr &&
 			info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT;
-	ep->caps = info->caps;
-	ep->unexp_inline = attr->unexp_inline;
-	ep->unexp_max = attr->unexp_max;
-	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
-	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->efid.ep = ep;
-	ep->ep_fid.ops = &util_rdm_ep_ops;
-	ep->ep_fid.msg = &rdm_msg_ops;
-	ep->ep_fid.tagged = &rdm_tagged_ops;
-	ep->ep_fid.rma = &util_rdm_rma_ops;
-	ep->ep_fid.atomic = &util_rdm_atomic_ops;
-	ep->tx_progress.progress = rdm_tx_cq_progress;
-	ep->rx_progress.progress = rdm_rx_cq_progress;
-	ep->tx_progress.arm = rdm_tx_cq_arm;
-	ep->rx_progress.arm = rdm_rx_cq_arm;
-	ep->tx_progress.polled = true;
-	ep->rx_progress.polled = true;
-
-	ret = weft_lock_init(&ep->lock,
-			     util_domain_progress_needs_lock(domain));
+	ep->rx_shared = info->ep_attr &&
+			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
+	ret = util_ep_init(&ep->base, domain, info, &rdm_ep_base_ops, context);
 	if (ret)
 		goto err_local;
-	ret = util_match_init(&ep->msgq, &mattr);
-	if (ret)
-		goto err_lock;
-	mattr.flags = UTIL_MATCH_TAGGED;
-	if (ep->caps & FI_DIRECTED_RECV)
-		mattr.flags |= UTIL_MATCH_DIRECTED;
-	ret = util_match_init(&ep->tagq, &mattr);
-	if (ret)
-		goto err_msgq;
-	/* The untagged queue honours directed receive too. */
-	if (ep->caps & FI_DIRECTED_RECV) {
-		util_match_fini(&ep->msgq);
-		mattr.flags = UTIL_MATCH_DIRECTED;
-		ret = util_match_init(&ep->msgq, &mattr);
-		if (ret)
-			goto err_tagq;
-	}
+	ep->base.ep_fid.ops = &util_rdm_ep_ops;
+	ep->base.ep_fid.msg = &rdm_msg_ops;
+	ep->base.ep_fid.tagged = &rdm_tagged_ops;
+	ep->base.ep_fid.rma = &util_rdm_rma_ops;
+	ep->base.ep_fid.atomic = &util_rdm_atomic_ops;
 
-	pattr.name = "rdm rx";
-	pattr.size = sizeof(struct util_rdm_rx);
-	ret = util_bufpool_create(&pattr, &ep->rx_pool);
+	ret = rxq_init(&ep->own_rxq, ep->base.caps);
 	if (ret)
-		goto err_tagq;
-	pattr.name = "rdm unexpected";
-	pattr.size = sizeof(struct util_rdm_unexp) + attr->unexp_inline;
-	ret = util_bufpool_create(&pattr, &ep->unexp_pool);
+		goto err_base;
+	ep->own_rxq.lock = &ep->base.own_lock;
+	ret = rxq_unexp_init(&ep->own_rxq, attr->unexp_inline,
+			     attr->unexp_max);
 	if (ret)
-		goto err_rx_pool;
-	pattr.name = "rdm fetch";
-	pattr.size = sizeof(struct rdm_fetch);
-	ret = util_bufpool_create(&pattr, &ep->fetch_pool);
-	if (ret)
-		goto err_unexp_pool;
+		goto err_rxq;
+	ep->rxq = &ep->own_rxq;
+	dlist_insert_tail(&ep->rxq_entry, &ep->own_rxq.eps);
 	pattr.name = "rdm tx";
 	pattr.size = sizeof(struct util_rdm_tx) + attr->inject_max;
 	/* The endpoint holds at most tx_size transmits: past it a call
@@ -845,34 +646,25 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 		UINT32_MAX;
 	ret = util_bufpool_create(&pattr, &ep->tx_pool);
 	if (ret)
-		goto err_fetch_pool;
+		goto err_rxq;
 	util_peer_map_init(&ep->peers, &peer_attr);
-	util_domain_get(domain);
 	if (attr->sweep_domain) {
 		pthread_mutex_lock(&domain->sweep_lock);
 		dlist_insert_tail(&ep->sweep_entry, &domain->sweep_eps);
 		pthread_mutex_unlock(&domain->sweep_lock);
 		ep->sweep = true;
 	}
-	if (ep->caps & (FI_RMA | FI_ATOMIC)) {
+	if (ep->base.caps & (FI_RMA | FI_ATOMIC)) {
 		ep->target_progress.progress = rdm_target_progress;
 		util_domain_add_target(domain, &ep->target_progress);
 		ep->target = true;
 	}
 	return 0;
 
-err_fetch_pool:
-	util_bufpool_destroy(ep->fetch_pool);
-err_unexp_pool:
-	util_bufpool_destroy(ep->unexp_pool);
-err_rx_pool:
-	util_bufpool_destroy(ep->rx_pool);
-err_tagq:
-	util_match_fini(&ep->tagq);
-err_msgq:
-	util_match_fini(&ep->msgq);
-err_lock:
-	weft_lock_destroy(&ep->lock);
+err_rxq:
+	rxq_fini(&ep->own_rxq);
+err_base:
+	util_ep_fini(&ep->base);
 err_local:
 	if (ep->local)
 		ep->local_ops->close(ep->local);
@@ -928,12 +720,12 @@ void util_rdm_ep_linger(struct util_rdm_ep *ep)
 	size_t n;
 
 	ep_lock(ep);
-	while (ep->enabled &&
+	while (ep->base.enabled &&
 	       ((n = quiet_queued(ep)) || xports_lingering(ep))) {
 		if (!end) {
 			end = linger_now_ms() + UTIL_RDM_LINGER_MS;
 		} else if (linger_now_ms() >= end) {
-			FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+			FI_WARN(ep->base.domain->prov, FI_LOG_EP_CTRL,
 				"%zu injected message(s) (and what the "
 				"transport took) not taken by their peers in "
 				"%d ms: dropped at close\n",
@@ -950,62 +742,9 @@ void util_rdm_ep_linger(struct util_rdm_ep *ep)
 	ep_unlock(ep);
 }
 
-static void drain_queue(struct util_rdm_ep *ep, struct util_match *q)
-{
-	struct util_unexp_entry *ue;
-	struct util_rx_entry *m;
-
-	while ((m = util_match_pop_posted(q)))
-		util_bufpool_put(ep->rx_pool,
-				 container_of(m, struct util_rdm_rx, m));
-	while ((ue = util_match_pop_unexp(q)))
-		unexp_free(ep, container_of(ue, struct util_rdm_unexp, m),
-			   true);
-	util_match_fini(q);
-}
-
-static void unbind_all(struct util_rdm_ep *ep, bool forget)
-{
-	struct util_cntr *cntrs[] = { ep->send_cntr,	 ep->recv_cntr,
-				       ep->read_cntr,	 ep->write_cntr,
-				       ep->rem_read_cntr, ep->rem_write_cntr };
-	size_t i;
-
-	if (ep->tx_cq)
-		wait_del_tp_fd(ep, util_cq_wait(ep->tx_cq));
-	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
-		wait_del_tp_fd(ep, util_cq_wait(ep->rx_cq));
-	for (i = 0; i < WEFT_ARRAY_SIZE(ep->cntr_hook); i++)
-		if (ep->cntr_hook[i].cntr)
-			wait_del_tp_fd(ep, ep->cntr_hook[i].cntr->waitable.wait);
-	if (ep->tx_cq)
-		util_cq_unbind(ep->tx_cq, &ep->tx_progress);
-	if (ep->rx_cq)
-		util_cq_unbind(ep->rx_cq, ep->rx_cq == ep->tx_cq ?
-						  NULL :
-						  &ep->rx_progress);
-	for (i = 0; i < WEFT_ARRAY_SIZE(ep->cntr_hook); i++)
-		if (ep->cntr_hook[i].cntr)
-			util_cntr_del_progress(ep->cntr_hook[i].cntr,
-					       &ep->cntr_hook[i].p);
-	for (i = 0; i < WEFT_ARRAY_SIZE(cntrs); i++)
-		if (cntrs[i])
-			util_cntr_put(cntrs[i]);
-	/* At the close, posted receives still complete (FI_ECANCELED)
-	 * into the CQ the application closes after the endpoint. */
-	if (!forget)
-		return;
-	ep->tx_cq = ep->rx_cq = NULL;
-	ep->tx_selective = ep->rx_selective = false;
-	ep->send_cntr = ep->recv_cntr = ep->read_cntr = ep->write_cntr = NULL;
-	ep->rem_read_cntr = ep->rem_write_cntr = NULL;
-	memset(ep->cntr_hook, 0, sizeof(ep->cntr_hook));
-	ep->tx_progress.polled = ep->rx_progress.polled = true;
-}
-
 void util_rdm_unbind_all(struct util_rdm_ep *ep)
 {
-	unbind_all(ep, true);
+	util_ep_unbind(&ep->base);
 }
 
 void util_rdm_ep_fini(struct util_rdm_ep *ep)
@@ -1014,29 +753,27 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 		ep->local_ops->closing(ep->local);
 	if (ep->sweep) {
 		/* No sweep reaches it from here on. */
-		pthread_mutex_lock(&ep->domain->sweep_lock);
+		pthread_mutex_lock(&ep->base.domain->sweep_lock);
 		dlist_remove(&ep->sweep_entry);
-		pthread_mutex_unlock(&ep->domain->sweep_lock);
+		pthread_mutex_unlock(&ep->base.domain->sweep_lock);
 		ep->sweep = false;
 	}
 	if (ep->target) {
-		util_domain_del_target(ep->domain, &ep->target_progress);
+		util_domain_del_target(ep->base.domain, &ep->target_progress);
 		ep->target = false;
 	}
-	if (ep->progress_running) {
-		atomic_store_explicit(&ep->progress_stop, true,
-				      memory_order_release);
-		pthread_join(ep->progress_thread, NULL);
-		ep->progress_running = false;
-	}
-	unbind_all(ep, false);
-	if (ep->av)
-		util_av_put(ep->av);
+	util_ep_close(&ep->base);
 	if (ep->stx)
 		atomic_fetch_sub(&ep->stx->bound, 1);
 	ep_lock(ep);
-	drain_queue(ep, &ep->msgq);
-	drain_queue(ep, &ep->tagq);
+	/* What came by this endpoint cannot be fetched or answered once its
+	 * transports are gone; a shared context's receives stay. */
+	rxq_drop_ep(ep->rxq, ep);
+	if (ep->srx) {
+		dlist_remove(&ep->rxq_entry);
+		if (!--ep->srx->bound)
+			ep->rxq->av = NULL;
+	}
 	/* Transmits never handed over complete as canceled. */
 	while (!dlist_empty(&ep->blocked)) {
 		struct util_peer *p = container_of(ep->blocked.next,
@@ -1047,11 +784,8 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	util_peer_map_fini(&ep->peers);
 	ep_unlock(ep);
 	util_bufpool_destroy(ep->tx_pool);
-	util_bufpool_destroy(ep->fetch_pool);
-	util_bufpool_destroy(ep->unexp_pool);
-	util_bufpool_destroy(ep->rx_pool);
-	weft_lock_destroy(&ep->lock);
+	rxq_fini(&ep->own_rxq);
 	if (ep->local)
 		ep->local_ops->close(ep->local);
-	util_domain_put(ep->domain);
+	util_ep_fini(&ep->base);
 }

@@ -10,26 +10,17 @@
 
 #include "weft/util_rdm.h"
 
-/* The endpoint's lock: taken by every entry point, and by progress. */
+/* The endpoint's lock: taken by every entry point, and by progress.
+ * (Only a bind of a shared receive context changes it, before enable:
+ * that one keeps the lock it took, util_rdm_ep_bind.) */
 static inline void ep_lock(struct util_rdm_ep *ep)
 {
-	weft_lock(&ep->lock);
+	util_ep_lock(&ep->base);
 }
 
 static inline void ep_unlock(struct util_rdm_ep *ep)
 {
-	weft_unlock(&ep->lock);
-}
-
-/* A finished operation counts on cntr (if bound): an error when err. */
-static inline void cntr_inc(struct util_cntr *cntr, int err)
-{
-	if (!cntr)
-		return;
-	if (err)
-		util_cntr_inc_err(cntr);
-	else
-		util_cntr_inc(cntr);
+	util_ep_unlock(&ep->base);
 }
 
 /*
@@ -70,9 +61,35 @@ struct rdm_fetch {
 };
 
 /* util_rdm_rx.c: for progress and teardown (util_rdm_ep.c). */
-void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
+void unexp_free(struct util_rdm_rxq *q, struct util_rdm_unexp *ue,
 		bool discard);
 void rx_fail_gone(struct util_rdm_ep *ep);
+
+/*
+ * Receive state (util_rdm_rx.c).  rxq_init: the queues (caps:
+ * FI_DIRECTED_RECV), the receive and fetch pools; rxq_unexp_init the
+ * pool of unexpected records (unexp_inline bytes inline) and the bound
+ * (0: none).  rxq_fini drops what is left (posted receives silently,
+ * unexpected messages through their transports).  rxq_drop_ep: the
+ * unexpected messages that came by ep's transports are discarded (ep
+ * leaves a shared context), with the lock held.
+ */
+int rxq_init(struct util_rdm_rxq *q, uint64_t caps);
+int rxq_unexp_init(struct util_rdm_rxq *q, size_t unexp_inline,
+		   size_t unexp_max);
+void rxq_fini(struct util_rdm_rxq *q);
+void rxq_drop_ep(struct util_rdm_rxq *q, struct util_rdm_ep *ep);
+
+/* A receive, on an endpoint (ep) or on a shared receive context (ep
+ * NULL) into its receive state q. */
+ssize_t rdm_recv(struct util_rdm_ep *ep, struct util_rdm_rxq *q,
+		 const struct iovec *iov, void **desc, size_t count,
+		 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+		 uint64_t flags, uint32_t op);
+/* Cancel the receive of context posted to q; a completion reports it on
+ * ep's CQ (NULL: q's first endpoint's, if any). */
+void rxq_cancel(struct util_rdm_rxq *q, struct util_rdm_ep *ep,
+		void *context);
 
 /* The msg and tagged entry points (util_rdm_tx.c, util_rdm_rx.c) and
  * cancel, for the ops tables (util_rdm_ep.c). */

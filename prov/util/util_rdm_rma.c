@@ -32,7 +32,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	bool comp;
 	ssize_t ret;
 
-	if (!tp->rma || !(ep->caps & FI_RMA))
+	if (!tp->rma || !(ep->base.caps & FI_RMA))
 		return -FI_EOPNOTSUPP;
 	if (count > UTIL_RDM_IOV_MAX || rma_count > UTIL_RDM_IOV_MAX ||
 	    !rma_count || (count && !iov) || !rma)
@@ -51,10 +51,10 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	if ((flags & FI_INJECT) && (kind != UTIL_RDM_TX_WRITE ||
 				    len > ep->inject_max))
 		return -FI_EINVAL;
-	comp = wants_comp(ep->tx_selective, flags);
+	comp = wants_comp(ep->base.tx_selective, flags);
 
 	ep_lock(ep);
-	if (weft_unlikely(!ep->enabled)) {
+	if (weft_unlikely(!ep->base.enabled)) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -126,7 +126,7 @@ static ssize_t rdm_read(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct fi_rma_iov rma = { addr, len, key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_READ, &iov, &desc, 1, src, &rma, 1,
-		       context, 0, ep->tx_op_flags);
+		       context, 0, ep->base.tx_op_flags);
 }
 
 static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -137,7 +137,7 @@ static ssize_t rdm_readv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct fi_rma_iov rma = { addr, util_iov_len(iov, count), key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_READ, iov, desc, count, src, &rma, 1,
-		       context, 0, ep->tx_op_flags);
+		       context, 0, ep->base.tx_op_flags);
 }
 
 static ssize_t rdm_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
@@ -160,7 +160,7 @@ static ssize_t rdm_write(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct fi_rma_iov rma = { addr, len, key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, &desc, 1, dest, &rma, 1,
-		       context, 0, ep->tx_op_flags);
+		       context, 0, ep->base.tx_op_flags);
 }
 
 static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -171,7 +171,7 @@ static ssize_t rdm_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct fi_rma_iov rma = { addr, util_iov_len(iov, count), key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, iov, desc, count, dest, &rma, 1,
-		       context, 0, ep->tx_op_flags);
+		       context, 0, ep->base.tx_op_flags);
 }
 
 static ssize_t rdm_writemsg(struct fid_ep *ep_fid,
@@ -207,7 +207,7 @@ static ssize_t rdm_writedata(struct fid_ep *ep_fid, const void *buf,
 	struct fi_rma_iov rma = { addr, len, key };
 
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, &iov, &desc, 1, dest, &rma, 1,
-		       context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA);
+		       context, data, ep->base.tx_op_flags | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t rdm_inject_writedata(struct fid_ep *ep_fid, const void *buf,
@@ -292,7 +292,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	bool comp;
 	ssize_t ret;
 
-	if (!tp->rma || !(ep->caps & FI_ATOMIC))
+	if (!tp->rma || !(ep->base.caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
 	if (!util_atomic_valid(a->op, a->datatype, atomic_class(a->kind)))
 		return -FI_EOPNOTSUPP;
@@ -306,7 +306,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	}
 
 	ep_lock(ep);
-	if (weft_unlikely(!ep->enabled)) {
+	if (weft_unlikely(!ep->base.enabled)) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -332,7 +332,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 		ret = -FI_EINVAL;
 		goto err_put;
 	}
-	comp = wants_comp(ep->tx_selective, a->flags);
+	comp = wants_comp(ep->base.tx_selective, a->flags);
 	ret = tx_reserve(ep, comp);
 	if (ret)
 		goto err_put;
@@ -405,7 +405,7 @@ static ssize_t rdm_atomic_write(struct fid_ep *ep_fid, const void *buf,
 		.kind = UTIL_RDM_TX_ATOMIC, .iov = &ioc, .desc = &desc,
 		.count = 1, .addr = dest, .rma = &rma, .rma_count = 1,
 		.datatype = datatype, .op = op, .context = context,
-		.flags = ep->tx_op_flags,
+		.flags = ep->base.tx_op_flags,
 	};
 
 	return rdm_atomic(ep, &a);
@@ -423,7 +423,7 @@ static ssize_t rdm_atomic_writev(struct fid_ep *ep_fid,
 		.kind = UTIL_RDM_TX_ATOMIC, .iov = iov, .desc = desc,
 		.count = count, .addr = dest, .rma = &rma, .rma_count = 1,
 		.datatype = datatype, .op = op, .context = context,
-		.flags = ep->tx_op_flags,
+		.flags = ep->base.tx_op_flags,
 	};
 	size_t i;
 
@@ -483,7 +483,7 @@ static ssize_t rdm_atomic_readwrite(struct fid_ep *ep_fid, const void *buf,
 		.desc = &desc, .count = 1, .res = &res, .res_count = 1,
 		.addr = dest, .rma = &rma, .rma_count = 1,
 		.datatype = datatype, .op = op, .context = context,
-		.flags = ep->tx_op_flags,
+		.flags = ep->base.tx_op_flags,
 	};
 
 	return rdm_atomic(ep, &a);
@@ -504,7 +504,7 @@ static ssize_t rdm_atomic_readwritev(struct fid_ep *ep_fid,
 		.count = count, .res = resultv, .res_count = result_count,
 		.addr = dest, .rma = &rma, .rma_count = 1,
 		.datatype = datatype, .op = op, .context = context,
-		.flags = ep->tx_op_flags,
+		.flags = ep->base.tx_op_flags,
 	};
 	size_t i;
 
@@ -551,7 +551,7 @@ static ssize_t rdm_atomic_compwrite(struct fid_ep *ep_fid, const void *buf,
 		.desc = &desc, .count = 1, .cmp = &cmp, .cmp_count = 1,
 		.res = &res, .res_count = 1, .addr = dest, .rma = &rma,
 		.rma_count = 1, .datatype = datatype, .op = op,
-		.context = context, .flags = ep->tx_op_flags,
+		.context = context, .flags = ep->base.tx_op_flags,
 	};
 
 	return rdm_atomic(ep, &a);
@@ -574,7 +574,7 @@ static ssize_t rdm_atomic_compwritev(struct fid_ep *ep_fid,
 		.count = count, .cmp = comparev, .cmp_count = compare_count,
 		.res = resultv, .res_count = result_count, .addr = dest,
 		.rma = &rma, .rma_count = 1, .datatype = datatype, .op = op,
-		.context = context, .flags = ep->tx_op_flags,
+		.context = context, .flags = ep->base.tx_op_flags,
 	};
 	size_t i;
 
@@ -614,7 +614,7 @@ static int rdm_atomic_valid(struct fid_ep *ep_fid, enum fi_datatype datatype,
 	struct fi_atomic_attr attr;
 	int ret;
 
-	if (!ep->xp->ops->rma || !(ep->caps & FI_ATOMIC))
+	if (!ep->xp->ops->rma || !(ep->base.caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
 	if (ep->hooks && ep->hooks->atomic_valid)
 		return ep->hooks->atomic_valid(ep, datatype, op, flags, count);

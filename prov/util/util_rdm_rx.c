@@ -19,9 +19,9 @@
 
 static fi_addr_t report_src(struct util_rdm_ep *ep, fi_addr_t src)
 {
-	if (src == FI_ADDR_NOTAVAIL || !ep->av)
+	if (src == FI_ADDR_NOTAVAIL || !ep->base.av)
 		return FI_ADDR_NOTAVAIL;
-	return util_av_user_id(ep->av, src);
+	return util_av_user_id(ep->base.av, src);
 }
 
 /*
@@ -33,7 +33,6 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			uint64_t data, uint32_t msg_flags, fi_addr_t src,
 			const void *src_raw, size_t src_raw_len, int err)
 {
-	struct util_cq *cq = ep->rx_cq;
 	uint64_t flags = rx->cq_flags;
 	bool multi = rx->m.flags & FI_MULTI_RECV;
 	void *buf;
@@ -52,39 +51,38 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 
 	if (!err && res->olen)
 		err = FI_ETRUNC;
-	if (!err && src == FI_ADDR_NOTAVAIL && (ep->caps & FI_SOURCE_ERR) &&
-	    src_raw)
+	if (!err && src == FI_ADDR_NOTAVAIL &&
+	    (ep->base.caps & FI_SOURCE_ERR) && src_raw)
 		err = FI_EADDRNOTAVAIL;
 
-	if (cq && (err || wants_comp(ep->rx_selective, rx->flags))) {
-		util_cq_writer_lock(cq);
-		if (!err) {
-			util_cq_write(cq, rx->m.context, flags, res->len, buf,
-				      data, tag, report_src(ep, src));
-		} else {
-			struct fi_cq_err_entry e = {
-				.op_context = rx->m.context,
-				.flags = flags,
-				.len = res->len,
-				.buf = buf,
-				.data = data,
-				.tag = tag,
-				.olen = res->olen,
-				.err = err,
-				.prov_errno = -err,
-			};
+	if (!err) {
+		util_ep_rx_success(&ep->base, false,
+				   wants_comp(ep->base.rx_selective, rx->flags),
+				   rx->m.context, flags, res->len, buf, data,
+				   tag, report_src(ep, src),
+				   ep->base.recv_cntr);
+	} else {
+		struct fi_cq_err_entry e = {
+			.op_context = rx->m.context,
+			.flags = flags,
+			.len = res->len,
+			.buf = buf,
+			.data = data,
+			.tag = tag,
+			.olen = res->olen,
+			.err = err,
+			.prov_errno = -err,
+		};
 
-			if (err == FI_EADDRNOTAVAIL) {
-				e.err_data = (void *)src_raw;
-				e.err_data_size = src_raw_len;
-			}
-			util_cq_write_err(cq, &e);
+		if (err == FI_EADDRNOTAVAIL) {
+			e.err_data = (void *)src_raw;
+			e.err_data_size = src_raw_len;
 		}
-		util_cq_writer_unlock(cq);
+		util_ep_rx_error(&ep->base, false, true, &e,
+				 ep->base.recv_cntr);
 	}
-	cntr_inc(ep->recv_cntr, err && err != FI_EADDRNOTAVAIL);
 	if (done)
-		util_bufpool_put(ep->rx_pool, rx);
+		util_bufpool_put(ep->rxq->rx_pool, rx);
 }
 
 void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err)
@@ -93,7 +91,7 @@ void util_rdm_fetch_done(struct util_rdm_ep *ep, void *cookie, int err)
 
 	rx_complete(ep, f->rx, &f->res, f->tag, f->data, f->msg_flags, f->src,
 		    f->src_raw_len ? f->src_raw : NULL, f->src_raw_len, err);
-	util_bufpool_put(ep->fetch_pool, f);
+	util_bufpool_put(ep->rxq->fetch_pool, f);
 }
 
 /* Place a message's payload into the slice the match gave and complete. */
@@ -110,7 +108,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 		util_iov_copy_to(rx->iov, rx->iov_count, res->offset, msg->payload,
 				 res->len);
 	} else {
-		f = util_bufpool_get(ep->fetch_pool);
+		f = util_bufpool_get(ep->rxq->fetch_pool);
 		if (!f) {
 			msg->xp->ops->discard(msg->xp, msg->stash);
 			err = FI_ENOMEM;
@@ -133,7 +131,7 @@ static void rx_deliver(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 				    res->len, f);
 		if (ret == -FI_EINPROGRESS)
 			return;
-		util_bufpool_put(ep->fetch_pool, f);
+		util_bufpool_put(ep->rxq->fetch_pool, f);
 		err = -ret;
 	}
 complete:
@@ -169,34 +167,34 @@ static void unexp_to_msg(const struct util_rdm_unexp *ue,
 	}
 }
 
-/* What keeping an unexpected message costs, against ep->unexp_max. */
-static size_t unexp_cost(const struct util_rdm_ep *ep, size_t heap_len)
+/* What keeping an unexpected message costs, against q->unexp_max. */
+static size_t unexp_cost(const struct util_rdm_rxq *q, size_t heap_len)
 {
-	return sizeof(struct util_rdm_unexp) + ep->unexp_inline + heap_len;
+	return sizeof(struct util_rdm_unexp) + q->unexp_inline + heap_len;
 }
 
-void unexp_free(struct util_rdm_ep *ep, struct util_rdm_unexp *ue,
+void unexp_free(struct util_rdm_rxq *q, struct util_rdm_unexp *ue,
 		bool discard)
 {
 	if (ue->stashed && discard)
 		ue->xp->ops->discard(ue->xp, ue->stash);
-	ep->unexp_bytes -= unexp_cost(ep, ue->heap ? ue->m.len : ue->hold);
+	q->unexp_bytes -= unexp_cost(q, ue->heap ? ue->m.len : ue->hold);
 	free(ue->heap);
-	util_bufpool_put(ep->unexp_pool, ue);
+	util_bufpool_put(q->unexp_pool, ue);
 }
 
 /* The sender of an unexpected message of unknown source, if the AV names
  * it now. */
 static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
 {
-	struct util_rdm_ep *ep = ctx;
+	struct util_rdm_rxq *q = ctx;
 	struct util_rdm_unexp *ue = container_of(m, struct util_rdm_unexp, m);
 	fi_addr_t fa;
 
 	if (!ue->src_raw_len)
 		return FI_ADDR_NOTAVAIL;
-	fa = util_av_lookup_addr(ep->av, ue->src_raw);
-	return util_av_slot_get(ep->av, fa) ? fa : FI_ADDR_NOTAVAIL;
+	fa = util_av_lookup_addr(q->av, ue->src_raw);
+	return util_av_slot_get(q->av, fa) ? fa : FI_ADDR_NOTAVAIL;
 }
 
 /*
@@ -206,35 +204,36 @@ static fi_addr_t unexp_src_now(void *ctx, struct util_unexp_entry *m)
  * whose ranks insert each other's addresses at different times).  Once
  * the AV has changed, name them.
  */
-static void unexp_resolve(struct util_rdm_ep *ep)
+static void unexp_resolve(struct util_rdm_rxq *q)
 {
 	uint64_t n;
 	size_t left;
 
-	if (!ep->av) {
-		ep->unexp_unknown = false;
+	if (!q->av) {
+		q->unexp_unknown = false;
 		return;
 	}
-	n = atomic_load_explicit(&ep->av->inserts, memory_order_acquire);
-	if (n == ep->unexp_av_inserts)
+	n = atomic_load_explicit(&q->av->inserts, memory_order_acquire);
+	if (n == q->unexp_av_inserts)
 		return;
-	ep->unexp_av_inserts = n;
-	left = util_match_resolve_unexp(&ep->msgq, unexp_src_now, ep) +
-	       util_match_resolve_unexp(&ep->tagq, unexp_src_now, ep);
-	ep->unexp_unknown = left > 0;
+	q->unexp_av_inserts = n;
+	left = util_match_resolve_unexp(&q->msgq, unexp_src_now, q) +
+	       util_match_resolve_unexp(&q->tagq, unexp_src_now, q);
+	q->unexp_unknown = left > 0;
 }
 
 /* ---- arrivals (transport -> engine) ------------------------------------- */
 
-static struct util_match *queue_of(struct util_rdm_ep *ep, uint32_t op)
+static struct util_match *queue_of(struct util_rdm_rxq *rq, uint32_t op)
 {
-	return op == UTIL_RDM_TAGGED ? &ep->tagq : &ep->msgq;
+	return op == UTIL_RDM_TAGGED ? &rq->tagq : &rq->msgq;
 }
 
 int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 {
 	struct util_rdm_ep *ep = xp->ep;
-	struct util_match *q = queue_of(ep, msg->op);
+	struct util_rdm_rxq *rq = ep->rxq;
+	struct util_match *q = queue_of(rq, msg->op);
 	struct util_match_result res;
 	struct util_rdm_unexp *ue;
 	size_t heap_len;
@@ -248,14 +247,14 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 
 	/* Unexpected: keep it if the bound allows (one always fits, so a
 	 * message bigger than the bound cannot stall forever). */
-	heap_len = msg->payload && msg->len > ep->unexp_inline ? msg->len : 0;
+	heap_len = msg->payload && msg->len > rq->unexp_inline ? msg->len : 0;
 	/* What the transport keeps for a stashed payload counts too. */
 	if (!msg->payload)
 		heap_len = msg->stash_hold;
-	if (ep->unexp_max && ep->unexp_bytes &&
-	    ep->unexp_bytes + unexp_cost(ep, heap_len) > ep->unexp_max)
+	if (rq->unexp_max && rq->unexp_bytes &&
+	    rq->unexp_bytes + unexp_cost(rq, heap_len) > rq->unexp_max)
 		return -FI_EAGAIN;
-	ue = util_bufpool_get(ep->unexp_pool);
+	ue = util_bufpool_get(rq->unexp_pool);
 	if (!ue)
 		return -FI_EAGAIN;
 	util_unexp_entry_init(&ue->m, msg->src, msg->tag, msg->len);
@@ -272,20 +271,20 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 	 * its first messages came): keep its address, so that a receive
 	 * posted later can name it (unexp_resolve), and for FI_SOURCE_ERR. */
 	if (msg->src == FI_ADDR_NOTAVAIL && msg->src_raw &&
-	    (ep->caps & (FI_SOURCE_ERR | FI_SOURCE | FI_DIRECTED_RECV))) {
+	    (ep->base.caps & (FI_SOURCE_ERR | FI_SOURCE | FI_DIRECTED_RECV))) {
 		ue->src_raw_len = WEFT_MIN(msg->src_raw_len,
 					   sizeof(ue->src_raw));
 		memcpy(ue->src_raw, msg->src_raw, ue->src_raw_len);
-		if (ep->av && !ep->unexp_unknown) {
-			ep->unexp_unknown = true;
-			ep->unexp_av_inserts = atomic_load_explicit(
-			    &ep->av->inserts, memory_order_acquire);
+		if (rq->av && !rq->unexp_unknown) {
+			rq->unexp_unknown = true;
+			rq->unexp_av_inserts = atomic_load_explicit(
+			    &rq->av->inserts, memory_order_acquire);
 		}
 	}
 	ue->stashed = !msg->payload;
 	if (ue->stashed) {
 		if (msg->stash_len > sizeof(ue->stash)) {
-			util_bufpool_put(ep->unexp_pool, ue);
+			util_bufpool_put(rq->unexp_pool, ue);
 			goto err_stash;
 		}
 		memcpy(ue->stash, msg->stash, msg->stash_len);
@@ -294,20 +293,20 @@ int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
 		/* Sized to the message: a 300-byte one holds 300 bytes. */
 		ue->heap = malloc(heap_len);
 		if (!ue->heap) {
-			util_bufpool_put(ep->unexp_pool, ue);
+			util_bufpool_put(rq->unexp_pool, ue);
 			return -FI_EAGAIN;
 		}
 		memcpy(ue->heap, msg->payload, heap_len);
 	} else {
 		memcpy(ue->inline_buf, msg->payload, msg->len);
 	}
-	ep->unexp_bytes += unexp_cost(ep, heap_len);
+	rq->unexp_bytes += unexp_cost(rq, heap_len);
 	util_match_add_unexp(q, &ue->m);
 	return 0;
 
 err_stash:
 	/* A descriptor larger than the engine keeps: a transport bug. */
-	FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+	FI_WARN(ep->base.domain->prov, FI_LOG_EP_DATA,
 		"a rendezvous descriptor of %zu bytes cannot be kept: "
 		"message dropped\n",
 		msg->stash_len);
@@ -318,32 +317,42 @@ err_stash:
 void util_rdm_remote_event(struct util_rdm_ep *ep, uint64_t flags, size_t len,
 			   uint64_t data)
 {
-	if (flags & FI_REMOTE_WRITE)
-		cntr_inc(ep->rem_write_cntr, 0);
-	else
-		cntr_inc(ep->rem_read_cntr, 0);
-	if ((flags & FI_REMOTE_CQ_DATA) && ep->rx_cq) {
-		util_cq_writer_lock(ep->rx_cq);
-		util_cq_write(ep->rx_cq, NULL, flags | FI_RMA, len, NULL, data,
-			      0, FI_ADDR_NOTAVAIL);
-		util_cq_writer_unlock(ep->rx_cq);
-	}
+	util_ep_rx_success(&ep->base, false, flags & FI_REMOTE_CQ_DATA, NULL,
+			   flags | FI_RMA, len, NULL, data, 0, FI_ADDR_NOTAVAIL,
+			   (flags & FI_REMOTE_WRITE) ? ep->base.rem_write_cntr :
+						     ep->base.rem_read_cntr);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
-static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
-			struct util_rdm_rx *rx)
+/* The endpoint that reports for q what no arrival names: ep if given,
+ * else the first that uses q (a shared receive context), or NULL. */
+static struct util_rdm_ep *report_ep(struct util_rdm_rxq *q,
+				     struct util_rdm_ep *ep)
+{
+	if (ep || dlist_empty(&q->eps))
+		return ep;
+	return container_of(q->eps.next, struct util_rdm_ep, rxq_entry);
+}
+
+static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
+			struct util_match *q, struct util_rdm_rx *rx)
 {
 	struct util_unexp_entry *m;
-	struct util_rdm_unexp *ue;
-	struct util_cq *cq = ep->rx_cq;
+	struct util_rdm_unexp *ue = NULL;
+	struct util_cq *cq;
 	int ret;
 
 	ret = util_match_peek(q, &rx->m, &m);
+	if (!ret) {
+		/* Reported where the message came by. */
+		ue = container_of(m, struct util_rdm_unexp, m);
+		ep = ue->xp->ep;
+	}
+	ep = report_ep(rq, ep);
+	cq = ep ? ep->base.rx_cq : NULL;
 	if (!cq)
 		return 0;
-	util_cq_writer_lock(cq);
 	if (ret) {
 		struct fi_cq_err_entry e = {
 			.op_context = rx->m.context,
@@ -353,34 +362,34 @@ static ssize_t rdm_peek(struct util_rdm_ep *ep, struct util_match *q,
 			.prov_errno = -FI_ENOMSG,
 		};
 
-		util_cq_write_err(cq, &e);
+		util_ep_rx_error(&ep->base, false, true, &e, NULL);
 	} else {
-		ue = container_of(m, struct util_rdm_unexp, m);
-		util_cq_write(cq, rx->m.context,
-			      rx->cq_flags |
-				      ((ue->flags & UTIL_RDM_CQ_DATA) ?
-					       FI_REMOTE_CQ_DATA :
-					       0),
-			      ue->m.len, NULL,
-			      (ue->flags & UTIL_RDM_CQ_DATA) ? ue->data : 0,
-			      ue->m.tag, report_src(ep, ue->m.addr));
+		util_ep_rx_success(
+			&ep->base, false, true, rx->m.context,
+			rx->cq_flags | ((ue->flags & UTIL_RDM_CQ_DATA) ?
+						FI_REMOTE_CQ_DATA :
+						0),
+			ue->m.len, NULL,
+			(ue->flags & UTIL_RDM_CQ_DATA) ? ue->data : 0,
+			ue->m.tag, report_src(ep, ue->m.addr), NULL);
 	}
-	util_cq_writer_unlock(cq);
 	if (!ret && (rx->m.flags & FI_DISCARD)) {
-		ue = container_of(m, struct util_rdm_unexp, m);
 		if (ue->flags & UTIL_RDM_ACK_REQ)
 			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
-		unexp_free(ep, ue, true);
+		unexp_free(rq, ue, true);
 	}
 	return 0;
 }
 
-/* A receive met an unexpected message: deliver it. */
-static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
+/* A receive met an unexpected message: deliver it, and report it on the
+ * endpoint the message came by (another one than the receive's, when
+ * they share a receive context). */
+static void deliver_unexp(struct util_rdm_rx *rx,
 			  const struct util_match_result *res, bool discard)
 {
 	struct util_rdm_unexp *ue =
 		container_of(res->unexp, struct util_rdm_unexp, m);
+	struct util_rdm_ep *ep = ue->xp->ep;
 	struct util_rdm_msg msg;
 
 	unexp_to_msg(ue, &msg);
@@ -389,12 +398,12 @@ static void deliver_unexp(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			ue->xp->ops->ack(ue->xp, ue->reply, ue->tx_id, 0);
 		rx_complete(ep, rx, res, msg.tag, msg.data, msg.flags, msg.src,
 			    NULL, 0, 0);
-		unexp_free(ep, ue, true);
+		unexp_free(ep->rxq, ue, true);
 		return;
 	}
 	rx_deliver(ep, rx, res, &msg);
 	/* A stashed payload was fetched: the transport already released it. */
-	unexp_free(ep, ue, false);
+	unexp_free(ep->rxq, ue, false);
 }
 
 /* A receive was queued for src alone: if that peer is known gone (and no
@@ -412,12 +421,12 @@ static void rx_directed_check(struct util_rdm_ep *ep, fi_addr_t src)
 		ep->rx_gone = true;
 }
 
-static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
-			void **desc, size_t count, fi_addr_t src, uint64_t tag,
-			uint64_t ignore, void *context, uint64_t flags,
-			uint32_t op)
+ssize_t rdm_recv(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
+		 const struct iovec *iov, void **desc, size_t count,
+		 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+		 uint64_t flags, uint32_t op)
 {
-	struct util_match *q = queue_of(ep, op);
+	struct util_match *q = queue_of(rq, op);
 	struct util_match_result res;
 	struct util_rdm_rx *rx;
 	ssize_t ret = 0;
@@ -427,23 +436,23 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	if ((flags & FI_MULTI_RECV) && (op != UTIL_RDM_MSG || count != 1))
 		return -FI_EINVAL;
-	if (!(ep->caps & FI_DIRECTED_RECV))
+
+	weft_lock(rq->lock);
+	if (weft_unlikely(ep && !ep->base.enabled)) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!(rq->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
 	/* A receive directed to fi_rx_addr(peer, i, bits) takes what that
 	 * peer sends from any of its contexts (Mercury names the context
 	 * its answer comes from, as 1.17's sockets matches): sources are
 	 * endpoints, not contexts. */
-	else if (src != FI_ADDR_UNSPEC && ep->av && ep->av->rx_ctx_bits)
-		src &= ep->av->addr_mask;
-
-	ep_lock(ep);
-	if (weft_unlikely(!ep->enabled)) {
-		ret = -FI_EOPBADSTATE;
-		goto out;
-	}
-	if (weft_unlikely(ep->unexp_unknown))
-		unexp_resolve(ep);
-	rx = util_bufpool_get(ep->rx_pool);
+	else if (src != FI_ADDR_UNSPEC && rq->av && rq->av->rx_ctx_bits)
+		src &= rq->av->addr_mask;
+	if (weft_unlikely(rq->unexp_unknown))
+		unexp_resolve(rq);
+	rx = util_bufpool_get(rq->rx_pool);
 	if (!rx) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -462,32 +471,32 @@ static ssize_t rdm_recv(struct util_rdm_ep *ep, const struct iovec *iov,
 			   context, util_iov_len(iov, count));
 
 	if (flags & FI_PEEK) {
-		ret = rdm_peek(ep, q, rx);
-		util_bufpool_put(ep->rx_pool, rx);
+		ret = rdm_peek(ep, rq, q, rx);
+		util_bufpool_put(rq->rx_pool, rx);
 		goto out;
 	}
 	if (flags & FI_CLAIM) {
 		r = util_match_claim(q, &rx->m, &res);
 		if (r < 0) {
-			util_bufpool_put(ep->rx_pool, rx);
+			util_bufpool_put(rq->rx_pool, rx);
 			ret = r == -FI_ENOMSG ? -FI_EINVAL : r;
 			goto out;
 		}
-		deliver_unexp(ep, rx, &res, flags & FI_DISCARD);
+		deliver_unexp(rx, &res, flags & FI_DISCARD);
 		goto out;
 	}
 	for (;;) {
 		r = util_match_post_recv(q, &rx->m, &res);
 		if (r <= 0)
 			break;
-		deliver_unexp(ep, rx, &res, false);
+		deliver_unexp(rx, &res, false);
 		if (!(flags & FI_MULTI_RECV) || res.released)
 			break;
 	}
-	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r)
+	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r && ep)
 		rx_directed_check(ep, src);
 out:
-	ep_unlock(ep);
+	weft_unlock(rq->lock);
 	return ret;
 }
 
@@ -497,8 +506,8 @@ ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, &desc, 1, src, 0, ~0ULL, context, ep->rx_op_flags,
-			UTIL_RDM_MSG);
+	return rdm_recv(ep, ep->rxq, &iov, &desc, 1, src, 0, ~0ULL, context,
+			ep->base.rx_op_flags, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -507,8 +516,8 @@ ssize_t rdm_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, desc, count, src, 0, ~0ULL, context,
-			ep->rx_op_flags, UTIL_RDM_MSG);
+	return rdm_recv(ep, ep->rxq, iov, desc, count, src, 0, ~0ULL, context,
+			ep->base.rx_op_flags, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -516,9 +525,8 @@ ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, ~0ULL,
-			msg->context,
-			flags,
+	return rdm_recv(ep, ep->rxq, msg->msg_iov, msg->desc, msg->iov_count,
+			msg->addr, 0, ~0ULL, msg->context, flags,
 			UTIL_RDM_MSG);
 }
 
@@ -529,8 +537,9 @@ ssize_t rdm_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 	struct iovec iov = { buf, len };
 
-	return rdm_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
-			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+	return rdm_recv(ep, ep->rxq, &iov, &desc, 1, src, tag, ignore,
+			context, ep->base.rx_op_flags & ~FI_MULTI_RECV,
+			UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -539,8 +548,9 @@ ssize_t rdm_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, iov, desc, count, src, tag, ignore, context,
-			ep->rx_op_flags & ~FI_MULTI_RECV, UTIL_RDM_TAGGED);
+	return rdm_recv(ep, ep->rxq, iov, desc, count, src, tag, ignore,
+			context, ep->base.rx_op_flags & ~FI_MULTI_RECV,
+			UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
@@ -549,25 +559,24 @@ ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
-	return rdm_recv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
-			msg->ignore, msg->context,
-			flags,
+	return rdm_recv(ep, ep->rxq, msg->msg_iov, msg->desc, msg->iov_count,
+			msg->addr, msg->tag, msg->ignore, msg->context, flags,
 			UTIL_RDM_TAGGED);
 }
 
 /* ---- cancel, failed receives -------------------------------------------- */
 
-ssize_t rdm_cancel(fid_t fid, void *context)
+void rxq_cancel(struct util_rdm_rxq *q, struct util_rdm_ep *ep,
+		void *context)
 {
-	struct util_rdm_ep *ep =
-		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
-	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_match *queues[] = { &q->msgq, &q->tagq };
 	struct util_rx_entry *m = NULL;
 	size_t i;
 
-	ep_lock(ep);
+	weft_lock(q->lock);
 	for (i = 0; i < WEFT_ARRAY_SIZE(queues) && !m; i++)
 		m = util_match_cancel(queues[i], context);
+	ep = report_ep(q, ep);
 	if (m) {
 		struct util_rdm_rx *rx = container_of(m, struct util_rdm_rx, m);
 
@@ -586,16 +595,21 @@ ssize_t rdm_cancel(fid_t fid, void *context)
 				.prov_errno = -FI_ECANCELED,
 			};
 
-			if (ep->rx_cq) {
-				util_cq_writer_lock(ep->rx_cq);
-				util_cq_write_err(ep->rx_cq, &e);
-				util_cq_writer_unlock(ep->rx_cq);
-			}
-			cntr_inc(ep->recv_cntr, FI_ECANCELED);
-			util_bufpool_put(ep->rx_pool, rx);
+			if (ep)
+				util_ep_rx_error(&ep->base, false, true, &e,
+						 ep->base.recv_cntr);
+			util_bufpool_put(q->rx_pool, rx);
 		}
 	}
-	ep_unlock(ep);
+	weft_unlock(q->lock);
+}
+
+ssize_t rdm_cancel(fid_t fid, void *context)
+{
+	struct util_rdm_ep *ep =
+		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
+
+	rxq_cancel(ep->rxq, ep, context);
 	return 0;
 }
 
@@ -611,21 +625,19 @@ static void rx_fail(struct util_rdm_ep *ep, struct util_rx_entry *m, int err)
 		.prov_errno = -err,
 	};
 
-	if (ep->rx_cq) {
-		util_cq_writer_lock(ep->rx_cq);
-		util_cq_write_err(ep->rx_cq, &e);
-		util_cq_writer_unlock(ep->rx_cq);
-	}
-	cntr_inc(ep->recv_cntr, err);
-	util_bufpool_put(ep->rx_pool, rx);
+	util_ep_rx_error(&ep->base, false, true, &e, ep->base.recv_cntr);
+	util_bufpool_put(ep->rxq->rx_pool, rx);
 }
 
 void util_rdm_flush_rx(struct util_rdm_ep *ep, int err)
 {
-	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_match *queues[] = { &ep->rxq->msgq, &ep->rxq->tagq };
 	struct util_rx_entry *m;
 	size_t i;
 
+	/* Receives of a shared context wait for the other endpoints. */
+	if (ep->rxq != &ep->own_rxq)
+		return;
 	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
 		while ((m = util_match_pop_posted(queues[i])))
 			rx_fail(ep, m, err);
@@ -652,7 +664,7 @@ static bool peer_drained(struct util_rdm_ep *ep, struct util_peer *peer)
  */
 void rx_fail_gone(struct util_rdm_ep *ep)
 {
-	struct util_match *queues[] = { &ep->msgq, &ep->tagq };
+	struct util_match *queues[] = { &ep->rxq->msgq, &ep->rxq->tagq };
 	struct util_rx_entry *m;
 	struct dlist_entry *e;
 	bool waiting = false;
@@ -679,4 +691,103 @@ void rx_fail_gone(struct util_rdm_ep *ep)
 				rx_fail(ep, m, FI_ECONNRESET);
 	}
 	ep->rx_gone = waiting;
+}
+
+/* ---- the receive state --------------------------------------------------- */
+
+#define RDM_DEFAULT_MIN_MULTI_RECV 64
+
+int rxq_init(struct util_rdm_rxq *q, uint64_t caps)
+{
+	struct util_match_attr mattr = {
+		.min_multi_recv = RDM_DEFAULT_MIN_MULTI_RECV,
+		/* The untagged queue honours directed receive too. */
+		.flags = (caps & FI_DIRECTED_RECV) ? UTIL_MATCH_DIRECTED : 0,
+	};
+	struct util_bufpool_attr pattr = { 0 };
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	dlist_init(&q->eps);
+	q->caps = caps;
+	ret = util_match_init(&q->msgq, &mattr);
+	if (ret)
+		return ret;
+	mattr.flags |= UTIL_MATCH_TAGGED;
+	ret = util_match_init(&q->tagq, &mattr);
+	if (ret)
+		goto err_msgq;
+	pattr.name = "rdm rx";
+	pattr.size = sizeof(struct util_rdm_rx);
+	ret = util_bufpool_create(&pattr, &q->rx_pool);
+	if (ret)
+		goto err_tagq;
+	pattr.name = "rdm fetch";
+	pattr.size = sizeof(struct rdm_fetch);
+	ret = util_bufpool_create(&pattr, &q->fetch_pool);
+	if (ret)
+		goto err_rx_pool;
+	return 0;
+
+err_rx_pool:
+	util_bufpool_destroy(q->rx_pool);
+err_tagq:
+	util_match_fini(&q->tagq);
+err_msgq:
+	util_match_fini(&q->msgq);
+	return ret;
+}
+
+int rxq_unexp_init(struct util_rdm_rxq *q, size_t unexp_inline,
+		   size_t unexp_max)
+{
+	struct util_bufpool_attr pattr = {
+		.name = "rdm unexpected",
+		.size = sizeof(struct util_rdm_unexp) + unexp_inline,
+	};
+
+	q->unexp_inline = unexp_inline;
+	q->unexp_max = unexp_max;
+	return util_bufpool_create(&pattr, &q->unexp_pool);
+}
+
+static void rxq_drain(struct util_rdm_rxq *rq, struct util_match *q)
+{
+	struct util_unexp_entry *ue;
+	struct util_rx_entry *m;
+
+	while ((m = util_match_pop_posted(q)))
+		util_bufpool_put(rq->rx_pool,
+				 container_of(m, struct util_rdm_rx, m));
+	while ((ue = util_match_pop_unexp(q)))
+		unexp_free(rq, container_of(ue, struct util_rdm_unexp, m),
+			   true);
+	util_match_fini(q);
+}
+
+void rxq_fini(struct util_rdm_rxq *q)
+{
+	rxq_drain(q, &q->msgq);
+	rxq_drain(q, &q->tagq);
+	util_bufpool_destroy(q->fetch_pool);
+	if (q->unexp_pool)
+		util_bufpool_destroy(q->unexp_pool);
+	util_bufpool_destroy(q->rx_pool);
+}
+
+static bool came_by(void *ctx, struct util_unexp_entry *m)
+{
+	return container_of(m, struct util_rdm_unexp, m)->xp->ep == ctx;
+}
+
+void rxq_drop_ep(struct util_rdm_rxq *q, struct util_rdm_ep *ep)
+{
+	struct util_match *queues[] = { &q->msgq, &q->tagq };
+	struct util_unexp_entry *m;
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(queues); i++)
+		while ((m = util_match_pop_unexp_if(queues[i], came_by, ep)))
+			unexp_free(q, container_of(m, struct util_rdm_unexp, m),
+				   true);
 }

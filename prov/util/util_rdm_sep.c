@@ -45,11 +45,11 @@ static int enable_one(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
 
 	while (sep->enabling)
 		pthread_cond_wait(&sep->enabled_cond, &sep->lock);
-	if (ep->enabled)
+	if (ep->base.enabled)
 		return 0;
 	sep->enabling = true;
 	pthread_mutex_unlock(&sep->lock);
-	ret = fi_control(&ep->ep_fid.fid, FI_ENABLE, NULL);
+	ret = fi_control(&ep->base.ep_fid.fid, FI_ENABLE, NULL);
 	pthread_mutex_lock(&sep->lock);
 	sep->enabling = false;
 	pthread_cond_broadcast(&sep->enabled_cond);
@@ -62,7 +62,7 @@ static int pair_enable(struct util_rdm_sep *sep, struct util_rdm_ep *ep)
 {
 	int ret;
 
-	if (ep->enabled)
+	if (ep->base.enabled)
 		return 0;
 	if (!sep->av)
 		return -FI_ENOAV;
@@ -95,16 +95,16 @@ static int pair_open(struct util_rdm_sep *sep, uint32_t i)
 		return ret;
 	ep->sep = sep;
 	ep->pair = i;
-	if (!i && sep->ops->pair0_shared && !ep->lock.needed) {
-		weft_lock_destroy(&ep->lock);
-		weft_lock_init(&ep->lock, true);
+	if (!i && sep->ops->pair0_shared && !ep->base.own_lock.needed) {
+		weft_lock_destroy(&ep->base.own_lock);
+		weft_lock_init(&ep->base.own_lock, true);
 	}
 	if (sep->av) {
 		ep_lock(ep);
 		ret = util_rdm_bind_locked(ep, &sep->av->av_fid.fid, 0);
 		ep_unlock(ep);
 		if (ret) {
-			fi_close(&ep->ep_fid.fid);
+			fi_close(&ep->base.ep_fid.fid);
 			return ret;
 		}
 	}
@@ -159,7 +159,7 @@ static int ctx_close(struct fid *fid)
 static int ctx_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_rdm_ctx *ctx = ctx_of(fid);
-	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_ep *ep = util_rdm_ep_of(&ctx->efid.fid);
 	int ret;
 
 	if (!bfid)
@@ -189,15 +189,15 @@ static int ctx_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 static int ctx_enable(struct util_rdm_ctx *ctx)
 {
-	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_ep *ep = util_rdm_ep_of(&ctx->efid.fid);
 	struct util_rdm_sep *sep = ctx->sep;
 	bool bound;
 	int ret;
 
 	ep_lock(ep);
-	bound = ctx->tx ? ep->tx_cq || ep->send_cntr || ep->write_cntr ||
-				  ep->read_cntr :
-			  ep->rx_cq || ep->recv_cntr;
+	bound = ctx->tx ? ep->base.tx_cq || ep->base.send_cntr ||
+				  ep->base.write_cntr || ep->base.read_cntr :
+			  ep->base.rx_cq || ep->base.recv_cntr;
 	ep_unlock(ep);
 	if (!bound)
 		return -FI_ENOCQ;
@@ -212,7 +212,7 @@ static int ctx_enable(struct util_rdm_ctx *ctx)
 static int ctx_control(struct fid *fid, int command, void *arg)
 {
 	struct util_rdm_ctx *ctx = ctx_of(fid);
-	struct util_rdm_ep *ep = ctx->efid.ep;
+	struct util_rdm_ep *ep = util_rdm_ep_of(&ctx->efid.fid);
 	uint64_t *flags = arg;
 
 	switch (command) {
@@ -226,7 +226,8 @@ static int ctx_control(struct fid *fid, int command, void *arg)
 			return -FI_EINVAL;
 		*flags = (*flags & ~(FI_TRANSMIT | FI_RECV)) |
 			 (ctx->tx ? FI_TRANSMIT : FI_RECV);
-		return util_rdm_ep_control(&ep->ep_fid.fid, command, flags);
+		return util_rdm_ep_control(&ep->base.ep_fid.fid, command,
+					   flags);
 	default:
 		return -FI_ENOSYS;
 	}
@@ -266,7 +267,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 	ctx->sep = sep;
 	ctx->index = (uint32_t)index;
 	ctx->tx = tx;
-	ctx->efid.ep = ep;
+	ctx->efid.ep = &ep->base;
 	ctx->efid.fid.fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	ctx->efid.fid.fid.context = context;
 	ctx->efid.fid.fid.ops = &ctx_fi_ops;
@@ -277,7 +278,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 		ctx->efid.fid.tagged = &util_rdm_tx_tagged_ops;
 		ctx->efid.fid.rma = &util_rdm_rma_ops;
 		ctx->efid.fid.atomic = &util_rdm_atomic_ops;
-		ep->tx_op_flags = op_flags;
+		ep->base.tx_op_flags = op_flags;
 	} else {
 		ctx->efid.fid.msg = &util_rdm_rx_msg_ops;
 		ctx->efid.fid.tagged = &util_rdm_rx_tagged_ops;
@@ -285,7 +286,7 @@ static int ctx_open(struct util_rdm_sep *sep, int index, bool tx,
 		 * the valid queries answer); nothing is left NULL. */
 		ctx->efid.fid.rma = &util_rdm_rma_ops;
 		ctx->efid.fid.atomic = &util_rdm_atomic_ops;
-		ep->rx_op_flags = op_flags;
+		ep->base.rx_op_flags = op_flags;
 	}
 	*slot = ctx;
 	pthread_mutex_unlock(&sep->lock);
@@ -340,7 +341,7 @@ static int sep_close(struct fid *fid)
 	for (i = sep->npair; i-- > 0;) {
 		if (!sep->pair[i].ep)
 			continue;
-		ret = fi_close(&sep->pair[i].ep->ep_fid.fid);
+		ret = fi_close(&sep->pair[i].ep->base.ep_fid.fid);
 		if (ret)
 			FI_WARN(sep->domain->prov, FI_LOG_EP_CTRL,
 				"context pair %u: close: %s\n", i,
@@ -612,5 +613,252 @@ int util_rdm_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
 	 * closes its domain before its shared transmit context.  The
 	 * endpoints bound to it hold the domain. */
 	*stx_fid = &stx->stx_fid;
+	return 0;
+}
+
+/* ---- shared receive contexts --------------------------------------------- */
+
+static struct util_rdm_srx *srx_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct util_rdm_srx, ep_fid);
+}
+
+static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			void *desc, fi_addr_t src, void *context)
+{
+	struct util_rdm_srx *srx = srx_of(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(NULL, &srx->rxq, &iov, &desc, 1, src, 0, ~0ULL,
+			context, srx->rx_op_flags, UTIL_RDM_MSG);
+}
+
+static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 void *context)
+{
+	struct util_rdm_srx *srx = srx_of(ep_fid);
+
+	return rdm_recv(NULL, &srx->rxq, iov, desc, count, src, 0, ~0ULL,
+			context, srx->rx_op_flags, UTIL_RDM_MSG);
+}
+
+static ssize_t srx_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	return rdm_recv(NULL, &srx_of(ep_fid)->rxq, msg->msg_iov, msg->desc,
+			msg->iov_count, msg->addr, 0, ~0ULL, msg->context,
+			flags, UTIL_RDM_MSG);
+}
+
+static ssize_t srx_trecv(struct fid_ep *ep_fid, void *buf, size_t len,
+			 void *desc, fi_addr_t src, uint64_t tag,
+			 uint64_t ignore, void *context)
+{
+	struct util_rdm_srx *srx = srx_of(ep_fid);
+	struct iovec iov = { buf, len };
+
+	return rdm_recv(NULL, &srx->rxq, &iov, &desc, 1, src, tag, ignore,
+			context, srx->rx_op_flags & ~FI_MULTI_RECV,
+			UTIL_RDM_TAGGED);
+}
+
+static ssize_t srx_trecvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t src,
+			  uint64_t tag, uint64_t ignore, void *context)
+{
+	struct util_rdm_srx *srx = srx_of(ep_fid);
+
+	return rdm_recv(NULL, &srx->rxq, iov, desc, count, src, tag, ignore,
+			context, srx->rx_op_flags & ~FI_MULTI_RECV,
+			UTIL_RDM_TAGGED);
+}
+
+static ssize_t srx_trecvmsg(struct fid_ep *ep_fid,
+			    const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	return rdm_recv(NULL, &srx_of(ep_fid)->rxq, msg->msg_iov, msg->desc,
+			msg->iov_count, msg->addr, msg->tag, msg->ignore,
+			msg->context, flags, UTIL_RDM_TAGGED);
+}
+
+static struct fi_ops_msg srx_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = srx_recv,
+	.recvv = srx_recvv,
+	.recvmsg = srx_recvmsg,
+	.send = weft_no_send,
+	.sendv = weft_no_sendv,
+	.sendmsg = weft_no_sendmsg,
+	.inject = weft_no_inject,
+	.senddata = weft_no_senddata,
+	.injectdata = weft_no_injectdata,
+};
+
+static struct fi_ops_tagged srx_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = srx_trecv,
+	.recvv = srx_trecvv,
+	.recvmsg = srx_trecvmsg,
+	.send = weft_no_tsend,
+	.sendv = weft_no_tsendv,
+	.sendmsg = weft_no_tsendmsg,
+	.inject = weft_no_tinject,
+	.senddata = weft_no_tsenddata,
+	.injectdata = weft_no_tinjectdata,
+};
+
+static ssize_t srx_cancel(fid_t fid, void *context)
+{
+	/* Reported on the first bound endpoint's CQ: it has none. */
+	rxq_cancel(&srx_of(container_of(fid, struct fid_ep, fid))->rxq, NULL,
+		   context);
+	return 0;
+}
+
+static int srx_getopt(fid_t fid, int level, int optname, void *optval,
+		      size_t *optlen)
+{
+	struct util_rdm_srx *srx = srx_of(container_of(fid, struct fid_ep, fid));
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_ETOOSMALL;
+	weft_lock(&srx->lock);
+	*(size_t *)optval = srx->rxq.msgq.min_multi_recv;
+	weft_unlock(&srx->lock);
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int srx_setopt(fid_t fid, int level, int optname, const void *optval,
+		      size_t optlen)
+{
+	struct util_rdm_srx *srx = srx_of(container_of(fid, struct fid_ep, fid));
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen < sizeof(size_t))
+		return -FI_EINVAL;
+	weft_lock(&srx->lock);
+	util_match_set_min_multi_recv(&srx->rxq.msgq, *(const size_t *)optval);
+	weft_unlock(&srx->lock);
+	return 0;
+}
+
+static struct fi_ops_ep srx_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = srx_cancel,
+	.getopt = srx_getopt,
+	.setopt = srx_setopt,
+	.tx_ctx = weft_no_tx_ctx,
+	.rx_ctx = weft_no_rx_ctx,
+	.rx_size_left = weft_no_size_left,
+	.tx_size_left = weft_no_size_left,
+};
+
+static int srx_close(struct fid *fid)
+{
+	struct util_rdm_srx *srx =
+		srx_of(container_of(fid, struct fid_ep, fid));
+	size_t bound;
+
+	weft_lock(&srx->lock);
+	bound = srx->bound;
+	weft_unlock(&srx->lock);
+	if (bound)
+		return -FI_EBUSY;
+	/* Receives still posted end without a completion: there is no
+	 * endpoint to report them. */
+	rxq_fini(&srx->rxq);
+	weft_lock_destroy(&srx->lock);
+	free(srx);
+	return 0;
+}
+
+static int srx_control(struct fid *fid, int command, void *arg)
+{
+	struct util_rdm_srx *srx =
+		srx_of(container_of(fid, struct fid_ep, fid));
+	uint64_t *flags = arg;
+
+	switch (command) {
+	case FI_ENABLE:
+		return 0; /* ready from the start */
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		*flags = srx->rx_op_flags;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		srx->rx_op_flags = *flags & ~FI_RECV;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static struct fi_ops srx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = srx_close,
+	.bind = weft_no_bind,
+	.control = srx_control,
+	.ops_open = weft_no_ops_open,
+};
+
+struct util_rdm_srx *util_rdm_srx_of(struct fid *fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_SRX_CTX || fid->ops != &srx_fi_ops)
+		return NULL;
+	return srx_of(container_of(fid, struct fid_ep, fid));
+}
+
+int util_rdm_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
+		      struct fid_ep **srx_fid, void *context)
+{
+	struct util_domain *domain;
+	struct util_rdm_srx *srx;
+	bool needs_lock;
+	int ret;
+
+	if (!domain_fid || !srx_fid)
+		return -FI_EINVAL;
+	domain = container_of(domain_fid, struct util_domain, domain_fid);
+	srx = calloc(1, sizeof(*srx));
+	if (!srx)
+		return -FI_ENOMEM;
+	if (attr)
+		srx->attr = *attr;
+	srx->rx_op_flags = srx->attr.op_flags;
+	srx->domain = domain;
+	/* Its lock is the lock of every endpoint bound to it, and those
+	 * may be driven by different threads unless the application
+	 * serialises the whole domain. */
+	needs_lock = util_domain_progress_needs_lock(domain) ||
+		     domain->threading == FI_THREAD_ENDPOINT;
+	ret = weft_lock_init(&srx->lock, needs_lock);
+	if (ret) {
+		free(srx);
+		return ret;
+	}
+	ret = rxq_init(&srx->rxq, srx->attr.caps);
+	if (ret) {
+		weft_lock_destroy(&srx->lock);
+		free(srx);
+		return ret;
+	}
+	srx->rxq.lock = &srx->lock;
+	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
+	srx->ep_fid.fid.context = context;
+	srx->ep_fid.fid.ops = &srx_fi_ops;
+	srx->ep_fid.ops = &srx_ep_ops;
+	srx->ep_fid.cm = NULL;
+	srx->ep_fid.msg = &srx_msg_ops;
+	srx->ep_fid.tagged = &srx_tagged_ops;
+	/* As a shared transmit context: no hold on the domain. */
+	*srx_fid = &srx->ep_fid;
 	return 0;
 }

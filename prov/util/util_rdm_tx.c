@@ -80,25 +80,24 @@ static struct util_cntr *tx_cntr(struct util_rdm_ep *ep,
 {
 	switch (tx->kind) {
 	case UTIL_RDM_TX_SEND:
-		return ep->send_cntr;
+		return ep->base.send_cntr;
 	case UTIL_RDM_TX_WRITE:
 	case UTIL_RDM_TX_ATOMIC:
-		return ep->write_cntr;
+		return ep->base.write_cntr;
 	default:
-		return ep->read_cntr;
+		return ep->base.read_cntr;
 	}
 }
 
 /* Report a finished transmit: success or error completion, counter. */
 static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 {
-	struct util_cq *cq = ep->tx_cq;
 
 	if (tx->reported) {
 		/* Complete since it was taken (tx_inject_complete); its
 		 * caller was told so, and is not told twice. */
 		if (err)
-			FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+			FI_WARN(ep->base.domain->prov, FI_LOG_EP_DATA,
 				"an injected %s to %llu failed after it "
 				"completed: %s\n",
 				tx->kind == UTIL_RDM_TX_WRITE ? "write" :
@@ -108,29 +107,15 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 		return;
 	}
 	/* (No CQ: a scalable endpoint's contexts closed under it, and
-	 * their CQ went with them: nobody waits for it.) */
-	if (tx->cq_reserved && cq) {
-		util_cq_writer_lock(cq);
-		if (!err) {
-			util_cq_write_reserved(cq, tx->context, tx->cq_flags, 0,
-					       NULL, 0, 0, FI_ADDR_NOTAVAIL);
-		} else {
-			struct fi_cq_err_entry e = {
-				.op_context = tx->context,
-				.flags = tx->cq_flags,
-				.err = err,
-				.prov_errno = -err,
-			};
-
-			util_cq_unreserve(cq, 1);
-			util_cq_write_err(cq, &e);
-		}
-		util_cq_writer_unlock(cq);
-	} else if (err && cq && !(tx->flags & RDM_NO_COMPLETION)) {
-		/* Failures are reported even without FI_COMPLETION
-		 * (fi_cq(3): selective completion suppresses successes).  An
-		 * inject has no context to report: its caller was told it
-		 * was sent, and only a bound counter counts the failure. */
+	 * their CQ went with them: nobody waits for it.)  Failures are
+	 * reported even without FI_COMPLETION (fi_cq(3): selective
+	 * completion suppresses successes).  An inject has no context to
+	 * report: its caller was told it was sent, and only a bound counter
+	 * counts the failure. */
+	if (!err) {
+		util_ep_tx_success(&ep->base, tx->cq_reserved, tx->context,
+				   tx->cq_flags, tx_cntr(ep, tx));
+	} else {
 		struct fi_cq_err_entry e = {
 			.op_context = tx->context,
 			.flags = tx->cq_flags,
@@ -138,11 +123,10 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 			.prov_errno = -err,
 		};
 
-		util_cq_writer_lock(cq);
-		util_cq_write_err(cq, &e);
-		util_cq_writer_unlock(cq);
+		util_ep_tx_error(&ep->base, tx->cq_reserved,
+				 !(tx->flags & RDM_NO_COMPLETION), &e,
+				 tx_cntr(ep, tx));
 	}
-	cntr_inc(tx_cntr(ep, tx), err);
 }
 
 void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
@@ -204,7 +188,7 @@ void util_rdm_tx_acked(struct util_rdm_ep *ep, uint64_t tx_id, int err)
 	struct util_rdm_tx *tx = util_rdm_tx_of(ep, tx_id);
 
 	if (!tx) {
-		FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
+		FI_WARN(ep->base.domain->prov, FI_LOG_EP_DATA,
 			"acknowledgement for unknown request %llu\n",
 			(unsigned long long)tx_id);
 		return;
@@ -252,25 +236,16 @@ void tx_taken(struct util_rdm_ep *ep, struct util_rdm_tx *tx,
 /* Reserve the CQ slot an operation will report to; -FI_EAGAIN if full. */
 int tx_reserve(struct util_rdm_ep *ep, bool comp)
 {
-	int ret;
-
 	if (!comp)
 		return 0;
-	if (!ep->tx_cq)
-		return -FI_ENOCQ;
-	util_cq_writer_lock(ep->tx_cq);
-	ret = util_cq_reserve(ep->tx_cq, 1);
-	util_cq_writer_unlock(ep->tx_cq);
-	return ret;
+	return util_ep_cq_reserve(ep->base.tx_cq);
 }
 
 void tx_unreserve(struct util_rdm_ep *ep, bool comp)
 {
 	if (!comp)
 		return;
-	util_cq_writer_lock(ep->tx_cq);
-	util_cq_unreserve(ep->tx_cq, 1);
-	util_cq_writer_unlock(ep->tx_cq);
+	util_ep_cq_unreserve(ep->base.tx_cq);
 }
 
 /* ---- handing transmits to the transport ---------------------------------- */
@@ -481,10 +456,10 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	if (weft_unlikely(count > UTIL_RDM_IOV_MAX || (count && !iov)))
 		return -FI_EINVAL;
 	hdr.len = util_iov_len(iov, count);
-	comp = wants_comp(ep->tx_selective, flags);
+	comp = wants_comp(ep->base.tx_selective, flags);
 
 	ep_lock(ep);
-	if (weft_unlikely(!ep->enabled)) {
+	if (weft_unlikely(!ep->base.enabled)) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -501,7 +476,8 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	 * the transport's word is waited for (eager_late, tx_start). */
 	if (weft_likely(hdr.len <= peer->xp->eager_max &&
 			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
-			!(peer->xp->eager_late && (comp || ep->send_cntr)) &&
+			!(peer->xp->eager_late &&
+			  (comp || ep->base.send_cntr)) &&
 			dlist_empty(&peer->queued))) {
 		ret = tx_reserve(ep, comp);
 		if (ret)
@@ -509,14 +485,8 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		ret = peer->xp->ops->send_eager(peer->xp, peer, &hdr, iov, desc,
 						count);
 		if (weft_likely(!ret)) {
-			if (comp) {
-				util_cq_writer_lock(ep->tx_cq);
-				util_cq_write_reserved(ep->tx_cq, context,
-						       cq_flags, 0, NULL, 0, 0,
-						       FI_ADDR_NOTAVAIL);
-				util_cq_writer_unlock(ep->tx_cq);
-			}
-			cntr_inc(ep->send_cntr, 0);
+			util_ep_tx_success(&ep->base, comp, context, cq_flags,
+					   ep->base.send_cntr);
 			goto out;
 		}
 		tx_unreserve(ep, comp);
@@ -583,7 +553,7 @@ ssize_t rdm_msg_send(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, &desc, 1, dest, 0, 0, context,
-			ep->tx_op_flags, UTIL_RDM_MSG);
+			ep->base.tx_op_flags, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -593,7 +563,7 @@ ssize_t rdm_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
 	return rdm_send(ep, iov, desc, count, dest, 0, 0, context,
-			ep->tx_op_flags, UTIL_RDM_MSG);
+			ep->base.tx_op_flags, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -624,7 +594,7 @@ ssize_t rdm_msg_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, &desc, 1, dest, 0, data, context,
-			ep->tx_op_flags | FI_REMOTE_CQ_DATA, UTIL_RDM_MSG);
+			ep->base.tx_op_flags | FI_REMOTE_CQ_DATA, UTIL_RDM_MSG);
 }
 
 ssize_t rdm_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
@@ -646,7 +616,7 @@ ssize_t rdm_tagged_send(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, &desc, 1, dest, tag, 0, context,
-			ep->tx_op_flags, UTIL_RDM_TAGGED);
+			ep->base.tx_op_flags, UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -656,7 +626,7 @@ ssize_t rdm_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
 	return rdm_send(ep, iov, desc, count, dest, tag, 0, context,
-			ep->tx_op_flags, UTIL_RDM_TAGGED);
+			ep->base.tx_op_flags, UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_sendmsg(struct fid_ep *ep_fid,
@@ -689,7 +659,8 @@ ssize_t rdm_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { (void *)buf, len };
 
 	return rdm_send(ep, &iov, &desc, 1, dest, tag, data, context,
-			ep->tx_op_flags | FI_REMOTE_CQ_DATA, UTIL_RDM_TAGGED);
+			ep->base.tx_op_flags | FI_REMOTE_CQ_DATA,
+			UTIL_RDM_TAGGED);
 }
 
 ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,

@@ -98,9 +98,9 @@ static void ep_cm_error(struct verbs_msg_ep *ep, int err, const void *priv,
 	const void *data = cm_unpack(priv, priv_len, &len, NULL);
 
 	ep->state = VERBS_CM_FAILED;
-	if (ep->eq)
-		util_eq_write_cm_err(ep->eq, &ep->rdm.ep_fid.fid, err, data,
-				     len);
+	if (ep->base.eq)
+		util_eq_write_cm_err(ep->base.eq, &ep->base.ep_fid.fid, err,
+				     data, len);
 }
 
 static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
@@ -136,9 +136,9 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 		/* The accept's (the passive side had the request's). */
 		if (fence.rkey && ep->domain->fence_mr)
 			ep->fence = fence;
-		if (ep->eq)
-			util_eq_write_cm(ep->eq, FI_CONNECTED,
-					 &ep->rdm.ep_fid.fid, NULL, data, len);
+		if (ep->base.eq)
+			util_eq_write_cm(ep->base.eq, FI_CONNECTED,
+					 &ep->base.ep_fid.fid, NULL, data, len);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		ep_cm_error(ep, FI_ECONNREFUSED, ev->param.conn.private_data,
@@ -172,9 +172,9 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 		/* Whichever side shut the connection down (clients wait for
 		 * it after their own fi_shutdown), once; nothing for a
 		 * connect the application itself ended. */
-		if (ep->eq && (was_open || !ep->local_shutdown))
-			util_eq_write_cm(ep->eq, FI_SHUTDOWN,
-					 &ep->rdm.ep_fid.fid, NULL, NULL, 0);
+		if (ep->base.eq && (was_open || !ep->local_shutdown))
+			util_eq_write_cm(ep->base.eq, FI_SHUTDOWN,
+					 &ep->base.ep_fid.fid, NULL, NULL, 0);
 		break;
 	default:
 		break;
@@ -184,11 +184,11 @@ static void ep_cm_event(struct verbs_msg_ep *ep, struct rdma_cm_event *ev)
 void verbs_msg_cm_progress(struct util_progress *p)
 {
 	struct verbs_msg_ep *ep =
-		container_of(p, struct verbs_msg_ep, cm_progress);
+		container_of(p, struct verbs_msg_ep, base.cm_progress);
 	struct rdma_cm_event *ev, copy;
 	uint8_t priv[256];
 
-	weft_lock(&ep->rdm.lock);
+	util_ep_lock(&ep->base);
 	while (!rdma_get_cm_event(ep->cm_ch, &ev)) {
 		/* Ack first (rdma_destroy_id waits for acks); keep what the
 		 * handler reads. */
@@ -205,7 +205,7 @@ void verbs_msg_cm_progress(struct util_progress *p)
 		rdma_ack_cm_event(ev);
 		ep_cm_event(ep, &copy);
 	}
-	weft_unlock(&ep->rdm.lock);
+	util_ep_unlock(&ep->base);
 }
 
 /* ---- fi_ops_cm (endpoint) ----------------------------------------------- */
@@ -223,7 +223,7 @@ static int sockaddr_out(const struct sockaddr *sa, void *addr,
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, base.ep_fid.fid);
 	struct sockaddr *sa = rdma_get_local_addr(ep->id);
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
@@ -250,26 +250,26 @@ static int ep_connect(struct fid_ep *ep_fid, const void *addr,
 
 	if (!addr)
 		return -FI_EINVAL;
-	if (!ep->eq)
+	if (!ep->base.eq)
 		return -FI_ENOEQ;
 	ret = cm_pack(ep->cm_priv, param, paramlen, ep->domain);
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.lock);
+	util_ep_lock(&ep->base);
 	if (ep->state != VERBS_CM_IDLE) {
-		weft_unlock(&ep->rdm.lock);
+		util_ep_unlock(&ep->base);
 		return -FI_EISCONN;
 	}
 	if (ep->src_addr.ss_family)
 		src = (struct sockaddr *)&ep->src_addr;
 	ret = verbs_resolve_addr(ep->id, &ep->domain->dev, src, addr);
 	if (ret) {
-		weft_unlock(&ep->rdm.lock);
+		util_ep_unlock(&ep->base);
 		return ret;
 	}
 	ep->state = VERBS_CM_RESOLVING;
-	weft_unlock(&ep->rdm.lock);
+	util_ep_unlock(&ep->base);
 	return 0;
 }
 
@@ -284,12 +284,12 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	if (ret < 0)
 		return ret;
 	ep->cm_priv_len = (uint8_t)ret;
-	weft_lock(&ep->rdm.lock);
+	util_ep_lock(&ep->base);
 	if (ep->state != VERBS_CM_IDLE || !ep->id->verbs) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (!ep->rdm.enabled) {
+	if (!ep->base.enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -303,7 +303,7 @@ static int ep_accept(struct fid_ep *ep_fid, const void *param,
 	}
 	ep->state = VERBS_CM_CONNECTING;
 out:
-	weft_unlock(&ep->rdm.lock);
+	util_ep_unlock(&ep->base);
 	return ret;
 }
 
@@ -311,19 +311,19 @@ static int ep_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
-	weft_lock(&ep->rdm.lock);
+	util_ep_lock(&ep->base);
 	ep->local_shutdown = true;
 	if (ep->state == VERBS_CM_CONNECTED ||
 	    ep->state == VERBS_CM_CONNECTING)
 		rdma_disconnect(ep->id);
-	weft_unlock(&ep->rdm.lock);
+	util_ep_unlock(&ep->base);
 	return 0;
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct verbs_msg_ep *ep =
-		container_of(fid, struct verbs_msg_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_msg_ep, base.ep_fid.fid);
 
 	if (!addr || addrlen > sizeof(ep->src_addr) ||
 	    addrlen < sizeof(struct sockaddr_in))

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the pieces of the verbs MSG endpoint share: verbs_msg.c (the
- * endpoint and its data path), verbs_cm.c (connection management and
- * passive endpoints), verbs_srx.c (shared receive contexts).  Private to
- * prov/verbs.
+ * What the pieces of the verbs MSG endpoint share: verbs_msg.c (its data
+ * path), verbs_msg_ep.c (its setup, QP and close), verbs_cm.c (connection
+ * management and passive endpoints), verbs_srx.c (shared receive
+ * contexts).  Private to prov/verbs.
  */
 #ifndef WEFT_VERBS_MSG_H
 #define WEFT_VERBS_MSG_H
@@ -11,6 +11,7 @@
 #include "verbs.h"
 
 #include "weft/util_cq.h"
+#include "weft/util_ep.h"
 #include "weft/util_eq.h"
 
 /* A transmit in flight (slot wr_id of the send ring). */
@@ -19,7 +20,7 @@ struct verbs_tx {
 	uint64_t cq_flags; /* FI_SEND | FI_MSG, FI_RMA | FI_WRITE ... */
 	size_t len;
 	bool report;  /* a CQ slot was reserved */
-	uint8_t cntr; /* VERBS_CNTR_* */
+	uint8_t cntr; /* enum util_ep_tx_kind */
 	bool signaled; /* its own completion will come */
 	bool done;     /* completed (verbs_msg.c: Completion order) */
 };
@@ -33,8 +34,6 @@ struct verbs_rx {
 	uint32_t nsge;
 	struct ibv_sge sge[VERBS_IOV_MAX];
 };
-
-enum { VERBS_CNTR_SEND, VERBS_CNTR_READ, VERBS_CNTR_WRITE };
 
 /* wr_id of a receive: its ring index with this bit; a transmit's lacks it. */
 #define VERBS_WR_RX (1ULL << 63)
@@ -80,8 +79,9 @@ enum verbs_cm_state {
 };
 
 struct verbs_msg_ep {
-	struct util_rdm_ep rdm; /* first */
-	struct util_rdm_xport xp; /* the engine's handle of this transport */
+	/* First: fid, lock, op flags, CQ / counter / AV / EQ bindings,
+	 * progress hooks, enable, completion reporting (weft/util_ep.h). */
+	struct util_ep base;
 	struct verbs_domain *domain;
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *id;
@@ -99,8 +99,6 @@ struct verbs_msg_ep {
 	bool rx_cq_data;
 	/* the device carries immediate data (not iWARP): remote CQ data */
 	bool imm;
-	struct util_eq *eq;
-	struct util_progress cm_progress;
 	struct verbs_srx *srx; /* bound shared receive context, or NULL */
 	bool shared_rx; /* ep_attr rx_ctx_cnt FI_SHARED_CONTEXT */
 
@@ -135,14 +133,32 @@ struct verbs_connreq {
 
 static inline struct verbs_msg_ep *msg_ep_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct verbs_msg_ep, rdm.ep_fid);
+	return container_of(ep_fid, struct verbs_msg_ep, base.ep_fid);
 }
 
-/* ---- verbs_msg.c --------------------------------------------------------- */
+/* Send work requests a transmit may take: a fenced write takes two. */
+static inline size_t tx_wrs(const struct verbs_msg_ep *ep)
+{
+	return ep->domain->fence_mr ? 2 : 1;
+}
+
+/* ---- verbs_msg_ep.c ------------------------------------------------------ */
 
 /* Create ep's QP on its id (once the id knows its device) and hand it the
  * receives posted so far.  0 or -FI_E*. */
 int verbs_msg_qp_create(struct verbs_msg_ep *ep);
+
+/* ---- verbs_msg.c --------------------------------------------------------- */
+
+/* The data calls. */
+extern struct fi_ops_msg verbs_msg_ops;
+extern struct fi_ops_rma verbs_rma_ops;
+extern struct fi_ops_atomic verbs_atomic_ops;
+/* The endpoint's part of the base's ops (util_ep_ops): read the CQ; arm
+ * its completion channel before a sleep; the channel's fd. */
+int verbs_msg_progress(struct util_ep *base);
+int verbs_msg_arm(struct util_ep *base);
+int verbs_msg_wait_fds(struct util_ep *base, int *fds);
 /* Fill sge from iov/desc: 0, or -FI_EINVAL (no descriptor under
  * FI_MR_LOCAL for a non-empty buffer that is not sent inline); *len the
  * bytes they cover. */

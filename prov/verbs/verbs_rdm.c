@@ -180,12 +180,12 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 static int verbs_rdm_ep_close(struct fid *fid)
 {
 	struct verbs_rdm_ep *ep =
-		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_rdm_ep, rdm.base.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&ep->rdm);
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	/* Everything outstanding ends as canceled, while the engine can
 	 * still report it. */
 	ep->closing = true;
@@ -218,7 +218,7 @@ static int verbs_rdm_ep_close(struct fid *fid)
 
 		util_rdm_fail_peer(&ep->rdm, peer, FI_ECANCELED);
 	}
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	util_rdm_ep_fini(&ep->rdm);
 	ep_teardown(ep);
 	free(ep);
@@ -228,7 +228,7 @@ static int verbs_rdm_ep_close(struct fid *fid)
 static int verbs_rdm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct verbs_rdm_ep *ep =
-		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_rdm_ep, rdm.base.ep_fid.fid);
 
 	if (!addrlen)
 		return -FI_EINVAL;
@@ -274,7 +274,7 @@ static int device_valid(struct util_rdm_ep *rdm, enum fi_datatype dt,
 	struct fi_atomic_attr attr;
 	int ret;
 
-	if (!(ep->rdm.caps & FI_ATOMIC))
+	if (!(ep->rdm.base.caps & FI_ATOMIC))
 		return -FI_EOPNOTSUPP;
 	ret = verbs_dev_atomic(&ep->domain->dev, dt, op, flags, &attr);
 	if (ret)
@@ -325,22 +325,22 @@ again:
 static int verbs_rdm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct verbs_rdm_ep *ep =
-		container_of(fid, struct verbs_rdm_ep, rdm.ep_fid.fid);
+		container_of(fid, struct verbs_rdm_ep, rdm.base.ep_fid.fid);
 	struct sockaddr_storage sa;
 	int ret;
 
 	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
 	    addrlen > sizeof(sa))
 		return -FI_EINVAL;
-	if (ep->rdm.enabled)
+	if (ep->rdm.base.enabled)
 		return -FI_EOPBADSTATE;
 	memset(&sa, 0, sizeof(sa));
 	memcpy(&sa, addr, addrlen);
 	if (addrlen < sa_len(&sa))
 		return -FI_EINVAL;
-	weft_lock(&ep->rdm.lock);
+	weft_lock(util_rdm_lock(&ep->rdm));
 	ret = listen_at(ep, &sa);
-	weft_unlock(&ep->rdm.lock);
+	weft_unlock(util_rdm_lock(&ep->rdm));
 	return ret;
 }
 
@@ -498,9 +498,9 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 			       context);
 	if (ret)
 		goto err;
-	ep->rdm.ep_fid.fid.ops = &verbs_rdm_fi_ops;
-	ep->rdm.ep_fid.cm = &verbs_rdm_cm_ops;
-	*ep_fid = &ep->rdm.ep_fid;
+	ep->rdm.base.ep_fid.fid.ops = &verbs_rdm_fi_ops;
+	ep->rdm.base.ep_fid.cm = &verbs_rdm_cm_ops;
+	*ep_fid = &ep->rdm.base.ep_fid;
 	return 0;
 err:
 	ep_teardown(ep);

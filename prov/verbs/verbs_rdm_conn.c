@@ -405,8 +405,8 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	if (ret)
 		goto reject;
 	vrdm_sa_stored(&sa, &sa);
-	if (ep->rdm.av && ep->rdm.av->ops.normalize &&
-	    ep->rdm.av->ops.normalize(ep->rdm.av, &sa, &sa))
+	if (ep->rdm.base.av && ep->rdm.base.av->ops.normalize &&
+	    ep->rdm.base.av->ops.normalize(ep->rdm.base.av, &sa, &sa))
 		goto reject;
 	why = "out of memory";
 	if (util_peer_add(&ep->rdm.peers, &sa, 0, &peer))

@@ -51,7 +51,7 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 	msg.tx_id = h->tx_id;
 	msg.reply = conn;
 	msg.src = FI_ADDR_NOTAVAIL;
-	if (vp && (ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
+	if (vp && (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
 		msg.src = util_peer_src(&ep->rdm.peers, &vp->peer);
 		msg.src_raw = vp->peer.addr;
 		msg.src_raw_len = sa_len(vp->peer.addr);

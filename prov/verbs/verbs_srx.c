@@ -38,7 +38,7 @@ void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	srx->free[srx->nfree++] = (uint32_t)slot;
 	weft_unlock(&srx->lock);
 	verbs_msg_rx_report(ep, context, buf, false,
-			    !ep->rdm.rx_selective || completion, wc);
+			    !ep->base.rx_selective || completion, wc);
 }
 
 /* ---- shared receive contexts -------------------------------------------- */
@@ -180,8 +180,6 @@ static int srx_close(struct fid *fid)
 		srx->srq = NULL;
 	}
 	cq = srx->cancel_cq;
-	if (cq)
-		util_cq_writer_lock(cq);
 	for (i = 0; i < srx->size; i++) {
 		struct verbs_rx *rx = &srx->rx[i];
 		struct fi_cq_err_entry err = {
@@ -195,13 +193,10 @@ static int srx_close(struct fid *fid)
 		if (!rx->on_qp)
 			continue;
 		rx->on_qp = false;
-		if (cq)
-			util_cq_write_err(cq, &err);
+		util_ep_cq_error(cq, false, true, &err);
 	}
-	if (cq) {
-		util_cq_writer_unlock(cq);
+	if (cq)
 		util_cq_unbind(cq, NULL);
-	}
 	weft_lock_destroy(&srx->lock);
 	free(srx->rx);
 	free(srx->free);

@@ -1842,7 +1842,205 @@ static int case_cm_mixed_peer_close(const char *prov)
 	return 0;
 }
 
+/*
+ * FI_EP_MSG endpoints on one shared receive context, as an rxm-style
+ * client keeps one for all its connections: each accepted endpoint opened
+ * from its FI_CONNREQ info with rx_ctx_cnt FI_SHARED_CONTEXT and bound to
+ * the context before fi_accept.  Messages from either client, expected
+ * or unexpected, land in the context's receives and complete on the CQ
+ * of the endpoint they came by; one connection ending does not end the
+ * receives the other still feeds.
+ */
+#define MS_N 2
+
+struct ms {
+	struct cm_fix cm;
+	struct fid_ep *c[MS_N], *s[MS_N], *srx;
+	struct fid_cq *cq[2 * MS_N]; /* clients', then servers' */
+};
+
+/* Completions read and not yet claimed. */
+struct ms_got {
+	struct fi_cq_data_entry c;
+	int at, err;
+};
+
+static struct ms_got ms_q[32];
+static int ms_nq;
+
+/* The completion of ctx on any of the CQs (each once); its CQ's index
+ * in *at. */
+static struct fi_cq_data_entry ms_wait(struct ms *m, void *ctx, int *at,
+				       int *err)
+{
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	struct fi_cq_data_entry c;
+	int i, k;
+
+	for (;;) {
+		for (k = 0; k < ms_nq; k++) {
+			if (ms_q[k].c.op_context != ctx)
+				continue;
+			c = ms_q[k].c;
+			*at = ms_q[k].at;
+			*err = ms_q[k].err;
+			ms_q[k] = ms_q[--ms_nq];
+			return c;
+		}
+		cf_assert(cf_now_ms() < end, "no completion within %d ms",
+			  CF_WAIT_MS);
+		for (i = 0; i < 2 * MS_N; i++) {
+			ssize_t n = fi_cq_read(m->cq[i], &c, 1);
+
+			if (n == -FI_EAGAIN)
+				continue;
+			cf_assert(ms_nq < 32, "too many completions");
+			if (n == -FI_EAVAIL) {
+				struct fi_cq_err_entry e = {0};
+
+				cf_assert(fi_cq_readerr(m->cq[i], &e, 0) == 1,
+					  "fi_cq_readerr");
+				memset(&c, 0, sizeof(c));
+				c.op_context = e.op_context;
+				ms_q[ms_nq++] = (struct ms_got){c, i, e.err};
+				continue;
+			}
+			cf_assert(n == 1, "CQ %d: fi_cq_read %zd", i, n);
+			ms_q[ms_nq++] = (struct ms_got){c, i, 0};
+		}
+		cm_pump(&m->cm);
+	}
+}
+
+/* ctx's completion must be a receive of len bytes on server endpoint s. */
+static void ms_recvd(struct ms *m, void *ctx, int s, size_t len,
+		     const char *what)
+{
+	struct fi_cq_data_entry c;
+	int at, err;
+
+	c = ms_wait(m, ctx, &at, &err);
+	cf_assert(!err, "%s: error %d (%s)", what, err, fi_strerror(err));
+	cf_expect(at == MS_N + s, "%s: on CQ %d, want the server endpoint "
+				  "%d's",
+		  what, at, s);
+	cf_expect(c.len == len && (c.flags & FI_RECV),
+		  "%s: len %zu flags %s", what, c.len, cf_flags_str(c.flags));
+}
+
+static void ms_sent(struct ms *m, void *ctx, int cl)
+{
+	int at, err;
+
+	ms_wait(m, ctx, &at, &err);
+	cf_assert(!err && at == cl, "send of client %d: error %d on CQ %d",
+		  cl, err, at);
+}
+
+static int case_cm_srx(const char *prov)
+{
+	struct fi_cq_attr cq_attr = {.size = 256, .format = FI_CQ_FORMAT_DATA};
+	struct fi_context2 rctx[8], sctx[8];
+	char sbuf[8][64], rbuf[8][64];
+	struct ms m;
+	struct cm_ev ev;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	cm_open(&m.cm, prov, FI_MSG, 0);
+	if (!m.cm.f.info->domain_attr->max_ep_srx_ctx)
+		cf_skip("max_ep_srx_ctx 0: no shared receive contexts");
+	cm_listen(&m.cm);
+	cf_ok(fi_srx_context(m.cm.f.domain, m.cm.f.info->rx_attr, &m.srx,
+			     NULL));
+	for (i = 0; i < 2 * MS_N; i++)
+		cf_ok(fi_cq_open(m.cm.f.domain, &cq_attr, &m.cq[i], NULL));
+	for (i = 0; i < MS_N; i++) {
+		struct fi_info *req;
+
+		cf_ok(fi_endpoint(m.cm.f.domain, m.cm.f.info, &m.c[i], NULL));
+		cf_ok(fi_ep_bind(m.c[i], &m.cm.eq[CM_CLIENT]->fid, 0));
+		cf_ok(fi_ep_bind(m.c[i], &m.cq[i]->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_enable(m.c[i]));
+		cf_ok(fi_connect(m.c[i], m.cm.pname, NULL, 0));
+		cm_expect_event(&m.cm, CM_SERVER, FI_CONNREQ, &m.cm.pep->fid,
+				&ev, "connect");
+		req = cm_entry(&ev)->info;
+		cf_assert(req && req->handle, "FI_CONNREQ without info");
+		req->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+		cf_ok(fi_endpoint(m.cm.f.domain, req, &m.s[i], NULL));
+		fi_freeinfo(req);
+		cf_ok(fi_ep_bind(m.s[i], &m.cm.eq[CM_SERVER]->fid, 0));
+		cf_ok(fi_ep_bind(m.s[i], &m.cq[MS_N + i]->fid,
+				 FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(m.s[i], &m.srx->fid, 0));
+		cf_ok(fi_enable(m.s[i]));
+		cf_ok(fi_accept(m.s[i], NULL, 0));
+		cm_expect_event(&m.cm, CM_SERVER, FI_CONNECTED, &m.s[i]->fid,
+				&ev, "accept");
+		cm_expect_event(&m.cm, CM_CLIENT, FI_CONNECTED, &m.c[i]->fid,
+				&ev, "connect");
+	}
+	for (i = 0; i < 8; i++)
+		cf_fill(sbuf[i], sizeof(sbuf[i]), 0x300 + (unsigned int)i);
+
+	/* Expected: the context's receives take both clients' messages. */
+	cf_ok(fi_recv(m.srx, rbuf[0], 64, NULL, 0, &rctx[0]));
+	cf_ok(fi_recv(m.srx, rbuf[1], 64, NULL, 0, &rctx[1]));
+	cf_ok(fi_send(m.c[0], sbuf[0], 64, NULL, 0, &sctx[0]));
+	ms_recvd(&m, &rctx[0], 0, 64, "client 0 to its endpoint");
+	cf_ok(fi_send(m.c[1], sbuf[1], 40, NULL, 0, &sctx[1]));
+	ms_recvd(&m, &rctx[1], 1, 40, "client 1 to its endpoint");
+	cf_check_fill(rbuf[0], 64, 0x300, "client 0's message");
+	cf_check_fill(rbuf[1], 40, 0x301, "client 1's message");
+	ms_sent(&m, &sctx[0], 0);
+	ms_sent(&m, &sctx[1], 1);
+
+	/* Unexpected, through the second endpoint (its send may wait for
+	 * the receive: verbs retries until one is posted). */
+	cf_ok(fi_send(m.c[1], sbuf[2], 48, NULL, 0, &sctx[2]));
+	for (i = 0; i < 50; i++) {
+		struct fi_cq_data_entry c;
+
+		cf_expect(fi_cq_read(m.cq[MS_N + 1], &c, 1) == -FI_EAGAIN,
+			  "a completion on the server before any receive");
+		cf_sleep_ms(2);
+	}
+	cf_ok(fi_recv(m.srx, rbuf[2], 64, NULL, 0, &rctx[2]));
+	ms_recvd(&m, &rctx[2], 1, 48, "client 1's unexpected message");
+	cf_check_fill(rbuf[2], 48, 0x302, "client 1's unexpected message");
+	ms_sent(&m, &sctx[2], 1);
+
+	/* Client 0 leaves: its endpoint's FI_SHUTDOWN ends no receive of
+	 * the context, which client 1 still feeds. */
+	cf_ok(fi_recv(m.srx, rbuf[3], 64, NULL, 0, &rctx[3]));
+	cf_ok(fi_close(&m.c[0]->fid));
+	m.c[0] = NULL;
+	cm_expect_event(&m.cm, CM_SERVER, FI_SHUTDOWN, &m.s[0]->fid, &ev,
+			"client 0's fi_close");
+	cf_ok(fi_send(m.c[1], sbuf[3], 64, NULL, 0, &sctx[3]));
+	ms_recvd(&m, &rctx[3], 1, 64, "client 1 after client 0 left");
+	cf_check_fill(rbuf[3], 64, 0x303, "client 1 after client 0 left");
+	ms_sent(&m, &sctx[3], 1);
+
+	for (i = 0; i < MS_N; i++) {
+		if (m.c[i])
+			cf_ok(fi_close(&m.c[i]->fid));
+		cf_ok(fi_close(&m.s[i]->fid));
+	}
+	cf_ok(fi_close(&m.srx->fid));
+	for (i = 0; i < 2 * MS_N; i++)
+		cf_ok(fi_close(&m.cq[i]->fid));
+	cm_close(&m.cm);
+	return 0;
+}
+
 const struct cf_case cf_cases_cm[] = {
+    {"cm_srx",
+     "FI_EP_MSG: two accepted endpoints on one shared receive context; "
+     "both clients' messages, expected and unexpected, complete on the "
+     "endpoint they came by; one client leaving ends no receive",
+     case_cm_srx},
     {"cm_connect",
      "FI_EP_MSG: private data in FI_CONNREQ and FI_CONNECTED, messages "
      "both ways, fi_getname/fi_getpeer agree",

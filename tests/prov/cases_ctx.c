@@ -717,6 +717,9 @@ static int case_stx_api(const char *prov)
 		fi_freeinfo(info);
 		cf_skip("max_ep_stx_ctx 0: no shared transmit contexts");
 	}
+	/* Whatever CF_CONTEXTS says, receives are the endpoints' own. */
+	if (info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->rx_ctx_cnt = 1;
 	pinfo = fi_dupinfo(info);
 	cf_assert(pinfo, "fi_dupinfo");
 	pinfo->ep_attr->tx_ctx_cnt = 1;
@@ -828,6 +831,595 @@ static int case_stx_api(const char *prov)
 	return 0;
 }
 
+/*
+ * Shared receive contexts (fi_srx_context, fi_endpoint(3)) in upstream
+ * fabtests' order (functional/shared_ctx.c): fi_srx_context with the
+ * fi_info's rx_attr, endpoints opened with rx_ctx_cnt FI_SHARED_CONTEXT
+ * bound to it before fi_enable, receives posted to the context.  Refused:
+ * fi_enable before the bind, a second bind, a bind to an endpoint not
+ * opened for one or of another domain, fi_close of a context endpoints
+ * use.  Two endpoints (R0, R1) on one context receive from two plain
+ * senders: every message, expected or unexpected (come before its
+ * receive, through either endpoint, one of rendezvous size), lands in
+ * the context's receives and completes once, on the CQ of the endpoint
+ * it came by, with its length, tag, data and sender.
+ */
+#define SX_R0 0
+#define SX_R1 1
+#define SX_S0 2
+#define SX_S1 3
+#define SX_EPS 4
+#define SX_BIG (1u << 20) /* past every eager limit */
+#define SX_MAXC 64
+
+struct sx_comp {
+	int ep; /* whose CQ */
+	struct fi_cq_tagged_entry c;
+	fi_addr_t src;
+	int err;
+};
+
+struct sx {
+	struct fid_cq *cq[SX_EPS];
+	struct sx_comp got[SX_MAXC];
+	int n;
+};
+
+static void sx_poll(struct sx *x)
+{
+	int i;
+
+	for (i = 0; i < SX_EPS; i++) {
+		struct fi_cq_tagged_entry c;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		ssize_t n = fi_cq_readfrom(x->cq[i], &c, 1, &src);
+
+		if (n == -FI_EAGAIN)
+			continue;
+		cf_assert(x->n < SX_MAXC, "too many completions");
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry e = {0};
+
+			cf_assert(fi_cq_readerr(x->cq[i], &e, 0) == 1,
+				  "fi_cq_readerr");
+			x->got[x->n].ep = i;
+			x->got[x->n].c.op_context = e.op_context;
+			x->got[x->n].c.flags = e.flags;
+			x->got[x->n].c.tag = e.tag;
+			x->got[x->n].err = e.err;
+			x->got[x->n++].src = FI_ADDR_NOTAVAIL;
+			continue;
+		}
+		cf_assert(n == 1, "endpoint %d: fi_cq_readfrom %zd", i, n);
+		x->got[x->n].ep = i;
+		x->got[x->n].c = c;
+		x->got[x->n].err = 0;
+		x->got[x->n++].src = src;
+	}
+}
+
+/* The completion of ctx (taken off the list), from whichever CQ. */
+static struct sx_comp sx_wait(struct sx *x, void *ctx)
+{
+	uint64_t end = cf_now_ms() + CF_WAIT_MS;
+	struct sx_comp r;
+	int k;
+
+	for (;;) {
+		for (k = 0; k < x->n; k++) {
+			if (x->got[k].c.op_context != ctx)
+				continue;
+			r = x->got[k];
+			x->got[k] = x->got[--x->n];
+			for (; k < x->n; k++)
+				cf_assert(x->got[k].c.op_context != ctx,
+					  "a context completed twice");
+			return r;
+		}
+		cf_assert(cf_now_ms() < end, "no completion within %d ms",
+			  CF_WAIT_MS);
+		sx_poll(x);
+	}
+}
+
+/* A transmit, tried again on -FI_EAGAIN with progress in between. */
+#define sx_post(x, call)                                                       \
+	do {                                                                   \
+		uint64_t sx_end_ = cf_now_ms() + CF_WAIT_MS;                   \
+		ssize_t sx_p_;                                                 \
+		cf_mark(#call);                                                \
+		while ((sx_p_ = (call)) == -FI_EAGAIN) {                       \
+			sx_poll(x);                                            \
+			cf_assert(cf_now_ms() < sx_end_, "%s: -FI_EAGAIN",     \
+				  #call);                                      \
+		}                                                              \
+		cf_assert(sx_p_ == 0, "%s: %zd", #call, sx_p_);                \
+	} while (0)
+
+/* Progress every endpoint for ms: messages reach their receivers. */
+static void sx_spin(struct sx *x, int ms)
+{
+	uint64_t end = cf_now_ms() + (uint64_t)ms;
+
+	while (cf_now_ms() < end)
+		sx_poll(x);
+}
+
+/* A receive completion of ctx on endpoint ep: len, tag, data, sender. */
+static void sx_check(struct sx *x, void *ctx, int ep, size_t len,
+		     uint64_t tag, uint64_t data, fi_addr_t src,
+		     const char *what)
+{
+	struct sx_comp c = sx_wait(x, ctx);
+
+	cf_assert(!c.err, "%s: error %d", what, c.err);
+	cf_expect(c.ep == ep, "%s: on endpoint %d's CQ, not %d's", what, c.ep,
+		  ep);
+	cf_expect(c.c.len == len, "%s: len %zu, not %zu", what, c.c.len, len);
+	cf_expect(c.c.flags & FI_RECV, "%s: flags %s", what,
+		  cf_flags_str(c.c.flags));
+	if (c.c.flags & FI_TAGGED)
+		cf_expect(c.c.tag == tag, "%s: tag 0x%llx", what,
+			  (unsigned long long)c.c.tag);
+	if (data) {
+		cf_expect((c.c.flags & FI_REMOTE_CQ_DATA) && c.c.data == data,
+			  "%s: data 0x%llx, flags %s", what,
+			  (unsigned long long)c.c.data,
+			  cf_flags_str(c.c.flags));
+	}
+	cf_expect(c.src == src, "%s: from fi_addr %llu, not %llu", what,
+		  (unsigned long long)c.src, (unsigned long long)src);
+}
+
+static void sx_sent(struct sx *x, void *ctx, int ep, const char *what)
+{
+	struct sx_comp c = sx_wait(x, ctx);
+
+	cf_assert(!c.err, "%s: error %d", what, c.err);
+	cf_expect(c.ep == ep && (c.c.flags & FI_SEND),
+		  "%s: on endpoint %d with flags %s", what, c.ep,
+		  cf_flags_str(c.c.flags));
+}
+
+static int case_srx_api(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_MSG | FI_SOURCE};
+	struct fi_av_attr av_attr = {.count = 16};
+	struct fi_cq_attr cq_attr = {.size = 1024,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fid_fabric *fabric;
+	struct fid_domain *domain, *domain2;
+	struct fid_av *av;
+	struct fid_ep *srx, *srx2, *ep[SX_EPS];
+	fi_addr_t addr[SX_EPS];
+	struct fi_context2 ctx[16], sctx[16];
+	static char sbuf[8][64], rbuf[8][64];
+	char *big, *bigr;
+	struct fi_info *info, *pinfo;
+	struct sx x = {0};
+	size_t v, vlen;
+	int i, ret;
+
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (!info->domain_attr->max_ep_srx_ctx) {
+		fi_freeinfo(info);
+		cf_skip("max_ep_srx_ctx 0: no shared receive contexts");
+	}
+	/* Whatever CF_CONTEXTS says, transmits are the endpoints' own. */
+	info->ep_attr->tx_ctx_cnt = 1;
+	pinfo = fi_dupinfo(info);
+	cf_assert(pinfo, "fi_dupinfo");
+	pinfo->ep_attr->rx_ctx_cnt = 1;
+	/* Hints asking for a shared receive context are met (fabtests). */
+	{
+		struct fi_info *h = fi_dupinfo(info), *got = NULL;
+
+		cf_assert(h, "fi_dupinfo");
+		h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+		ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &got);
+		cf_expect(!ret && got &&
+				  got->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT,
+			  "fi_getinfo, hints with rx_ctx_cnt "
+			  "FI_SHARED_CONTEXT: %d, rx_ctx_cnt %zu",
+			  ret, got ? got->ep_attr->rx_ctx_cnt : 0);
+		fi_freeinfo(got);
+		fi_freeinfo(h);
+	}
+	info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	big = malloc(SX_BIG);
+	bigr = malloc(SX_BIG);
+	cf_assert(big && bigr, "malloc");
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	cf_ok(fi_srx_context(domain, info->rx_attr, &srx, NULL));
+	for (i = 0; i < SX_EPS; i++) {
+		cf_ok(fi_endpoint(domain, i <= SX_R1 ? info : pinfo, &ep[i],
+				  NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &x.cq[i], NULL));
+		cf_ok(fi_ep_bind(ep[i], &x.cq[i]->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(ep[i], &av->fid, 0));
+	}
+	ret = fi_enable(ep[SX_R0]);
+	cf_expect(ret == -FI_EOPBADSTATE,
+		  "fi_enable of an FI_SHARED_CONTEXT endpoint before a shared "
+		  "receive context is bound: %d",
+		  ret);
+	ret = fi_ep_bind(ep[SX_S0], &srx->fid, 0);
+	cf_expect(ret == -FI_EINVAL,
+		  "a shared receive context bound to an endpoint not opened "
+		  "for one: %d",
+		  ret);
+	cf_ok(fi_domain(fabric, info, &domain2, NULL));
+	cf_ok(fi_srx_context(domain2, info->rx_attr, &srx2, NULL));
+	ret = fi_ep_bind(ep[SX_R0], &srx2->fid, 0);
+	cf_expect(ret == -FI_EINVAL,
+		  "another domain's shared receive context: %d", ret);
+	cf_ok(fi_close(&srx2->fid));
+	cf_ok(fi_close(&domain2->fid));
+	cf_ok(fi_ep_bind(ep[SX_R0], &srx->fid, 0));
+	cf_ok(fi_ep_bind(ep[SX_R1], &srx->fid, 0));
+	ret = fi_ep_bind(ep[SX_R0], &srx->fid, 0);
+	cf_expect(ret == -FI_EALREADY, "a second shared receive context: %d",
+		  ret);
+	for (i = 0; i < SX_EPS; i++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_enable(ep[i]));
+		cf_ok(fi_getname(&ep[i]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &addr[i], 0, NULL) == 1,
+			  "fi_av_insert %d", i);
+	}
+	ret = fi_close(&srx->fid);
+	cf_expect(ret == -FI_EBUSY,
+		  "fi_close of a shared receive context endpoints use: %d",
+		  ret);
+	v = 128;
+	cf_ok(fi_setopt(&srx->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v,
+			sizeof(v)));
+	v = 0;
+	vlen = sizeof(v);
+	cf_ok(fi_getopt(&srx->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v,
+			&vlen));
+	cf_expect(v == 128, "FI_OPT_MIN_MULTI_RECV of the context: %zu", v);
+
+	/* Expected: receives posted first, to the context. */
+	for (i = 0; i < 8; i++)
+		cf_fill(sbuf[i], sizeof(sbuf[i]), 0x500 + (unsigned int)i);
+	cf_ok(fi_trecv(srx, rbuf[0], 64, NULL, FI_ADDR_UNSPEC, 0x10, 0,
+		       &ctx[0]));
+	cf_ok(fi_trecv(srx, rbuf[1], 64, NULL, FI_ADDR_UNSPEC, 0x11, 0,
+		       &ctx[1]));
+	cf_ok(fi_recv(srx, rbuf[2], 64, NULL, FI_ADDR_UNSPEC, &ctx[2]));
+	sx_post(&x, fi_tsend(ep[SX_S0], sbuf[0], 64, NULL, addr[SX_R0], 0x10,
+			     &sctx[0]));
+	sx_post(&x, fi_tsend(ep[SX_S1], sbuf[1], 48, NULL, addr[SX_R1], 0x11,
+			     &sctx[1]));
+	sx_post(&x, fi_senddata(ep[SX_S0], sbuf[2], 40, NULL, 0xdada,
+				addr[SX_R1], &sctx[2]));
+	sx_check(&x, &ctx[0], SX_R0, 64, 0x10, 0, addr[SX_S0],
+		 "tagged, S0 to R0");
+	sx_check(&x, &ctx[1], SX_R1, 48, 0x11, 0, addr[SX_S1],
+		 "tagged, S1 to R1");
+	sx_check(&x, &ctx[2], SX_R1, 40, 0, 0xdada, addr[SX_S0],
+		 "untagged with data, S0 to R1");
+	cf_check_fill(rbuf[0], 64, 0x500, "tagged to R0");
+	cf_check_fill(rbuf[1], 48, 0x501, "tagged to R1");
+	cf_check_fill(rbuf[2], 40, 0x502, "untagged to R1");
+	for (i = 0; i < 3; i++)
+		sx_sent(&x, &sctx[i], i == 1 ? SX_S1 : SX_S0, "send");
+
+	/* Unexpected: sent first, through both endpoints, one of them of
+	 * rendezvous size; then received by receives posted to the
+	 * context (and one posted to R1, which posts to it). */
+	cf_fill(big, SX_BIG, 0x777);
+	sx_post(&x, fi_tsend(ep[SX_S0], sbuf[3], 64, NULL, addr[SX_R0], 0x20,
+			     &sctx[3]));
+	sx_post(&x, fi_tsend(ep[SX_S1], sbuf[4], 64, NULL, addr[SX_R1], 0x21,
+			     &sctx[4]));
+	sx_post(&x, fi_tsend(ep[SX_S1], big, SX_BIG, NULL, addr[SX_R1], 0x22,
+			     &sctx[5]));
+	sx_post(&x, fi_send(ep[SX_S1], sbuf[6], 32, NULL, addr[SX_R0],
+			    &sctx[6]));
+	sx_spin(&x, 300);
+	/* (Sends may complete: tcp writes a large one out.) */
+	for (i = 0; i < x.n; i++)
+		cf_expect(!(x.got[i].c.flags & FI_RECV),
+			  "a receive completion before any receive");
+	cf_ok(fi_trecv(srx, bigr, SX_BIG, NULL, FI_ADDR_UNSPEC, 0x22, 0,
+		       &ctx[5]));
+	cf_ok(fi_trecv(srx, rbuf[4], 64, NULL, FI_ADDR_UNSPEC, 0x21, 0,
+		       &ctx[4]));
+	cf_ok(fi_trecv(ep[SX_R1], rbuf[3], 64, NULL, FI_ADDR_UNSPEC, 0x20, 0,
+		       &ctx[3]));
+	cf_ok(fi_recv(srx, rbuf[6], 64, NULL, FI_ADDR_UNSPEC, &ctx[6]));
+	sx_check(&x, &ctx[5], SX_R1, SX_BIG, 0x22, 0, addr[SX_S1],
+		 "unexpected rendezvous, S1 to R1");
+	sx_check(&x, &ctx[4], SX_R1, 64, 0x21, 0, addr[SX_S1],
+		 "unexpected tagged, S1 to R1");
+	sx_check(&x, &ctx[3], SX_R0, 64, 0x20, 0, addr[SX_S0],
+		 "unexpected tagged, S0 to R0, received on R1");
+	sx_check(&x, &ctx[6], SX_R0, 32, 0, 0, addr[SX_S1],
+		 "unexpected untagged, S1 to R0");
+	cf_check_fill(bigr, SX_BIG, 0x777, "rendezvous payload");
+	cf_check_fill(rbuf[4], 64, 0x504, "unexpected to R1");
+	cf_check_fill(rbuf[3], 64, 0x503, "unexpected to R0");
+	cf_check_fill(rbuf[6], 32, 0x506, "unexpected untagged to R0");
+	for (i = 3; i <= 6; i++)
+		sx_sent(&x, &sctx[i], i == 3 ? SX_S0 : SX_S1, "send");
+
+	/* A receive canceled on the context is reported once, on an
+	 * endpoint bound to it. */
+	cf_ok(fi_trecv(srx, rbuf[7], 64, NULL, FI_ADDR_UNSPEC, 0x99, 0,
+		       &ctx[7]));
+	cf_ok(fi_cancel(&srx->fid, &ctx[7]));
+	{
+		struct sx_comp c = sx_wait(&x, &ctx[7]);
+
+		cf_expect(c.err == FI_ECANCELED &&
+				  (c.ep == SX_R0 || c.ep == SX_R1),
+			  "canceled: error %d on endpoint %d", c.err, c.ep);
+	}
+	sx_spin(&x, 100);
+	cf_expect(x.n == 0, "%d completion(s) more than sent", x.n);
+
+	/* fi_endpoint(3): connectionless endpoints on one context share
+	 * one AV. */
+	{
+		struct fid_av *av2;
+		struct fid_ep *e2;
+
+		cf_ok(fi_av_open(domain, &av_attr, &av2, NULL));
+		cf_ok(fi_endpoint(domain, info, &e2, NULL));
+		cf_ok(fi_ep_bind(e2, &x.cq[SX_R0]->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(e2, &av2->fid, 0));
+		cf_ok(fi_ep_bind(e2, &srx->fid, 0));
+		ret = fi_enable(e2);
+		cf_expect(ret == -FI_EINVAL,
+			  "fi_enable of an endpoint on the context with "
+			  "another AV: %d",
+			  ret);
+		cf_ok(fi_close(&e2->fid));
+		cf_ok(fi_close(&av2->fid));
+	}
+
+	/* An endpoint that closes takes what came by it and waits
+	 * unexpected (a rendezvous one too) along: the context's next
+	 * receive does not get it, and nothing touches the endpoint. */
+	sx_post(&x, fi_tsend(ep[SX_S0], big, SX_BIG, NULL, addr[SX_R0], 0x30,
+			     &sctx[7]));
+	sx_spin(&x, 300);
+	cf_ok(fi_close(&ep[SX_R0]->fid));
+	ep[SX_R0] = NULL;
+	cf_ok(fi_trecv(srx, bigr, SX_BIG, NULL, FI_ADDR_UNSPEC, 0x30, 0,
+		       &ctx[8]));
+	sx_spin(&x, 300);
+	for (i = 0; i < x.n; i++)
+		cf_expect(x.got[i].c.op_context != &ctx[8],
+			  "a receive took a message of a closed endpoint");
+	cf_ok(fi_cancel(&srx->fid, &ctx[8]));
+	{
+		struct sx_comp c = sx_wait(&x, &ctx[8]);
+
+		cf_expect(c.err == FI_ECANCELED && c.ep == SX_R1,
+			  "canceled after R0 closed: error %d on endpoint %d",
+			  c.err, c.ep);
+	}
+
+	for (i = 0; i < SX_EPS; i++)
+		if (ep[i])
+			cf_ok(fi_close(&ep[i]->fid));
+	cf_ok(fi_close(&srx->fid));
+	for (i = 0; i < SX_EPS; i++)
+		cf_ok(fi_close(&x.cq[i]->fid));
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&fabric->fid));
+	free(big);
+	free(bigr);
+	fi_freeinfo(pinfo);
+	fi_freeinfo(info);
+	return 0;
+}
+
+/*
+ * Two threads under FI_THREAD_SAFE, each driving its own receiving
+ * endpoint on one shared receive context (and a sender of its own):
+ * thread t posts to the context the receives for the messages that
+ * arrive at the other thread's endpoint, so every match crosses between
+ * the threads' endpoints, one lock serving both.  Every message is
+ * received once, checked, and reported on the endpoint it came by.
+ */
+#define SXT_N 2000
+#define SXT_WIN 64
+
+struct sxt {
+	struct fid_ep *srx, *r[2], *s[2];
+	struct fid_cq *rcq[2], *scq[2];
+	fi_addr_t raddr[2];
+	struct fi_context2 rctx[2][SXT_N], sctx[2][SXT_N];
+	char rbuf[2][SXT_N][64];
+	char sbuf[2][64];
+	const char *_Atomic fail;
+};
+
+static struct sxt *sxt;
+
+/* Completions of thread t's endpoints; false (and sxt->fail) if wrong. */
+static bool sxt_poll(int t, int *rcvd, int *sent)
+{
+	struct fi_cq_tagged_entry c;
+	ssize_t n;
+
+	n = fi_cq_read(sxt->rcq[t], &c, 1);
+	if (n == 1) {
+		/* A message that came by endpoint t: from sender t, into a
+		 * receive the other thread posted for it. */
+		int i = (int)(c.tag & 0xffff);
+
+		if ((c.tag >> 16) != (uint64_t)t || i >= SXT_N ||
+		    c.op_context != &sxt->rctx[t][i] || c.len != 64) {
+			sxt->fail = "a receive completion of the wrong "
+				    "message or endpoint";
+			return false;
+		}
+		(*rcvd)++;
+	} else if (n != -FI_EAGAIN) {
+		sxt->fail = "an error on a receiving CQ";
+		return false;
+	}
+	n = fi_cq_read(sxt->scq[t], &c, 1);
+	if (n == 1) {
+		(*sent)++;
+	} else if (n != -FI_EAGAIN) {
+		sxt->fail = "an error on a sending CQ";
+		return false;
+	}
+	return true;
+}
+
+static void *sxt_main(void *arg)
+{
+	int t = (int)(intptr_t)arg, o = 1 - t;
+	int rcvd = 0, sent = 0, i;
+	uint64_t end = cf_now_ms() + 4 * CF_WAIT_MS;
+	ssize_t ret;
+
+	for (i = 0; i < SXT_N; i++) {
+		/* The receive for the other thread's message i. */
+		do {
+			ret = fi_trecv(sxt->srx, sxt->rbuf[o][i], 64, NULL,
+				       FI_ADDR_UNSPEC,
+				       ((uint64_t)o << 16) | (uint64_t)i, 0,
+				       &sxt->rctx[o][i]);
+			if (ret == -FI_EAGAIN && !sxt_poll(t, &rcvd, &sent))
+				return NULL;
+		} while (ret == -FI_EAGAIN);
+		if (ret) {
+			sxt->fail = "fi_trecv on the shared context";
+			return NULL;
+		}
+		do {
+			ret = fi_tsend(sxt->s[t], sxt->sbuf[t], 64, NULL,
+				       sxt->raddr[t],
+				       ((uint64_t)t << 16) | (uint64_t)i,
+				       &sxt->sctx[t][i]);
+			if (ret == -FI_EAGAIN && !sxt_poll(t, &rcvd, &sent))
+				return NULL;
+		} while (ret == -FI_EAGAIN);
+		if (ret) {
+			sxt->fail = "fi_tsend";
+			return NULL;
+		}
+		while (rcvd + SXT_WIN < i || sent + SXT_WIN < i) {
+			if (!sxt_poll(t, &rcvd, &sent))
+				return NULL;
+			if (cf_now_ms() > end) {
+				sxt->fail = "messages missing";
+				return NULL;
+			}
+		}
+	}
+	while (rcvd < SXT_N || sent < SXT_N) {
+		if (!sxt_poll(t, &rcvd, &sent))
+			return NULL;
+		if (cf_now_ms() > end) {
+			sxt->fail = "messages missing at the end";
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static int case_srx_threads(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_MSG,
+			    .threading = FI_THREAD_SAFE};
+	struct fi_av_attr av_attr = {.count = 16};
+	struct fi_cq_attr cq_attr = {.size = 4096,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fi_info *info, *pinfo;
+	pthread_t th[2];
+	int t, i, ret;
+
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (!info->domain_attr->max_ep_srx_ctx) {
+		fi_freeinfo(info);
+		cf_skip("max_ep_srx_ctx 0: no shared receive contexts");
+	}
+	info->ep_attr->tx_ctx_cnt = 1;
+	pinfo = fi_dupinfo(info);
+	cf_assert(pinfo, "fi_dupinfo");
+	pinfo->ep_attr->rx_ctx_cnt = 1;
+	info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	sxt = calloc(1, sizeof(*sxt));
+	cf_assert(sxt, "calloc");
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	cf_ok(fi_srx_context(domain, info->rx_attr, &sxt->srx, NULL));
+	for (t = 0; t < 2; t++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_endpoint(domain, info, &sxt->r[t], NULL));
+		cf_ok(fi_endpoint(domain, pinfo, &sxt->s[t], NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &sxt->rcq[t], NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &sxt->scq[t], NULL));
+		cf_ok(fi_ep_bind(sxt->r[t], &sxt->srx->fid, 0));
+		cf_ok(fi_ep_bind(sxt->r[t], &sxt->rcq[t]->fid,
+				 FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(sxt->s[t], &sxt->scq[t]->fid,
+				 FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_ep_bind(sxt->r[t], &av->fid, 0));
+		cf_ok(fi_ep_bind(sxt->s[t], &av->fid, 0));
+		cf_ok(fi_enable(sxt->r[t]));
+		cf_ok(fi_enable(sxt->s[t]));
+		cf_ok(fi_getname(&sxt->r[t]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &sxt->raddr[t], 0, NULL) ==
+				  1,
+			  "fi_av_insert");
+		cf_fill(sxt->sbuf[t], 64, 0x40 + (unsigned int)t);
+	}
+	for (t = 0; t < 2; t++)
+		cf_assert(!pthread_create(&th[t], NULL, sxt_main,
+					  (void *)(intptr_t)t),
+			  "pthread_create");
+	for (t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	cf_assert(!sxt->fail, "%s", sxt->fail);
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < SXT_N; i++)
+			cf_check_fill(sxt->rbuf[t][i], 64,
+				      0x40 + (unsigned int)t, "payload");
+	for (t = 0; t < 2; t++) {
+		cf_ok(fi_close(&sxt->r[t]->fid));
+		cf_ok(fi_close(&sxt->s[t]->fid));
+	}
+	cf_ok(fi_close(&sxt->srx->fid));
+	for (t = 0; t < 2; t++) {
+		cf_ok(fi_close(&sxt->rcq[t]->fid));
+		cf_ok(fi_close(&sxt->scq[t]->fid));
+	}
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&fabric->fid));
+	free(sxt);
+	fi_freeinfo(pinfo);
+	fi_freeinfo(info);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
@@ -856,6 +1448,18 @@ const struct cf_case cf_cases_ctx[] = {
      "on one, refused binds, enable and close, each send completing "
      "once on its own endpoint's CQ under its own address",
      case_stx_api},
+    {"srx_api",
+     "fi_srx_context as fabtests' shared_ctx uses it: refused binds, "
+     "enable and close; two endpoints on one context, expected and "
+     "unexpected messages through both (one of rendezvous size) taken "
+     "by the context's receives, each completing once on the CQ of the "
+     "endpoint it came by with its length, tag, data and sender",
+     case_srx_api},
+    {"srx_threads",
+     "FI_THREAD_SAFE: two threads, each driving its own endpoint on one "
+     "shared receive context, each posting the receives the other's "
+     "messages take: 2000 verified messages each, every one once",
+     case_srx_threads},
     {"sep_threads",
      "FI_THREAD_ENDPOINT: a thread per context pair, each with its own "
      "CQ, 2000 verified messages each way, cancelled receives once each",

@@ -687,6 +687,9 @@ static int case_close_busy(const char *prov)
 	busy(&f.av->fid, "an AV bound to endpoints");
 	if (f.stx)
 		busy(&f.stx->fid, "a shared transmit context endpoints use");
+	if (f.ep[0].srx)
+		busy(&f.ep[0].srx->fid,
+		     "a shared receive context an endpoint uses");
 	busy(&f.ep[0].cntr[CF_CNTR_SEND]->fid,
 	     "a counter bound to an endpoint");
 	/* Everything is still alive and works. */

@@ -219,6 +219,9 @@ static int mc_target(bool manual)
 
 	/* shmem_transport_ofi_target_ep_init */
 	info->ep_attr->tx_ctx_cnt = 0;
+	/* (CF_CONTEXTS=srx asked for shared receives: not SOS's.) */
+	if (info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT)
+		info->ep_attr->rx_ctx_cnt = 0;
 	info->caps = FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE |
 		     FI_RMA_EVENT;
 	info->tx_attr->op_flags = 0;

@@ -335,16 +335,23 @@ static int sread_wakes(const char *prov, bool sharer)
 	cf_mem_reg(&f, 1, &rm, WAIT_MSG_LEN, FI_RECV);
 	cf_fill(sm.p, WAIT_MSG_LEN, 71);
 	if (sharer) {
-		struct fid_ep *x;
+		struct fid_ep *x, *xsrx = NULL;
 
 		cf_mark("a third endpoint on endpoint 1's CQ, then closed");
 		cf_ok(fi_endpoint(f.domain, f.info, &x, NULL));
 		if (f.stx)
 			cf_ok(fi_ep_bind(x, &f.stx->fid, 0));
+		if (f.ep[0].srx) {
+			cf_ok(fi_srx_context(f.domain, f.info->rx_attr, &xsrx,
+					     NULL));
+			cf_ok(fi_ep_bind(x, &xsrx->fid, 0));
+		}
 		cf_ok(fi_ep_bind(x, &f.ep[1].cq->fid, FI_TRANSMIT | FI_RECV));
 		cf_ok(fi_ep_bind(x, &f.av->fid, 0));
 		cf_ok(fi_enable(x));
 		cf_ok(fi_close(&x->fid));
+		if (xsrx)
+			cf_ok(fi_close(&xsrx->fid));
 	}
 	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, WAIT_MSG_LEN, rm.desc,
 			    FI_ADDR_UNSPEC, &rc));

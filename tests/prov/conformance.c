@@ -326,6 +326,13 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	}
 	if (cf_stx())
 		hints->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+	if (cf_srx() && hints->ep_attr->type != FI_EP_RDM) {
+		fi_freeinfo(hints);
+		cf_skip("CF_CONTEXTS=srx: shared receive contexts are "
+			"tested on RDM endpoints here");
+	}
+	if (cf_srx())
+		hints->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
 	if (cf_contexts() && hints->ep_attr->type == FI_EP_RDM) {
 		hints->caps |= FI_NAMED_RX_CTX;
 		hints->ep_attr->tx_ctx_cnt = CF_SEP_CTX;
@@ -385,6 +392,11 @@ void cf_ep_open(struct cf_fix *f, int i)
 	cf_ok(fi_endpoint(f->domain, f->info, &e->ep, NULL));
 	if (f->stx)
 		cf_ok(fi_ep_bind(e->ep, &f->stx->fid, 0));
+	if (cf_srx() && f->info->ep_attr->type == FI_EP_RDM) {
+		cf_ok(fi_srx_context(f->domain, f->info->rx_attr, &e->srx,
+				     NULL));
+		cf_ok(fi_ep_bind(e->ep, &e->srx->fid, 0));
+	}
 	cf_ok(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
 	/* cq_bind_flags (FI_SELECTIVE_COMPLETION) apply to transmits only. */
 	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | f->o.cq_bind_flags));
@@ -480,6 +492,8 @@ void cf_close(struct cf_fix *f)
 
 		if (e->ep)
 			cf_ok(fi_close(&e->ep->fid));
+		if (e->srx)
+			cf_ok(fi_close(&e->srx->fid));
 		if (e->cq)
 			cf_ok(fi_close(&e->cq->fid));
 		for (k = 0; k < CF_NCNTR; k++)

@@ -82,6 +82,7 @@ struct cf_ep {
 	uint8_t name[CF_MAX_NAME];
 	size_t namelen;
 	struct cf_queue q;
+	struct fid_ep *srx; /* CF_CONTEXTS=srx: its own, closed after it */
 };
 
 /* What a case asks of the provider. Zero fields mean "no requirement". */
@@ -150,6 +151,10 @@ bool cf_contexts(void);
  * FI_SHARED_CONTEXT and bound to the fixture's one shared transmit
  * context. */
 bool cf_stx(void);
+/* CF_CONTEXTS=srx: every fixture endpoint is opened with rx_ctx_cnt
+ * FI_SHARED_CONTEXT and bound to a shared receive context of its own,
+ * which its receives go to. */
+bool cf_srx(void);
 void cf_sep_open(struct cf_fix *f, int i);
 struct fid_ep *cf_sep_of(struct fid_ep *ep);
 

@@ -42,6 +42,13 @@ bool cf_stx(void)
 	return m && !strcmp(m, "stx");
 }
 
+bool cf_srx(void)
+{
+	const char *m = getenv("CF_CONTEXTS");
+
+	return m && !strcmp(m, "srx");
+}
+
 #define CF_SEP_TX 1
 #define CF_SEP_RX 2
 

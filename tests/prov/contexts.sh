@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # make check: every conformance case once more over scalable endpoints'
 # contexts (CF_CONTEXTS=sep, tests/prov/contexts.c), and once more with
-# every endpoint on a shared transmit context (CF_CONTEXTS=stx), over each
-# provider of this library that offers them; skipped, never passed, when
-# none does.
+# every endpoint on a shared transmit context (CF_CONTEXTS=stx), and once
+# more with each endpoint's receives on a shared receive context of its
+# own (CF_CONTEXTS=srx), over each provider of this library that offers
+# them; skipped, never passed, when none does.
 set -u
 bld=${top_builddir:-.}
 src=${top_srcdir:-.}
@@ -16,7 +17,7 @@ provs=$("$prog" -P) || { echo "listing providers failed"; exit 1; }
 status=77
 # mode CASE: the providers whose CASE passes (it skips, 77, where
 # fi_getinfo offers no such contexts), then the suite over them.
-for mode in sep:sep_api stx:stx_api; do
+for mode in sep:sep_api stx:stx_api srx:srx_api; do
 	m=${mode%%:*} probe=${mode#*:}
 	usable=
 	for p in $provs; do

@@ -409,13 +409,15 @@ static void ep_open(int idx, const struct ep_cfg *cfg)
 		me->addr_of[i] = FI_ADDR_NOTAVAIL;
 	cr_assert_eq(util_rdm_ep_init(&me->rdm, &domain, &info, &attr, me), 0);
 	cr_assert_eq(util_cq_open(&domain, &cq_attr, &me->cq, me), 0);
-	cr_assert_eq(util_rdm_ep_bind(&me->rdm.ep_fid.fid, &me->cq->cq_fid.fid,
-				      FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(util_rdm_ep_bind(&me->rdm.base.ep_fid.fid,
+				      &me->cq->cq_fid.fid,
+				      FI_TRANSMIT | FI_RECV),
+		     0);
 	if (!cfg->connected) {
 		cr_assert_eq(util_av_open(&domain, &av_attr,
 					  &util_av_sockaddr_in_ops, &me->av,
 					  NULL), 0);
-		cr_assert_eq(util_rdm_ep_bind(&me->rdm.ep_fid.fid,
+		cr_assert_eq(util_rdm_ep_bind(&me->rdm.base.ep_fid.fid,
 					      &me->av->fid, 0), 0);
 		for (i = 0; i < NEP; i++) {
 			struct sockaddr_in sin = addr_of_idx(i);
@@ -426,7 +428,8 @@ static void ep_open(int idx, const struct ep_cfg *cfg)
 						  &me->addr_of[i], 0, NULL), 1);
 		}
 	}
-	cr_assert_eq(util_rdm_ep_control(&me->rdm.ep_fid.fid, FI_ENABLE, NULL),
+	cr_assert_eq(util_rdm_ep_control(&me->rdm.base.ep_fid.fid, FI_ENABLE,
+					 NULL),
 		     0);
 	me->open = true;
 }
@@ -487,7 +490,7 @@ TestSuite(rdm_engine, .init = setup, .fini = teardown);
 
 static struct fid_ep *fep(int idx)
 {
-	return &eps[idx].rdm.ep_fid;
+	return &eps[idx].rdm.base.ep_fid;
 }
 
 static fi_addr_t to(int from, int dest)
@@ -565,7 +568,7 @@ static uint64_t progress_sig(void)
 		sig = sig * 1000003 + eps[i].head;
 		sig = sig * 1000003 + eps[i].nacks;
 		sig = sig * 1000003 + eps[i].nrecs;
-		sig = sig * 1000003 + eps[i].rdm.unexp_bytes;
+		sig = sig * 1000003 + eps[i].rdm.rxq->unexp_bytes;
 		sig = sig * 1000003 + util_bufpool_inuse(eps[i].rdm.tx_pool);
 	}
 	return sig;
@@ -725,7 +728,7 @@ Test(rdm_engine, unexpected_then_posted)
 		cr_assert_eq(rec_of(EP_B, RCTX(i))->tag, tags[i]);
 		cr_assert_eq(count_ctx(EP_A, CTX(i), NULL), 1);
 	}
-	cr_assert_eq(eps[EP_B].rdm.unexp_bytes, 0);
+	cr_assert_eq(eps[EP_B].rdm.rxq->unexp_bytes, 0);
 }
 
 Test(rdm_engine, rma_without_transport_support)
@@ -786,7 +789,7 @@ Test(rdm_engine, rndv_unexpected_then_posted)
 	cr_assert_eq(count_ctx(EP_B, RCTX(0), NULL), 1);
 	cr_assert_eq(rec_of(EP_B, RCTX(0))->tag, 9);
 	cr_assert_eq(mock.discard_calls, 0);
-	cr_assert_eq(eps[EP_B].rdm.unexp_bytes, 0);
+	cr_assert_eq(eps[EP_B].rdm.rxq->unexp_bytes, 0);
 }
 
 Test(rdm_engine, rndv_fetch_in_progress)
@@ -868,7 +871,7 @@ Test(rdm_engine, rndv_discarded)
 	cr_assert_eq(mock.fetch_calls, 0);
 	cr_assert_eq(count_ctx(EP_A, CTX(0), NULL), 1);
 	cr_assert_eq(count_ctx(EP_B, RCTX(0), NULL), 1);
-	cr_assert_eq(eps[EP_B].rdm.unexp_bytes, 0);
+	cr_assert_eq(eps[EP_B].rdm.rxq->unexp_bytes, 0);
 }
 
 /* ---- back-pressure -------------------------------------------------------- */
@@ -1506,7 +1509,7 @@ Test(rdm_engine, unexp_max_holds_back)
 	pump();
 	cr_assert_eq(eps[EP_A].nrecs, 10);
 	cr_assert_eq(eps[EP_B].count, 7, "the transport keeps what the engine refused");
-	cr_assert_leq(eps[EP_B].rdm.unexp_bytes, cfg.unexp_max);
+	cr_assert_leq(eps[EP_B].rdm.rxq->unexp_bytes, cfg.unexp_max);
 	cr_assert_eq(util_rdm_msg_arrived(&eps[EP_B].xp, &(struct util_rdm_msg){
 			     .op = UTIL_RDM_MSG, .len = 4, .payload = &v[0],
 			     .src = to(EP_B, EP_A) }),
@@ -1522,7 +1525,7 @@ Test(rdm_engine, unexp_max_holds_back)
 	}
 	cr_assert_eq(eps[EP_B].nrecs, 10);
 	cr_assert_eq(eps[EP_B].count, 0);
-	cr_assert_eq(eps[EP_B].rdm.unexp_bytes, 0);
+	cr_assert_eq(eps[EP_B].rdm.rxq->unexp_bytes, 0);
 }
 
 /* ---- flush ----------------------------------------------------------------- */
@@ -1550,7 +1553,7 @@ Test(rdm_engine, flush_rx)
 			     CTX(0)), 0);
 	pump();
 	cr_assert_eq(eps[EP_B].nrecs, 3);
-	cr_assert_gt(eps[EP_B].rdm.unexp_bytes, 0);
+	cr_assert_gt(eps[EP_B].rdm.rxq->unexp_bytes, 0);
 }
 
 /* ---- connected endpoints --------------------------------------------------- */
@@ -1597,5 +1600,5 @@ Test(rdm_engine, connected_any_dest)
 	((struct mock_peer *)peer)->blocked = false;
 	pump();
 	cr_assert_eq(count_ctx(EP_C, CTX(3), NULL), 1);
-	cr_assert_eq(eps[EP_B].rdm.unexp_bytes > 0, true);
+	cr_assert_eq(eps[EP_B].rdm.rxq->unexp_bytes > 0, true);
 }

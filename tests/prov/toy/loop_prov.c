@@ -307,8 +307,9 @@ static int loop_deliver(struct loop_ep *ep, const struct loop_slot *s)
 	};
 
 	loop_addr(s->src, src);
-	if (ep->rdm.av && (ep->rdm.caps & (FI_SOURCE | FI_DIRECTED_RECV)))
-		msg.src = util_av_lookup_addr(ep->rdm.av, src);
+	if (ep->rdm.base.av &&
+	    (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV)))
+		msg.src = util_av_lookup_addr(ep->rdm.base.av, src);
 	return util_rdm_msg_arrived(&ep->xp, &msg);
 }
 
@@ -362,7 +363,8 @@ static const struct util_rdm_transport loop_transport = {
 
 static int loop_ep_close(struct fid *fid)
 {
-	struct loop_ep *ep = container_of(fid, struct loop_ep, rdm.ep_fid.fid);
+	struct loop_ep *ep =
+		container_of(fid, struct loop_ep, rdm.base.ep_fid.fid);
 	struct loop_slot *s;
 
 	/* Injects the destination could not take yet still go. */
@@ -393,7 +395,8 @@ static struct fi_ops loop_ep_fi_ops = {
 
 static int loop_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct loop_ep *ep = container_of(fid, struct loop_ep, rdm.ep_fid.fid);
+	struct loop_ep *ep =
+		container_of(fid, struct loop_ep, rdm.base.ep_fid.fid);
 	char buf[LOOP_ADDRLEN];
 	size_t len;
 
@@ -458,8 +461,8 @@ static int loop_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = util_rdm_ep_init(&ep->rdm, domain, info, &attr, context);
 	if (ret)
 		goto err_pool;
-	ep->rdm.ep_fid.fid.ops = &loop_ep_fi_ops;
-	ep->rdm.ep_fid.cm = &loop_cm_ops;
+	ep->rdm.base.ep_fid.fid.ops = &loop_ep_fi_ops;
+	ep->rdm.base.ep_fid.cm = &loop_cm_ops;
 
 	pthread_mutex_lock(&loop_lock);
 	if (loop_next_id < LOOP_MAX_EPS) {
@@ -471,7 +474,7 @@ static int loop_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		ret = -FI_ENOSPC;
 		goto err_rdm;
 	}
-	*ep_fid = &ep->rdm.ep_fid;
+	*ep_fid = &ep->rdm.base.ep_fid;
 	return 0;
 
 err_rdm:
