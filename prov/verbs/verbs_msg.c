@@ -356,7 +356,9 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 			if (p->iov[i].iov_len && !(p->desc && p->desc[i]))
 				return -FI_EINVAL;
 	}
-	report = !inject && !p->silent && tx_wants_completion(ep, p->flags);
+	/* A counter alone (no CQ bound) counts it; nothing to report. */
+	report = cq && !inject && !p->silent &&
+		 tx_wants_completion(ep, p->flags);
 
 	util_ep_lock(&ep->base);
 	if (weft_unlikely(ep->state != VERBS_CM_CONNECTED || !ep->qp)) {

@@ -210,7 +210,8 @@ static int ep_close(struct fid *fid)
 		.srx = ep->srx,
 	};
 
-	util_eq_unbind_cm(ep->base.eq, &ep->base.cm_progress, ep->cm_ch->fd);
+	util_eq_unbind_cm(ep->base.eq, &ep->base.cm_progress,
+			  ep->cm_ch ? ep->cm_ch->fd : -1);
 	if (ep->state == VERBS_CM_CONNECTED)
 		rdma_disconnect(ep->id);
 	util_ep_close(&ep->base);
