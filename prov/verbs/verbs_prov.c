@@ -282,10 +282,10 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |        \
-	 FI_REMOTE_COMM)
+	 FI_REMOTE_COMM | FI_NAMED_RX_CTX)
 #define VERBS_RDM_TX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE)
+	 FI_WRITE | FI_NAMED_RX_CTX)
 #define VERBS_RDM_RX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
@@ -518,6 +518,14 @@ static void site_fill(struct verbs_site *s)
 			 * engine (util_rdm_stx), for any number of
 			 * endpoints. */
 			s->dom[i].max_ep_stx_ctx = s->dom[i].ep_cnt;
+			/* Scalable endpoints (verbs_rdm_sep.c): each
+			 * context pair has a CQ and an SRQ of its own. */
+			s->dom[i].max_ep_tx_ctx = WEFT_MIN(
+				(size_t)VERBS_RDM_MAX_CTX,
+				WEFT_MIN((size_t)d->max_cq, (size_t)d->max_srq));
+			if (!s->dom[i].max_ep_tx_ctx)
+				s->dom[i].max_ep_tx_ctx = 1;
+			s->dom[i].max_ep_rx_ctx = s->dom[i].max_ep_tx_ctx;
 		}
 		/* RDM endpoints apply atomics at the target, unless asked
 		 * for the device's (verbs.h); MSG endpoints have only those. */
@@ -1184,6 +1192,13 @@ __attribute__((weak)) int verbs_rdm_ep_open(struct verbs_domain *domain,
 	return -FI_ENOSYS;
 }
 
+__attribute__((weak)) int verbs_rdm_sep_open(struct verbs_domain *domain,
+					     struct fi_info *info,
+					     struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
 static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 			  struct fid_ep **ep, void *context)
 {
@@ -1206,6 +1221,27 @@ static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 	default:
 		return -FI_EINVAL;
 	}
+}
+
+/* Scalable endpoints: RDM only (an MSG endpoint has one peer). */
+static int verbs_scalable_ep(struct fid_domain *domain_fid,
+			     struct fi_info *info, struct fid_ep **sep,
+			     void *context)
+{
+	struct verbs_domain *domain = verbs_domain_of(domain_fid);
+	int ret;
+
+	if (!info || !info->ep_attr)
+		return -FI_EINVAL;
+	if (info->ep_attr->type != FI_EP_RDM)
+		return -FI_EOPNOTSUPP;
+	ret = util_prov_check_ep(sites_prov(), info);
+	if (ret)
+		return ret;
+	if ((info->caps & FI_ATOMIC) && !domain->dev.atomics &&
+	    verbs_rdm_device_atomics())
+		return -FI_EOPNOTSUPP;
+	return verbs_rdm_sep_open(domain, info, sep, context);
 }
 
 static int verbs_av_open(struct fid_domain *domain_fid,
@@ -1380,7 +1416,7 @@ static struct fi_ops_domain verbs_domain_ops = {
 	.av_open = verbs_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = verbs_endpoint,
-	.scalable_ep = weft_no_scalable_ep,
+	.scalable_ep = verbs_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = util_rdm_stx_open,
