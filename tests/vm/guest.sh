@@ -235,7 +235,9 @@ for m in stx sep; do
 		elif [ ! -x "$bld/tests/prov/conformance" ]; then
 			result FAIL "conformance-$m-verbs-${d%%:*}" "tests/prov/conformance not built"
 		else
-			run "conformance-$m-verbs-${d%%:*}" "$limit" contexts "$m" "${d#*:}"
+			# (the whole suite: twice a test's time)
+			run "conformance-$m-verbs-${d%%:*}" $((limit * 2)) \
+				contexts "$m" "${d#*:}"
 		fi
 	done
 done
