@@ -310,5 +310,10 @@ int verbs_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
  */
 int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		      struct fid_ep **ep, void *context);
+/* fi_scalable_ep of an RDM endpoint (verbs_rdm_sep.c), with at most
+ * this many contexts of each kind. */
+#define VERBS_RDM_MAX_CTX 16
+int verbs_rdm_sep_open(struct verbs_domain *domain, struct fi_info *info,
+		       struct fid_ep **sep, void *context);
 
 #endif /* WEFT_VERBS_H */

@@ -339,6 +339,13 @@ __attribute__((weak)) int verbs_rdm_ep_open(struct verbs_domain *domain,
 	return -FI_ENOSYS;
 }
 
+__attribute__((weak)) int verbs_rdm_sep_open(struct verbs_domain *domain,
+					     struct fi_info *info,
+					     struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
 static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 			  struct fid_ep **ep, void *context)
 {
@@ -361,6 +368,27 @@ static int verbs_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 	default:
 		return -FI_EINVAL;
 	}
+}
+
+/* Scalable endpoints: RDM only (an MSG endpoint has one peer). */
+static int verbs_scalable_ep(struct fid_domain *domain_fid,
+			     struct fi_info *info, struct fid_ep **sep,
+			     void *context)
+{
+	struct verbs_domain *domain = verbs_domain_of(domain_fid);
+	int ret;
+
+	if (!info || !info->ep_attr)
+		return -FI_EINVAL;
+	if (info->ep_attr->type != FI_EP_RDM)
+		return -FI_EOPNOTSUPP;
+	ret = util_prov_check_ep(verbs_sites_prov(), info);
+	if (ret)
+		return ret;
+	if ((info->caps & FI_ATOMIC) && !domain->dev.atomics &&
+	    verbs_rdm_device_atomics())
+		return -FI_EOPNOTSUPP;
+	return verbs_rdm_sep_open(domain, info, sep, context);
 }
 
 static int verbs_av_open(struct fid_domain *domain_fid,
@@ -535,7 +563,7 @@ static struct fi_ops_domain verbs_domain_ops = {
 	.av_open = verbs_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = verbs_endpoint,
-	.scalable_ep = weft_no_scalable_ep,
+	.scalable_ep = verbs_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = util_rdm_stx_open,

@@ -194,7 +194,11 @@ struct vrdm_cm_priv {
 	 * rkey 0 when the sender has no such region. */
 	uint64_t fence_addr;
 	uint32_t fence_rkey;
-	uint32_t reserved2;
+	/* Behind a scalable endpoint: the sender's context and the one it
+	 * wants at the listening address (0 and 0 between plain endpoints;
+	 * peers before these fields sent zero). */
+	uint16_t src_ctx;
+	uint16_t dst_ctx;
 } __attribute__((packed));
 _Static_assert(sizeof(struct vrdm_cm_priv) == 48, "vrdm_cm_priv is 48 bytes");
 _Static_assert(sizeof(struct vrdm_cm_priv) <= VERBS_CM_PRIV_MAX,
@@ -261,11 +265,12 @@ static inline void vrdm_atomic_put(struct vrdm_atomic *a, uint64_t addr,
 	};
 }
 
-/* Our private data: addr_len (at most 28) bytes of our name, and our
- * fence region (NULL: none). */
+/* Our private data: addr_len (at most 28) bytes of our name, our fence
+ * region (NULL: none), our context and the one we connect to. */
 static inline void vrdm_cm_priv_put(struct vrdm_cm_priv *pd,
 				    const void *addr, size_t addr_len,
-				    const struct verbs_fence *fence)
+				    const struct verbs_fence *fence,
+				    uint16_t src_ctx, uint16_t dst_ctx)
 {
 	memset(pd, 0, sizeof(*pd));
 	pd->version = VRDM_VERSION;
@@ -275,6 +280,8 @@ static inline void vrdm_cm_priv_put(struct vrdm_cm_priv *pd,
 		pd->fence_addr = fence->addr;
 		pd->fence_rkey = fence->rkey;
 	}
+	pd->src_ctx = src_ctx;
+	pd->dst_ctx = dst_ctx;
 }
 
 /* ---- RDM decoders (verbs_proto.c) ---------------------------------------- */

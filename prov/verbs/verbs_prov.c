@@ -282,10 +282,10 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |        \
-	 FI_REMOTE_COMM)
+	 FI_REMOTE_COMM | FI_NAMED_RX_CTX)
 #define VERBS_RDM_TX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE)
+	 FI_WRITE | FI_NAMED_RX_CTX)
 #define VERBS_RDM_RX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
@@ -518,6 +518,14 @@ static void site_fill(struct verbs_site *s)
 			 * engine (util_rdm_stx), for any number of
 			 * endpoints. */
 			s->dom[i].max_ep_stx_ctx = s->dom[i].ep_cnt;
+			/* Scalable endpoints (verbs_rdm_sep.c): each
+			 * context pair has a CQ and an SRQ of its own. */
+			s->dom[i].max_ep_tx_ctx = WEFT_MIN(
+				(size_t)VERBS_RDM_MAX_CTX,
+				WEFT_MIN((size_t)d->max_cq, (size_t)d->max_srq));
+			if (!s->dom[i].max_ep_tx_ctx)
+				s->dom[i].max_ep_tx_ctx = 1;
+			s->dom[i].max_ep_rx_ctx = s->dom[i].max_ep_tx_ctx;
 		}
 		/* RDM endpoints apply atomics at the target, unless asked
 		 * for the device's (verbs.h); MSG endpoints have only those. */

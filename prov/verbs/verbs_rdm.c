@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "weft/stubs.h"
@@ -142,6 +143,10 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	}
 	if (ep->lid)
 		rdma_destroy_id(ep->lid);
+	/* A scalable endpoint's pair 0 closes last: the requests it took
+	 * for pairs that never adopted them are still on its channel. */
+	if (ep->sep && !ep->ctx)
+		vrdm_inbox_drain(ep->sep);
 	if (ep->cm_ch) {
 		if (ep->epfd >= 0)
 			epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->cm_ch->fd, NULL);
@@ -175,6 +180,13 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	free(ep->tx_bufs);
 	if (ep->op_pool)
 		util_bufpool_destroy(ep->op_pool);
+	if (ep->bell_fd >= 0) {
+		if (ep->epfd >= 0)
+			epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->bell_fd, NULL);
+		close(ep->bell_fd);
+	}
+	if (ep->own_epfd && ep->epfd >= 0)
+		close(ep->epfd);
 }
 
 static int verbs_rdm_ep_close(struct fid *fid)
@@ -183,6 +195,13 @@ static int verbs_rdm_ep_close(struct fid *fid)
 		container_of(fid, struct verbs_rdm_ep, rdm.base.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
+	/* A pair: pair 0 rings its bell no more (pair 0's lock taken once
+	 * after, so that no handoff of its still runs). */
+	if (ep->sep && ep->ctx) {
+		atomic_store(&ep->sep->pairs[ep->ctx], NULL);
+		weft_lock(util_rdm_lock(&ep->pair0->rdm));
+		weft_unlock(util_rdm_lock(&ep->pair0->rdm));
+	}
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&ep->rdm);
 	weft_lock(util_rdm_lock(&ep->rdm));
@@ -409,7 +428,16 @@ static int ep_queues(struct verbs_rdm_ep *ep)
 	ret = util_bufpool_create(&pa, &ep->op_pool);
 	if (ret)
 		return ret;
-	ep->epfd = d->epfd; /* the domain's */
+	/* The domain's, so that one wait serves its endpoints (they sweep
+	 * each other); a set of its own for a scalable endpoint's pair that
+	 * takes no part in the sweeps (ep_make). */
+	if (ep->own_epfd) {
+		ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (ep->epfd < 0)
+			return weft_errno(errno);
+	} else {
+		ep->epfd = d->epfd;
+	}
 	ep->cm_ch = rdma_create_event_channel();
 	if (!ep->cm_ch)
 		return weft_errno(errno);
@@ -427,6 +455,24 @@ static int ep_queues(struct verbs_rdm_ep *ep)
 	ev.data.fd = ep->comp_ch->fd;
 	if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->comp_ch->fd, &ev))
 		return weft_errno(errno);
+	/* Pairs but 0: the bell pair 0 rings when it hands us a request,
+	 * and pair 0's event channel (in the domain's set already), so
+	 * that a thread waiting here wakes for a connect request at the
+	 * listener too, and takes it. */
+	if (ep->sep && ep->ctx) {
+		ep->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (ep->bell_fd < 0)
+			return weft_errno(errno);
+		ev.data.fd = ep->bell_fd;
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->bell_fd, &ev))
+			return weft_errno(errno);
+	}
+	if (ep->sep && ep->ctx && ep->own_epfd) {
+		ev.data.fd = ep->pair0->cm_ch->fd;
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->pair0->cm_ch->fd,
+			      &ev))
+			return weft_errno(errno);
+	}
 	/* Every posted receive and send may complete at once. */
 	ep->cq_size = WEFT_MIN(d->dev.max_cqe, 32767u);
 	ep->cq = ibv_create_cq(d->ctx, (int)ep->cq_size, ep, ep->comp_ch, 0);
@@ -437,11 +483,22 @@ static int ep_queues(struct verbs_rdm_ep *ep)
 	return 0;
 }
 
-int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
-		      struct fid_ep **ep_fid, void *context)
+/* An endpoint of info; sep: pair ctx of that scalable endpoint. */
+static int ep_make(struct verbs_domain *domain, struct fi_info *info,
+		   struct verbs_sep *sep, uint32_t ctx,
+		   struct verbs_rdm_ep **out, void *context)
 {
 	struct util_rdm_ep_attr attr = {
-		.sweep_domain = true,
+		/*
+		 * Endpoints of a domain sweep each other (util_rdm.h): an
+		 * rdma_cm handshake needs both sides' progress.  A scalable
+		 * endpoint's pairs too, when their locks are real; when they
+		 * are not (the application keeps to one thread per endpoint
+		 * and progress is manual), a pair is driven by its own
+		 * thread only, and wakes on a set of its own.
+		 */
+		.sweep_domain = !sep || util_domain_progress_needs_lock(
+						&domain->base.util),
 		.inject_max = WEFT_MIN(info->tx_attr && info->tx_attr->inject_size ?
 					       info->tx_attr->inject_size :
 					       256,
@@ -462,6 +519,15 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->domain = domain;
 	ep->epfd = -1;
+	ep->bell_fd = -1;
+	ep->own_epfd = !attr.sweep_domain;
+	if (sep) {
+		ep->sep = sep;
+		ep->ctx = ctx;
+		ep->inbox = &sep->inbox[ctx];
+		if (ctx)
+			ep->pair0 = vep_of(sep->base.pair[0].ep);
+	}
 	dlist_init(&ep->tx_free);
 	dlist_init(&ep->held);
 	dlist_init(&ep->conns);
@@ -473,9 +539,16 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ret = ep_buffers(ep);
 	if (ret)
 		goto err;
-	ret = ep_listen(ep, info);
-	if (ret)
-		goto err;
+	if (ep->pair0) {
+		/* Pair 0 listens for the scalable endpoint; the others say
+		 * its address as theirs. */
+		ep->addr = ep->pair0->addr;
+		ep->addrlen = ep->pair0->addrlen;
+	} else {
+		ret = ep_listen(ep, info);
+		if (ret)
+			goto err;
+	}
 	ep->xp.ops = &verbs_rdm_transport;
 	ep->xp.eager_max = VRDM_EAGER_MAX;
 	/* Sends complete at their work completion: over InfiniBand and
@@ -500,10 +573,35 @@ int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->rdm.base.ep_fid.fid.ops = &verbs_rdm_fi_ops;
 	ep->rdm.base.ep_fid.cm = &verbs_rdm_cm_ops;
-	*ep_fid = &ep->rdm.base.ep_fid;
+	if (sep)
+		atomic_store_explicit(&sep->pairs[ctx], ep,
+				      memory_order_release);
+	*out = ep;
 	return 0;
 err:
 	ep_teardown(ep);
 	free(ep);
 	return ret;
+}
+
+int verbs_rdm_ep_open(struct verbs_domain *domain, struct fi_info *info,
+		      struct fid_ep **ep_fid, void *context)
+{
+	struct verbs_rdm_ep *ep;
+	int ret;
+
+	ret = ep_make(domain, info, NULL, 0, &ep, context);
+	if (ret)
+		return ret;
+	*ep_fid = &ep->rdm.base.ep_fid;
+	return 0;
+}
+
+int verbs_rdm_pair_open(struct verbs_sep *sep, uint32_t ctx,
+			struct verbs_rdm_ep **out)
+{
+	struct verbs_domain *domain =
+		verbs_domain_of(&sep->base.domain->domain_fid);
+
+	return ep_make(domain, sep->base.info, sep, ctx, out, NULL);
 }

@@ -226,6 +226,47 @@ struct verbs_rdm_ep {
 	uint64_t empty_seq;   /* the CQ was found empty (progress_idle) */
 	uint64_t conns_freed; /* since the endpoint opened (logged) */
 	bool amo_device;      /* FI_VERBS_DEVICE_ATOMICS: the device's only */
+	/* A scalable endpoint's pair (verbs_rdm_sep.c): its sep and index;
+	 * the connect requests pair 0 took for it (its inbox); pair 0,
+	 * whose listener it drives too (NULL: this is pair 0); the bell
+	 * pair 0 rings when it fills the inbox (-1: none).  A pair has an
+	 * epoll set of its own: sep and inbox NULL on a plain endpoint. */
+	struct verbs_sep *sep;
+	uint32_t ctx;
+	struct vinbox *inbox;
+	struct verbs_rdm_ep *pair0;
+	int bell_fd;
+	bool own_epfd;
+};
+
+/* A connect request pair 0 took for another pair: the id (on pair 0's
+ * event channel until the pair adopts it), what its event said. */
+struct vreq {
+	struct dlist_entry entry; /* vinbox.list */
+	struct rdma_cm_id *id;
+	struct vrdm_cm_priv pd;
+	uint8_t initiator_depth, responder_resources;
+};
+
+struct vinbox {
+	struct dlist_entry list; /* struct vreq, under verbs_sep.inbox_lock */
+	atomic_bool ready;	 /* list is not empty */
+};
+
+/*
+ * A scalable endpoint (weft/util_rdm.h): pair i is a verbs RDM endpoint
+ * of its own (CQ, SRQ, QPs, event channel, lock).  Pair 0 listens at the
+ * scalable endpoint's address; a connect request names the context it
+ * wants (struct vrdm_cm_priv dst_ctx), and pair 0 hands those for pair i
+ * to pair i's inbox, where pair i takes the id onto its own event
+ * channel (rdma_migrate_id) and accepts it.
+ */
+struct verbs_sep {
+	struct util_rdm_sep base; /* first */
+	pthread_mutex_t inbox_lock; /* a leaf: nothing is taken under it */
+	struct vinbox inbox[VERBS_RDM_MAX_CTX];
+	/* Pairs' endpoints once opened (their bells), read by pair 0. */
+	_Atomic(struct verbs_rdm_ep *) pairs[VERBS_RDM_MAX_CTX];
 };
 
 static inline struct verbs_rdm_ep *vep_of(struct util_rdm_ep *rdm)
@@ -260,6 +301,10 @@ enum vrdm_class {
 
 /* ---- verbs_rdm.c --------------------------------------------------------- */
 
+/* Open pair ctx of sep (not enabled): an RDM endpoint; pair 0 listens. */
+int verbs_rdm_pair_open(struct verbs_sep *sep, uint32_t ctx,
+			struct verbs_rdm_ep **out);
+
 /* The AV's stored form of a socket address: family, port, address. */
 void vrdm_sa_stored(const void *addr, struct sockaddr_storage *out);
 
@@ -279,6 +324,12 @@ void vrdm_conn_reap(struct verbs_rdm_ep *ep);
 int vrdm_peer_connect(struct verbs_rdm_ep *ep, struct vpeer *vp);
 /* Take the rdma_cm events; how many. */
 int vrdm_cm_progress(struct verbs_rdm_ep *ep);
+/* A scalable endpoint's pair: accept what pair 0 handed it, drive pair
+ * 0's listener when its lock is free, probe the peers directed receives
+ * wait for; how many events that was. */
+int vrdm_pair_progress(struct verbs_rdm_ep *ep, bool listener);
+/* Pair 0 closes: the requests no pair adopted are refused. */
+void vrdm_inbox_drain(struct verbs_sep *sep);
 
 /* ---- verbs_rdm_tx.c ------------------------------------------------------ */
 

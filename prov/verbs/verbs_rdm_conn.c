@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- connections --------------------------------------------------------- */
 
@@ -133,13 +134,16 @@ static void conn_param_fill(struct verbs_rdm_ep *ep,
 	cp->rnr_retry_count = 7; /* a full SRQ holds the sender back */
 }
 
-/* Our side of the private data: who we are, where to read for a fence. */
-static void priv_fill(struct verbs_rdm_ep *ep, struct vrdm_cm_priv *pd)
+/* Our side of the private data: who we are (our context too), where to
+ * read for a fence, the peer's context we want. */
+static void priv_fill(struct verbs_rdm_ep *ep, struct vrdm_cm_priv *pd,
+		      uint32_t dst_ctx)
 {
 	struct verbs_fence f;
 
 	vrdm_cm_priv_put(pd, &ep->addr, ep->addrlen,
-			 verbs_domain_fence(ep->domain, &f));
+			 verbs_domain_fence(ep->domain, &f), (uint16_t)ep->ctx,
+			 (uint16_t)dst_ctx);
 }
 
 /* The peer's fence region, from its private data (if it is ours). */
@@ -382,11 +386,17 @@ int vrdm_peer_connect(struct verbs_rdm_ep *ep, struct vpeer *vp)
 	return 0;
 }
 
-/* A peer connects to us.  Returns true when the request's id is to be
- * destroyed (refused) once the event is acknowledged. */
-static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
+/*
+ * Accept a connect request on id (its event's private data pd, the
+ * peer's read depths) as pair ep: a peer of the sender's address and
+ * context, a QP on our CQ and SRQ.  Returns true when id is to be
+ * destroyed (refused).
+ */
+static bool conn_accept(struct verbs_rdm_ep *ep, struct rdma_cm_id *id,
+			const struct vrdm_cm_priv *pd, uint8_t initiator_depth,
+			uint8_t responder_resources)
 {
-	struct vrdm_cm_priv pd, mine;
+	struct vrdm_cm_priv mine;
 	struct sockaddr_storage sa;
 	struct rdma_conn_param cp;
 	struct util_peer *peer;
@@ -394,12 +404,9 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	const char *why = "bad private data";
 	int ret;
 
-	memset(&pd, 0, sizeof(pd));
-	if (ep->closing ||
-	    vrdm_cm_priv_decode(ev->param.conn.private_data,
-				ev->param.conn.private_data_len, &pd))
+	if (ep->closing)
 		goto reject;
-	ret = vrdm_cm_priv_addr(&pd, &sa);
+	ret = vrdm_cm_priv_addr(pd, &sa);
 	if (ret == -FI_EADDRNOTAVAIL)
 		why = "not an address of our AV's format";
 	if (ret)
@@ -409,37 +416,204 @@ static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
 	    ep->rdm.base.av->ops.normalize(ep->rdm.base.av, &sa, &sa))
 		goto reject;
 	why = "out of memory";
-	if (util_peer_add(&ep->rdm.peers, &sa, 0, &peer))
+	if (util_peer_add(&ep->rdm.peers, &sa, pd->src_ctx, &peer))
 		goto reject;
-	conn = conn_new(ep, ev->id, vpeer_of(peer), false);
+	conn = conn_new(ep, id, vpeer_of(peer), false);
 	if (!conn)
 		goto reject;
-	vrdm_cm_priv_fence(&pd, &conn->fence);
+	vrdm_cm_priv_fence(pd, &conn->fence);
 	if (conn_make_qp(conn))
 		goto lost;
-	priv_fill(ep, &mine);
+	priv_fill(ep, &mine, pd->src_ctx);
 	conn_param_fill(ep, &cp, &mine, sizeof(mine));
 	cp.responder_resources = WEFT_MIN(cp.responder_resources,
-					  ev->param.conn.initiator_depth);
-	cp.initiator_depth = WEFT_MIN(cp.initiator_depth,
-				      ev->param.conn.responder_resources);
-	if (rdma_accept(ev->id, &cp))
+					  initiator_depth);
+	cp.initiator_depth = WEFT_MIN(cp.initiator_depth, responder_resources);
+	if (rdma_accept(id, &cp))
 		goto lost;
 	conn->state = VC_ACCEPTED;
 	return false;
 lost:
 	/* The conn keeps the id until the endpoint closes. */
-	rdma_reject(ev->id, NULL, 0);
+	rdma_reject(id, NULL, 0);
 	conn->state = VC_ACCEPTED;
 	vrdm_conn_lost(conn, FI_ECONNABORTED);
 	return false;
 reject:
 	FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
 		"connection request refused: %s (family %d, %u bytes)\n", why,
-		pd.addr[0] | pd.addr[1] << 8, pd.addr_len);
+		pd->addr[0] | pd->addr[1] << 8, pd->addr_len);
+	rdma_reject(id, NULL, 0);
+	id->context = NULL;
+	return true;
+}
+
+/*
+ * A scalable endpoint's pair 0 took a request for pair dst: into dst's
+ * inbox, and its bell rung.  The id stays on our event channel, where
+ * nothing more is looked at for it (its context NULL), until dst takes
+ * it onto its own (inbox_adopt).  Under pair 0's lock.  Returns true
+ * when the id is to be destroyed (refused: no memory).
+ */
+static bool conn_handoff(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev,
+			 const struct vrdm_cm_priv *pd)
+{
+	struct verbs_sep *sep = ep->sep;
+	struct vinbox *in = &sep->inbox[pd->dst_ctx];
+	struct verbs_rdm_ep *to;
+	struct vreq *r = calloc(1, sizeof(*r));
+	uint64_t one = 1;
+
+	if (!r) {
+		rdma_reject(ev->id, NULL, 0);
+		ev->id->context = NULL;
+		return true;
+	}
+	r->id = ev->id;
+	r->pd = *pd;
+	r->initiator_depth = ev->param.conn.initiator_depth;
+	r->responder_resources = ev->param.conn.responder_resources;
+	ev->id->context = NULL;
+	pthread_mutex_lock(&sep->inbox_lock);
+	dlist_insert_tail(&r->entry, &in->list);
+	atomic_store_explicit(&in->ready, true, memory_order_release);
+	pthread_mutex_unlock(&sep->inbox_lock);
+	to = atomic_load_explicit(&sep->pairs[pd->dst_ctx],
+				  memory_order_acquire);
+	if (to && to->bell_fd >= 0)
+		(void)!write(to->bell_fd, &one, sizeof(one));
+	return false;
+}
+
+/* A peer connects to us.  Returns true when the request's id is to be
+ * destroyed (refused) once the event is acknowledged. */
+static bool conn_request(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev)
+{
+	struct vrdm_cm_priv pd;
+	const char *why = "bad private data";
+
+	memset(&pd, 0, sizeof(pd));
+	if (ep->closing ||
+	    vrdm_cm_priv_decode(ev->param.conn.private_data,
+				ev->param.conn.private_data_len, &pd))
+		goto reject;
+	if (pd.dst_ctx != ep->ctx) {
+		/* Another context of our scalable endpoint's (we are its
+		 * pair 0, the one that listens), or none of ours. */
+		why = "no such context";
+		if (!ep->sep || ep->ctx || pd.dst_ctx >= ep->sep->base.npair)
+			goto reject;
+		return conn_handoff(ep, ev, &pd);
+	}
+	return conn_accept(ep, ev->id, &pd, ev->param.conn.initiator_depth,
+			   ev->param.conn.responder_resources);
+reject:
+	FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+		"connection request refused: %s (context %u)\n", why,
+		pd.dst_ctx);
 	rdma_reject(ev->id, NULL, 0);
 	ev->id->context = NULL;
 	return true;
+}
+
+/* Take the requests pair 0 handed us onto our event channel, and accept
+ * them; how many. */
+static int inbox_adopt(struct verbs_rdm_ep *ep)
+{
+	struct vinbox *in = ep->inbox;
+	struct dlist_entry *e;
+	uint64_t v;
+	int n = 0;
+
+	if (ep->bell_fd >= 0)
+		(void)!read(ep->bell_fd, &v, sizeof(v));
+	for (;;) {
+		struct vreq *r;
+
+		pthread_mutex_lock(&ep->sep->inbox_lock);
+		e = dlist_pop_front(&in->list);
+		if (!e)
+			atomic_store_explicit(&in->ready, false,
+					      memory_order_relaxed);
+		pthread_mutex_unlock(&ep->sep->inbox_lock);
+		if (!e)
+			return n;
+		r = container_of(e, struct vreq, entry);
+		n++;
+		/* Its events come to us from now on. */
+		if (rdma_migrate_id(r->id, ep->cm_ch)) {
+			FI_INFO(&verbs_prov, FI_LOG_EP_CTRL,
+				"connection request for context %u: "
+				"rdma_migrate_id: %s\n", ep->ctx,
+				strerror(errno));
+			rdma_reject(r->id, NULL, 0);
+			rdma_destroy_id(r->id);
+		} else if (conn_accept(ep, r->id, &r->pd, r->initiator_depth,
+				       r->responder_resources)) {
+			rdma_destroy_id(r->id);
+		}
+		free(r);
+	}
+}
+
+void vrdm_inbox_drain(struct verbs_sep *sep)
+{
+	struct dlist_entry *e;
+	uint32_t i;
+
+	for (i = 0; i < VERBS_RDM_MAX_CTX; i++) {
+		pthread_mutex_lock(&sep->inbox_lock);
+		while ((e = dlist_pop_front(&sep->inbox[i].list))) {
+			struct vreq *r = container_of(e, struct vreq, entry);
+
+			rdma_reject(r->id, NULL, 0);
+			rdma_destroy_id(r->id);
+			free(r);
+		}
+		atomic_store(&sep->inbox[i].ready, false);
+		pthread_mutex_unlock(&sep->inbox_lock);
+	}
+}
+
+/*
+ * Receives directed to a peer this pair has no connection with (a pair
+ * hears only from the peers that chose its context) would not learn that
+ * it died: connect to it, and a refusal fails it (vrdm_conn_lost), and
+ * the receives with it.  Peers reached through shared memory are watched
+ * there.
+ */
+static void probe_directed(struct verbs_rdm_ep *ep)
+{
+	struct dlist_entry *e;
+
+	dlist_foreach(&ep->rdm.peers.list, e) {
+		struct util_peer *peer =
+			container_of(e, struct util_peer, entry);
+		struct vpeer *vp = vpeer_of(peer);
+
+		if (vp->conn || peer->gone || peer->xp != &ep->xp ||
+		    peer->fi_addr == FI_ADDR_NOTAVAIL ||
+		    peer->state == UTIL_PEER_FAILED)
+			continue;
+		(void)vrdm_peer_connect(ep, vp);
+	}
+}
+
+int vrdm_pair_progress(struct verbs_rdm_ep *ep, bool listener)
+{
+	struct verbs_rdm_ep *p0 = ep->pair0;
+	int n = 0;
+
+	if (atomic_load_explicit(&ep->inbox->ready, memory_order_acquire))
+		n += inbox_adopt(ep);
+	if (listener && p0 && weft_trylock(util_rdm_lock(&p0->rdm))) {
+		if (p0->rdm.base.enabled && !p0->closing)
+			n += vrdm_cm_progress(p0);
+		weft_unlock(util_rdm_lock(&p0->rdm));
+	}
+	if (listener && util_rdm_rx_directed(&ep->rdm))
+		probe_directed(ep);
+	return n;
 }
 
 static void route_resolved(struct vconn *conn)
@@ -454,7 +628,7 @@ static void route_resolved(struct vconn *conn)
 		vrdm_conn_lost(conn, -ret);
 		return;
 	}
-	priv_fill(ep, &pd);
+	priv_fill(ep, &pd, conn->peer ? conn->peer->peer.ctx : 0);
 	conn_param_fill(ep, &cp, &pd, sizeof(pd));
 	if (rdma_connect(conn->id, &cp)) {
 		struct vpeer *vp = conn->peer;

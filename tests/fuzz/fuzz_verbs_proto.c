@@ -353,10 +353,12 @@ static void rdm_cm(const uint8_t *data, size_t size)
 	    alen < util_sockaddr_len(&sa) || alen > sizeof(pd.addr) ||
 	    memcmp(&sa, pd.addr, alen))
 		fail("cm_priv addr: accepted what is no address", size);
-	vrdm_cm_priv_put(&again, &sa, alen, f.rkey ? &f : NULL);
+	vrdm_cm_priv_put(&again, &sa, alen, f.rkey ? &f : NULL, pd.src_ctx,
+			 pd.dst_ctx);
 	if (vrdm_cm_priv_decode(&again, sizeof(again), &back) ||
 	    vrdm_cm_priv_addr(&back, &sb) || memcmp(&sa, &sb, sizeof(sa)) ||
-	    back.addr_len != pd.addr_len)
+	    back.addr_len != pd.addr_len || back.src_ctx != pd.src_ctx ||
+	    back.dst_ctx != pd.dst_ctx)
 		fail("cm_priv: decode(encode(x)) is not x", size);
 	vrdm_cm_priv_fence(&back, &g);
 	if (g.rkey != f.rkey || (f.rkey && g.addr != f.addr))
@@ -415,9 +417,9 @@ int main(int argc, char **argv)
 	len = verbs_cm_priv_encode(b, "hello", 5, &fence);
 	rc |= fuzz_write_file(argv[1], "seed-cm-fence", b, (size_t)len);
 	/* RDM private data, IPv4 and IPv6, with a fence. */
-	vrdm_cm_priv_put(&pd, &s4, sizeof(s4), &fence);
+	vrdm_cm_priv_put(&pd, &s4, sizeof(s4), &fence, 0, 0);
 	rc |= fuzz_write_file(argv[1], "seed-priv-ipv4", &pd, sizeof(pd));
-	vrdm_cm_priv_put(&pd, &s6, sizeof(s6), NULL);
+	vrdm_cm_priv_put(&pd, &s6, sizeof(s6), NULL, 3, 1);
 	rc |= fuzz_write_file(argv[1], "seed-priv-ipv6", &pd, sizeof(pd));
 	/* RDM messages. */
 	n = seed_msg(b, VRDM_OP_MSG, VRDM_F_TAGGED | VRDM_F_CQ_DATA, 0, 16, x,

@@ -545,6 +545,142 @@ static int case_sep_peer_gone(const char *prov)
 }
 
 /*
+ * A transmit to a context the scalable endpoint does not have (index 3
+ * of 2, within the AV's rx_ctx_bits): it ends in an error, not a hang,
+ * and neither side's contexts suffer: the same transmit context then
+ * reaches context 1.
+ */
+static int case_sep_no_context(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_NAMED_RX_CTX | FI_SOURCE,
+			    .threading = FI_THREAD_SAFE};
+	struct fi_av_attr av_attr = {.count = 16, .rx_ctx_bits = 2};
+	struct fi_cq_attr cq_attr = {.size = 1024,
+				     .format = FI_CQ_FORMAT_TAGGED};
+	struct fid_ep *sep[2], *tx[2][2], *rx[2][2];
+	struct fid_cq *cq[2][2];
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fi_info *info;
+	struct fi_cq_tagged_entry c;
+	struct fi_context2 sctx, rctx;
+	char sbuf[64], rbuf[64];
+	fi_addr_t addr[2], src = FI_ADDR_NOTAVAIL;
+	uint64_t end;
+	ssize_t n;
+	int e, k, ret, err;
+
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61 for FI_NAMED_RX_CTX");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (info->domain_attr->max_ep_tx_ctx < 2 ||
+	    info->domain_attr->max_ep_rx_ctx < 2)
+		cf_skip("max_ep_tx_ctx %zu", info->domain_attr->max_ep_tx_ctx);
+	/* shm cannot tell a context past the count from a peer whose
+	 * region is not there yet, which a sender waits for. */
+	if (!strcmp(prov, "shm")) {
+		fi_freeinfo(info);
+		cf_skip("shm waits for a context's region to appear");
+	}
+	info->ep_attr->tx_ctx_cnt = info->ep_attr->rx_ctx_cnt = 2;
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	for (e = 0; e < 2; e++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_scalable_ep(domain, info, &sep[e], NULL));
+		cf_ok(fi_scalable_ep_bind(sep[e], &av->fid, 0));
+		cf_ok(fi_enable(sep[e]));
+		for (k = 0; k < 2; k++) {
+			cf_ok(fi_tx_context(sep[e], k, NULL, &tx[e][k], NULL));
+			cf_ok(fi_rx_context(sep[e], k, NULL, &rx[e][k], NULL));
+			cf_ok(fi_cq_open(domain, &cq_attr, &cq[e][k], NULL));
+			cf_ok(fi_ep_bind(tx[e][k], &cq[e][k]->fid, FI_TRANSMIT));
+			cf_ok(fi_ep_bind(rx[e][k], &cq[e][k]->fid, FI_RECV));
+			cf_ok(fi_enable(tx[e][k]));
+			cf_ok(fi_enable(rx[e][k]));
+		}
+		cf_ok(fi_getname(&sep[e]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &addr[e], 0, NULL) == 1,
+			  "fi_av_insert");
+	}
+
+	/* To context 3 of 2: an error, while both sides make progress
+	 * (delivery complete: a send that only left would complete). */
+	cf_fill(sbuf, sizeof(sbuf), 0x31);
+	{
+		struct iovec iov = {sbuf, sizeof(sbuf)};
+		struct fi_msg_tagged m = {
+			.msg_iov = &iov, .iov_count = 1,
+			.addr = fi_rx_addr(addr[1], 3, 2), .tag = 0x900,
+			.context = &sctx};
+
+		cf_ok(fi_tsendmsg(tx[0][1], &m,
+				  FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	}
+	end = cf_now_ms() + CF_WAIT_MS;
+	for (;;) {
+		for (k = 0; k < 2; k++)
+			(void)fi_cq_read(cq[1][k], NULL, 0);
+		n = fi_cq_read(cq[0][1], &c, 1);
+		if (n != -FI_EAGAIN)
+			break;
+		cf_assert(cf_now_ms() < end,
+			  "a send to context 3 of 2: no completion within "
+			  "%d ms", CF_WAIT_MS);
+	}
+	cf_assert(n == -FI_EAVAIL,
+		  "a send to context 3 of 2: fi_cq_read %zd, want an error", n);
+	{
+		struct fi_cq_err_entry ee = {0};
+
+		cf_assert(fi_cq_readerr(cq[0][1], &ee, 0) == 1,
+			  "fi_cq_readerr");
+		err = ee.err;
+		cf_assert(err > 0 && ee.op_context == &sctx,
+			  "the error: %d, context %p", err, ee.op_context);
+		cf_note("a send to context 3 of 2: %s", fi_strerror(err));
+	}
+
+	/* The same transmit context still reaches context 1. */
+	cf_fill(sbuf, sizeof(sbuf), 0x32);
+	cf_ok(fi_trecv(rx[1][1], rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC,
+		       0x901, 0, &rctx));
+	cf_ok(fi_tsend(tx[0][1], sbuf, sizeof(sbuf), NULL,
+		       fi_rx_addr(addr[1], 1, 2), 0x901, &sctx));
+	end = cf_now_ms() + CF_WAIT_MS;
+	while ((n = fi_cq_readfrom(cq[1][1], &c, 1, &src)) == -FI_EAGAIN) {
+		(void)fi_cq_read(cq[0][1], NULL, 0);
+		cf_assert(cf_now_ms() < end, "to context 1: nothing arrived");
+	}
+	cf_assert(n == 1 && c.op_context == &rctx && src == addr[0],
+		  "to context 1: completion %zd, source %llu", n,
+		  (unsigned long long)src);
+	cf_check_fill(rbuf, sizeof(rbuf), 0x32, "payload");
+	cf_assert(!sc_wait(cq[0][1], &c, NULL) && c.op_context == &sctx,
+		  "to context 1: send completion");
+
+	for (e = 0; e < 2; e++) {
+		for (k = 0; k < 2; k++) {
+			cf_ok(fi_close(&tx[e][k]->fid));
+			cf_ok(fi_close(&rx[e][k]->fid));
+		}
+		cf_ok(fi_close(&sep[e]->fid));
+		for (k = 0; k < 2; k++)
+			cf_ok(fi_close(&cq[e][k]->fid));
+	}
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	return 0;
+}
+
+/*
  * Open MPI 5's ofi MTL with mtl_ofi_enable_sep: rx_ctx_bits as few as the
  * contexts need (4 contexts: 3 bits, its loop), fi_enable of the scalable
  * endpoint before any context, then contexts made one at a time as
@@ -1443,6 +1579,11 @@ const struct cf_case cf_cases_ctx[] = {
      "a peer heard from on one context closes before receives are "
      "directed to it: they end in an error, never wait forever",
      case_sep_peer_gone},
+    {"sep_no_context",
+     "a transmit to a context index the scalable endpoint does not have "
+     "(3 of 2) ends in an error within the wait, not a hang; the same "
+     "transmit context then reaches context 1",
+     case_sep_no_context},
     {"stx_api",
      "fi_stx_context as Sandia OpenSHMEM's pool uses it: three endpoints "
      "on one, refused binds, enable and close, each send completing "

@@ -711,10 +711,15 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		struct cf_comp c;
 		char go;
 
-		/* One message from the case first: the two have met. */
+		/* One message from the case first, and one back: the two
+		 * have met, both ways. */
 		post_recv(&f, peer, &m, 64, 0, &sc[0]);
 		c = cf_wait_ctx(&f, 0, &sc[0]);
 		cf_assert(!c.err, "burst: the first message: error %d", c.err);
+		cf_post(&f, fi_send(f.ep[0].ep, m.p, 64, m.desc, peer,
+				    &sc[0]));
+		c = cf_wait_ctx(&f, 0, &sc[0]);
+		cf_assert(!c.err, "burst: the answer: error %d", c.err);
 		cf_read_all(PEER_IN, &go, 1, CF_WAIT_MS);
 		for (s = 0; s < NBURST; s++) {
 			cf_mem_reg(&f, 0, &bm[s], burst_len[s], FI_SEND);
@@ -1533,7 +1538,8 @@ static int case_proc_rma_mr_close(const char *prov)
 }
 
 /*
- * After one message from us (so that the two have met), a peer sends a few
+ * After one message from us and one back (so that the two have met both
+ * ways), a peer sends a few
  * small messages, sees them complete, closes its endpoint and exits before
  * we even look: each message still arrives, once, intact, from that peer
  * (fi_cq_readfrom).  MPI_Finalize does this.  The messages are small
@@ -1564,6 +1570,13 @@ static int case_proc_sender_exits(const char *prov)
 	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 64, sm.desc, peer, &rc[0]));
 	c = cf_wait_ctx(&f, 0, &rc[0]);
 	cf_assert(!c.err, "the first message: error %d", c.err);
+	/* And one back: over a scalable endpoint's contexts the two ways
+	 * go between other pairs, each its own connection, and verbs'
+	 * connections need both sides' progress to be made. */
+	cf_post(&f, fi_recv(f.ep[0].ep, pm.p, 64, pm.desc, peer, &rc[0]));
+	c = cf_wait_ctx(&f, 0, &rc[0]);
+	cf_assert(!c.err && c.len == 64, "the answer: error %d len %zu",
+		  c.err, c.len);
 	b = 'G';
 	cf_write_all(l.wfd, &b, 1);
 	/* From here on, nothing of ours runs until the peer is gone. */

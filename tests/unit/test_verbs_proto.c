@@ -232,7 +232,7 @@ Test(verbs_proto, rdm_cm_priv)
 	};
 	static const uint8_t tail[16] = {
 		0x00, 0x50, 0x34, 0x12, 0x00, 0x7f, 0, 0, /* fence_addr */
-		0x34, 0x12, 0, 0, 0, 0, 0, 0,		 /* rkey, reserved */
+		0x34, 0x12, 0, 0, 2, 1, 4, 3,	/* rkey, src_ctx, dst_ctx */
 	};
 	struct sockaddr_storage sa;
 	struct vrdm_cm_priv pd;
@@ -241,7 +241,7 @@ Test(verbs_proto, rdm_cm_priv)
 
 	skip_big_endian();
 	memcpy(want + 32, tail, sizeof(tail));
-	vrdm_cm_priv_put(&pd, &s4, sizeof(s4), &fence);
+	vrdm_cm_priv_put(&pd, &s4, sizeof(s4), &fence, 0x0102, 0x0304);
 	cr_assert_arr_eq(&pd, want, sizeof(want));
 
 	in = exact(want, sizeof(want));

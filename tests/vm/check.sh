@@ -13,8 +13,8 @@
 # result; exit 0, or 1 if a test failed or the run broke off.
 # Env: WEFT_VM=0 skips; WEFT_VM_CACHE (default BUILD/tests/vm/cache);
 # WEFT_VM_QEMU (the QEMU program, default qemu-system-x86_64);
-# WEFT_VM_TIMEOUT (s, whole run, default 2400: the MPI jobs take minutes
-# under emulation); WEFT_VM_CASE_TIMEOUT (s, one test, default 300);
+# WEFT_VM_TIMEOUT (s, whole run, default 3600: the MPI jobs and the
+# conformance suite's runs take minutes each under emulation); WEFT_VM_CASE_TIMEOUT (s, one test, default 300);
 # WEFT_VM_FABTESTS; REF_LIBDIR (the reference
 # libfabric.so.1); the rest as tests/vm/run.sh says.
 set -u
@@ -66,7 +66,7 @@ if [ -z "$ref" ]; then
 	done
 fi
 export WEFT_BUILDDIR=$bld WEFT_SRCDIR=$src WEFT_VM_LOGS=$logs WEFT_REF_LIBDIR=$ref
-export WEFT_VM_CACHE=$cache WEFT_VM_TIMEOUT=${WEFT_VM_TIMEOUT:-2400}
+export WEFT_VM_CACHE=$cache WEFT_VM_TIMEOUT=${WEFT_VM_TIMEOUT:-3600}
 export WEFT_VM_QEMU=$qemu
 echo "vm: booting (timeout ${WEFT_VM_TIMEOUT}s; guest log: $logs/guest.log)"
 rw=(-w "$bld")

@@ -208,6 +208,44 @@ for d in $devs; do
 	fi
 done
 
+# ---- the conformance suite once more over contexts, once per device ----
+# As tests/prov/contexts.sh on the host: CF_CONTEXTS=stx puts every
+# endpoint on a shared transmit context, CF_CONTEXTS=sep runs every case
+# over a scalable endpoint's contexts; a mode whose probe case (stx_api,
+# sep_api) skips on verbs skips here too, with the probe's reason.
+contexts() {	# MODE ADDR
+	local probe=$1_api rc
+	CF_NODE=$2 "$bld/tests/prov/conformance" -p verbs -c "$probe"
+	rc=$?
+	case $rc in
+	0) ;;
+	77) echo "skip: $probe skips on verbs: no such contexts"; return 77 ;;
+	*) echo "$probe fails on verbs: the suite runs anyway" ;;
+	esac
+	# Twice the plain run's time for a case: with CF_CONTEXTS=sep its
+	# endpoints are scalable endpoints of 4 pairs each, four times the
+	# connections and queues to make under emulation, and the 30 s the
+	# plain run gives cut proc_pingpong short on a loaded host.
+	CF_CONTEXTS=$1 CF_NODE=$2 CF_CASE_TIMEOUT=${CF_CASE_TIMEOUT:-60} \
+		CONFORMANCE="$bld/tests/prov/conformance" \
+		sh "$src/tests/prov/run-conformance.sh" verbs || return $?
+	[ $rc = 0 ]
+}
+export -f contexts
+for m in stx sep; do
+	for d in $devs; do
+		if [ $weft_verbs = no ]; then
+			result SKIP "conformance-$m-verbs-${d%%:*}" "$no_verbs"
+		elif [ ! -x "$bld/tests/prov/conformance" ]; then
+			result FAIL "conformance-$m-verbs-${d%%:*}" "tests/prov/conformance not built"
+		else
+			# (the whole suite: twice a test's time)
+			run "conformance-$m-verbs-${d%%:*}" $((limit * 2)) \
+				contexts "$m" "${d#*:}"
+		fi
+	done
+done
+
 # ---- the fabtests matrix over verbs: weft's, and the reference's ----
 matrix() {	# NAME ADDR: fabtests-run over the library LD_LIBRARY_PATH names
 	local keep=$logs/$1.runs
