@@ -749,8 +749,11 @@ static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
  * opens a pair at first need (a context of it, or fi_enable of the
  * scalable endpoint), pair 0 before any other, enables it at the first
  * fi_enable of the scalable endpoint or of one of its contexts (pair 0
- * first), and closes it with the scalable endpoint.  Names: getname/setname (fi_getname, fi_setname before
- * enable).  release frees the provider's structure at close.
+ * first), and closes it with the scalable endpoint.  Names: getname and
+ * setname answer fi_getname and fi_setname (before enable); NULL, for a
+ * provider whose pair 0 listens at the scalable endpoint's socket
+ * address (tcp, verbs): pair 0's name, and the address pair 0 will open
+ * at (info->src_addr).  release frees the provider's structure at close.
  */
 struct util_rdm_sep;
 

@@ -30,35 +30,6 @@ static int tcp_sep_pair_open(struct util_rdm_sep *sep, uint32_t index,
 	return 0;
 }
 
-/* Pair 0's name, once it is open (it listens from then on). */
-static int tcp_sep_getname(struct util_rdm_sep *sep, void *addr,
-			   size_t *addrlen)
-{
-	if (!sep->pair[0].ep)
-		return -FI_EOPBADSTATE;
-	return fi_getname(&sep->pair[0].ep->base.ep_fid.fid, addr, addrlen);
-}
-
-/* Before pair 0 opens: the address it will listen at. */
-static int tcp_sep_setname(struct util_rdm_sep *sep, const void *addr,
-			   size_t addrlen)
-{
-	struct fi_info *info = sep->info;
-	void *copy;
-
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(struct sockaddr_storage))
-		return -FI_EINVAL;
-	copy = malloc(addrlen);
-	if (!copy)
-		return -FI_ENOMEM;
-	memcpy(copy, addr, addrlen);
-	free(info->src_addr);
-	info->src_addr = copy;
-	info->src_addrlen = addrlen;
-	return 0;
-}
-
 static void tcp_sep_release(struct util_rdm_sep *sep)
 {
 	struct tcp_sep *s = tsep_of(sep);
@@ -69,8 +40,6 @@ static void tcp_sep_release(struct util_rdm_sep *sep)
 
 static const struct util_rdm_sep_ops tcp_sep_ops = {
 	.pair_open = tcp_sep_pair_open,
-	.getname = tcp_sep_getname,
-	.setname = tcp_sep_setname,
 	.release = tcp_sep_release,
 	.max_ctx = TCP_MAX_CTX,
 	.pair0_shared = true, /* its listener takes every pair's peers */

@@ -7,6 +7,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "weft/ofi.h"
 
@@ -457,6 +459,37 @@ static struct fi_ops_ep sep_ep_ops = {
 	.tx_size_left = weft_no_size_left,
 };
 
+/* Without ops->getname: pair 0's name, once it is open (a provider whose
+ * pair 0 listens at the scalable endpoint's address: tcp, verbs). */
+static int pair0_getname(struct util_rdm_sep *sep, void *addr,
+			 size_t *addrlen)
+{
+	if (!sep->pair[0].ep)
+		return -FI_EOPBADSTATE;
+	return fi_getname(&sep->pair[0].ep->base.ep_fid.fid, addr, addrlen);
+}
+
+/* Without ops->setname: before pair 0 opens, the socket address it will
+ * open at (the info pair_open gets). */
+static int pair0_setname(struct util_rdm_sep *sep, const void *addr,
+			 size_t addrlen)
+{
+	struct fi_info *info = sep->info;
+	void *copy;
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    addrlen > sizeof(struct sockaddr_storage))
+		return -FI_EINVAL;
+	copy = malloc(addrlen);
+	if (!copy)
+		return -FI_ENOMEM;
+	memcpy(copy, addr, addrlen);
+	free(info->src_addr);
+	info->src_addr = copy;
+	info->src_addrlen = addrlen;
+	return 0;
+}
+
 static int sep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct fid_ep *ep = container_of(fid, struct fid_ep, fid);
@@ -467,7 +500,8 @@ static int sep_getname(fid_t fid, void *addr, size_t *addrlen)
 		sep = sep_of(fid);
 	else
 		sep = container_of(ep, struct util_rdm_ctx, efid.fid)->sep;
-	return sep->ops->getname(sep, addr, addrlen);
+	return sep->ops->getname ? sep->ops->getname(sep, addr, addrlen) :
+				   pair0_getname(sep, addr, addrlen);
 }
 
 static int sep_setname(fid_t fid, void *addr, size_t addrlen)
@@ -481,7 +515,9 @@ static int sep_setname(fid_t fid, void *addr, size_t addrlen)
 	pthread_mutex_lock(&sep->lock);
 	ret = sep->enabled || sep->pair[0].ep ?
 		      -FI_EOPBADSTATE :
-		      sep->ops->setname(sep, addr, addrlen);
+		      (sep->ops->setname ?
+			       sep->ops->setname(sep, addr, addrlen) :
+			       pair0_setname(sep, addr, addrlen));
 	pthread_mutex_unlock(&sep->lock);
 	return ret;
 }

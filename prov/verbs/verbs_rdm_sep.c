@@ -32,35 +32,6 @@ static int verbs_sep_pair_open(struct util_rdm_sep *sep, uint32_t index,
 	return 0;
 }
 
-/* Pair 0's name, once it is open (it listens from then on). */
-static int verbs_sep_getname(struct util_rdm_sep *sep, void *addr,
-			     size_t *addrlen)
-{
-	if (!sep->pair[0].ep)
-		return -FI_EOPBADSTATE;
-	return fi_getname(&sep->pair[0].ep->base.ep_fid.fid, addr, addrlen);
-}
-
-/* Before pair 0 opens: the address it will listen at. */
-static int verbs_sep_setname(struct util_rdm_sep *sep, const void *addr,
-			     size_t addrlen)
-{
-	struct fi_info *info = sep->info;
-	void *copy;
-
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(struct sockaddr_storage))
-		return -FI_EINVAL;
-	copy = malloc(addrlen);
-	if (!copy)
-		return -FI_ENOMEM;
-	memcpy(copy, addr, addrlen);
-	free(info->src_addr);
-	info->src_addr = copy;
-	info->src_addrlen = addrlen;
-	return 0;
-}
-
 static void verbs_sep_release(struct util_rdm_sep *sep)
 {
 	struct verbs_sep *s = vsep_of(sep);
@@ -71,8 +42,6 @@ static void verbs_sep_release(struct util_rdm_sep *sep)
 
 static const struct util_rdm_sep_ops verbs_sep_ops = {
 	.pair_open = verbs_sep_pair_open,
-	.getname = verbs_sep_getname,
-	.setname = verbs_sep_setname,
 	.release = verbs_sep_release,
 	.max_ctx = VERBS_RDM_MAX_CTX,
 	.pair0_shared = true, /* its listener takes every pair's peers */
