@@ -236,6 +236,10 @@ for m in stx sep; do
 	for d in $devs; do
 		if [ $weft_verbs = no ]; then
 			result SKIP "conformance-$m-verbs-${d%%:*}" "$no_verbs"
+		elif [ "$san" = yes ]; then
+			# The suite's time twice more under emulation and
+			# sanitizers: the plain run covers contexts.
+			result SKIP "conformance-$m-verbs-${d%%:*}" "$san_why"
 		elif [ ! -x "$bld/tests/prov/conformance" ]; then
 			result FAIL "conformance-$m-verbs-${d%%:*}" "tests/prov/conformance not built"
 		else
