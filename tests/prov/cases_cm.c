@@ -1941,7 +1941,8 @@ static int case_cm_srx(const char *prov)
 {
 	struct fi_cq_attr cq_attr = {.size = 256, .format = FI_CQ_FORMAT_DATA};
 	struct fi_context2 rctx[8], sctx[8];
-	char sbuf[8][64], rbuf[8][64];
+	uint8_t *sbuf[8], *rbuf[8];
+	struct cf_mem sm, rm;
 	struct ms m;
 	struct cm_ev ev;
 	int i;
@@ -1981,15 +1982,22 @@ static int case_cm_srx(const char *prov)
 		cm_expect_event(&m.cm, CM_CLIENT, FI_CONNECTED, &m.c[i]->fid,
 				&ev, "connect");
 	}
-	for (i = 0; i < 8; i++)
-		cf_fill(sbuf[i], sizeof(sbuf[i]), 0x300 + (unsigned int)i);
+	/* Registered: verbs receives into (and sends past its inline size
+	 * from) registered memory only (FI_MR_LOCAL). */
+	cf_mem_reg(&m.cm.f, CM_SERVER, &rm, 8 * 64, FI_RECV);
+	cf_mem_reg(&m.cm.f, CM_CLIENT, &sm, 8 * 64, FI_SEND);
+	for (i = 0; i < 8; i++) {
+		rbuf[i] = rm.p + 64 * i;
+		sbuf[i] = sm.p + 64 * i;
+		cf_fill(sbuf[i], 64, 0x300 + (unsigned int)i);
+	}
 
 	/* Expected: the context's receives take both clients' messages. */
-	cf_ok(fi_recv(m.srx, rbuf[0], 64, NULL, 0, &rctx[0]));
-	cf_ok(fi_recv(m.srx, rbuf[1], 64, NULL, 0, &rctx[1]));
-	cf_ok(fi_send(m.c[0], sbuf[0], 64, NULL, 0, &sctx[0]));
+	cf_ok(fi_recv(m.srx, rbuf[0], 64, rm.desc, 0, &rctx[0]));
+	cf_ok(fi_recv(m.srx, rbuf[1], 64, rm.desc, 0, &rctx[1]));
+	cf_ok(fi_send(m.c[0], sbuf[0], 64, sm.desc, 0, &sctx[0]));
 	ms_recvd(&m, &rctx[0], 0, 64, "client 0 to its endpoint");
-	cf_ok(fi_send(m.c[1], sbuf[1], 40, NULL, 0, &sctx[1]));
+	cf_ok(fi_send(m.c[1], sbuf[1], 40, sm.desc, 0, &sctx[1]));
 	ms_recvd(&m, &rctx[1], 1, 40, "client 1 to its endpoint");
 	cf_check_fill(rbuf[0], 64, 0x300, "client 0's message");
 	cf_check_fill(rbuf[1], 40, 0x301, "client 1's message");
@@ -1998,7 +2006,7 @@ static int case_cm_srx(const char *prov)
 
 	/* Unexpected, through the second endpoint (its send may wait for
 	 * the receive: verbs retries until one is posted). */
-	cf_ok(fi_send(m.c[1], sbuf[2], 48, NULL, 0, &sctx[2]));
+	cf_ok(fi_send(m.c[1], sbuf[2], 48, sm.desc, 0, &sctx[2]));
 	for (i = 0; i < 50; i++) {
 		struct fi_cq_data_entry c;
 
@@ -2006,19 +2014,19 @@ static int case_cm_srx(const char *prov)
 			  "a completion on the server before any receive");
 		cf_sleep_ms(2);
 	}
-	cf_ok(fi_recv(m.srx, rbuf[2], 64, NULL, 0, &rctx[2]));
+	cf_ok(fi_recv(m.srx, rbuf[2], 64, rm.desc, 0, &rctx[2]));
 	ms_recvd(&m, &rctx[2], 1, 48, "client 1's unexpected message");
 	cf_check_fill(rbuf[2], 48, 0x302, "client 1's unexpected message");
 	ms_sent(&m, &sctx[2], 1);
 
 	/* Client 0 leaves: its endpoint's FI_SHUTDOWN ends no receive of
 	 * the context, which client 1 still feeds. */
-	cf_ok(fi_recv(m.srx, rbuf[3], 64, NULL, 0, &rctx[3]));
+	cf_ok(fi_recv(m.srx, rbuf[3], 64, rm.desc, 0, &rctx[3]));
 	cf_ok(fi_close(&m.c[0]->fid));
 	m.c[0] = NULL;
 	cm_expect_event(&m.cm, CM_SERVER, FI_SHUTDOWN, &m.s[0]->fid, &ev,
 			"client 0's fi_close");
-	cf_ok(fi_send(m.c[1], sbuf[3], 64, NULL, 0, &sctx[3]));
+	cf_ok(fi_send(m.c[1], sbuf[3], 64, sm.desc, 0, &sctx[3]));
 	ms_recvd(&m, &rctx[3], 1, 64, "client 1 after client 0 left");
 	cf_check_fill(rbuf[3], 64, 0x303, "client 1 after client 0 left");
 	ms_sent(&m, &sctx[3], 1);
@@ -2029,6 +2037,8 @@ static int case_cm_srx(const char *prov)
 		cf_ok(fi_close(&m.s[i]->fid));
 	}
 	cf_ok(fi_close(&m.srx->fid));
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
 	for (i = 0; i < 2 * MS_N; i++)
 		cf_ok(fi_close(&m.cq[i]->fid));
 	cm_close(&m.cm);
