@@ -518,6 +518,9 @@ static void site_fill(struct verbs_site *s)
 			 * engine (util_rdm_stx), for any number of
 			 * endpoints. */
 			s->dom[i].max_ep_stx_ctx = s->dom[i].ep_cnt;
+			/* Shared receive contexts: the engine's
+			 * (util_rdm_srx), for any number of endpoints. */
+			s->dom[i].max_ep_srx_ctx = s->dom[i].ep_cnt;
 			/* Scalable endpoints (verbs_rdm_sep.c): each
 			 * context pair has a CQ and an SRQ of its own. */
 			s->dom[i].max_ep_tx_ctx = WEFT_MIN(

@@ -228,8 +228,11 @@ int verbs_srx_context(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 
 	if (!rx_ep)
 		return -FI_EINVAL;
-	if (domain->ep_type != FI_EP_MSG || !d->max_srq || !d->max_srq_wr ||
-	    !d->max_srq_sge)
+	/* RDM endpoints match in the engine: their shared context is the
+	 * engine's (util_rdm_srx), whatever carries the messages. */
+	if (domain->ep_type == FI_EP_RDM)
+		return util_rdm_srx_open(domain_fid, attr, rx_ep, context);
+	if (!d->max_srq || !d->max_srq_wr || !d->max_srq_sge)
 		return -FI_EOPNOTSUPP;
 	if (attr) {
 		if (attr->caps & ~(uint64_t)(FI_MSG | FI_RECV | FI_RMA |

@@ -211,8 +211,9 @@ done
 # ---- the conformance suite once more over contexts, once per device ----
 # As tests/prov/contexts.sh on the host: CF_CONTEXTS=stx puts every
 # endpoint on a shared transmit context, CF_CONTEXTS=sep runs every case
-# over a scalable endpoint's contexts; a mode whose probe case (stx_api,
-# sep_api) skips on verbs skips here too, with the probe's reason.
+# over a scalable endpoint's contexts, CF_CONTEXTS=srx puts every endpoint
+# on a shared receive context; a mode whose probe case (stx_api, sep_api,
+# srx_api) skips on verbs skips here too, with the probe's reason.
 contexts() {	# MODE ADDR
 	local probe=$1_api rc
 	CF_NODE=$2 "$bld/tests/prov/conformance" -p verbs -c "$probe"
@@ -232,7 +233,7 @@ contexts() {	# MODE ADDR
 	[ $rc = 0 ]
 }
 export -f contexts
-for m in stx sep; do
+for m in stx sep srx; do
 	for d in $devs; do
 		if [ $weft_verbs = no ]; then
 			result SKIP "conformance-$m-verbs-${d%%:*}" "$no_verbs"
