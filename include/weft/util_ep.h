@@ -132,6 +132,11 @@ struct util_ep {
 	bool tx_selective, rx_selective;
 	struct util_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
 	struct util_cntr *rem_read_cntr, *rem_write_cntr;
+	/* Registered with the bound CQs: the base's run ops->progress under
+	 * the lock when enabled.  An owner whose progress is the fast path
+	 * (the engine) may point .progress at its own function after
+	 * util_ep_init, one that does the same with its progress inlined:
+	 * one indirect call per fi_cq_read instead of two. */
 	struct util_progress tx_progress, rx_progress;
 	struct util_ep_cntr_hook cntr_hook[6];
 	/* The owner's wait fds are in the bound wait objects. */

@@ -297,6 +297,28 @@ static int rdm_ep_progress(struct util_ep *base)
 	return rdm_progress_once(container_of(base, struct util_rdm_ep, base));
 }
 
+/* fi_cq_read's progress: the base's hook with rdm_progress_once inlined
+ * (util_ep.h, tx_progress), as every poll runs it. */
+static inline void rdm_cq_progress(struct util_rdm_ep *ep)
+{
+	struct weft_lock *l = util_rdm_lock(ep);
+
+	weft_lock(l);
+	if (ep->base.enabled)
+		rdm_progress_once(ep);
+	weft_unlock(l);
+}
+
+static void rdm_tx_cq_progress(struct util_progress *p)
+{
+	rdm_cq_progress(container_of(p, struct util_rdm_ep, base.tx_progress));
+}
+
+static void rdm_rx_cq_progress(struct util_progress *p)
+{
+	rdm_cq_progress(container_of(p, struct util_rdm_ep, base.rx_progress));
+}
+
 static int rdm_ep_arm(struct util_ep *base)
 {
 	return rdm_arm_xports(container_of(base, struct util_rdm_ep, base));
@@ -615,6 +637,8 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ret = util_ep_init(&ep->base, domain, info, &rdm_ep_base_ops, context);
 	if (ret)
 		goto err_local;
+	ep->base.tx_progress.progress = rdm_tx_cq_progress;
+	ep->base.rx_progress.progress = rdm_rx_cq_progress;
 	ep->base.ep_fid.ops = &util_rdm_ep_ops;
 	ep->base.ep_fid.msg = &rdm_msg_ops;
 	ep->base.ep_fid.tagged = &rdm_tagged_ops;
