@@ -108,6 +108,8 @@ struct util_ep_cntr_hook {
 	struct util_cntr *cntr;
 };
 
+struct util_srx;
+
 struct util_ep {
 	union {
 		struct fid_ep ep_fid;
@@ -124,6 +126,10 @@ struct util_ep {
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	bool enabled;
+	/* Opened with rx_ctx_cnt FI_SHARED_CONTEXT: receives come from the
+	 * shared receive context bound to it (srx), which fi_enable needs. */
+	bool rx_shared;
+	struct util_srx *srx;
 
 	struct util_av *av;
 	struct util_eq *eq; /* connection events (util_eq_bind_cm), or NULL */
@@ -170,7 +176,8 @@ int util_ep_bind_locked(struct util_ep *ep, struct fid *bfid, uint64_t flags);
 int util_ep_bind(struct util_ep *ep, struct fid *bfid, uint64_t flags);
 
 /* Whether the bindings the capabilities need are there (FI_ENABLE):
- * 0, or -FI_ENOCQ. */
+ * 0, -FI_ENOCQ, or -FI_EOPBADSTATE (opened for a shared receive context
+ * and none bound: fi_endpoint(3)). */
 int util_ep_enable_check(const struct util_ep *ep);
 
 /*
@@ -198,6 +205,59 @@ void util_ep_close(struct util_ep *ep);
 
 /* The end of a close: the EQ and the domain are let go, the lock goes. */
 void util_ep_fini(struct util_ep *ep);
+
+/* ---- shared receive contexts ------------------------------------------- */
+
+/*
+ * What every shared receive context (fi_srx_context) is: the engine's
+ * (util_rdm_srx: the endpoints bound to it share its receive state and
+ * lock) and verbs MSG's (an SRQ under the endpoints' QPs) embed it first,
+ * so that the rules of binding, enabling and closing are one.
+ */
+struct util_srx {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX; the owner fills the ops */
+	struct util_domain *domain; /* not held: compared at bind only */
+	struct fi_rx_attr attr;
+	uint64_t op_flags; /* FI_GETOPSFLAG, FI_SETOPSFLAG */
+	struct weft_lock lock;
+	size_t bound; /* endpoints bound to it, under lock */
+};
+
+/* Set up srx (zeroed by the caller): attr (or none), op_flags from it,
+ * the fid's class and context.  0 or -FI_E*. */
+int util_srx_init(struct util_srx *srx, struct util_domain *domain,
+		  const struct fi_rx_attr *attr, bool needs_lock,
+		  void *context);
+
+/*
+ * Whether srx may be bound to ep (fi_ep_bind, before fi_enable):
+ * -FI_EALREADY if ep has one, -FI_EOPBADSTATE once enabled, -FI_EINVAL
+ * (with a warning) if ep was not opened for one or is of another domain.
+ * Then the owner joins them, srx's lock held (util_srx_join_locked).
+ */
+int util_srx_bind_check(const struct util_ep *ep, const struct util_srx *srx);
+static inline void util_srx_join_locked(struct util_srx *srx,
+					struct util_ep *ep)
+{
+	srx->bound++;
+	ep->srx = srx;
+}
+
+/* An endpoint bound to srx is gone: how many are left (srx's lock held,
+ * or taken). */
+static inline size_t util_srx_leave_locked(struct util_srx *srx)
+{
+	return --srx->bound;
+}
+void util_srx_leave(struct util_srx *srx);
+
+/* fi_close's first check: -FI_EBUSY while endpoints are bound. */
+int util_srx_close_check(struct util_srx *srx);
+/* The end of a close, srx's resources gone: its lock goes. */
+void util_srx_fini(struct util_srx *srx);
+/* fi_control of a shared receive context: FI_ENABLE (nothing to do),
+ * FI_GETOPSFLAG, FI_SETOPSFLAG; -FI_ENOSYS for others. */
+int util_srx_control(struct fid *fid, int command, void *arg);
 
 static inline struct util_ep *util_ep_of(struct fid_ep *ep_fid)
 {

@@ -512,8 +512,6 @@ struct util_rdm_ep {
 	/* The receive state and the lock: own_rxq, or a shared receive
 	 * context's (bound before enable, then fixed). */
 	struct util_rdm_rxq *rxq;
-	bool rx_shared; /* rx_ctx_cnt FI_SHARED_CONTEXT: srx bound first */
-	struct util_rdm_srx *srx; /* or NULL */
 	struct dlist_entry rxq_entry; /* on rxq->eps */
 	/* Receives may be directed to a peer that is gone (util_peer.gone):
 	 * progress fails them once the transports have drained it. */
@@ -838,14 +836,9 @@ int util_rdm_stx_open(struct fid_domain *domain, struct fi_tx_attr *attr,
  * util_rdm_srx_open as their domain's srx_ctx and report max_ep_srx_ctx.
  */
 struct util_rdm_srx {
-	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
-	struct util_domain *domain; /* not held: compared at bind only */
-	struct fi_rx_attr attr;
-	uint64_t rx_op_flags;
-	size_t bound; /* endpoints bound to it, under lock */
-	/* Its receive state, and the lock of every endpoint bound to it
-	 * (their util_ep.lock points here). */
-	struct weft_lock lock;
+	/* First.  Its lock is the lock of every endpoint bound to it (their
+	 * util_ep.lock points here) and of its receive state. */
+	struct util_srx base;
 	struct util_rdm_rxq rxq;
 };
 

@@ -268,6 +268,8 @@ int util_ep_bind(struct util_ep *ep, struct fid *bfid, uint64_t flags)
 
 int util_ep_enable_check(const struct util_ep *ep)
 {
+	if (ep->rx_shared && !ep->srx)
+		return -FI_EOPBADSTATE; /* fi_endpoint(3): bind one first */
 	if (((ep->caps & (FI_SEND | FI_RMA | FI_ATOMIC)) && !ep->tx_cq &&
 	     !ep->send_cntr && !ep->write_cntr && !ep->read_cntr) ||
 	    ((ep->caps & FI_RECV) && !ep->rx_cq && !ep->recv_cntr))
@@ -344,6 +346,8 @@ int util_ep_init(struct util_ep *ep, struct util_domain *domain,
 	ep->caps = info->caps;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->rx_shared = info->ep_attr &&
+			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
 	ep->efid.ep = ep;
@@ -427,4 +431,83 @@ void util_ep_fini(struct util_ep *ep)
 	}
 	weft_lock_destroy(&ep->own_lock);
 	util_domain_put(ep->domain);
+}
+
+/* ---- shared receive contexts -------------------------------------------- */
+
+int util_srx_init(struct util_srx *srx, struct util_domain *domain,
+		  const struct fi_rx_attr *attr, bool needs_lock,
+		  void *context)
+{
+	int ret = weft_lock_init(&srx->lock, needs_lock);
+
+	if (ret)
+		return ret;
+	if (attr)
+		srx->attr = *attr;
+	srx->op_flags = srx->attr.op_flags;
+	srx->domain = domain;
+	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
+	srx->ep_fid.fid.context = context;
+	return 0;
+}
+
+int util_srx_bind_check(const struct util_ep *ep, const struct util_srx *srx)
+{
+	if (ep->srx)
+		return -FI_EALREADY;
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (!ep->rx_shared || srx->domain != ep->domain) {
+		FI_WARN(ep->domain->prov, FI_LOG_EP_CTRL,
+			"a shared receive context binds to an endpoint of "
+			"its domain opened with rx_ctx_cnt FI_SHARED_CONTEXT\n");
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+void util_srx_leave(struct util_srx *srx)
+{
+	weft_lock(&srx->lock);
+	util_srx_leave_locked(srx);
+	weft_unlock(&srx->lock);
+}
+
+int util_srx_close_check(struct util_srx *srx)
+{
+	size_t bound;
+
+	weft_lock(&srx->lock);
+	bound = srx->bound;
+	weft_unlock(&srx->lock);
+	return bound ? -FI_EBUSY : 0;
+}
+
+void util_srx_fini(struct util_srx *srx)
+{
+	weft_lock_destroy(&srx->lock);
+}
+
+int util_srx_control(struct fid *fid, int command, void *arg)
+{
+	struct util_srx *srx = container_of(fid, struct util_srx, ep_fid.fid);
+	uint64_t *flags = arg;
+
+	switch (command) {
+	case FI_ENABLE:
+		return 0; /* ready from the start */
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		*flags = srx->op_flags;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		srx->op_flags = *flags & ~FI_RECV;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
 }

@@ -408,15 +408,16 @@ static int bind_srx(struct util_rdm_ep *ep, struct util_rdm_srx *srx)
 	struct util_rdm_rxq *q = &srx->rxq;
 	int ret = 0;
 
-	if (ep->srx)
-		return -FI_EALREADY;
-	if (!ep->rx_shared || srx->domain != ep->base.domain || ep->sep) {
+	ret = util_srx_bind_check(&ep->base, &srx->base);
+	if (ret)
+		return ret;
+	if (ep->sep) {
 		FI_WARN(ep->base.domain->prov, FI_LOG_EP_CTRL,
-			"a shared receive context binds to an endpoint of "
-			"its domain opened with rx_ctx_cnt FI_SHARED_CONTEXT\n");
+			"a shared receive context binds to no context of a "
+			"scalable endpoint\n");
 		return -FI_EINVAL;
 	}
-	weft_lock(&srx->lock);
+	weft_lock(&srx->base.lock);
 	/* Its unexpected records are the endpoints' size: made at the
 	 * first bind, the same for every endpoint of the provider. */
 	if (!q->unexp_pool)
@@ -427,12 +428,11 @@ static int bind_srx(struct util_rdm_ep *ep, struct util_rdm_srx *srx)
 	if (!ret) {
 		dlist_remove(&ep->rxq_entry);
 		dlist_insert_tail(&ep->rxq_entry, &q->eps);
-		srx->bound++;
-		ep->srx = srx;
+		util_srx_join_locked(&srx->base, &ep->base);
 		ep->rxq = q;
-		ep->base.lock = &srx->lock;
+		ep->base.lock = &srx->base.lock;
 	}
-	weft_unlock(&srx->lock);
+	weft_unlock(&srx->base.lock);
 	return ret;
 }
 
@@ -511,11 +511,10 @@ static int rdm_ep_enable(struct util_ep *base)
 		return -FI_ENOAV;
 	if (ep->tx_shared && !ep->stx)
 		return -FI_EOPBADSTATE; /* fi_endpoint(3): bind it */
-	if (ep->rx_shared && !ep->srx)
-		return -FI_EOPBADSTATE;
-	/* fi_endpoint(3): connectionless endpoints on one shared receive
+	/* (No shared receive context bound: util_ep_enable_check.)
+	 * fi_endpoint(3): connectionless endpoints on one shared receive
 	 * context share one AV. */
-	if (ep->srx && base->av && ep->rxq->av && ep->rxq->av != base->av)
+	if (base->srx && base->av && ep->rxq->av && ep->rxq->av != base->av)
 		return -FI_EINVAL;
 	if (!ep->sep) { /* else its contexts check their own */
 		int ret = util_ep_enable_check(base);
@@ -523,7 +522,7 @@ static int rdm_ep_enable(struct util_ep *base)
 		if (ret)
 			return ret;
 	}
-	if (ep->srx && !ep->rxq->av)
+	if (base->srx && !ep->rxq->av)
 		ep->rxq->av = base->av;
 	return 0;
 }
@@ -632,8 +631,6 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->connected = attr->connected;
 	ep->tx_shared = info->ep_attr &&
 			info->ep_attr->tx_ctx_cnt == FI_SHARED_CONTEXT;
-	ep->rx_shared = info->ep_attr &&
-			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
 	ret = util_ep_init(&ep->base, domain, info, &rdm_ep_base_ops, context);
 	if (ret)
 		goto err_local;
@@ -793,9 +790,9 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 	/* What came by this endpoint cannot be fetched or answered once its
 	 * transports are gone; a shared context's receives stay. */
 	rxq_drop_ep(ep->rxq, ep);
-	if (ep->srx) {
+	if (ep->base.srx) {
 		dlist_remove(&ep->rxq_entry);
-		if (!--ep->srx->bound)
+		if (!util_srx_leave_locked(ep->base.srx))
 			ep->rxq->av = NULL;
 	}
 	/* Transmits never handed over complete as canceled. */

@@ -656,7 +656,7 @@ int util_rdm_stx_open(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
 
 static struct util_rdm_srx *srx_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct util_rdm_srx, ep_fid);
+	return container_of(ep_fid, struct util_rdm_srx, base.ep_fid);
 }
 
 static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -666,7 +666,7 @@ static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return rdm_recv(NULL, &srx->rxq, &iov, &desc, 1, src, 0, ~0ULL,
-			context, srx->rx_op_flags, UTIL_RDM_MSG);
+			context, srx->base.op_flags, UTIL_RDM_MSG);
 }
 
 static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -676,7 +676,7 @@ static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct util_rdm_srx *srx = srx_of(ep_fid);
 
 	return rdm_recv(NULL, &srx->rxq, iov, desc, count, src, 0, ~0ULL,
-			context, srx->rx_op_flags, UTIL_RDM_MSG);
+			context, srx->base.op_flags, UTIL_RDM_MSG);
 }
 
 static ssize_t srx_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -695,7 +695,7 @@ static ssize_t srx_trecv(struct fid_ep *ep_fid, void *buf, size_t len,
 	struct iovec iov = { buf, len };
 
 	return rdm_recv(NULL, &srx->rxq, &iov, &desc, 1, src, tag, ignore,
-			context, srx->rx_op_flags & ~FI_MULTI_RECV,
+			context, srx->base.op_flags & ~FI_MULTI_RECV,
 			UTIL_RDM_TAGGED);
 }
 
@@ -706,7 +706,7 @@ static ssize_t srx_trecvv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct util_rdm_srx *srx = srx_of(ep_fid);
 
 	return rdm_recv(NULL, &srx->rxq, iov, desc, count, src, tag, ignore,
-			context, srx->rx_op_flags & ~FI_MULTI_RECV,
+			context, srx->base.op_flags & ~FI_MULTI_RECV,
 			UTIL_RDM_TAGGED);
 }
 
@@ -761,9 +761,9 @@ static int srx_getopt(fid_t fid, int level, int optname, void *optval,
 		return -FI_ENOPROTOOPT;
 	if (!optval || !optlen || *optlen < sizeof(size_t))
 		return -FI_ETOOSMALL;
-	weft_lock(&srx->lock);
+	weft_lock(&srx->base.lock);
 	*(size_t *)optval = srx->rxq.msgq.min_multi_recv;
-	weft_unlock(&srx->lock);
+	weft_unlock(&srx->base.lock);
 	*optlen = sizeof(size_t);
 	return 0;
 }
@@ -777,9 +777,9 @@ static int srx_setopt(fid_t fid, int level, int optname, const void *optval,
 		return -FI_ENOPROTOOPT;
 	if (!optval || optlen < sizeof(size_t))
 		return -FI_EINVAL;
-	weft_lock(&srx->lock);
+	weft_lock(&srx->base.lock);
 	util_match_set_min_multi_recv(&srx->rxq.msgq, *(const size_t *)optval);
-	weft_unlock(&srx->lock);
+	weft_unlock(&srx->base.lock);
 	return 0;
 }
 
@@ -798,50 +798,23 @@ static int srx_close(struct fid *fid)
 {
 	struct util_rdm_srx *srx =
 		srx_of(container_of(fid, struct fid_ep, fid));
-	size_t bound;
+	int ret = util_srx_close_check(&srx->base);
 
-	weft_lock(&srx->lock);
-	bound = srx->bound;
-	weft_unlock(&srx->lock);
-	if (bound)
-		return -FI_EBUSY;
+	if (ret)
+		return ret;
 	/* Receives still posted end without a completion: there is no
 	 * endpoint to report them. */
 	rxq_fini(&srx->rxq);
-	weft_lock_destroy(&srx->lock);
+	util_srx_fini(&srx->base);
 	free(srx);
 	return 0;
-}
-
-static int srx_control(struct fid *fid, int command, void *arg)
-{
-	struct util_rdm_srx *srx =
-		srx_of(container_of(fid, struct fid_ep, fid));
-	uint64_t *flags = arg;
-
-	switch (command) {
-	case FI_ENABLE:
-		return 0; /* ready from the start */
-	case FI_GETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		*flags = srx->rx_op_flags;
-		return 0;
-	case FI_SETOPSFLAG:
-		if (!flags)
-			return -FI_EINVAL;
-		srx->rx_op_flags = *flags & ~FI_RECV;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
 }
 
 static struct fi_ops srx_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = srx_close,
 	.bind = weft_no_bind,
-	.control = srx_control,
+	.control = util_srx_control,
 	.ops_open = weft_no_ops_open,
 };
 
@@ -866,35 +839,29 @@ int util_rdm_srx_open(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 	srx = calloc(1, sizeof(*srx));
 	if (!srx)
 		return -FI_ENOMEM;
-	if (attr)
-		srx->attr = *attr;
-	srx->rx_op_flags = srx->attr.op_flags;
-	srx->domain = domain;
 	/* Its lock is the lock of every endpoint bound to it, and those
 	 * may be driven by different threads unless the application
 	 * serialises the whole domain. */
 	needs_lock = util_domain_progress_needs_lock(domain) ||
 		     domain->threading == FI_THREAD_ENDPOINT;
-	ret = weft_lock_init(&srx->lock, needs_lock);
+	ret = util_srx_init(&srx->base, domain, attr, needs_lock, context);
 	if (ret) {
 		free(srx);
 		return ret;
 	}
-	ret = rxq_init(&srx->rxq, srx->attr.caps);
+	ret = rxq_init(&srx->rxq, srx->base.attr.caps);
 	if (ret) {
-		weft_lock_destroy(&srx->lock);
+		util_srx_fini(&srx->base);
 		free(srx);
 		return ret;
 	}
-	srx->rxq.lock = &srx->lock;
-	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
-	srx->ep_fid.fid.context = context;
-	srx->ep_fid.fid.ops = &srx_fi_ops;
-	srx->ep_fid.ops = &srx_ep_ops;
-	srx->ep_fid.cm = NULL;
-	srx->ep_fid.msg = &srx_msg_ops;
-	srx->ep_fid.tagged = &srx_tagged_ops;
+	srx->rxq.lock = &srx->base.lock;
+	srx->base.ep_fid.fid.ops = &srx_fi_ops;
+	srx->base.ep_fid.ops = &srx_ep_ops;
+	srx->base.ep_fid.cm = NULL;
+	srx->base.ep_fid.msg = &srx_msg_ops;
+	srx->base.ep_fid.tagged = &srx_tagged_ops;
 	/* As a shared transmit context: no hold on the domain. */
-	*srx_fid = &srx->ep_fid;
+	*srx_fid = &srx->base.ep_fid;
 	return 0;
 }

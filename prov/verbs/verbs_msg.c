@@ -460,7 +460,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 	size_t len;
 	ssize_t ret;
 
-	if (ep->srx)
+	if (ep->base.srx)
 		return -FI_EOPNOTSUPP; /* receives go to the shared context */
 	if (count > ep->max_sge)
 		return -FI_EINVAL;

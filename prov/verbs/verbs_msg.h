@@ -52,17 +52,15 @@ struct verbs_rx {
  * the post.  Lock order: an endpoint's lock, then the srx's.
  */
 struct verbs_srx {
-	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
-	struct verbs_domain *domain;
+	/* First: fid, domain, op flags, the endpoints bound, and the lock
+	 * of the slots, the free list and cancel_cq (weft/util_ep.h). */
+	struct util_srx base;
 	struct ibv_srq *srq;
-	struct weft_lock lock; /* slots, free list, eps, cancel_cq */
 	size_t size;
 	uint32_t max_sge;
-	uint64_t op_flags;
 	struct verbs_rx *rx; /* size slots; on_qp: posted, not completed */
 	uint32_t *free;	     /* free slot numbers */
 	size_t nfree;
-	unsigned int eps; /* endpoints bound: fi_close -> -FI_EBUSY */
 	/* The receive CQ of the first endpoint bound with one, held
 	 * (util_cq_bind): where receives still posted at fi_close are
 	 * reported FI_ECANCELED. */
@@ -99,8 +97,6 @@ struct verbs_msg_ep {
 	bool rx_cq_data;
 	/* the device carries immediate data (not iWARP): remote CQ data */
 	bool imm;
-	struct verbs_srx *srx; /* bound shared receive context, or NULL */
-	bool shared_rx; /* ep_attr rx_ctx_cnt FI_SHARED_CONTEXT */
 
 	size_t tx_size, rx_size;
 	uint32_t max_sge, inline_max;
@@ -123,6 +119,13 @@ struct verbs_msg_ep {
 	struct verbs_fence fence;
 	struct sockaddr_storage src_addr;
 };
+
+/* The shared receive context bound to ep (base.srx), or NULL. */
+static inline struct verbs_srx *verbs_ep_srx(const struct verbs_msg_ep *ep)
+{
+	return ep->base.srx ? container_of(ep->base.srx, struct verbs_srx, base) :
+			      NULL;
+}
 
 /* A connection request waiting for fi_endpoint + fi_accept or fi_reject. */
 struct verbs_connreq {
@@ -187,5 +190,7 @@ int verbs_set_nonblock(int fd);
 void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc);
 /* An endpoint bound to srx is gone. */
 void verbs_srx_release(struct verbs_srx *srx);
+/* A shared receive context's fi_ops: what tells ours from another's. */
+extern struct fi_ops verbs_srx_fi_ops;
 
 #endif /* WEFT_VERBS_MSG_H */

@@ -52,8 +52,8 @@ int verbs_msg_qp_create(struct verbs_msg_ep *ep)
 
 	if (ep->qp)
 		return 0;
-	if (ep->srx) {
-		qa.srq = ep->srx->srq;
+	if (verbs_ep_srx(ep)) {
+		qa.srq = verbs_ep_srx(ep)->srq;
 		qa.cap.max_recv_wr = 0;
 		qa.cap.max_recv_sge = 0;
 	}
@@ -77,8 +77,8 @@ static ssize_t ep_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct verbs_msg_ep *ep = msg_ep_of(ep_fid);
 
-	if (ep->srx)
-		return (ssize_t)ep->srx->nfree;
+	if (verbs_ep_srx(ep))
+		return (ssize_t)verbs_ep_srx(ep)->nfree;
 	return (ssize_t)(ep->rx_size - (ep->rx_head - ep->rx_tail));
 }
 
@@ -207,7 +207,7 @@ static int ep_close(struct fid *fid)
 		.cm_ch = ep->cm_ch,
 		.scratch_mr = ep->scratch_mr,
 		.scratch = ep->scratch,
-		.srx = ep->srx,
+		.srx = verbs_ep_srx(ep),
 	};
 
 	util_eq_unbind_cm(ep->base.eq, &ep->base.cm_progress,
@@ -235,39 +235,34 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 				       verbs_msg_cm_progress, ep->cm_ch->fd, ep);
 	if (bfid && bfid->fclass == FI_CLASS_SRX_CTX) {
 		struct verbs_srx *srx =
-			container_of(bfid, struct verbs_srx, ep_fid.fid);
+			container_of(bfid, struct verbs_srx, base.ep_fid.fid);
+		int ret;
 
-		if (srx->domain != ep->domain)
-			return -FI_EINVAL;
+		if (bfid->ops != &verbs_srx_fi_ops)
+			return -FI_EINVAL; /* another provider's */
 		util_ep_lock(&ep->base);
-		if (ep->srx || ep->cq) {
-			util_ep_unlock(&ep->base);
-			return ep->srx ? -FI_EALREADY : -FI_EOPBADSTATE;
+		ret = util_srx_bind_check(&ep->base, &srx->base);
+		if (!ret) {
+			weft_lock(&srx->base.lock);
+			util_srx_join_locked(&srx->base, &ep->base);
+			weft_unlock(&srx->base.lock);
 		}
-		weft_lock(&srx->lock);
-		srx->eps++;
-		weft_unlock(&srx->lock);
-		ep->srx = srx;
 		util_ep_unlock(&ep->base);
-		return 0;
+		return ret;
 	}
 	return util_ep_bind(&ep->base, bfid, flags);
 }
 
 static int ep_enable(struct verbs_msg_ep *ep)
 {
+	struct verbs_srx *srx = verbs_ep_srx(ep);
 	size_t cqe;
 	int ret;
 
 	if (ep->cq)
 		return 0;
-	if (ep->shared_rx && !ep->srx) {
-		FI_WARN(&verbs_prov, FI_LOG_EP_CTRL,
-			"rx_ctx_cnt FI_SHARED_CONTEXT: bind a shared receive context before fi_enable\n");
-		return -FI_EOPBADSTATE;
-	}
 	/* Every receive of the shared context may complete here. */
-	cqe = ep->tx_size * tx_wrs(ep) + (ep->srx ? ep->srx->size : ep->rx_size);
+	cqe = ep->tx_size * tx_wrs(ep) + (srx ? srx->size : ep->rx_size);
 	cqe = WEFT_MIN(cqe, (size_t)ep->domain->dev.max_cqe);
 	ep->cq = ibv_create_cq(ep->domain->ctx, (int)cqe, ep, ep->comp_ch, 0);
 	if (!ep->cq)
@@ -282,13 +277,13 @@ static int ep_enable(struct verbs_msg_ep *ep)
 		if (!ep->scratch_mr)
 			return weft_errno(errno);
 	}
-	if (ep->srx && ep->base.rx_cq) {
-		weft_lock(&ep->srx->lock);
-		if (!ep->srx->cancel_cq) {
+	if (srx && ep->base.rx_cq) {
+		weft_lock(&srx->base.lock);
+		if (!srx->cancel_cq) {
 			util_cq_bind(ep->base.rx_cq, NULL);
-			ep->srx->cancel_cq = ep->base.rx_cq;
+			srx->cancel_cq = ep->base.rx_cq;
 		}
-		weft_unlock(&ep->srx->lock);
+		weft_unlock(&srx->base.lock);
 	}
 	/* A connection request's id knows its device already: the QP can
 	 * take receives before fi_accept. */
@@ -309,8 +304,12 @@ static int verbs_msg_enable(struct util_ep *base)
 
 	if (!base->eq)
 		return -FI_ENOEQ;
-	ret = ep_enable(ep);
-	return ret ? ret : util_ep_enable_check(base);
+	ret = util_ep_enable_check(base);
+	if (ret == -FI_EOPBADSTATE)
+		FI_WARN(&verbs_prov, FI_LOG_EP_CTRL,
+			"rx_ctx_cnt FI_SHARED_CONTEXT: bind a shared receive "
+			"context before fi_enable\n");
+	return ret ? ret : ep_enable(ep);
 }
 
 static const struct util_ep_ops verbs_msg_base_ops = {
@@ -348,9 +347,8 @@ int verbs_msg_ep_open(struct verbs_domain *domain, struct fi_info *info,
 	ep->domain = domain;
 	ep->rx_cq_data = info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA);
 	ep->imm = !d->iwarp;
-	ep->shared_rx = info->ep_attr &&
-			info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT;
-	if (ep->shared_rx && !d->max_srq) {
+	if (info->ep_attr && info->ep_attr->rx_ctx_cnt == FI_SHARED_CONTEXT &&
+	    !d->max_srq) {
 		free(ep);
 		return -FI_EOPNOTSUPP;
 	}

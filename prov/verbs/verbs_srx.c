@@ -17,7 +17,7 @@
 /* A receive of the bound shared context completed on ep's CQ. */
 void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 {
-	struct verbs_srx *srx = ep->srx;
+	struct verbs_srx *srx = verbs_ep_srx(ep);
 	uint64_t slot = wc->wr_id & ~(VERBS_WR_RX | VERBS_WR_SRX);
 	struct verbs_rx *rx;
 	void *context, *buf;
@@ -25,10 +25,10 @@ void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 
 	if (!srx || slot >= srx->size)
 		return;
-	weft_lock(&srx->lock);
+	weft_lock(&srx->base.lock);
 	rx = &srx->rx[slot];
 	if (!rx->on_qp) { /* reported already: never twice */
-		weft_unlock(&srx->lock);
+		weft_unlock(&srx->base.lock);
 		return;
 	}
 	context = rx->context;
@@ -36,7 +36,7 @@ void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 	completion = rx->report;
 	rx->on_qp = false;
 	srx->free[srx->nfree++] = (uint32_t)slot;
-	weft_unlock(&srx->lock);
+	weft_unlock(&srx->base.lock);
 	verbs_msg_rx_report(ep, context, buf, false,
 			    !ep->base.rx_selective || completion, wc);
 }
@@ -45,14 +45,12 @@ void verbs_srx_rx_complete(struct verbs_msg_ep *ep, const struct ibv_wc *wc)
 
 void verbs_srx_release(struct verbs_srx *srx)
 {
-	weft_lock(&srx->lock);
-	srx->eps--;
-	weft_unlock(&srx->lock);
+	util_srx_leave(&srx->base);
 }
 
 static inline struct verbs_srx *srx_of(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct verbs_srx, ep_fid);
+	return container_of(ep_fid, struct verbs_srx, base.ep_fid);
 }
 
 static ssize_t srx_post(struct verbs_srx *srx, const struct iovec *iov,
@@ -67,7 +65,7 @@ static ssize_t srx_post(struct verbs_srx *srx, const struct iovec *iov,
 
 	if (count > srx->max_sge)
 		return -FI_EINVAL;
-	weft_lock(&srx->lock);
+	weft_lock(&srx->base.lock);
 	if (!srx->nfree) {
 		ret = -FI_EAGAIN;
 		goto out;
@@ -94,7 +92,7 @@ static ssize_t srx_post(struct verbs_srx *srx, const struct iovec *iov,
 	rx->on_qp = true;
 	srx->nfree--;
 out:
-	weft_unlock(&srx->lock);
+	weft_unlock(&srx->base.lock);
 	return ret;
 }
 
@@ -113,7 +111,7 @@ static ssize_t srx_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct verbs_srx *srx = srx_of(ep_fid);
 
-	return srx_post(srx, iov, desc, count, context, srx->op_flags);
+	return srx_post(srx, iov, desc, count, context, srx->base.op_flags);
 }
 
 static ssize_t srx_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -162,17 +160,15 @@ static struct fi_ops_ep srx_ep_ops = {
  */
 static int srx_close(struct fid *fid)
 {
-	struct verbs_srx *srx = container_of(fid, struct verbs_srx, ep_fid.fid);
+	struct verbs_srx *srx =
+		container_of(fid, struct verbs_srx, base.ep_fid.fid);
 	struct util_cq *cq;
 	size_t i;
 	int ret;
 
-	weft_lock(&srx->lock);
-	if (srx->eps) {
-		weft_unlock(&srx->lock);
-		return -FI_EBUSY;
-	}
-	weft_unlock(&srx->lock);
+	ret = util_srx_close_check(&srx->base);
+	if (ret)
+		return ret;
 	if (srx->srq) {
 		ret = ibv_destroy_srq(srx->srq);
 		if (ret)
@@ -180,7 +176,7 @@ static int srx_close(struct fid *fid)
 		srx->srq = NULL;
 	}
 	cq = srx->cancel_cq;
-	for (i = 0; i < srx->size; i++) {
+	for (i = 0; srx->rx && i < srx->size; i++) {
 		struct verbs_rx *rx = &srx->rx[i];
 		struct fi_cq_err_entry err = {
 			.op_context = rx->context,
@@ -197,18 +193,18 @@ static int srx_close(struct fid *fid)
 	}
 	if (cq)
 		util_cq_unbind(cq, NULL);
-	weft_lock_destroy(&srx->lock);
+	util_srx_fini(&srx->base);
 	free(srx->rx);
 	free(srx->free);
 	free(srx);
 	return 0;
 }
 
-static struct fi_ops srx_fi_ops = {
+struct fi_ops verbs_srx_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = srx_close,
 	.bind = weft_no_bind,
-	.control = weft_no_control,
+	.control = util_srx_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
 	.ops_set = weft_no_ops_set,
@@ -248,21 +244,19 @@ int verbs_srx_context(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 	srx = calloc(1, sizeof(*srx));
 	if (!srx)
 		return -FI_ENOMEM;
-	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
-	srx->ep_fid.fid.context = context;
-	srx->ep_fid.fid.ops = &srx_fi_ops;
-	srx->ep_fid.ops = &srx_ep_ops;
-	srx->ep_fid.msg = &srx_msg_ops;
-	srx->domain = domain;
-	srx->size = size;
-	srx->max_sge = sge;
-	srx->op_flags = attr && attr->op_flags ? attr->op_flags :
-						 FI_COMPLETION;
-	ret = weft_lock_init(&srx->lock, true);
+	ret = util_srx_init(&srx->base, &domain->base.util, attr, true,
+			    context);
 	if (ret) {
 		free(srx);
 		return ret;
 	}
+	srx->base.ep_fid.fid.ops = &verbs_srx_fi_ops;
+	srx->base.ep_fid.ops = &srx_ep_ops;
+	srx->base.ep_fid.msg = &srx_msg_ops;
+	if (!srx->base.op_flags)
+		srx->base.op_flags = FI_COMPLETION;
+	srx->size = size;
+	srx->max_sge = sge;
 	srx->rx = calloc(size, sizeof(*srx->rx));
 	srx->free = calloc(size, sizeof(*srx->free));
 	if (!srx->rx || !srx->free) {
@@ -283,9 +277,9 @@ int verbs_srx_context(struct fid_domain *domain_fid, struct fi_rx_attr *attr,
 			fi_strerror(-ret));
 		goto err;
 	}
-	*rx_ep = &srx->ep_fid;
+	*rx_ep = &srx->base.ep_fid;
 	return 0;
 err:
-	srx_close(&srx->ep_fid.fid);
+	srx_close(&srx->base.ep_fid.fid);
 	return ret;
 }

@@ -1937,6 +1937,45 @@ static void ms_sent(struct ms *m, void *ctx, int cl)
 		  cl, err, at);
 }
 
+/*
+ * The context's rules, the same for every provider (fi_endpoint(3)): one
+ * context per endpoint, bound to endpoints opened for one; fi_enable of
+ * such an endpoint without one fails; an endpoint bound and closed unused
+ * lets it go; the context cannot close while endpoints use it; its op
+ * flags read back.
+ */
+static void ms_rules(struct ms *m)
+{
+	struct fi_info *shared = fi_dupinfo(m->cm.f.info);
+	struct fid_ep *ep;
+	uint64_t flags;
+
+	cf_assert(shared, "fi_dupinfo");
+	shared->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	cf_ok(fi_endpoint(m->cm.f.domain, shared, &ep, NULL));
+	cf_ok(fi_ep_bind(ep, &m->srx->fid, 0));
+	cf_expect(fi_ep_bind(ep, &m->srx->fid, 0) == -FI_EALREADY,
+		  "a second bind of the context to an endpoint");
+	cf_ok(fi_close(&ep->fid));
+	cf_ok(fi_endpoint(m->cm.f.domain, m->cm.f.info, &ep, NULL));
+	cf_expect(fi_ep_bind(ep, &m->srx->fid, 0) == -FI_EINVAL,
+		  "a bind to an endpoint not opened with rx_ctx_cnt "
+		  "FI_SHARED_CONTEXT");
+	cf_ok(fi_close(&ep->fid));
+	cf_ok(fi_endpoint(m->cm.f.domain, shared, &ep, NULL));
+	cf_ok(fi_ep_bind(ep, &m->cm.eq[CM_CLIENT]->fid, 0));
+	cf_ok(fi_ep_bind(ep, &m->cq[0]->fid, FI_TRANSMIT | FI_RECV));
+	cf_expect(fi_enable(ep) == -FI_EOPBADSTATE,
+		  "fi_enable of an endpoint opened for a shared receive "
+		  "context with none bound");
+	cf_ok(fi_close(&ep->fid));
+	fi_freeinfo(shared);
+	cf_expect(fi_close(&m->srx->fid) == -FI_EBUSY,
+		  "fi_close of a context endpoints are bound to");
+	flags = FI_RECV;
+	cf_ok(fi_control(&m->srx->fid, FI_GETOPSFLAG, &flags));
+}
+
 static int case_cm_srx(const char *prov)
 {
 	struct fi_cq_attr cq_attr = {.size = 256, .format = FI_CQ_FORMAT_DATA};
@@ -1982,6 +2021,7 @@ static int case_cm_srx(const char *prov)
 		cm_expect_event(&m.cm, CM_CLIENT, FI_CONNECTED, &m.c[i]->fid,
 				&ev, "connect");
 	}
+	ms_rules(&m);
 	/* Registered: verbs receives into (and sends past its inline size
 	 * from) registered memory only (FI_MR_LOCAL). */
 	cf_mem_reg(&m.cm.f, CM_SERVER, &rm, 8 * 64, FI_RECV);
