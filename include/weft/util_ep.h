@@ -299,15 +299,17 @@ static inline struct util_cntr *util_ep_tx_cntr(const struct util_ep *ep,
 /*
  * At post: reserve the slot of cq (the endpoint's tx_cq or rx_cq) that
  * the operation's completion will take, so that a full CQ refuses the
- * post (-FI_EAGAIN) rather than lose the completion.  -FI_ENOCQ when no
- * CQ is bound.  A post that fails after it gives the slot back.
+ * post (-FI_EAGAIN) rather than lose the completion.  With no CQ bound
+ * there is nothing to reserve: the operation is only counted (fi_enable
+ * made sure a counter is bound), whatever completion it asked for.  A
+ * post that fails after it gives the slot back.
  */
 static inline int util_ep_cq_reserve(struct util_cq *cq)
 {
 	int ret;
 
 	if (!cq)
-		return -FI_ENOCQ;
+		return 0;
 	util_cq_writer_lock(cq);
 	ret = util_cq_reserve(cq, 1);
 	util_cq_writer_unlock(cq);
@@ -316,6 +318,8 @@ static inline int util_ep_cq_reserve(struct util_cq *cq)
 
 static inline void util_ep_cq_unreserve(struct util_cq *cq)
 {
+	if (!cq)
+		return;
 	util_cq_writer_lock(cq);
 	util_cq_unreserve(cq, 1);
 	util_cq_writer_unlock(cq);

@@ -2095,7 +2095,90 @@ static int case_cm_srx(const char *prov)
 	return 0;
 }
 
+/*
+ * A connected endpoint whose transmits are counted only (a send counter,
+ * no transmit CQ; MPI one-sided layers bind this way): sends that ask for
+ * a completion are counted, none fails for want of a CQ, and each arrives.
+ */
+#define CO_N 4
+
+static int case_cm_cntr_only(const char *prov)
+{
+	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+	struct fi_context2 rctx[CO_N], sctx[CO_N];
+	struct cf_ep *cl;
+	struct fid_cntr *sc;
+	struct cf_mem sm, rm;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	struct cf_comp c;
+	uint64_t end;
+	int i;
+
+	cm_open(&cm, prov, 0, 0);
+	cm_listen(&cm);
+	cl = &cm.f.ep[CM_CLIENT];
+	cf_ok(fi_cntr_open(cm.f.domain, &ca, &sc, NULL));
+	cf_ok(fi_endpoint(cm.f.domain, cm.f.info, &cl->ep, NULL));
+	cf_ok(fi_ep_bind(cl->ep, &cm.eq[CM_CLIENT]->fid, 0));
+	cf_ok(fi_ep_bind(cl->ep, &cl->cq->fid, FI_RECV));
+	cf_ok(fi_ep_bind(cl->ep, &sc->fid, FI_SEND));
+	cf_ok(fi_enable(cl->ep));
+	cf_ok(fi_connect(cl->ep, cm.pname, NULL, 0));
+	cm_accept_next(&cm, "connect");
+	cm_expect_event(&cm, CM_CLIENT, FI_CONNECTED, &cl->ep->fid, &ev,
+			"connect");
+
+	cf_mem_reg(&cm.f, CM_CLIENT, &sm, CO_N * 64, FI_SEND);
+	cf_mem_reg(&cm.f, CM_SERVER, &rm, CO_N * 64, FI_RECV);
+	for (i = 0; i < CO_N; i++) {
+		cf_fill(sm.p + 64 * i, 64, 0x500 + (unsigned int)i);
+		cf_post(&cm.f, fi_recv(cm.f.ep[CM_SERVER].ep, rm.p + 64 * i,
+				       64, rm.desc, 0, &rctx[i]));
+	}
+	for (i = 0; i < CO_N; i++) {
+		struct iovec iov = {sm.p + 64 * i, 64};
+		void *desc = sm.desc;
+		struct fi_msg msg = {.msg_iov = &iov, .desc = &desc,
+				     .iov_count = 1, .context = &sctx[i]};
+
+		/* Plain, and asking for the completion outright. */
+		if (i & 1)
+			cf_post(&cm.f, fi_sendmsg(cl->ep, &msg, FI_COMPLETION));
+		else
+			cf_post(&cm.f, fi_send(cl->ep, iov.iov_base, 64, desc,
+					       0, &sctx[i]));
+	}
+	for (i = 0; i < CO_N; i++) {
+		c = cf_wait_ctx(&cm.f, CM_SERVER, &rctx[i]);
+		cf_assert(!c.err, "receive %d: error %d (%s)", i, c.err,
+			  fi_strerror(c.err));
+		cf_check_fill(rm.p + 64 * i, 64, 0x500 + (unsigned int)i,
+			      "a counted send's message");
+	}
+	end = cf_now_ms() + CF_WAIT_MS;
+	while (fi_cntr_read(sc) < CO_N && !fi_cntr_readerr(sc) &&
+	       cf_now_ms() < end)
+		cm_pump(&cm);
+	cf_expect(fi_cntr_read(sc) == CO_N && !fi_cntr_readerr(sc),
+		  "the send counter reads %llu (%llu errors) after %d sends",
+		  (unsigned long long)fi_cntr_read(sc),
+		  (unsigned long long)fi_cntr_readerr(sc), CO_N);
+	/* Its CQ takes receives only: no send lands there. */
+	cf_expect_none(&cm.f, CM_CLIENT, 100);
+	cm_ep_close(&cm, CM_CLIENT);
+	cf_ok(fi_close(&sc->fid));
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cm_close(&cm);
+	return 0;
+}
+
 const struct cf_case cf_cases_cm[] = {
+    {"cm_cntr_only",
+     "FI_EP_MSG: sends of an endpoint with a send counter and no transmit "
+     "CQ are counted, whether they ask for a completion or not, and arrive",
+     case_cm_cntr_only},
     {"cm_srx",
      "FI_EP_MSG: two accepted endpoints on one shared receive context; "
      "both clients' messages, expected and unexpected, complete on the "

@@ -1277,7 +1277,71 @@ static int case_cq_calls(const char *prov)
 	return 0;
 }
 
+/*
+ * Transmits counted only (a send counter, no transmit CQ; MPI's one-sided
+ * layers bind this way): sends with and without FI_COMPLETION and an
+ * inject are each counted once, none is refused for want of a CQ, and
+ * each arrives.
+ */
+static int case_cntr_only_tx(const char *prov)
+{
+	struct cf_opts o = {
+	    .caps = FI_MSG,
+	    .cntr_mask = 1 << CF_CNTR_SEND,
+	    .no_tx_cq = true,
+	};
+	struct fi_context2 sc[3], rc[3];
+	struct cf_mem sm, rm;
+	struct fid_cntr *tx;
+	struct cf_comp c;
+	struct cf_fix f;
+	int i;
+
+	cf_open(&f, prov, &o);
+	tx = f.ep[0].cntr[CF_CNTR_SEND];
+	cf_mem_reg(&f, 0, &sm, 3 * 64, FI_SEND);
+	cf_mem_reg(&f, 1, &rm, 3 * 64, FI_RECV);
+	for (i = 0; i < 3; i++) {
+		cf_fill(sm.p + 64 * i, 64, 0x600 + (unsigned int)i);
+		cf_post(&f, fi_recv(f.ep[1].ep, rm.p + 64 * i, 64, rm.desc,
+				    FI_ADDR_UNSPEC, &rc[i]));
+	}
+	cf_post(&f, fi_send(f.ep[0].ep, sm.p, 64, sm.desc, f.ep[1].addr,
+			    &sc[0]));
+	{
+		struct iovec iov = {sm.p + 64, 64};
+		void *desc = sm.desc;
+		struct fi_msg msg = {.msg_iov = &iov, .desc = &desc,
+				     .iov_count = 1, .addr = f.ep[1].addr,
+				     .context = &sc[1]};
+
+		cf_post(&f, fi_sendmsg(f.ep[0].ep, &msg, FI_COMPLETION));
+	}
+	cf_post(&f, fi_inject(f.ep[0].ep, sm.p + 128, 64, f.ep[1].addr));
+	for (i = 0; i < 3; i++) {
+		c = cf_wait_ctx(&f, 1, &rc[i]);
+		cf_assert(!c.err, "receive %d: error %d (%s)", i, c.err,
+			  fi_strerror(c.err));
+		cf_check_fill(rm.p + 64 * i, 64, 0x600 + (unsigned int)i,
+			      "a counted send's message");
+	}
+	cf_wait_cntr(&f, 0, CF_CNTR_SEND, 3);
+	cf_expect_none(&f, 0, 100);
+	cf_expect(fi_cntr_read(tx) == 3 && !fi_cntr_readerr(tx),
+		  "the send counter reads %llu (%llu errors) after 3 sends",
+		  (unsigned long long)fi_cntr_read(tx),
+		  (unsigned long long)fi_cntr_readerr(tx));
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_close(&f);
+	return 0;
+}
+
 const struct cf_case cf_cases_misc[] = {
+    {"cntr_only_tx",
+     "transmits of an endpoint with a send counter and no transmit CQ: "
+     "counted once each, with or without FI_COMPLETION, and delivered",
+     case_cntr_only_tx},
     {"cq_calls",
      "fi_cq_read/readerr on empty, fi_cq_sread timeout/wakeup/error, "
      "fi_cq_signal",

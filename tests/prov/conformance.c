@@ -399,7 +399,9 @@ void cf_ep_open(struct cf_fix *f, int i)
 	}
 	cf_ok(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
 	/* cq_bind_flags (FI_SELECTIVE_COMPLETION) apply to transmits only. */
-	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | f->o.cq_bind_flags));
+	if (!f->o.no_tx_cq)
+		cf_ok(fi_ep_bind(e->ep, &e->cq->fid,
+				 FI_TRANSMIT | f->o.cq_bind_flags));
 	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_RECV));
 	cf_ok(fi_ep_bind(e->ep, &f->av->fid, 0));
 	for (k = 0; k < CF_NCNTR; k++) {

@@ -95,6 +95,7 @@ struct cf_opts {
 	enum fi_av_type av_type;
 	enum fi_threading threading;
 	uint64_t cq_bind_flags; /* e.g. FI_SELECTIVE_COMPLETION */
+	bool no_tx_cq; /* the CQ takes receives only: transmits are counted */
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
 	uint64_t cntr_mask;	  /* bit (1 << enum cf_cntr_kind) */

@@ -632,7 +632,9 @@ void cf_sep_open(struct cf_fix *f, int i)
 	cf_ok(fi_control(&rx->fid, FI_SETOPSFLAG,
 			 &(uint64_t){ f->info->rx_attr->op_flags | FI_RECV }));
 	cf_ok(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
-	cf_ok(fi_ep_bind(tx, &e->cq->fid, FI_TRANSMIT | f->o.cq_bind_flags));
+	if (!f->o.no_tx_cq)
+		cf_ok(fi_ep_bind(tx, &e->cq->fid,
+				 FI_TRANSMIT | f->o.cq_bind_flags));
 	cf_ok(fi_ep_bind(rx, &e->cq->fid, FI_RECV));
 	for (k = 0; k < CF_NCNTR; k++) {
 		struct fi_cntr_attr ca = {
