@@ -778,6 +778,22 @@ struct util_rdm_ctx {
 	bool enabled;
 };
 
+/*
+ * A pair's inbox (pair0_shared providers: tcp's listener, verbs' rdma_cm
+ * listener): what pair 0 took for pair i (a connection, a connect
+ * request) is handed over in it, under the scalable endpoint's inbox_lock
+ * (a leaf: nothing is taken under it), and announced by the pair's bell,
+ * an eventfd the pair puts in its wait set, so that a thread asleep on the
+ * pair wakes and takes it, under the pair's own lock.  Pair 0 hands over
+ * under its own lock.
+ */
+struct util_rdm_inbox {
+	struct dlist_entry list; /* the provider's entries */
+	atomic_bool ready;	 /* list is not empty */
+	atomic_bool open;	 /* the pair takes: handing over rings bell */
+	int bell;		 /* eventfd, or -1 (util_rdm_inbox_bell) */
+};
+
 struct util_rdm_sep {
 	struct fid_ep ep_fid; /* FI_CLASS_SEP */
 	struct util_domain *domain;
@@ -791,9 +807,41 @@ struct util_rdm_sep {
 	struct util_rdm_sep_pair {
 		struct util_rdm_ep *ep;
 		struct util_rdm_ctx *tx, *rx;
+		struct util_rdm_inbox inbox;
 	} *pair;
+	pthread_mutex_t inbox_lock;
 	bool enabled;
 };
+
+/*
+ * Pair i's inbox.  util_rdm_inbox_bell makes its bell (once; the eventfd,
+ * or -errno), which the pair puts in its wait set; util_rdm_inbox_open
+ * says the pair takes from now on (at its fi_enable), util_rdm_inbox_shut
+ * that it no longer does (at its close: when it returns, no hand-over
+ * rings the bell any more).  util_rdm_inbox_post hands e over (pair 0,
+ * under its lock) and rings the bell of an open pair; the pair, seeing
+ * util_rdm_inbox_ready or woken by its bell, calls util_rdm_inbox_hush
+ * and then util_rdm_inbox_take until NULL.  The bells close with the
+ * scalable endpoint.
+ */
+int util_rdm_inbox_bell(struct util_rdm_sep *sep, uint32_t i);
+void util_rdm_inbox_open(struct util_rdm_sep *sep, uint32_t i);
+void util_rdm_inbox_shut(struct util_rdm_sep *sep, uint32_t i);
+static inline bool util_rdm_inbox_is_open(struct util_rdm_sep *sep,
+					  uint32_t i)
+{
+	return atomic_load_explicit(&sep->pair[i].inbox.open,
+				    memory_order_acquire);
+}
+void util_rdm_inbox_post(struct util_rdm_sep *sep, uint32_t i,
+			 struct dlist_entry *e);
+static inline bool util_rdm_inbox_ready(struct util_rdm_sep *sep, uint32_t i)
+{
+	return atomic_load_explicit(&sep->pair[i].inbox.ready,
+				    memory_order_acquire);
+}
+void util_rdm_inbox_hush(struct util_rdm_sep *sep, uint32_t i);
+struct dlist_entry *util_rdm_inbox_take(struct util_rdm_sep *sep, uint32_t i);
 
 /*
  * Set up sep (the provider's structure embeds it) for fi_scalable_ep:

@@ -179,7 +179,7 @@ struct tcp_conn {
 	 * of a scalable endpoint (TCP_RX_HANDOFF). */
 	struct sockaddr_storage hello_sa;
 	uint8_t hello_src_ctx;
-	struct tcp_ep *handoff_to;
+	uint8_t handoff_ctx; /* the pair it goes to */
 
 	/* MSG connection management */
 	uint8_t cm_data[TCP_CM_DATA_MAX];
@@ -218,14 +218,12 @@ struct tcp_ep {
 	bool closing;
 	struct util_progress cm_progress; /* on the bound EQ */
 
-	/* A scalable endpoint's pair (tcp_sep.c): its index, its endpoint,
-	 * and the connections pair 0 accepted for it (tcp_conn.entry, under
-	 * sep->inbox_lock), which it adopts in its progress. */
+	/* A scalable endpoint's pair (tcp_sep.c): its index and its
+	 * endpoint.  The connections pair 0 accepts for it come through its
+	 * inbox there (util_rdm_inbox: tcp_conn.entry), which it adopts in
+	 * its progress. */
 	uint8_t ctx;
 	struct tcp_sep *sep;
-	struct dlist_entry inbox;
-	atomic_bool inbox_ready;
-	int wake_fd; /* pairs but 0: pair 0 rings it (eventfd); -1 */
 
 	/* MSG */
 	struct util_eq *eq;
@@ -261,10 +259,6 @@ static inline struct tcp_ep *tcp_ep_of(struct util_rdm_ep *rdm)
  * connection to the pair its HELLO names. */
 struct tcp_sep {
 	struct util_rdm_sep base; /* first */
-	pthread_mutex_t inbox_lock; /* a leaf: nothing is taken under it */
-	/* Pairs that take connections: set once enabled, read by pair 0's
-	 * progress without a lock. */
-	_Atomic(struct tcp_ep *) pairs[TCP_MAX_CTX];
 };
 
 int tcp_sep_open(struct fid_domain *domain, struct fi_info *info,

@@ -331,23 +331,22 @@ static int hello_accept(struct tcp_conn *conn,
  * A scalable endpoint's pair 0 accepted a connection for pair dst: hand it
  * over (under pair 0's lock).  It leaves pair 0's connections, silenced in
  * pair 0's epoll set; once pair 0's read of it has returned (conn_event),
- * handoff_publish puts it in dst's inbox and rings dst's bell (an eventfd
- * in its own set), and dst adopts it under its own lock.  What pair 0
- * wrote before the inbox's lock is dst's after it, and pair 0 touches it
- * no more: nothing is shared unlocked.  -1: no such pair (refused).
+ * handoff_publish puts it in dst's inbox (util_rdm_inbox_post: its bell,
+ * an eventfd in its own set, rings), and dst adopts it under its own
+ * lock.  What pair 0 wrote before the inbox's lock is dst's after it, and
+ * pair 0 touches it no more: nothing is shared unlocked.  -1: no such
+ * pair, or not taking connections (refused).
  */
 static int conn_handoff(struct tcp_conn *conn,
 			const struct sockaddr_storage *sa, uint8_t src_ctx,
 			uint8_t dst_ctx)
 {
-	struct tcp_ep *ep = conn->ep, *to;
+	struct tcp_ep *ep = conn->ep;
 	struct tcp_sep *sep = ep->sep;
 	struct epoll_event ev = { .events = 0, .data.ptr = conn };
 
-	if (!sep || ep->ctx)
-		return -1;
-	to = atomic_load_explicit(&sep->pairs[dst_ctx], memory_order_acquire);
-	if (!to || to->wake_fd < 0 ||
+	if (!sep || ep->ctx || !dst_ctx || dst_ctx >= sep->base.npair ||
+	    !util_rdm_inbox_is_open(&sep->base, dst_ctx) ||
 	    epoll_ctl(conn->epfd, EPOLL_CTL_MOD, conn->fd, &ev))
 		return -1;
 	conn->want_out = false;
@@ -355,7 +354,7 @@ static int conn_handoff(struct tcp_conn *conn,
 	ep->npending--;
 	conn->hello_sa = *sa;
 	conn->hello_src_ctx = src_ctx;
-	conn->handoff_to = to;
+	conn->handoff_ctx = dst_ctx;
 	conn->rx_state = TCP_RX_HANDOFF;
 	return 0;
 }
@@ -363,15 +362,8 @@ static int conn_handoff(struct tcp_conn *conn,
 /* The read that handed conn over returned: now it is the pair's. */
 static void handoff_publish(struct tcp_conn *conn)
 {
-	struct tcp_ep *to = conn->handoff_to;
-	struct tcp_sep *sep = to->sep;
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&sep->inbox_lock);
-	dlist_insert_tail(&conn->entry, &to->inbox);
-	atomic_store_explicit(&to->inbox_ready, true, memory_order_release);
-	pthread_mutex_unlock(&sep->inbox_lock);
-	(void)!write(to->wake_fd, &one, sizeof(one));
+	util_rdm_inbox_post(&conn->ep->sep->base, conn->handoff_ctx,
+			    &conn->entry);
 }
 
 /* Take over a connection pair 0 handed us (under our lock, out of the
@@ -395,21 +387,10 @@ static void conn_adopt(struct tcp_ep *ep, struct tcp_conn *conn)
 static void inbox_adopt(struct tcp_ep *ep)
 {
 	struct dlist_entry *e;
-	uint64_t v;
 
-	if (ep->wake_fd >= 0)
-		(void)!read(ep->wake_fd, &v, sizeof(v));
-	for (;;) {
-		pthread_mutex_lock(&ep->sep->inbox_lock);
-		e = dlist_pop_front(&ep->inbox);
-		if (!e)
-			atomic_store_explicit(&ep->inbox_ready, false,
-					      memory_order_relaxed);
-		pthread_mutex_unlock(&ep->sep->inbox_lock);
-		if (!e)
-			return;
+	util_rdm_inbox_hush(&ep->sep->base, ep->ctx);
+	while ((e = util_rdm_inbox_take(&ep->sep->base, ep->ctx)))
 		conn_adopt(ep, container_of(e, struct tcp_conn, entry));
-	}
 }
 
 void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
@@ -732,8 +713,8 @@ static int progress_ep(struct tcp_ep *ep, bool own_only)
 
 	if (weft_unlikely(ep->closing))
 		return 0;
-	if (weft_unlikely(atomic_load_explicit(&ep->inbox_ready,
-					       memory_order_acquire))) {
+	if (weft_unlikely(ep->sep &&
+			  util_rdm_inbox_ready(&ep->sep->base, ep->ctx))) {
 		inbox_adopt(ep);
 		n++;
 	}
@@ -798,12 +779,13 @@ static void ep_close_conns(struct tcp_ep *ep)
 	 * CQ may still call it until the engine stops them), and nobody
 	 * connects to us any more. */
 	ep->closing = true;
-	/* Connections handed over and not adopted are ours to close. */
-	if (ep->sep) {
+	/* Connections handed over and not adopted are ours to close; none
+	 * comes after util_rdm_inbox_shut. */
+	if (ep->sep && ep->ctx) {
 		struct dlist_entry *c;
 
-		pthread_mutex_lock(&ep->sep->inbox_lock);
-		while ((c = dlist_pop_front(&ep->inbox))) {
+		util_rdm_inbox_shut(&ep->sep->base, ep->ctx);
+		while ((c = util_rdm_inbox_take(&ep->sep->base, ep->ctx))) {
 			struct tcp_conn *conn =
 				container_of(c, struct tcp_conn, entry);
 
@@ -811,8 +793,6 @@ static void ep_close_conns(struct tcp_ep *ep)
 			ep->npending++; /* its close counts it off */
 			dlist_insert_tail(c, &ep->conns);
 		}
-		atomic_store(&ep->inbox_ready, false);
-		pthread_mutex_unlock(&ep->sep->inbox_lock);
 	}
 	if (ep->lfd >= 0) {
 		epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->lfd, NULL);
@@ -860,8 +840,6 @@ static int tcp_ep_close(struct fid *fid)
 	}
 	if (ep->lfd >= 0)
 		close(ep->lfd);
-	if (ep->wake_fd >= 0)
-		close(ep->wake_fd);
 	if (ep->own_set && ep->epfd >= 0)
 		close(ep->epfd);
 	if (ep->eq)
@@ -1141,9 +1119,8 @@ static int tcp_ep_control(struct fid *fid, int command, void *arg)
 
 	ret = util_rdm_ep_control(fid, command, arg);
 	/* A scalable endpoint's pair takes connections from now on. */
-	if (!ret && enabling && ep->sep)
-		atomic_store_explicit(&ep->sep->pairs[ep->ctx], ep,
-				      memory_order_release);
+	if (!ret && enabling && ep->sep && ep->ctx)
+		util_rdm_inbox_open(&ep->sep->base, ep->ctx);
 	return ret;
 }
 
@@ -1276,12 +1253,10 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->type = info->ep_attr->type;
 	ep->lfd = -1;
-	ep->wake_fd = -1;
 	ep->sep = sep;
 	ep->ctx = (uint8_t)ctx;
 	dlist_init(&ep->conns);
 	dlist_init(&ep->closed);
-	dlist_init(&ep->inbox);
 	ep->domain = container_of(util_mr_domain_of(domain), struct tcp_domain,
 				  base);
 	ep->epfd = -1;
@@ -1322,9 +1297,13 @@ static int ep_make(struct util_domain *domain, struct fi_info *info,
 		struct epoll_event pev = { .events = EPOLLIN,
 					   .data.ptr = pair0_tag(sep) };
 
-		ep->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (ep->wake_fd < 0 ||
-		    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->wake_fd, &wev) ||
+		int bell = util_rdm_inbox_bell(&sep->base, ctx);
+
+		if (bell < 0) {
+			ret = bell;
+			goto err;
+		}
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, bell, &wev) ||
 		    /* Pair 0's set inside ours: whoever waits here wakes
 		     * for a connection to accept, and accepts it. */
 		    epoll_ctl(ep->epfd, EPOLL_CTL_ADD,

@@ -32,10 +32,7 @@ static int tcp_sep_pair_open(struct util_rdm_sep *sep, uint32_t index,
 
 static void tcp_sep_release(struct util_rdm_sep *sep)
 {
-	struct tcp_sep *s = tsep_of(sep);
-
-	pthread_mutex_destroy(&s->inbox_lock);
-	free(s);
+	free(tsep_of(sep));
 }
 
 static const struct util_rdm_sep_ops tcp_sep_ops = {
@@ -56,16 +53,9 @@ int tcp_sep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -FI_ENOMEM;
-	ret = -pthread_mutex_init(&s->inbox_lock, NULL);
-	if (ret) {
-		free(s);
-		return ret;
-	}
 	ret = util_rdm_sep_init(&s->base, domain, info, &tcp_sep_ops, sep_fid,
 				context);
-	if (ret) {
-		pthread_mutex_destroy(&s->inbox_lock);
+	if (ret)
 		free(s);
-	}
 	return ret;
 }

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
+#include <errno.h>
 
 #include "weft/ofi.h"
 
@@ -354,6 +357,10 @@ static int sep_close(struct fid *fid)
 	if (sep->av)
 		util_av_put(sep->av);
 	util_domain_put(sep->domain);
+	for (i = 0; i < sep->npair; i++)
+		if (sep->pair[i].inbox.bell >= 0)
+			close(sep->pair[i].inbox.bell);
+	pthread_mutex_destroy(&sep->inbox_lock);
 	pthread_cond_destroy(&sep->enabled_cond);
 	pthread_mutex_destroy(&sep->lock);
 	free(sep->pair);
@@ -541,6 +548,7 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 		      struct fid_ep **sep_fid, void *context)
 {
 	size_t ntx, nrx;
+	uint32_t i;
 	int ret;
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
@@ -567,14 +575,19 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 		ret = -FI_ENOMEM;
 		goto err_info;
 	}
+	for (i = 0; i < sep->npair; i++) {
+		dlist_init(&sep->pair[i].inbox.list);
+		sep->pair[i].inbox.bell = -1;
+	}
 	ret = -pthread_mutex_init(&sep->lock, NULL);
 	if (ret)
 		goto err_pair;
+	ret = -pthread_mutex_init(&sep->inbox_lock, NULL);
+	if (ret)
+		goto err_lock;
 	ret = -pthread_cond_init(&sep->enabled_cond, NULL);
-	if (ret) {
-		pthread_mutex_destroy(&sep->lock);
-		goto err_pair;
-	}
+	if (ret)
+		goto err_inbox_lock;
 	sep->domain = domain;
 	sep->ops = ops;
 	sep->ep_fid.fid.fclass = FI_CLASS_SEP;
@@ -586,11 +599,83 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 	*sep_fid = &sep->ep_fid;
 	return 0;
 
+err_inbox_lock:
+	pthread_mutex_destroy(&sep->inbox_lock);
+err_lock:
+	pthread_mutex_destroy(&sep->lock);
 err_pair:
 	free(sep->pair);
 err_info:
 	fi_freeinfo(sep->info);
 	return ret;
+}
+
+/* ---- handing pair 0's peers over ---------------------------------------- */
+
+int util_rdm_inbox_bell(struct util_rdm_sep *sep, uint32_t i)
+{
+	struct util_rdm_inbox *in = &sep->pair[i].inbox;
+
+	if (in->bell < 0) {
+		in->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (in->bell < 0)
+			return weft_errno(errno);
+	}
+	return in->bell;
+}
+
+void util_rdm_inbox_open(struct util_rdm_sep *sep, uint32_t i)
+{
+	atomic_store_explicit(&sep->pair[i].inbox.open, true,
+			      memory_order_release);
+}
+
+void util_rdm_inbox_shut(struct util_rdm_sep *sep, uint32_t i)
+{
+	struct util_rdm_ep *p0 = sep->pair[0].ep;
+
+	atomic_store(&sep->pair[i].inbox.open, false);
+	/* Hand-overs run under pair 0's lock: one that saw the pair open
+	 * has rung by the time we have the lock. */
+	if (i && p0) {
+		weft_lock(util_rdm_lock(p0));
+		weft_unlock(util_rdm_lock(p0));
+	}
+}
+
+void util_rdm_inbox_post(struct util_rdm_sep *sep, uint32_t i,
+			 struct dlist_entry *e)
+{
+	struct util_rdm_inbox *in = &sep->pair[i].inbox;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&sep->inbox_lock);
+	dlist_insert_tail(e, &in->list);
+	atomic_store_explicit(&in->ready, true, memory_order_release);
+	pthread_mutex_unlock(&sep->inbox_lock);
+	if (util_rdm_inbox_is_open(sep, i) && in->bell >= 0)
+		(void)!write(in->bell, &one, sizeof(one));
+}
+
+void util_rdm_inbox_hush(struct util_rdm_sep *sep, uint32_t i)
+{
+	uint64_t v;
+
+	if (sep->pair[i].inbox.bell >= 0)
+		(void)!read(sep->pair[i].inbox.bell, &v, sizeof(v));
+}
+
+struct dlist_entry *util_rdm_inbox_take(struct util_rdm_sep *sep, uint32_t i)
+{
+	struct util_rdm_inbox *in = &sep->pair[i].inbox;
+	struct dlist_entry *e;
+
+	pthread_mutex_lock(&sep->inbox_lock);
+	e = dlist_pop_front(&in->list);
+	if (!e)
+		atomic_store_explicit(&in->ready, false, memory_order_relaxed);
+	pthread_mutex_unlock(&sep->inbox_lock);
+	return e;
 }
 
 /* ---- shared transmit contexts -------------------------------------------- */

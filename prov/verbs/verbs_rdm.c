@@ -180,11 +180,11 @@ static void ep_teardown(struct verbs_rdm_ep *ep)
 	free(ep->tx_bufs);
 	if (ep->op_pool)
 		util_bufpool_destroy(ep->op_pool);
-	if (ep->bell_fd >= 0) {
-		if (ep->epfd >= 0)
-			epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->bell_fd, NULL);
-		close(ep->bell_fd);
-	}
+	/* (A pair's bell closes with the scalable endpoint.) */
+	if (ep->sep && ep->ctx && ep->epfd >= 0 &&
+	    ep->sep->base.pair[ep->ctx].inbox.bell >= 0)
+		epoll_ctl(ep->epfd, EPOLL_CTL_DEL,
+			  ep->sep->base.pair[ep->ctx].inbox.bell, NULL);
 	if (ep->own_epfd && ep->epfd >= 0)
 		close(ep->epfd);
 }
@@ -195,13 +195,9 @@ static int verbs_rdm_ep_close(struct fid *fid)
 		container_of(fid, struct verbs_rdm_ep, rdm.base.ep_fid.fid);
 	struct dlist_entry *e, *tmp;
 
-	/* A pair: pair 0 rings its bell no more (pair 0's lock taken once
-	 * after, so that no handoff of its still runs). */
-	if (ep->sep && ep->ctx) {
-		atomic_store(&ep->sep->pairs[ep->ctx], NULL);
-		weft_lock(util_rdm_lock(&ep->pair0->rdm));
-		weft_unlock(util_rdm_lock(&ep->pair0->rdm));
-	}
+	/* A pair: pair 0 rings its bell no more. */
+	if (ep->sep && ep->ctx)
+		util_rdm_inbox_shut(&ep->sep->base, ep->ctx);
 	/* Injects its peers could not take yet still go (util_rdm.h). */
 	util_rdm_ep_linger(&ep->rdm);
 	weft_lock(util_rdm_lock(&ep->rdm));
@@ -460,11 +456,12 @@ static int ep_queues(struct verbs_rdm_ep *ep)
 	 * that a thread waiting here wakes for a connect request at the
 	 * listener too, and takes it. */
 	if (ep->sep && ep->ctx) {
-		ep->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (ep->bell_fd < 0)
-			return weft_errno(errno);
-		ev.data.fd = ep->bell_fd;
-		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->bell_fd, &ev))
+		int bell = util_rdm_inbox_bell(&ep->sep->base, ep->ctx);
+
+		if (bell < 0)
+			return bell;
+		ev.data.fd = bell;
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, bell, &ev))
 			return weft_errno(errno);
 	}
 	if (ep->sep && ep->ctx && ep->own_epfd) {
@@ -519,12 +516,10 @@ static int ep_make(struct verbs_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->domain = domain;
 	ep->epfd = -1;
-	ep->bell_fd = -1;
 	ep->own_epfd = !attr.sweep_domain;
 	if (sep) {
 		ep->sep = sep;
 		ep->ctx = ctx;
-		ep->inbox = &sep->inbox[ctx];
 		if (ctx)
 			ep->pair0 = vep_of(sep->base.pair[0].ep);
 	}
@@ -573,9 +568,8 @@ static int ep_make(struct verbs_domain *domain, struct fi_info *info,
 		goto err;
 	ep->rdm.base.ep_fid.fid.ops = &verbs_rdm_fi_ops;
 	ep->rdm.base.ep_fid.cm = &verbs_rdm_cm_ops;
-	if (sep)
-		atomic_store_explicit(&sep->pairs[ctx], ep,
-				      memory_order_release);
+	if (sep && ctx)
+		util_rdm_inbox_open(&sep->base, ctx);
 	*out = ep;
 	return 0;
 err:

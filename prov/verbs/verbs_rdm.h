@@ -226,31 +226,24 @@ struct verbs_rdm_ep {
 	uint64_t empty_seq;   /* the CQ was found empty (progress_idle) */
 	uint64_t conns_freed; /* since the endpoint opened (logged) */
 	bool amo_device;      /* FI_VERBS_DEVICE_ATOMICS: the device's only */
-	/* A scalable endpoint's pair (verbs_rdm_sep.c): its sep and index;
-	 * the connect requests pair 0 took for it (its inbox); pair 0,
-	 * whose listener it drives too (NULL: this is pair 0); the bell
-	 * pair 0 rings when it fills the inbox (-1: none).  A pair has an
-	 * epoll set of its own: sep and inbox NULL on a plain endpoint. */
+	/* A scalable endpoint's pair (verbs_rdm_sep.c): its sep and index
+	 * (the connect requests pair 0 took for it come through its inbox
+	 * there, util_rdm_inbox); pair 0, whose listener it drives too (NULL:
+	 * this is pair 0).  A pair has an epoll set of its own: sep NULL on a
+	 * plain endpoint. */
 	struct verbs_sep *sep;
 	uint32_t ctx;
-	struct vinbox *inbox;
 	struct verbs_rdm_ep *pair0;
-	int bell_fd;
 	bool own_epfd;
 };
 
 /* A connect request pair 0 took for another pair: the id (on pair 0's
  * event channel until the pair adopts it), what its event said. */
 struct vreq {
-	struct dlist_entry entry; /* vinbox.list */
+	struct dlist_entry entry; /* on the pair's util_rdm_inbox */
 	struct rdma_cm_id *id;
 	struct vrdm_cm_priv pd;
 	uint8_t initiator_depth, responder_resources;
-};
-
-struct vinbox {
-	struct dlist_entry list; /* struct vreq, under verbs_sep.inbox_lock */
-	atomic_bool ready;	 /* list is not empty */
 };
 
 /*
@@ -258,15 +251,11 @@ struct vinbox {
  * of its own (CQ, SRQ, QPs, event channel, lock).  Pair 0 listens at the
  * scalable endpoint's address; a connect request names the context it
  * wants (struct vrdm_cm_priv dst_ctx), and pair 0 hands those for pair i
- * to pair i's inbox, where pair i takes the id onto its own event
- * channel (rdma_migrate_id) and accepts it.
+ * to pair i's inbox (util_rdm_inbox), where pair i takes the id onto its
+ * own event channel (rdma_migrate_id) and accepts it.
  */
 struct verbs_sep {
 	struct util_rdm_sep base; /* first */
-	pthread_mutex_t inbox_lock; /* a leaf: nothing is taken under it */
-	struct vinbox inbox[VERBS_RDM_MAX_CTX];
-	/* Pairs' endpoints once opened (their bells), read by pair 0. */
-	_Atomic(struct verbs_rdm_ep *) pairs[VERBS_RDM_MAX_CTX];
 };
 
 static inline struct verbs_rdm_ep *vep_of(struct util_rdm_ep *rdm)

@@ -458,11 +458,7 @@ reject:
 static bool conn_handoff(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev,
 			 const struct vrdm_cm_priv *pd)
 {
-	struct verbs_sep *sep = ep->sep;
-	struct vinbox *in = &sep->inbox[pd->dst_ctx];
-	struct verbs_rdm_ep *to;
 	struct vreq *r = calloc(1, sizeof(*r));
-	uint64_t one = 1;
 
 	if (!r) {
 		rdma_reject(ev->id, NULL, 0);
@@ -474,14 +470,7 @@ static bool conn_handoff(struct verbs_rdm_ep *ep, struct rdma_cm_event *ev,
 	r->initiator_depth = ev->param.conn.initiator_depth;
 	r->responder_resources = ev->param.conn.responder_resources;
 	ev->id->context = NULL;
-	pthread_mutex_lock(&sep->inbox_lock);
-	dlist_insert_tail(&r->entry, &in->list);
-	atomic_store_explicit(&in->ready, true, memory_order_release);
-	pthread_mutex_unlock(&sep->inbox_lock);
-	to = atomic_load_explicit(&sep->pairs[pd->dst_ctx],
-				  memory_order_acquire);
-	if (to && to->bell_fd >= 0)
-		(void)!write(to->bell_fd, &one, sizeof(one));
+	util_rdm_inbox_post(&ep->sep->base, pd->dst_ctx, &r->entry);
 	return false;
 }
 
@@ -520,24 +509,14 @@ reject:
  * them; how many. */
 static int inbox_adopt(struct verbs_rdm_ep *ep)
 {
-	struct vinbox *in = ep->inbox;
+	struct util_rdm_sep *sep = &ep->sep->base;
 	struct dlist_entry *e;
-	uint64_t v;
 	int n = 0;
 
-	if (ep->bell_fd >= 0)
-		(void)!read(ep->bell_fd, &v, sizeof(v));
-	for (;;) {
+	util_rdm_inbox_hush(sep, ep->ctx);
+	while ((e = util_rdm_inbox_take(sep, ep->ctx))) {
 		struct vreq *r;
 
-		pthread_mutex_lock(&ep->sep->inbox_lock);
-		e = dlist_pop_front(&in->list);
-		if (!e)
-			atomic_store_explicit(&in->ready, false,
-					      memory_order_relaxed);
-		pthread_mutex_unlock(&ep->sep->inbox_lock);
-		if (!e)
-			return n;
 		r = container_of(e, struct vreq, entry);
 		n++;
 		/* Its events come to us from now on. */
@@ -554,6 +533,7 @@ static int inbox_adopt(struct verbs_rdm_ep *ep)
 		}
 		free(r);
 	}
+	return n;
 }
 
 void vrdm_inbox_drain(struct verbs_sep *sep)
@@ -561,17 +541,14 @@ void vrdm_inbox_drain(struct verbs_sep *sep)
 	struct dlist_entry *e;
 	uint32_t i;
 
-	for (i = 0; i < VERBS_RDM_MAX_CTX; i++) {
-		pthread_mutex_lock(&sep->inbox_lock);
-		while ((e = dlist_pop_front(&sep->inbox[i].list))) {
+	for (i = 0; i < sep->base.npair; i++) {
+		while ((e = util_rdm_inbox_take(&sep->base, i))) {
 			struct vreq *r = container_of(e, struct vreq, entry);
 
 			rdma_reject(r->id, NULL, 0);
 			rdma_destroy_id(r->id);
 			free(r);
 		}
-		atomic_store(&sep->inbox[i].ready, false);
-		pthread_mutex_unlock(&sep->inbox_lock);
 	}
 }
 
@@ -604,7 +581,7 @@ int vrdm_pair_progress(struct verbs_rdm_ep *ep, bool listener)
 	struct verbs_rdm_ep *p0 = ep->pair0;
 	int n = 0;
 
-	if (atomic_load_explicit(&ep->inbox->ready, memory_order_acquire))
+	if (util_rdm_inbox_ready(&ep->sep->base, ep->ctx))
 		n += inbox_adopt(ep);
 	if (listener && p0 && weft_trylock(util_rdm_lock(&p0->rdm))) {
 		if (p0->rdm.base.enabled && !p0->closing)

@@ -571,7 +571,7 @@ static __attribute__((noinline)) int progress_idle(struct verbs_rdm_ep *ep)
 		n += vrdm_cm_progress(ep);
 	/* A scalable endpoint's pair: requests pair 0 handed it, and now
 	 * and then pair 0's listener. */
-	if (ep->inbox)
+	if (ep->sep)
 		n += vrdm_pair_progress(ep, !(ep->calls & 4095));
 	if (ep->ndead && !(ep->calls & 63))
 		vrdm_conn_reap(ep);
@@ -596,8 +596,7 @@ int verbs_rdm_progress(struct util_rdm_xport *xp)
 	ep->calls++;
 	if (!k && (ep->nrepost || ep->cm_busy || ep->nself_flush ||
 		   (ep->ndead && !(ep->calls & 63)) || !(ep->calls & 4095) ||
-		   (ep->inbox && atomic_load_explicit(&ep->inbox->ready,
-						      memory_order_relaxed))))
+		   (ep->sep && util_rdm_inbox_ready(&ep->sep->base, ep->ctx))))
 		n += progress_idle(ep);
 	if (weft_unlikely(!dlist_empty(&ep->held)))
 		n += held_run(ep);
@@ -626,7 +625,7 @@ int verbs_rdm_arm(struct util_rdm_xport *xp)
 	if (weft_unlikely(ep->closing))
 		return 0;
 	n = vrdm_cm_progress(ep);
-	if (ep->inbox)
+	if (ep->sep)
 		n += vrdm_pair_progress(ep, true);
 	vrdm_conn_reap(ep);
 	/* Credits a sleeping peer may wait for go back before we sleep. */

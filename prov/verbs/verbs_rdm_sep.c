@@ -34,10 +34,7 @@ static int verbs_sep_pair_open(struct util_rdm_sep *sep, uint32_t index,
 
 static void verbs_sep_release(struct util_rdm_sep *sep)
 {
-	struct verbs_sep *s = vsep_of(sep);
-
-	pthread_mutex_destroy(&s->inbox_lock);
-	free(s);
+	free(vsep_of(sep));
 }
 
 static const struct util_rdm_sep_ops verbs_sep_ops = {
@@ -51,24 +48,14 @@ int verbs_rdm_sep_open(struct verbs_domain *domain, struct fi_info *info,
 		       struct fid_ep **sep_fid, void *context)
 {
 	struct verbs_sep *s;
-	uint32_t i;
 	int ret;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -FI_ENOMEM;
-	ret = -pthread_mutex_init(&s->inbox_lock, NULL);
-	if (ret) {
-		free(s);
-		return ret;
-	}
-	for (i = 0; i < VERBS_RDM_MAX_CTX; i++)
-		dlist_init(&s->inbox[i].list);
 	ret = util_rdm_sep_init(&s->base, &domain->base.util, info,
 				&verbs_sep_ops, sep_fid, context);
-	if (ret) {
-		pthread_mutex_destroy(&s->inbox_lock);
+	if (ret)
 		free(s);
-	}
 	return ret;
 }
