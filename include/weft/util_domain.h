@@ -54,6 +54,13 @@ struct util_domain {
 	 * engine's endpoints: struct util_progress), under target_lock. */
 	struct dlist_entry targets;
 	pthread_mutex_t target_lock;
+	/* Triggered operations and deferred work not posted yet (struct
+	 * util_trigger, weft/util_trigger.h), in threshold order, under
+	 * trig_lock; ntrig counts them for the readers' quick look. */
+	struct dlist_entry triggers;
+	pthread_mutex_t trig_lock;
+	atomic_uint ntrig;
+	uint64_t trig_seq;
 };
 
 /*

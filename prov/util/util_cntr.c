@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Counters (weft/util_cntr.h). */
 #include "weft/util_cntr.h"
+#include "weft/util_trigger.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -141,6 +142,9 @@ static uint64_t util_cntr_read(struct fid_cntr *cntr_fid)
 	struct util_cntr *cntr = util_cntr_of(cntr_fid);
 
 	util_cntr_progress(cntr);
+	/* Triggered operations due, posted with no lock held (not from
+	 * the wait and poll sets' looks, which hold theirs). */
+	util_trigger_run(cntr->domain);
 	return atomic_load_explicit(&cntr->count, memory_order_acquire);
 }
 
@@ -149,6 +153,7 @@ static uint64_t util_cntr_readerr(struct fid_cntr *cntr_fid)
 	struct util_cntr *cntr = util_cntr_of(cntr_fid);
 
 	util_cntr_progress(cntr);
+	util_trigger_run(cntr->domain);
 	return atomic_load_explicit(&cntr->errcount, memory_order_acquire);
 }
 
@@ -165,6 +170,7 @@ static int util_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 	now = atomic_fetch_add(&cntr->count, value) + value;
 	atomic_store(&cntr->seen, now);
 	util_waitable_signal(&cntr->waitable);
+	util_trigger_run(cntr->domain);
 	return 0;
 }
 
@@ -175,6 +181,7 @@ static int util_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	atomic_store(&cntr->count, value);
 	atomic_store(&cntr->seen, value);
 	util_waitable_signal(&cntr->waitable);
+	util_trigger_run(cntr->domain);
 	return 0;
 }
 
@@ -186,6 +193,7 @@ static int util_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 	now = atomic_fetch_add(&cntr->errcount, value) + value;
 	atomic_store(&cntr->seen_err, now);
 	util_waitable_signal(&cntr->waitable);
+	util_trigger_run(cntr->domain);
 	return 0;
 }
 
@@ -196,6 +204,7 @@ static int util_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 	atomic_store(&cntr->errcount, value);
 	atomic_store(&cntr->seen_err, value);
 	util_waitable_signal(&cntr->waitable);
+	util_trigger_run(cntr->domain);
 	return 0;
 }
 
@@ -223,6 +232,7 @@ static int util_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 
 	for (;;) {
 		util_cntr_progress(cntr);
+		util_trigger_run(cntr->domain);
 		ret = cntr_wait_check(cntr, threshold, err0);
 		if (ret != -FI_EAGAIN)
 			return ret;
@@ -381,6 +391,7 @@ int util_cntr_fini(struct util_cntr *cntr)
 	    util_waitable_busy(&cntr->waitable))
 		return -FI_EBUSY;
 
+	util_trigger_drop_cntr(cntr);
 	util_waitable_fini(&cntr->waitable);
 	weft_lock_destroy(&cntr->progress_lock);
 	util_domain_put(cntr->domain);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues (weft/util_cq.h). */
 #include "weft/util_cq.h"
+#include "weft/util_trigger.h"
 #include "weft/compat.h"
 #include "weft/stubs.h"
 
@@ -347,6 +348,9 @@ static ssize_t util_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		util_cq_progress(cq);
 		if (util_cq_idle(cq)) {
 			weft_unlock(&cq->lock);
+			/* Triggered operations due, posted with no lock
+			 * held (their posts may write here). */
+			util_trigger_run(cq->domain);
 			return -FI_EAGAIN;
 		}
 	}
@@ -525,6 +529,7 @@ static ssize_t util_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	if (count && !buf)
 		return -FI_EINVAL;
 	for (;;) {
+		util_trigger_run(cq->domain);
 		weft_lock(&cq->lock);
 		util_cq_progress(cq);
 		if (expired || util_cq_pending(cq) >= threshold) {

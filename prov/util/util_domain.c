@@ -76,6 +76,8 @@ int util_domain_init(struct util_domain *domain, struct util_fabric *fabric,
 	pthread_mutex_init(&domain->sweep_lock, NULL);
 	dlist_init(&domain->targets);
 	pthread_mutex_init(&domain->target_lock, NULL);
+	dlist_init(&domain->triggers);
+	pthread_mutex_init(&domain->trig_lock, NULL);
 	if (attr && attr->name) {
 		domain->name = strdup(attr->name);
 		if (!domain->name)
@@ -106,6 +108,7 @@ int util_domain_fini(struct util_domain *domain)
 	weft_lock_destroy(&domain->lock);
 	pthread_mutex_destroy(&domain->sweep_lock);
 	pthread_mutex_destroy(&domain->target_lock);
+	pthread_mutex_destroy(&domain->trig_lock);
 	free(domain->name);
 	domain->name = NULL;
 	return 0;

@@ -12,6 +12,8 @@
 
 #include "weft/ofi.h"
 
+#include "weft/util_trigger.h"
+
 /* ---- progress ----------------------------------------------------------- */
 
 static void ep_progress(struct util_ep *ep)
@@ -41,6 +43,7 @@ static void *ep_progress_thread(void *arg)
 		util_ep_lock(ep);
 		n = ep->ops->progress(ep);
 		util_ep_unlock(ep);
+		util_trigger_run(ep->domain);
 		if (n) {
 			idle = 0;
 			pause_us = 1;
@@ -418,6 +421,8 @@ void util_ep_close(struct util_ep *ep)
 		pthread_join(ep->progress_thread, NULL);
 		ep->progress_running = false;
 	}
+	/* Triggered operations not posted yet go with it. */
+	util_trigger_drop_ep(ep);
 	unbind_all(ep, false);
 	if (ep->av)
 		util_av_put(ep->av);

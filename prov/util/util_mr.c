@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Memory registration key map and the minimal MR object (weft/util_mr.h). */
+#include "weft/util_trigger.h"
 #include "weft/util_mr.h"
 
 #include <stdlib.h>
@@ -839,7 +840,7 @@ struct fi_ops util_mr_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = util_mr_domain_close,
 	.bind = util_domain_bind,
-	.control = weft_no_control,
+	.control = util_domain_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
 	.ops_set = weft_no_ops_set,

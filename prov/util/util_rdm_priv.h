@@ -9,6 +9,7 @@
 #define WEFT_UTIL_RDM_PRIV_H
 
 #include "weft/util_rdm.h"
+#include "weft/util_trigger.h"
 
 /* The endpoint's lock: taken by every entry point, and by progress.
  * (Only a bind of a shared receive context changes it, before enable:

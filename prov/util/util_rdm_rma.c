@@ -145,6 +145,9 @@ static ssize_t rdm_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_rma(&ep->base, ep_fid, FI_OP_READ, msg,
+					flags);
 	return rdm_rma(ep, UTIL_RDM_TX_READ, msg->msg_iov, msg->desc,
 		       msg->iov_count, msg->addr, msg->rma_iov,
 		       msg->rma_iov_count, msg->context, msg->data,
@@ -179,6 +182,9 @@ static ssize_t rdm_writemsg(struct fid_ep *ep_fid,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_rma(&ep->base, ep_fid, FI_OP_WRITE, msg,
+					flags);
 	return rdm_rma(ep, UTIL_RDM_TX_WRITE, msg->msg_iov, msg->desc,
 		       msg->iov_count, msg->addr, msg->rma_iov,
 		       msg->rma_iov_count, msg->context, msg->data,
@@ -446,6 +452,10 @@ static ssize_t rdm_atomic_writemsg(struct fid_ep *ep_fid,
 		.flags = flags,
 	};
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_atomic(&ep->base, ep_fid, FI_OP_ATOMIC,
+					   msg, NULL, NULL, 0, NULL, NULL, 0,
+					   flags);
 	return rdm_atomic(ep, &a);
 }
 
@@ -530,6 +540,11 @@ static ssize_t rdm_atomic_readwritemsg(struct fid_ep *ep_fid,
 		.flags = flags,
 	};
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_atomic(&ep->base, ep_fid,
+					   FI_OP_FETCH_ATOMIC, msg, NULL, NULL,
+					   0, resultv, result_desc,
+					   result_count, flags);
 	return rdm_atomic(ep, &a);
 }
 
@@ -604,6 +619,12 @@ static ssize_t rdm_atomic_compwritemsg(struct fid_ep *ep_fid,
 		.flags = flags,
 	};
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_atomic(&ep->base, ep_fid,
+					   FI_OP_COMPARE_ATOMIC, msg, comparev,
+					   compare_desc, compare_count,
+					   resultv, result_desc, result_count,
+					   flags);
 	return rdm_atomic(ep, &a);
 }
 

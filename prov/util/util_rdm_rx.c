@@ -525,6 +525,9 @@ ssize_t rdm_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_msg(&ep->base, ep_fid, FI_OP_RECV, msg,
+					flags);
 	return rdm_recv(ep, ep->rxq, msg->msg_iov, msg->desc, msg->iov_count,
 			msg->addr, 0, ~0ULL, msg->context, flags,
 			UTIL_RDM_MSG);
@@ -559,6 +562,9 @@ ssize_t rdm_tagged_recvmsg(struct fid_ep *ep_fid,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_tagged(&ep->base, ep_fid, FI_OP_TRECV, msg,
+					   flags);
 	return rdm_recv(ep, ep->rxq, msg->msg_iov, msg->desc, msg->iov_count,
 			msg->addr, msg->tag, msg->ignore, msg->context, flags,
 			UTIL_RDM_TAGGED);
@@ -609,6 +615,9 @@ ssize_t rdm_cancel(fid_t fid, void *context)
 	struct util_rdm_ep *ep =
 		util_rdm_ep_of(container_of(fid, struct fid_ep, fid));
 
+	/* Triggered and not posted yet: it ends here. */
+	if (weft_unlikely(util_trigger_cancel(&ep->base, context)))
+		return 0;
 	rxq_cancel(ep->rxq, ep, context);
 	return 0;
 }

@@ -571,6 +571,9 @@ ssize_t rdm_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_msg(&ep->base, ep_fid, FI_OP_SEND, msg,
+					flags);
 	return rdm_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
 			msg->addr, 0, msg->data, msg->context,
 			flags, UTIL_RDM_MSG);
@@ -635,6 +638,9 @@ ssize_t rdm_tagged_sendmsg(struct fid_ep *ep_fid,
 {
 	struct util_rdm_ep *ep = util_rdm_ep_of(ep_fid);
 
+	if (weft_unlikely(flags & FI_TRIGGER))
+		return util_trigger_tagged(&ep->base, ep_fid, FI_OP_TSEND, msg,
+					   flags);
 	return rdm_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
 			msg->addr, msg->tag, msg->data, msg->context,
 			flags,

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "weft/util_trigger.h"
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
@@ -552,7 +553,7 @@ static struct fi_ops verbs_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = verbs_domain_close,
 	.bind = util_domain_bind,
-	.control = weft_no_control,
+	.control = util_domain_control,
 	.ops_open = weft_no_ops_open,
 	.tostr = weft_no_tostr,
 	.ops_set = weft_no_ops_set,

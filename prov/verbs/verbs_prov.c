@@ -282,13 +282,14 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |        \
-	 FI_REMOTE_COMM | FI_NAMED_RX_CTX)
+	 FI_REMOTE_COMM | FI_NAMED_RX_CTX | FI_TRIGGER)
 #define VERBS_RDM_TX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER)
 #define VERBS_RDM_RX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
-	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
+	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
+	 FI_TRIGGER)
 #define VERBS_RDM_ORDER (FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW)
 #define VERBS_RDM_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define VERBS_RDM_INJECT 256

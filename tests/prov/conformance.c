@@ -777,7 +777,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
-    cf_cases_mr_cntr, cf_cases_ctx,
+    cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

@@ -175,6 +175,7 @@ extern const struct cf_case cf_cases_err[];
 extern const struct cf_case cf_cases_getinfo[];
 extern const struct cf_case cf_cases_mr_cntr[];
 extern const struct cf_case cf_cases_ctx[];
+extern const struct cf_case cf_cases_trigger[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */

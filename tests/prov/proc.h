@@ -49,6 +49,9 @@ int cf_mr_cntr_peer_main(const char *role);
 /* The peer of the inject cases (cases_inject.c). */
 bool cf_inject_is_role(const char *role);
 int cf_inject_peer_main(const char *role);
+/* The peer of proc_trigger (cases_trigger.c). */
+bool cf_trigger_is_role(const char *role);
+int cf_trigger_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 
