@@ -8,15 +8,27 @@
  * table of an object is printed when it is closed: through the log at
  * info level when the log shows that level (FI_LOG_LEVEL=info or debug,
  * or a sink a client imported that takes it), else on stderr.
+ *
+ * FI_HOOK_PERF_SIGNAL names a signal (USR1, SIGUSR2, or a number) on
+ * which the tables of every object still open are printed as well: the
+ * handler only writes a byte to a pipe (async-signal-safe), and a thread
+ * of ours, blocked on the pipe, prints them under the registry's lock.
  */
 #include "weft/hook.h"
 
 #include "weft/core.h"
+#include "weft/list.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct fi_provider perf_prov = {
 	.version = WEFT_PROV_VERSION,
@@ -30,7 +42,15 @@ struct perf_row {
 
 struct perf_obj {
 	struct perf_row row[WEFT_HK_COUNT];
+	struct dlist_entry entry; /* on perf_objs, under perf_objs_lock */
+	struct weft_hook_fid *hf;
 };
+
+/* The objects open, for the signal's dump. */
+static struct dlist_entry perf_objs = { &perf_objs, &perf_objs };
+static pthread_mutex_t perf_objs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t perf_signal_once = PTHREAD_ONCE_INIT;
+static int perf_pipe[2] = { -1, -1 };
 
 static uint64_t perf_now(void)
 {
@@ -57,12 +77,24 @@ static bool perf_counted(size_t fclass)
 	}
 }
 
+static void perf_signal_setup(void);
+
 static int perf_open(struct weft_hook_fid *hf, unsigned slot)
 {
+	struct perf_obj *p;
+
 	if (!perf_counted(weft_hook_fclass(hf)))
 		return 0;
-	hf->priv[slot] = calloc(1, sizeof(struct perf_obj));
-	return hf->priv[slot] ? 0 : -FI_ENOMEM;
+	pthread_once(&perf_signal_once, perf_signal_setup);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	p->hf = hf;
+	pthread_mutex_lock(&perf_objs_lock);
+	dlist_insert_tail(&p->entry, &perf_objs);
+	pthread_mutex_unlock(&perf_objs_lock);
+	hf->priv[slot] = p;
+	return 0;
 }
 
 static void perf_before(struct weft_hook_call *c, unsigned slot)
@@ -123,7 +155,7 @@ static void perf_print(struct weft_hook_fid *hf, const struct perf_obj *p)
 	size_t k;
 
 	for (k = 0; k < WEFT_HK_COUNT; k++)
-		any |= p->row[k].calls != 0;
+		any |= __atomic_load_n(&p->row[k].calls, __ATOMIC_RELAXED) != 0;
 	if (!any)
 		return;
 	perf_line(to_log, "%s %p (context %p):", class_name(weft_hook_fclass(hf)),
@@ -131,19 +163,128 @@ static void perf_print(struct weft_hook_fid *hf, const struct perf_obj *p)
 	perf_line(to_log, "  %-16s %12s %12s %10s %16s %14s %10s", "op",
 		  "calls", "ok", "eagain", "bytes/entries", "ns", "ns/call");
 	for (k = 0; k < WEFT_HK_COUNT; k++) {
-		const struct perf_row *r = &p->row[k];
+		/* (Read while other threads may count: each figure whole,
+		 * the row as of about now.) */
+		struct perf_row r = {
+			__atomic_load_n(&p->row[k].calls, __ATOMIC_RELAXED),
+			__atomic_load_n(&p->row[k].ok, __ATOMIC_RELAXED),
+			__atomic_load_n(&p->row[k].eagain, __ATOMIC_RELAXED),
+			__atomic_load_n(&p->row[k].amount, __ATOMIC_RELAXED),
+			__atomic_load_n(&p->row[k].ns, __ATOMIC_RELAXED),
+		};
 
-		if (!r->calls)
+		if (!r.calls)
 			continue;
 		perf_line(to_log,
 			  "  %-16s %12llu %12llu %10llu %16llu %14llu %10llu",
-			  weft_hook_kind_name(k), (unsigned long long)r->calls,
-			  (unsigned long long)r->ok,
-			  (unsigned long long)r->eagain,
-			  (unsigned long long)r->amount,
-			  (unsigned long long)r->ns,
-			  (unsigned long long)(r->ns / r->calls));
+			  weft_hook_kind_name(k), (unsigned long long)r.calls,
+			  (unsigned long long)r.ok,
+			  (unsigned long long)r.eagain,
+			  (unsigned long long)r.amount,
+			  (unsigned long long)r.ns,
+			  (unsigned long long)(r.ns / r.calls));
 	}
+}
+
+/* ---- the dump on a signal ------------------------------------------------ */
+
+static void perf_on_signal(int sig)
+{
+	int saved = errno;
+	char b = (char)sig;
+
+	(void)!write(perf_pipe[1], &b, 1);
+	errno = saved;
+}
+
+static void *perf_dumper(void *arg)
+{
+	struct dlist_entry *e;
+	char b;
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = read(perf_pipe[0], &b, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		pthread_mutex_lock(&perf_objs_lock);
+		perf_line(fi_log_enabled(&perf_prov, FI_LOG_INFO, FI_LOG_CORE),
+			  "signal %d: the objects open", (int)b);
+		dlist_foreach(&perf_objs, e) {
+			struct perf_obj *p =
+				container_of(e, struct perf_obj, entry);
+
+			perf_print(p->hf, p);
+		}
+		pthread_mutex_unlock(&perf_objs_lock);
+	}
+}
+
+/* FI_HOOK_PERF_SIGNAL's number, or 0 (unset, or not a signal). */
+static int perf_signal_number(void)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
+		{ "QUIT", SIGQUIT }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH },
+	};
+	const char *v = getenv("FI_HOOK_PERF_SIGNAL");
+	char *end;
+	long n;
+	size_t i;
+
+	if (!v || !*v)
+		return 0;
+	if (!strncmp(v, "SIG", 3))
+		v += 3;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(v, names[i].name))
+			return names[i].sig;
+	n = strtol(v, &end, 10);
+	if (*end || n <= 0 || n >= NSIG || n == SIGKILL || n == SIGSTOP)
+		return 0;
+	return (int)n;
+}
+
+static void perf_signal_setup(void)
+{
+	struct sigaction sa;
+	pthread_attr_t attr;
+	pthread_t th;
+	int sig = perf_signal_number();
+
+	if (!sig) {
+		if (getenv("FI_HOOK_PERF_SIGNAL"))
+			FI_WARN(&perf_prov, FI_LOG_CORE,
+				"FI_HOOK_PERF_SIGNAL=%s: not a signal this "
+				"hook takes\n", getenv("FI_HOOK_PERF_SIGNAL"));
+		return;
+	}
+	if (pipe(perf_pipe))
+		return;
+	fcntl(perf_pipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(perf_pipe[1], F_SETFD, FD_CLOEXEC);
+	fcntl(perf_pipe[1], F_SETFL, O_NONBLOCK);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, perf_dumper, NULL)) {
+		pthread_attr_destroy(&attr);
+		close(perf_pipe[0]);
+		close(perf_pipe[1]);
+		perf_pipe[0] = perf_pipe[1] = -1;
+		return;
+	}
+	pthread_attr_destroy(&attr);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = perf_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
 }
 
 static void perf_after(struct weft_hook_call *c, unsigned slot)
@@ -198,7 +339,14 @@ static void perf_after(struct weft_hook_call *c, unsigned slot)
 
 static void perf_release(struct weft_hook_fid *hf, unsigned slot)
 {
-	free(hf->priv[slot]);
+	struct perf_obj *p = hf->priv[slot];
+
+	if (p) {
+		pthread_mutex_lock(&perf_objs_lock);
+		dlist_remove(&p->entry);
+		pthread_mutex_unlock(&perf_objs_lock);
+	}
+	free(p);
 	hf->priv[slot] = NULL;
 }
 
