@@ -319,6 +319,27 @@ struct verbs_post {
 	bool silent; /* no completion whatever the flags (an atomic inject) */
 };
 
+/*
+ * What a post the device refused (ret: what ibv_post_* returned) says to
+ * the application: -FI_EAGAIN for a full queue; the connection's end when
+ * the QP is in error, whatever the device's words for it (siw's library
+ * answers a negative errno, or -1 with errno set); else the errno.
+ */
+static int post_refused(struct verbs_msg_ep *ep, int ret)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+
+	if (ret < 0)
+		ret = ret == -1 ? errno : -ret;
+	if (ret == ENOMEM)
+		return -FI_EAGAIN;
+	if (!ibv_query_qp(ep->qp, &qa, IBV_QP_STATE, &ia) &&
+	    (qa.qp_state == IBV_QPS_ERR || qa.qp_state == IBV_QPS_SQE))
+		return -FI_ECONNRESET;
+	return weft_errno(ret);
+}
+
 static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 {
 	struct ibv_sge sge[VERBS_IOV_MAX], fsge;
@@ -438,7 +459,7 @@ static ssize_t post_send(struct verbs_msg_ep *ep, const struct verbs_post *p)
 	if (ret) {
 		if (report)
 			util_ep_cq_unreserve(cq);
-		ret = ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
+		ret = post_refused(ep, ret);
 		goto out;
 	}
 	ep->tx_head++;
@@ -495,7 +516,7 @@ static ssize_t post_recv(struct verbs_msg_ep *ep, const struct iovec *iov,
 			ep->rx_head--;
 			if (rx->report)
 				util_ep_cq_unreserve(cq);
-			ret = ret == ENOMEM ? -FI_EAGAIN : weft_errno(ret);
+			ret = post_refused(ep, ret);
 			goto out;
 		}
 		rx->on_qp = true;
