@@ -235,8 +235,11 @@ fi
 
 # perf on a signal: FI_HOOK_PERF_SIGNAL=USR2 prints the tables of the
 # objects open while the pingpong runs (the server signalled every 100 ms
-# until the client is done), and the run goes on to its end.
-if [ -n "$p" ]; then
+# until the client is done), and the run goes on to its end.  (pgrep
+# finds the program under timeout(1).)
+if [ -n "$p" ] && ! command -v pgrep >/dev/null 2>&1; then
+	echo "perf on a signal: not run (no pgrep)"
+elif [ -n "$p" ]; then
 	echo "+ FI_HOOK=perf FI_HOOK_PERF_SIGNAL=USR2 $(basename "$pp") (signalled)"
 	(
 		export FI_HOOK=perf FI_HOOK_PERF_SIGNAL=USR2
