@@ -98,6 +98,16 @@ struct util_rdm_hdr {
 };
 
 /* A transmit request the engine keeps while a transport works on it. */
+/*
+ * Internal op flags (bits 62 and 63 are no OFI op flag): no report to the
+ * CQ, success or failure (the fi_inject* calls); a deferred work
+ * request's transfer (util_trigger.c), which counts on the counter that
+ * util_deferred_cntr named at its post (its work's completion counter)
+ * instead of the endpoint's.
+ */
+#define UTIL_RDM_NO_COMPLETION (1ULL << 63)
+#define UTIL_RDM_DEFERRED (1ULL << 62)
+
 struct util_rdm_tx {
 	void *context; /* application's */
 	uint64_t flags; /* op flags in force (FI_COMPLETION, ...) */
@@ -125,6 +135,7 @@ struct util_rdm_tx {
 	enum fi_datatype datatype;
 	uint32_t kind; /* UTIL_RDM_TX_* */
 	bool cq_reserved;
+	struct util_cntr *dcntr; /* UTIL_RDM_DEFERRED: the counter */
 	/* On ep->tx_waiting while the transport holds it, or on
 	 * peer->queued while it waits for the transport to take it. */
 	struct dlist_entry waiting;
@@ -353,6 +364,7 @@ static inline void *util_rdm_peer_part(const struct util_rdm_xport *xp,
 struct util_rdm_rx {
 	struct util_rx_entry m;
 	uint64_t flags; /* op flags in force */
+	struct util_cntr *dcntr; /* UTIL_RDM_DEFERRED: the counter */
 	uint64_t cq_flags; /* FI_RECV | FI_MSG / FI_TAGGED */
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
@@ -721,6 +733,10 @@ static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 {
 	return ep->rxq->msgq.posted_directed || ep->rxq->tagq.posted_directed;
 }
+
+/* Whether ep is an endpoint or a context of the engine's (its fid_ep
+ * ops are the engine's). */
+bool util_rdm_is_ep(const struct fid_ep *ep);
 
 static inline struct util_rdm_ep *util_rdm_ep_of(struct fid_ep *ep_fid)
 {

@@ -11,7 +11,10 @@
  * the operation is posted as the application would have (the same
  * endpoint or context, the same message, its flags without FI_TRIGGER),
  * and completes with its own context as any other.  Work queued on the
- * domain with fi_control(FI_QUEUE_WORK) waits on the same list.
+ * domain with fi_control(FI_QUEUE_WORK) waits on the same list; its data
+ * transfers are posted with UTIL_RDM_DEFERRED and count on their work's
+ * completion counter, not the endpoint's, and reach the CQ only with
+ * FI_COMPLETION (fi_trigger(3)).
  *
  * Counters are bumped under endpoint locks, where nothing may be posted,
  * so the list is looked at from the calls that move things along with no
@@ -54,6 +57,11 @@ ssize_t util_trigger_atomic(struct util_ep *ep, struct fid_ep *fid,
 			    const struct fi_ioc *cmp, void **cmp_desc,
 			    size_t cmp_count, struct fi_ioc *res,
 			    void **res_desc, size_t res_count, uint64_t flags);
+
+/* While a deferred work request's transfer is posted: its completion
+ * counter (or NULL), which the engine keeps with the operation
+ * (UTIL_RDM_DEFERRED, weft/util_rdm.h). */
+extern __thread struct util_cntr *util_deferred_cntr;
 
 void util_trigger_run_slow(struct util_domain *domain);
 /* Post what has reached its threshold (no lock held by the caller). */

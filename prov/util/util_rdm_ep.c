@@ -105,6 +105,11 @@ struct fi_ops_ep util_rdm_ep_ops = {
 	.tx_size_left = rdm_tx_size_left,
 };
 
+bool util_rdm_is_ep(const struct fid_ep *ep)
+{
+	return ep && ep->ops == &util_rdm_ep_ops;
+}
+
 static struct fi_ops_msg rdm_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
 	.recv = rdm_msg_recv,

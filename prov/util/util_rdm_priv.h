@@ -29,7 +29,15 @@ static inline void ep_unlock(struct util_rdm_ep *ep)
  * FI_INJECT alone (fi_sendmsg(FI_INJECT | FI_COMPLETION)) only says the
  * buffer is free on return.  Bit 63 is no OFI op flag.
  */
-#define RDM_NO_COMPLETION (1ULL << 63)
+#define RDM_NO_COMPLETION UTIL_RDM_NO_COMPLETION
+
+/* The counter a deferred work request's transfer counts on, taken at
+ * its post (util_deferred_cntr); NULL for any other. */
+static inline struct util_cntr *deferred_cntr(uint64_t flags)
+{
+	return weft_unlikely(flags & UTIL_RDM_DEFERRED) ? util_deferred_cntr :
+							  NULL;
+}
 
 /* Whether an operation with these flags reports to the CQ. */
 static inline bool wants_comp(bool selective, uint64_t flags)

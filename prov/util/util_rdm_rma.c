@@ -73,6 +73,7 @@ static ssize_t rdm_rma(struct util_rdm_ep *ep, uint32_t kind,
 	tx->peer = peer;
 	tx->context = context;
 	tx->flags = flags;
+	tx->dcntr = deferred_cntr(flags);
 	tx->cq_flags = FI_RMA | (kind == UTIL_RDM_TX_READ ? FI_READ : FI_WRITE);
 	tx->dest = addr;
 	tx->kind = kind;
@@ -345,6 +346,7 @@ static ssize_t rdm_atomic(struct util_rdm_ep *ep,
 	memset(&tx->hdr, 0, sizeof(tx->hdr));
 	tx->context = a->context;
 	tx->flags = a->flags;
+	tx->dcntr = deferred_cntr(a->flags);
 	tx->cq_flags = FI_ATOMIC |
 		       (a->kind == UTIL_RDM_TX_ATOMIC ? FI_WRITE : FI_READ);
 	tx->dest = a->addr;

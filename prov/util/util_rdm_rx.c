@@ -28,6 +28,15 @@ static fi_addr_t report_src(struct util_rdm_ep *ep, fi_addr_t src)
  * Write the completion of one delivered receive (or slice of a multi-recv
  * buffer) and release the request when it is finished.
  */
+/* The counter a receive counts on: the endpoint's, or a deferred work
+ * request's completion counter. */
+static inline struct util_cntr *rx_cntr(struct util_rdm_ep *ep,
+					const struct util_rdm_rx *rx)
+{
+	return weft_unlikely(rx->flags & UTIL_RDM_DEFERRED) ? rx->dcntr :
+							      ep->base.recv_cntr;
+}
+
 static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			const struct util_match_result *res, uint64_t tag,
 			uint64_t data, uint32_t msg_flags, fi_addr_t src,
@@ -59,8 +68,7 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 		util_ep_rx_success(&ep->base, false,
 				   wants_comp(ep->base.rx_selective, rx->flags),
 				   rx->m.context, flags, res->len, buf, data,
-				   tag, report_src(ep, src),
-				   ep->base.recv_cntr);
+				   tag, report_src(ep, src), rx_cntr(ep, rx));
 	} else {
 		struct fi_cq_err_entry e = {
 			.op_context = rx->m.context,
@@ -78,8 +86,9 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 			e.err_data = (void *)src_raw;
 			e.err_data_size = src_raw_len;
 		}
-		util_ep_rx_error(&ep->base, false, true, &e,
-				 ep->base.recv_cntr);
+		util_ep_rx_error(&ep->base, false,
+				 !(rx->flags & RDM_NO_COMPLETION), &e,
+				 rx_cntr(ep, rx));
 	}
 	if (done)
 		util_bufpool_put(ep->rxq->rx_pool, rx);
@@ -458,6 +467,8 @@ ssize_t rdm_recv(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
 		goto out;
 	}
 	rx->flags = flags;
+	if (weft_unlikely(flags & UTIL_RDM_DEFERRED)) /* (read only then) */
+		rx->dcntr = util_deferred_cntr;
 	rx->cq_flags = FI_RECV | (op == UTIL_RDM_TAGGED ? FI_TAGGED : FI_MSG);
 	rx->iov_count = count;
 	util_iov_assign(rx->iov, iov, count);
@@ -602,8 +613,9 @@ void rxq_cancel(struct util_rdm_rxq *q, struct util_rdm_ep *ep,
 			};
 
 			if (ep)
-				util_ep_rx_error(&ep->base, false, true, &e,
-						 ep->base.recv_cntr);
+				util_ep_rx_error(&ep->base, false,
+						 !(rx->flags & RDM_NO_COMPLETION),
+						 &e, rx_cntr(ep, rx));
 			util_bufpool_put(q->rx_pool, rx);
 		}
 	}
@@ -634,7 +646,8 @@ static void rx_fail(struct util_rdm_ep *ep, struct util_rx_entry *m, int err)
 		.prov_errno = -err,
 	};
 
-	util_ep_rx_error(&ep->base, false, true, &e, ep->base.recv_cntr);
+	util_ep_rx_error(&ep->base, false, !(rx->flags & RDM_NO_COMPLETION), &e,
+			 rx_cntr(ep, rx));
 	util_bufpool_put(ep->rxq->rx_pool, rx);
 }
 

@@ -78,6 +78,8 @@ void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 static struct util_cntr *tx_cntr(struct util_rdm_ep *ep,
 				 const struct util_rdm_tx *tx)
 {
+	if (weft_unlikely(tx->flags & UTIL_RDM_DEFERRED))
+		return tx->dcntr;
 	switch (tx->kind) {
 	case UTIL_RDM_TX_SEND:
 		return ep->base.send_cntr;
@@ -477,7 +479,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	if (weft_likely(hdr.len <= peer->xp->eager_max &&
 			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
 			!(peer->xp->eager_late &&
-			  (comp || ep->base.send_cntr)) &&
+			  (comp || ep->base.send_cntr || deferred_cntr(flags))) &&
 			dlist_empty(&peer->queued))) {
 		ret = tx_reserve(ep, comp);
 		if (ret)
@@ -486,7 +488,10 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 						count);
 		if (weft_likely(!ret)) {
 			util_ep_tx_success(&ep->base, comp, context, cq_flags,
-					   ep->base.send_cntr);
+					   weft_unlikely(flags &
+							 UTIL_RDM_DEFERRED) ?
+						   util_deferred_cntr :
+						   ep->base.send_cntr);
 			goto out;
 		}
 		tx_unreserve(ep, comp);
@@ -516,6 +521,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 		goto err_put;
 	tx->context = context;
 	tx->flags = flags;
+	tx->dcntr = deferred_cntr(flags);
 	tx->cq_flags = cq_flags;
 	tx->dest = dest;
 	tx->peer = peer;

@@ -16,6 +16,7 @@
 #include "weft/util_atomic.h"
 #include "weft/util_cntr.h"
 #include "weft/util_ep.h"
+#include "weft/util_rdm.h"
 
 /* One operation waiting for its counter. */
 struct util_trigger {
@@ -55,6 +56,13 @@ static struct util_cntr *cntr_in(struct fid_cntr *cf, struct util_domain *d)
 	cntr = container_of(fid, struct util_cntr, cntr_fid.fid);
 	return cntr->domain == d ? cntr : NULL;
 }
+
+__thread struct util_cntr *util_deferred_cntr;
+
+/* FI_QUEUE_WORK of a data transfer being copied: trigger_new takes its
+ * counter and threshold from it rather than from a triggered context. */
+static __thread const struct fi_deferred_work *queuing;
+static __thread struct util_cntr *queuing_cntr; /* its completion counter */
 
 static uint64_t cntr_events(struct util_cntr *cntr)
 {
@@ -129,8 +137,14 @@ static struct util_trigger *trigger_new(struct util_ep *ep, void *context,
 	struct fi_triggered_context *tc = context;
 	struct util_trigger *t;
 	struct util_cntr *cntr;
+	uint64_t threshold;
 
 	*ret = -FI_EINVAL;
+	if (queuing) {
+		cntr = cntr_in(queuing->triggering_cntr, ep->domain);
+		threshold = queuing->threshold;
+		goto make;
+	}
 	if (!(ep->caps & FI_TRIGGER)) {
 		FI_WARN(ep->domain->prov, FI_LOG_EP_DATA,
 			"FI_TRIGGER on an endpoint without the FI_TRIGGER "
@@ -144,6 +158,8 @@ static struct util_trigger *trigger_new(struct util_ep *ep, void *context,
 		return NULL;
 	}
 	cntr = cntr_in(tc->trigger.threshold.cntr, ep->domain);
+	threshold = tc->trigger.threshold.threshold;
+make:
 	if (!cntr)
 		return NULL;
 	t = calloc(1, sizeof(*t) + extra);
@@ -152,8 +168,12 @@ static struct util_trigger *trigger_new(struct util_ep *ep, void *context,
 		return NULL;
 	}
 	t->cntr = cntr;
-	t->threshold = tc->trigger.threshold.threshold;
+	t->threshold = threshold;
 	t->ep = ep;
+	if (queuing) {
+		t->work = (struct fi_deferred_work *)queuing;
+		t->target = queuing_cntr;
+	}
 	*ret = 0;
 	return t;
 }
@@ -381,7 +401,7 @@ ssize_t util_trigger_atomic(struct util_ep *ep, struct fid_ep *fid,
 
 /* ---- firing -------------------------------------------------------------- */
 
-static ssize_t trigger_fire(struct util_trigger *t)
+static ssize_t trigger_post(struct util_trigger *t)
 {
 	switch (t->op) {
 	case FI_OP_SEND:
@@ -413,6 +433,17 @@ static ssize_t trigger_fire(struct util_trigger *t)
 	default:
 		return -FI_ENOSYS;
 	}
+}
+
+static ssize_t trigger_fire(struct util_trigger *t)
+{
+	ssize_t ret;
+
+	/* A work request's transfer counts on its completion counter. */
+	util_deferred_cntr = t->work ? t->target : NULL;
+	ret = trigger_post(t);
+	util_deferred_cntr = NULL;
+	return ret;
 }
 
 static void *trigger_context(const struct util_trigger *t)
@@ -463,7 +494,15 @@ static void trigger_report(struct util_trigger *t, int err)
 	bool rx = t->op == FI_OP_RECV || t->op == FI_OP_TRECV;
 	struct util_cntr *cntr;
 
-	if (!ep || t->work || t->op > FI_OP_COMPARE_ATOMIC)
+	if (t->op > FI_OP_COMPARE_ATOMIC)
+		return;
+	if (t->work) {
+		/* Its completion counter takes its failure. */
+		if (t->target)
+			util_cntr_inc_err(t->target);
+		return;
+	}
+	if (!ep)
 		return;
 	e.flags = flags[t->op];
 	if (t->op == FI_OP_TRECV || t->op == FI_OP_TSEND)
@@ -611,28 +650,152 @@ static bool is_work(const struct util_trigger *t, const void *work)
 	return t->work && (!work || t->work == work);
 }
 
-/*
- * FI_QUEUE_WORK.  Counter operations only: a deferred data transfer
- * completes into its completion counter and nowhere else by default
- * (fi_trigger(3)), which the engine's completions cannot do yet.
- */
+/* The endpoint of a work request's transfer: an engine endpoint (or
+ * context) of d, behind the application's fid; NULL if not. */
+static struct util_ep *work_ep(struct util_domain *d, struct fid_ep *fid)
+{
+	struct fid_ep *in;
+	struct util_ep *ep;
+
+	if (!fid)
+		return NULL;
+	in = container_of(weft_hook_inner(&fid->fid), struct fid_ep, fid);
+	if (!util_rdm_is_ep(in))
+		return NULL;
+	ep = &util_rdm_ep_of(in)->base;
+	return ep->domain == d ? ep : NULL;
+}
+
+/* A data transfer of work w: copied as a triggered operation would be,
+ * its counter and threshold w's (queuing), posted with
+ * UTIL_RDM_DEFERRED so that it counts on w's completion counter, and
+ * without a CQ entry unless its flags ask FI_COMPLETION. */
+static int work_transfer(struct util_domain *d, struct fi_deferred_work *w,
+			 struct util_cntr *done)
+{
+	struct fid_ep *fid;
+	struct util_ep *ep;
+	uint64_t flags;
+	ssize_t ret;
+
+	switch (w->op_type) {
+	case FI_OP_SEND:
+	case FI_OP_RECV:
+		if (!w->op.msg)
+			return -FI_EINVAL;
+		fid = w->op.msg->ep;
+		flags = w->op.msg->flags;
+		break;
+	case FI_OP_TSEND:
+	case FI_OP_TRECV:
+		if (!w->op.tagged)
+			return -FI_EINVAL;
+		fid = w->op.tagged->ep;
+		flags = w->op.tagged->flags;
+		break;
+	case FI_OP_READ:
+	case FI_OP_WRITE:
+		if (!w->op.rma)
+			return -FI_EINVAL;
+		fid = w->op.rma->ep;
+		flags = w->op.rma->flags;
+		break;
+	case FI_OP_ATOMIC:
+		if (!w->op.atomic)
+			return -FI_EINVAL;
+		fid = w->op.atomic->ep;
+		flags = w->op.atomic->flags;
+		break;
+	case FI_OP_FETCH_ATOMIC:
+		if (!w->op.fetch_atomic)
+			return -FI_EINVAL;
+		fid = w->op.fetch_atomic->ep;
+		flags = w->op.fetch_atomic->flags;
+		break;
+	case FI_OP_COMPARE_ATOMIC:
+		if (!w->op.compare_atomic)
+			return -FI_EINVAL;
+		fid = w->op.compare_atomic->ep;
+		flags = w->op.compare_atomic->flags;
+		break;
+	default:
+		return -FI_EINVAL;
+	}
+	ep = work_ep(d, fid);
+	if (!ep) {
+		FI_WARN(d->prov, FI_LOG_DOMAIN,
+			"FI_QUEUE_WORK: the transfer's endpoint is not one of "
+			"this domain's\n");
+		return -FI_EINVAL;
+	}
+	flags = (flags & ~FI_TRIGGER) | UTIL_RDM_DEFERRED |
+		((flags & FI_COMPLETION) ? 0 : UTIL_RDM_NO_COMPLETION);
+	queuing = w;
+	queuing_cntr = done;
+	switch (w->op_type) {
+	case FI_OP_SEND:
+	case FI_OP_RECV:
+		ret = util_trigger_msg(ep, fid, w->op_type, &w->op.msg->msg,
+				       flags);
+		break;
+	case FI_OP_TSEND:
+	case FI_OP_TRECV:
+		ret = util_trigger_tagged(ep, fid, w->op_type,
+					  &w->op.tagged->msg, flags);
+		break;
+	case FI_OP_READ:
+	case FI_OP_WRITE:
+		ret = util_trigger_rma(ep, fid, w->op_type, &w->op.rma->msg,
+				       flags);
+		break;
+	case FI_OP_ATOMIC:
+		ret = util_trigger_atomic(ep, fid, FI_OP_ATOMIC,
+					  &w->op.atomic->msg, NULL, NULL, 0,
+					  NULL, NULL, 0, flags);
+		break;
+	case FI_OP_FETCH_ATOMIC: {
+		struct fi_op_fetch_atomic *o = w->op.fetch_atomic;
+
+		ret = util_trigger_atomic(ep, fid, FI_OP_FETCH_ATOMIC, &o->msg,
+					  NULL, NULL, 0, o->fetch.msg_iov,
+					  o->fetch.desc, o->fetch.iov_count,
+					  flags);
+		break;
+	}
+	default: {
+		struct fi_op_compare_atomic *o = w->op.compare_atomic;
+
+		ret = util_trigger_atomic(ep, fid, FI_OP_COMPARE_ATOMIC,
+					  &o->msg, o->compare.msg_iov,
+					  o->compare.desc, o->compare.iov_count,
+					  o->fetch.msg_iov, o->fetch.desc,
+					  o->fetch.iov_count, flags);
+		break;
+	}
+	}
+	queuing = NULL;
+	queuing_cntr = NULL;
+	return (int)ret;
+}
+
+/* FI_QUEUE_WORK: counter operations and data transfers. */
 static int work_queue(struct util_domain *d, struct fi_deferred_work *w)
 {
-	struct util_cntr *trig, *target;
+	struct util_cntr *trig, *target, *done = NULL;
 	struct util_trigger *t;
 
 	trig = w ? cntr_in(w->triggering_cntr, d) : NULL;
 	if (!trig)
 		return -FI_EINVAL;
-	if (w->op_type != FI_OP_CNTR_SET && w->op_type != FI_OP_CNTR_ADD) {
-		FI_WARN(d->prov, FI_LOG_DOMAIN,
-			"FI_QUEUE_WORK: only counter operations (FI_OP_CNTR_SET, "
-			"FI_OP_CNTR_ADD) are queued; use FI_TRIGGER for data "
-			"transfers\n");
-		return -FI_ENOSYS;
+	if (w->completion_cntr) {
+		done = cntr_in(w->completion_cntr, d);
+		if (!done)
+			return -FI_EINVAL;
 	}
+	if (w->op_type != FI_OP_CNTR_SET && w->op_type != FI_OP_CNTR_ADD)
+		return work_transfer(d, w, done);
 	target = w->op.cntr ? cntr_in(w->op.cntr->cntr, d) : NULL;
-	if (!target || w->completion_cntr)
+	if (!target || done)
 		return -FI_EINVAL; /* completion_cntr: NULL for these */
 	t = calloc(1, sizeof(*t));
 	if (!t)
