@@ -2,6 +2,8 @@
 /*
  * Triggered operations (fi_trigger(3)) and the deferred work queue.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -367,7 +369,22 @@ static struct cf_opts tg_proc_opts = {
 
 bool cf_trigger_is_role(const char *role)
 {
-	return !strcmp(role, "trigger_relay");
+	return !strcmp(role, "trigger_relay") ||
+	       !strcmp(role, "trigger_victim");
+}
+
+/* The victim: its name out, the case's in, then it waits to be killed. */
+static int trigger_victim_main(void)
+{
+	struct cf_fix f;
+	char b = 'R';
+
+	cf_open(&f, cf_prov, &tg_proc_opts);
+	cf_send_name(PEER_OUT, &f.ep[0]);
+	(void)cf_recv_name(PEER_IN, &f);
+	cf_write_all(PEER_OUT, &b, 1);
+	cf_read_all(PEER_IN, &b, 1, 6 * CF_WAIT_MS);
+	return 0;
 }
 
 int cf_trigger_peer_main(const char *role)
@@ -380,7 +397,8 @@ int cf_trigger_peer_main(const char *role)
 	char b = 'D';
 	int i;
 
-	(void)role;
+	if (!strcmp(role, "trigger_victim"))
+		return trigger_victim_main();
 	cf_open(&f, cf_prov, &tg_proc_opts);
 	cf_send_name(PEER_OUT, &f.ep[0]);
 	peer = cf_recv_name(PEER_IN, &f);
@@ -573,7 +591,89 @@ static int case_trigger_work(const char *prov)
 	return 0;
 }
 
+/*
+ * A peer killed between the post of triggered sends to it and their
+ * threshold: once the threshold comes, each completes exactly once (in
+ * error, or sent into what is left of the peer), none is lost, none
+ * hangs; and a triggered send still below its threshold goes with its
+ * endpoint at close.
+ */
+static int case_proc_trigger_dead_peer(const char *prov)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_triggered_context2 tc[TG_N + 1];
+	bool done[TG_N] = { false };
+	struct peer_link l;
+	struct fid_cntr *trig;
+	struct cf_mem sm;
+	struct cf_comp c;
+	struct cf_fix f;
+	fi_addr_t peer;
+	int i, n = 0, nerr = 0, status;
+	uint64_t end;
+	char b;
+
+	cf_open(&f, prov, &tg_proc_opts);
+	cf_spawn_peer("trigger_victim", &l);
+	cf_send_name(l.wfd, &f.ep[0]);
+	peer = cf_recv_name(l.rfd, &f);
+	cf_read_all(l.rfd, &b, 1, CF_WAIT_MS);
+	cf_ok(fi_cntr_open(f.domain, &ca, &trig, NULL));
+	cf_mem_reg(&f, 0, &sm, (TG_N + 1) * TG_LEN, FI_SEND);
+	for (i = 0; i <= TG_N; i++) {
+		struct iovec iov = { sm.p + i * TG_LEN, TG_LEN };
+		void *desc = sm.desc;
+		struct fi_msg msg = { .msg_iov = &iov, .desc = &desc,
+				      .iov_count = 1, .addr = peer,
+				      .context = &tc[i] };
+
+		tg_ctx(&tc[i], trig, i < TG_N ? 1 : 1000);
+		cf_ok(fi_sendmsg(f.ep[0].ep, &msg,
+				 FI_TRIGGER | FI_COMPLETION));
+	}
+	cf_assert(!kill(l.pid, SIGKILL), "kill: %s", strerror(errno));
+	status = cf_reap(&l, CF_WAIT_MS);
+	cf_assert(WIFSIGNALED(status), "the peer ended with status 0x%x",
+		  status);
+	cf_ok(fi_cntr_add(trig, 1));
+	end = cf_now_ms() + CF_WAIT_MS;
+	while (n < TG_N) {
+		cf_assert(cf_now_ms() < end,
+			  "%d of %d triggered sends to a dead peer completed "
+			  "within %d ms", n, TG_N, CF_WAIT_MS);
+		if (!cf_poll(&f, 0, &c, 10))
+			continue;
+		for (i = 0; i < TG_N && c.ctx != &tc[i]; i++)
+			;
+		cf_assert(i < TG_N, "a completion of nothing posted (%p)",
+			  c.ctx);
+		cf_assert(!done[i], "triggered send %d completed twice", i);
+		done[i] = true;
+		n++;
+		nerr += c.err != 0;
+	}
+	cf_note("%d of %d triggered sends to the dead peer ended in error",
+		nerr, TG_N);
+	cf_expect_none(&f, 0, 100);
+	/* tc[TG_N] (threshold 1000) still waits: it goes with its
+	 * endpoint, closed before its counter. */
+	if (!cf_contexts()) {
+		cf_ok(fi_close(&f.ep[0].ep->fid));
+		f.ep[0].ep = NULL;
+	}
+	cf_ok(fi_close(&trig->fid));
+	cf_mem_free(&sm);
+	cf_close(&f);
+	close(l.wfd);
+	close(l.rfd);
+	return 0;
+}
+
 const struct cf_case cf_cases_trigger[] = {
+    {"proc_trigger_dead_peer",
+     "FI_TRIGGER to a peer killed before the threshold: each triggered "
+     "send completes exactly once when it fires, none hangs",
+     case_proc_trigger_dead_peer},
     {"trigger_work",
      "FI_QUEUE_WORK of a send and a receive: each waits for its threshold, "
      "counts on its completion counter and not the endpoint's; CQ entries "
