@@ -469,6 +469,26 @@ static const struct fi_ops hook_fi_ops = {
 			 &(attr)->wait_set->fid) :                             \
 		 NULL)
 
+/*
+ * ret = open, made with attr->wait_set (a wait set of the layer's) swapped
+ * for the provider's behind it for the time of the call: what the EQ, CQ
+ * and counter opens share.  attr is the application's, given back as it
+ * came.
+ */
+#define OPEN_ON_INNER_WAIT(ret, attr, open)                                    \
+	do {                                                                   \
+		struct fid_wait *iwait_ = INNER_WAIT_SET(attr), *own_;         \
+                                                                               \
+		if (iwait_) {                                                  \
+			own_ = (attr)->wait_set;                               \
+			(attr)->wait_set = iwait_;                             \
+			(ret) = (open);                                        \
+			(attr)->wait_set = own_;                               \
+		} else {                                                       \
+			(ret) = (open);                                        \
+		}                                                              \
+	} while (0)
+
 static int hook_domain2(struct fid_fabric *fabric, struct fi_info *info,
 			struct fid_domain **dom, uint64_t flags, void *context)
 {
@@ -521,20 +541,13 @@ static int hook_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 {
 	struct weft_hook_fid *hf = HF(fabric);
 	struct fid_fabric *in = INNER(hf, struct fid_fabric);
-	struct fid_wait *iwait = INNER_WAIT_SET(attr), *own;
 	struct fid_eq *ieq = NULL;
 	CALL(hf, "fi_eq_open", WEFT_HK_OTHER, WEFT_HA_CTX);
 
 	c.context = context;
 	run_before(&c);
-	if (iwait) {
-		own = attr->wait_set;
-		attr->wait_set = iwait;
-		c.ret = in->ops->eq_open(in, attr, &ieq, context);
-		attr->wait_set = own;
-	} else {
-		c.ret = in->ops->eq_open(in, attr, &ieq, context);
-	}
+	OPEN_ON_INNER_WAIT(c.ret, attr,
+			   in->ops->eq_open(in, attr, &ieq, context));
 	if (!c.ret)
 		c.ret = wrap_child(hf, &ieq->fid, eq);
 	run_after(&c);
@@ -614,20 +627,13 @@ static int hook_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 {
 	struct weft_hook_fid *hf = HF(domain);
 	struct fid_domain *in = INNER(hf, struct fid_domain);
-	struct fid_wait *iwait = INNER_WAIT_SET(attr), *own;
 	struct fid_cq *icq = NULL;
 	CALL(hf, "fi_cq_open", WEFT_HK_OTHER, WEFT_HA_CTX);
 
 	c.context = context;
 	run_before(&c);
-	if (iwait) {
-		own = attr->wait_set;
-		attr->wait_set = iwait;
-		c.ret = in->ops->cq_open(in, attr, &icq, context);
-		attr->wait_set = own;
-	} else {
-		c.ret = in->ops->cq_open(in, attr, &icq, context);
-	}
+	OPEN_ON_INNER_WAIT(c.ret, attr,
+			   in->ops->cq_open(in, attr, &icq, context));
 	if (!c.ret) {
 		struct weft_hook_fid *hcq;
 
@@ -704,20 +710,13 @@ static int hook_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 {
 	struct weft_hook_fid *hf = HF(domain);
 	struct fid_domain *in = INNER(hf, struct fid_domain);
-	struct fid_wait *iwait = INNER_WAIT_SET(attr), *own;
 	struct fid_cntr *icntr = NULL;
 	CALL(hf, "fi_cntr_open", WEFT_HK_OTHER, WEFT_HA_CTX);
 
 	c.context = context;
 	run_before(&c);
-	if (iwait) {
-		own = attr->wait_set;
-		attr->wait_set = iwait;
-		c.ret = in->ops->cntr_open(in, attr, &icntr, context);
-		attr->wait_set = own;
-	} else {
-		c.ret = in->ops->cntr_open(in, attr, &icntr, context);
-	}
+	OPEN_ON_INNER_WAIT(c.ret, attr,
+			   in->ops->cntr_open(in, attr, &icntr, context));
 	if (!c.ret)
 		c.ret = wrap_child(hf, &icntr->fid, cntr);
 	run_after(&c);

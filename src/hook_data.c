@@ -14,6 +14,26 @@
 	struct fid_ep *in = INNER(hf, struct fid_ep);                          \
 	CALL(hf, fn_, kind_, args_)
 
+/* The arguments of a data call on one buffer, or on an iovec. */
+static inline void call_buf(struct weft_hook_call *c, const void *buf,
+			    size_t len, fi_addr_t addr, void *context)
+{
+	c->buf = buf;
+	c->len = len;
+	c->addr = addr;
+	c->context = context;
+}
+
+static inline void call_iov(struct weft_hook_call *c, const struct iovec *iov,
+			    size_t count, fi_addr_t addr, void *context)
+{
+	c->iov = iov;
+	c->count = count;
+	c->len = iov_total(iov, count);
+	c->addr = addr;
+	c->context = context;
+}
+
 #define A_BUF (WEFT_HA_BUF | WEFT_HA_ADDR | WEFT_HA_CTX)
 #define A_IOV (WEFT_HA_IOV | WEFT_HA_ADDR | WEFT_HA_CTX)
 #define A_MSG (WEFT_HA_IOV | WEFT_HA_ADDR | WEFT_HA_CTX | WEFT_HA_FLAGS)
@@ -22,10 +42,7 @@ static ssize_t hook_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			 fi_addr_t src, void *context)
 {
 	EP_CALL(ep, "fi_recv", WEFT_HK_RECV, A_BUF);
-	c.buf = buf;
-	c.len = len;
-	c.addr = src;
-	c.context = context;
+	call_buf(&c, buf, len, src, context);
 	RUN(in->msg->recv(in, buf, len, desc, src, context));
 	return c.ret;
 }
@@ -35,11 +52,7 @@ static ssize_t hook_recvv(struct fid_ep *ep, const struct iovec *iov,
 			  void *context)
 {
 	EP_CALL(ep, "fi_recvv", WEFT_HK_RECV, A_IOV);
-	c.iov = iov;
-	c.count = count;
-	c.len = iov_total(iov, count);
-	c.addr = src;
-	c.context = context;
+	call_iov(&c, iov, count, src, context);
 	RUN(in->msg->recvv(in, iov, desc, count, src, context));
 	return c.ret;
 }
@@ -49,11 +62,8 @@ static ssize_t hook_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	EP_CALL(ep, "fi_recvmsg", WEFT_HK_RECV, A_MSG);
 	if (msg) {
-		c.iov = msg->msg_iov;
-		c.count = msg->iov_count;
-		c.len = iov_total(msg->msg_iov, msg->iov_count);
-		c.addr = msg->addr;
-		c.context = msg->context;
+		call_iov(&c, msg->msg_iov, msg->iov_count, msg->addr,
+			 msg->context);
 	}
 	c.flags = flags;
 	RUN(in->msg->recvmsg(in, msg, flags));
@@ -64,10 +74,7 @@ static ssize_t hook_send(struct fid_ep *ep, const void *buf, size_t len,
 			 void *desc, fi_addr_t dest, void *context)
 {
 	EP_CALL(ep, "fi_send", WEFT_HK_SEND, A_BUF);
-	c.buf = buf;
-	c.len = len;
-	c.addr = dest;
-	c.context = context;
+	call_buf(&c, buf, len, dest, context);
 	RUN(in->msg->send(in, buf, len, desc, dest, context));
 	return c.ret;
 }
@@ -77,11 +84,7 @@ static ssize_t hook_sendv(struct fid_ep *ep, const struct iovec *iov,
 			  void *context)
 {
 	EP_CALL(ep, "fi_sendv", WEFT_HK_SEND, A_IOV);
-	c.iov = iov;
-	c.count = count;
-	c.len = iov_total(iov, count);
-	c.addr = dest;
-	c.context = context;
+	call_iov(&c, iov, count, dest, context);
 	RUN(in->msg->sendv(in, iov, desc, count, dest, context));
 	return c.ret;
 }
@@ -91,11 +94,8 @@ static ssize_t hook_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	EP_CALL(ep, "fi_sendmsg", WEFT_HK_SEND, A_MSG | WEFT_HA_DATA);
 	if (msg) {
-		c.iov = msg->msg_iov;
-		c.count = msg->iov_count;
-		c.len = iov_total(msg->msg_iov, msg->iov_count);
-		c.addr = msg->addr;
-		c.context = msg->context;
+		call_iov(&c, msg->msg_iov, msg->iov_count, msg->addr,
+			 msg->context);
 		c.data = msg->data;
 	}
 	c.flags = flags;
@@ -107,9 +107,7 @@ static ssize_t hook_inject(struct fid_ep *ep, const void *buf, size_t len,
 			   fi_addr_t dest)
 {
 	EP_CALL(ep, "fi_inject", WEFT_HK_INJECT, WEFT_HA_BUF | WEFT_HA_ADDR);
-	c.buf = buf;
-	c.len = len;
-	c.addr = dest;
+	call_buf(&c, buf, len, dest, NULL);
 	RUN(in->msg->inject(in, buf, len, dest));
 	return c.ret;
 }
@@ -119,11 +117,8 @@ static ssize_t hook_senddata(struct fid_ep *ep, const void *buf, size_t len,
 			     void *context)
 {
 	EP_CALL(ep, "fi_senddata", WEFT_HK_SEND, A_BUF | WEFT_HA_DATA);
-	c.buf = buf;
-	c.len = len;
+	call_buf(&c, buf, len, dest, context);
 	c.data = data;
-	c.addr = dest;
-	c.context = context;
 	RUN(in->msg->senddata(in, buf, len, desc, data, dest, context));
 	return c.ret;
 }
@@ -133,10 +128,8 @@ static ssize_t hook_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	EP_CALL(ep, "fi_injectdata", WEFT_HK_INJECT,
 		WEFT_HA_BUF | WEFT_HA_ADDR | WEFT_HA_DATA);
-	c.buf = buf;
-	c.len = len;
+	call_buf(&c, buf, len, dest, NULL);
 	c.data = data;
-	c.addr = dest;
 	RUN(in->msg->injectdata(in, buf, len, data, dest));
 	return c.ret;
 }
@@ -161,12 +154,9 @@ static ssize_t hook_trecv(struct fid_ep *ep, void *buf, size_t len,
 			  uint64_t ignore, void *context)
 {
 	EP_CALL(ep, "fi_trecv", WEFT_HK_TRECV, A_BUF | WEFT_HA_TAG);
-	c.buf = buf;
-	c.len = len;
-	c.addr = src;
+	call_buf(&c, buf, len, src, context);
 	c.tag = tag;
 	c.ignore = ignore;
-	c.context = context;
 	RUN(in->tagged->recv(in, buf, len, desc, src, tag, ignore, context));
 	return c.ret;
 }
@@ -176,13 +166,9 @@ static ssize_t hook_trecvv(struct fid_ep *ep, const struct iovec *iov,
 			   uint64_t tag, uint64_t ignore, void *context)
 {
 	EP_CALL(ep, "fi_trecvv", WEFT_HK_TRECV, A_IOV | WEFT_HA_TAG);
-	c.iov = iov;
-	c.count = count;
-	c.len = iov_total(iov, count);
-	c.addr = src;
+	call_iov(&c, iov, count, src, context);
 	c.tag = tag;
 	c.ignore = ignore;
-	c.context = context;
 	RUN(in->tagged->recvv(in, iov, desc, count, src, tag, ignore,
 			      context));
 	return c.ret;
@@ -193,13 +179,10 @@ static ssize_t hook_trecvmsg(struct fid_ep *ep,
 {
 	EP_CALL(ep, "fi_trecvmsg", WEFT_HK_TRECV, A_MSG | WEFT_HA_TAG);
 	if (msg) {
-		c.iov = msg->msg_iov;
-		c.count = msg->iov_count;
-		c.len = iov_total(msg->msg_iov, msg->iov_count);
-		c.addr = msg->addr;
+		call_iov(&c, msg->msg_iov, msg->iov_count, msg->addr,
+			 msg->context);
 		c.tag = msg->tag;
 		c.ignore = msg->ignore;
-		c.context = msg->context;
 	}
 	c.flags = flags;
 	RUN(in->tagged->recvmsg(in, msg, flags));
@@ -211,11 +194,8 @@ static ssize_t hook_tsend(struct fid_ep *ep, const void *buf, size_t len,
 			  void *context)
 {
 	EP_CALL(ep, "fi_tsend", WEFT_HK_TSEND, A_BUF | WEFT_HA_TAG);
-	c.buf = buf;
-	c.len = len;
-	c.addr = dest;
+	call_buf(&c, buf, len, dest, context);
 	c.tag = tag;
-	c.context = context;
 	RUN(in->tagged->send(in, buf, len, desc, dest, tag, context));
 	return c.ret;
 }
@@ -225,12 +205,8 @@ static ssize_t hook_tsendv(struct fid_ep *ep, const struct iovec *iov,
 			   uint64_t tag, void *context)
 {
 	EP_CALL(ep, "fi_tsendv", WEFT_HK_TSEND, A_IOV | WEFT_HA_TAG);
-	c.iov = iov;
-	c.count = count;
-	c.len = iov_total(iov, count);
-	c.addr = dest;
+	call_iov(&c, iov, count, dest, context);
 	c.tag = tag;
-	c.context = context;
 	RUN(in->tagged->sendv(in, iov, desc, count, dest, tag, context));
 	return c.ret;
 }
@@ -241,13 +217,10 @@ static ssize_t hook_tsendmsg(struct fid_ep *ep,
 	EP_CALL(ep, "fi_tsendmsg", WEFT_HK_TSEND,
 		A_MSG | WEFT_HA_TAG | WEFT_HA_DATA);
 	if (msg) {
-		c.iov = msg->msg_iov;
-		c.count = msg->iov_count;
-		c.len = iov_total(msg->msg_iov, msg->iov_count);
-		c.addr = msg->addr;
+		call_iov(&c, msg->msg_iov, msg->iov_count, msg->addr,
+			 msg->context);
 		c.tag = msg->tag;
 		c.data = msg->data;
-		c.context = msg->context;
 	}
 	c.flags = flags;
 	RUN(in->tagged->sendmsg(in, msg, flags));
@@ -259,9 +232,7 @@ static ssize_t hook_tinject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	EP_CALL(ep, "fi_tinject", WEFT_HK_TINJECT,
 		WEFT_HA_BUF | WEFT_HA_ADDR | WEFT_HA_TAG);
-	c.buf = buf;
-	c.len = len;
-	c.addr = dest;
+	call_buf(&c, buf, len, dest, NULL);
 	c.tag = tag;
 	RUN(in->tagged->inject(in, buf, len, dest, tag));
 	return c.ret;
@@ -273,12 +244,9 @@ static ssize_t hook_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	EP_CALL(ep, "fi_tsenddata", WEFT_HK_TSEND,
 		A_BUF | WEFT_HA_TAG | WEFT_HA_DATA);
-	c.buf = buf;
-	c.len = len;
+	call_buf(&c, buf, len, dest, context);
 	c.data = data;
-	c.addr = dest;
 	c.tag = tag;
-	c.context = context;
 	RUN(in->tagged->senddata(in, buf, len, desc, data, dest, tag,
 				 context));
 	return c.ret;
@@ -290,10 +258,8 @@ static ssize_t hook_tinjectdata(struct fid_ep *ep, const void *buf,
 {
 	EP_CALL(ep, "fi_tinjectdata", WEFT_HK_TINJECT,
 		WEFT_HA_BUF | WEFT_HA_ADDR | WEFT_HA_TAG | WEFT_HA_DATA);
-	c.buf = buf;
-	c.len = len;
+	call_buf(&c, buf, len, dest, NULL);
 	c.data = data;
-	c.addr = dest;
 	c.tag = tag;
 	RUN(in->tagged->injectdata(in, buf, len, data, dest, tag));
 	return c.ret;
@@ -321,12 +287,9 @@ static ssize_t hook_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			 void *context)
 {
 	EP_CALL(ep, "fi_read", WEFT_HK_READ, A_RMA);
-	c.buf = buf;
-	c.len = len;
-	c.addr = src;
+	call_buf(&c, buf, len, src, context);
 	c.raddr = addr;
 	c.rkey = key;
-	c.context = context;
 	RUN(in->rma->read(in, buf, len, desc, src, addr, key, context));
 	return c.ret;
 }
@@ -336,13 +299,9 @@ static ssize_t hook_readv(struct fid_ep *ep, const struct iovec *iov,
 			  uint64_t addr, uint64_t key, void *context)
 {
 	EP_CALL(ep, "fi_readv", WEFT_HK_READ, A_IOV | WEFT_HA_RMA);
-	c.iov = iov;
-	c.count = count;
-	c.len = iov_total(iov, count);
-	c.addr = src;
+	call_iov(&c, iov, count, src, context);
 	c.raddr = addr;
 	c.rkey = key;
-	c.context = context;
 	RUN(in->rma->readv(in, iov, desc, count, src, addr, key, context));
 	return c.ret;
 }
@@ -378,12 +337,9 @@ static ssize_t hook_write(struct fid_ep *ep, const void *buf, size_t len,
 			  uint64_t key, void *context)
 {
 	EP_CALL(ep, "fi_write", WEFT_HK_WRITE, A_RMA);
-	c.buf = buf;
-	c.len = len;
-	c.addr = dest;
+	call_buf(&c, buf, len, dest, context);
 	c.raddr = addr;
 	c.rkey = key;
-	c.context = context;
 	RUN(in->rma->write(in, buf, len, desc, dest, addr, key, context));
 	return c.ret;
 }
@@ -393,13 +349,9 @@ static ssize_t hook_writev(struct fid_ep *ep, const struct iovec *iov,
 			   uint64_t addr, uint64_t key, void *context)
 {
 	EP_CALL(ep, "fi_writev", WEFT_HK_WRITE, A_IOV | WEFT_HA_RMA);
-	c.iov = iov;
-	c.count = count;
-	c.len = iov_total(iov, count);
-	c.addr = dest;
+	call_iov(&c, iov, count, dest, context);
 	c.raddr = addr;
 	c.rkey = key;
-	c.context = context;
 	RUN(in->rma->writev(in, iov, desc, count, dest, addr, key, context));
 	return c.ret;
 }
@@ -421,9 +373,7 @@ static ssize_t hook_inject_write(struct fid_ep *ep, const void *buf,
 {
 	EP_CALL(ep, "fi_inject_write", WEFT_HK_INJECT_WRITE,
 		WEFT_HA_BUF | WEFT_HA_ADDR | WEFT_HA_RMA);
-	c.buf = buf;
-	c.len = len;
-	c.addr = dest;
+	call_buf(&c, buf, len, dest, NULL);
 	c.raddr = addr;
 	c.rkey = key;
 	RUN(in->rma->inject(in, buf, len, dest, addr, key));
@@ -435,13 +385,10 @@ static ssize_t hook_writedata(struct fid_ep *ep, const void *buf, size_t len,
 			      uint64_t addr, uint64_t key, void *context)
 {
 	EP_CALL(ep, "fi_writedata", WEFT_HK_WRITE, A_RMA | WEFT_HA_DATA);
-	c.buf = buf;
-	c.len = len;
+	call_buf(&c, buf, len, dest, context);
 	c.data = data;
-	c.addr = dest;
 	c.raddr = addr;
 	c.rkey = key;
-	c.context = context;
 	RUN(in->rma->writedata(in, buf, len, desc, data, dest, addr, key,
 			       context));
 	return c.ret;
@@ -454,10 +401,8 @@ static ssize_t hook_inject_writedata(struct fid_ep *ep, const void *buf,
 {
 	EP_CALL(ep, "fi_inject_writedata", WEFT_HK_INJECT_WRITE,
 		WEFT_HA_BUF | WEFT_HA_ADDR | WEFT_HA_RMA | WEFT_HA_DATA);
-	c.buf = buf;
-	c.len = len;
+	call_buf(&c, buf, len, dest, NULL);
 	c.data = data;
-	c.addr = dest;
 	c.raddr = addr;
 	c.rkey = key;
 	RUN(in->rma->injectdata(in, buf, len, data, dest, addr, key));
