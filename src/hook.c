@@ -61,6 +61,46 @@ static const char *const kind_names[WEFT_HK_COUNT] = {
 	[WEFT_HK_BIND] = "bind",
 };
 
+const char *weft_hook_class_name(size_t fclass)
+{
+	switch (fclass) {
+	case FI_CLASS_FABRIC:
+		return "fabric";
+	case FI_CLASS_DOMAIN:
+		return "domain";
+	case FI_CLASS_EP:
+		return "ep";
+	case FI_CLASS_SEP:
+		return "sep";
+	case FI_CLASS_TX_CTX:
+		return "tx_ctx";
+	case FI_CLASS_RX_CTX:
+		return "rx_ctx";
+	case FI_CLASS_SRX_CTX:
+		return "srx_ctx";
+	case FI_CLASS_STX_CTX:
+		return "stx_ctx";
+	case FI_CLASS_PEP:
+		return "pep";
+	case FI_CLASS_CQ:
+		return "cq";
+	case FI_CLASS_CNTR:
+		return "cntr";
+	case FI_CLASS_EQ:
+		return "eq";
+	case FI_CLASS_AV:
+		return "av";
+	case FI_CLASS_MR:
+		return "mr";
+	case FI_CLASS_WAIT:
+		return "wait";
+	case FI_CLASS_POLL:
+		return "poll";
+	default:
+		return "fid";
+	}
+}
+
 const char *weft_hook_kind_name(enum weft_hook_kind kind)
 {
 	return (unsigned)kind < WEFT_HK_COUNT ? kind_names[kind] : "?";

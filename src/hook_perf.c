@@ -104,30 +104,6 @@ static void perf_before(struct weft_hook_call *c, unsigned slot)
 		c->scratch[slot] = perf_now();
 }
 
-static const char *class_name(size_t fclass)
-{
-	switch (fclass) {
-	case FI_CLASS_EP:
-		return "ep";
-	case FI_CLASS_SEP:
-		return "sep";
-	case FI_CLASS_TX_CTX:
-		return "tx_ctx";
-	case FI_CLASS_RX_CTX:
-		return "rx_ctx";
-	case FI_CLASS_SRX_CTX:
-		return "srx_ctx";
-	case FI_CLASS_CQ:
-		return "cq";
-	case FI_CLASS_CNTR:
-		return "cntr";
-	case FI_CLASS_EQ:
-		return "eq";
-	default:
-		return "fid";
-	}
-}
-
 static void perf_line(bool to_log, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -158,7 +134,8 @@ static void perf_print(struct weft_hook_fid *hf, const struct perf_obj *p)
 		any |= __atomic_load_n(&p->row[k].calls, __ATOMIC_RELAXED) != 0;
 	if (!any)
 		return;
-	perf_line(to_log, "%s %p (context %p):", class_name(weft_hook_fclass(hf)),
+	perf_line(to_log, "%s %p (context %p):",
+		  weft_hook_class_name(weft_hook_fclass(hf)),
 		  (void *)&hf->u.fid, hf->u.fid.context);
 	perf_line(to_log, "  %-16s %12s %12s %10s %16s %14s %10s", "op",
 		  "calls", "ok", "eagain", "bytes/entries", "ns", "ns/call");

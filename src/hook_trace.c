@@ -57,46 +57,6 @@ static enum fi_log_subsys trace_subsys(const struct weft_hook_call *c)
 	}
 }
 
-static const char *trace_class(size_t fclass)
-{
-	switch (fclass) {
-	case FI_CLASS_FABRIC:
-		return "fabric";
-	case FI_CLASS_DOMAIN:
-		return "domain";
-	case FI_CLASS_EP:
-		return "ep";
-	case FI_CLASS_SEP:
-		return "sep";
-	case FI_CLASS_TX_CTX:
-		return "tx_ctx";
-	case FI_CLASS_RX_CTX:
-		return "rx_ctx";
-	case FI_CLASS_SRX_CTX:
-		return "srx_ctx";
-	case FI_CLASS_STX_CTX:
-		return "stx_ctx";
-	case FI_CLASS_PEP:
-		return "pep";
-	case FI_CLASS_CQ:
-		return "cq";
-	case FI_CLASS_CNTR:
-		return "cntr";
-	case FI_CLASS_EQ:
-		return "eq";
-	case FI_CLASS_AV:
-		return "av";
-	case FI_CLASS_MR:
-		return "mr";
-	case FI_CLASS_WAIT:
-		return "wait";
-	case FI_CLASS_POLL:
-		return "poll";
-	default:
-		return "fid";
-	}
-}
-
 struct trace_buf {
 	char s[512];
 	size_t n;
@@ -195,7 +155,8 @@ static void trace_after(struct weft_hook_call *c, unsigned slot)
 	if (!fi_log_enabled(&trace_prov, FI_LOG_TRACE, subsys) ||
 	    trace_quiet(c, slot))
 		return;
-	put(&b, "%s(%s=%p", c->fn, trace_class(weft_hook_fclass(c->hf)),
+	put(&b, "%s(%s=%p", c->fn,
+	    weft_hook_class_name(weft_hook_fclass(c->hf)),
 	    (void *)&c->hf->u.fid);
 	if (a & WEFT_HA_BUF)
 		put(&b, ", buf=%p, len=%zu", c->buf, c->len);

@@ -66,6 +66,9 @@ enum weft_hook_kind {
 
 /* The name of a kind as perf prints it ("tsend", "cq_read"). */
 const char *weft_hook_kind_name(enum weft_hook_kind kind);
+/* The short name of an object's class ("ep", "cq", ...; "fid" if none),
+ * as the hooks print it. */
+const char *weft_hook_class_name(size_t fclass);
 
 /* Which of struct weft_hook_call's argument fields a call has. */
 enum {
