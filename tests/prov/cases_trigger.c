@@ -18,6 +18,7 @@
 #include "proc.h"
 
 #define TG_LEN 64
+#define TG_NW 4 /* deferred writes in trigger_work */
 
 /* A threshold context on cntr. */
 static void tg_ctx(struct fi_triggered_context2 *tc, struct fid_cntr *cntr,
@@ -490,7 +491,7 @@ static int case_proc_trigger(const char *prov)
 static int case_trigger_work(const char *prov)
 {
 	struct cf_opts o = {
-		.caps = FI_MSG,
+		.caps = FI_MSG | FI_RMA,
 		.cntr_mask = (1 << CF_CNTR_SEND) | (1 << CF_CNTR_RECV),
 	};
 	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
@@ -583,6 +584,73 @@ static int case_trigger_work(const char *prov)
 	cf_expect(fi_control(&f.domain->fid, FI_CANCEL_WORK, &w[0]) ==
 			  -FI_ENOENT,
 		  "FI_CANCEL_WORK of work done already");
+
+	/* Deferred writes, each at a threshold of its own, as a client of
+	 * the queue chains them: none before its turn, all land, each is
+	 * counted once on the completion counter, none reaches the CQ. */
+	{
+		struct fi_deferred_work ww[TG_NW];
+		struct fi_rma_iov riov[TG_NW];
+		struct fi_context2 wc[TG_NW];
+		struct fi_op_rma orma[TG_NW];
+		struct iovec wiov[TG_NW];
+		struct cf_mem wm, tm;
+		void *wdesc;
+		int i;
+
+		cf_mem_reg(&f, 0, &wm, TG_NW * TG_LEN, FI_WRITE);
+		cf_mem_reg(&f, 1, &tm, TG_NW * TG_LEN, FI_REMOTE_WRITE);
+		memset(tm.p, 0, TG_NW * TG_LEN);
+		wdesc = wm.desc;
+		for (i = 0; i < TG_NW; i++) {
+			cf_fill(wm.p + i * TG_LEN, TG_LEN,
+				0x7f0 + (unsigned int)i);
+			wiov[i] = (struct iovec){ wm.p + i * TG_LEN, TG_LEN };
+			riov[i] = (struct fi_rma_iov){
+				tm.raddr + (uint64_t)i * TG_LEN, TG_LEN,
+				tm.key };
+			memset(&orma[i], 0, sizeof(orma[i]));
+			orma[i].ep = f.ep[0].ep;
+			orma[i].msg = (struct fi_msg_rma){
+				.msg_iov = &wiov[i], .desc = &wdesc,
+				.iov_count = 1, .addr = f.ep[1].addr,
+				.rma_iov = &riov[i], .rma_iov_count = 1,
+				.context = &wc[i] };
+			/* The trigger counter is at 1: 2, 3, 4, 5. */
+			ww[i] = (struct fi_deferred_work){
+				.threshold = 2 + (uint64_t)i,
+				.triggering_cntr = trig,
+				.completion_cntr = done,
+				.op_type = FI_OP_WRITE, .op.rma = &orma[i] };
+			cf_ok(fi_control(&f.domain->fid, FI_QUEUE_WORK,
+					 &ww[i]));
+		}
+		cf_ok(fi_cntr_add(trig, 2)); /* 3: the first two */
+		end = cf_now_ms() + CF_WAIT_MS;
+		while (fi_cntr_read(done) < 4 && cf_now_ms() < end)
+			cf_progress(&f);
+		cf_expect(fi_cntr_read(done) == 4,
+			  "completion counter after 2 of 4 deferred writes' "
+			  "thresholds: %llu, want 4",
+			  (unsigned long long)fi_cntr_read(done));
+		cf_ok(fi_cntr_add(trig, 2)); /* 5: the last two */
+		end = cf_now_ms() + CF_WAIT_MS;
+		while (fi_cntr_read(done) < 2 + TG_NW && cf_now_ms() < end)
+			cf_progress(&f);
+		cf_expect(fi_cntr_read(done) == 2 + TG_NW &&
+				  !fi_cntr_readerr(done),
+			  "completion counter after %d deferred writes: %llu "
+			  "(%llu errors)", TG_NW,
+			  (unsigned long long)fi_cntr_read(done),
+			  (unsigned long long)fi_cntr_readerr(done));
+		for (i = 0; i < TG_NW; i++)
+			cf_check_fill(tm.p + i * TG_LEN, TG_LEN,
+				      0x7f0 + (unsigned int)i,
+				      "a deferred write's bytes");
+		cf_expect_none(&f, 0, 50);
+		cf_mem_free(&wm);
+		cf_mem_free(&tm);
+	}
 	cf_mem_free(&sm);
 	cf_mem_free(&rm);
 	cf_ok(fi_close(&trig->fid));
