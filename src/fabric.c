@@ -328,7 +328,7 @@ void weft_explain(const struct fi_provider *prov, const char *fmt, ...)
 
 /* ---- fi_getinfo ---------------------------------------------------------- */
 
-static int prov_attr_only(const struct fi_provider *prov, const char *name,
+static int prov_attr_only(uint32_t prov_version, const char *name,
 			  struct fi_info **tail)
 {
 	struct fi_info *info = weft_info_dup(NULL);
@@ -340,8 +340,49 @@ static int prov_attr_only(const struct fi_provider *prov, const char *name,
 		weft_info_free(info);
 		return -FI_ENOMEM;
 	}
-	info->fabric_attr->prov_version = prov->version;
+	info->fabric_attr->prov_version = prov_version;
 	*tail = info;
+	return 0;
+}
+
+/* Whether `name` is a hook's, as the listing names it ("ofi_hook_perf"). */
+static bool is_hook_name(const char *name)
+{
+	const char *h;
+	size_t i;
+
+	if (strncasecmp(name, "ofi_hook_", 9))
+		return false;
+	for (i = 0; (h = weft_hook_name_at(i)); i++)
+		if (!strcasecmp(name + 9, h))
+			return true;
+	return false;
+}
+
+/*
+ * The hooks in a FI_PROV_ATTR_ONLY listing, after the providers, named as
+ * 1.17 names its own ("ofi_hook_perf"): all of them when no provider was
+ * asked for, else the one asked for.  FI_PROVIDER does not apply: FI_HOOK
+ * wraps whichever provider is picked.
+ */
+static int hooks_attr_only(const char *asked, struct fi_info ***tail,
+			   size_t *tried)
+{
+	char name[64];
+	const char *h;
+	size_t i;
+	int ret;
+
+	for (i = 0; (h = weft_hook_name_at(i)); i++) {
+		snprintf(name, sizeof(name), "ofi_hook_%s", h);
+		if (asked && strcasecmp(asked, name))
+			continue;
+		(*tried)++;
+		ret = prov_attr_only(WEFT_PROV_VERSION, name, *tail);
+		if (ret)
+			return ret;
+		*tail = &(**tail)->next;
+	}
 	return 0;
 }
 
@@ -631,7 +672,7 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			continue;
 		tried++;
 		if (flags & FI_PROV_ATTR_ONLY) {
-			ret = prov_attr_only(prov, name, tail);
+			ret = prov_attr_only(prov->version, name, tail);
 			if (ret)
 				goto err_free;
 			tail = &(*tail)->next;
@@ -641,7 +682,7 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			 */
 			if (!asked && alias && name == prov->name &&
 			    env_allows(getenv("FI_PROVIDER"), alias)) {
-				ret = prov_attr_only(prov, alias, tail);
+				ret = prov_attr_only(prov->version, alias, tail);
 				if (ret)
 					goto err_free;
 				tail = &(*tail)->next;
@@ -666,6 +707,11 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			goto err_free;
 	}
 
+	if (flags & FI_PROV_ATTR_ONLY) {
+		ret = hooks_attr_only(asked, &tail, &tried);
+		if (ret)
+			goto err_free;
+	}
 	if (!head) {
 		if (!weft_prov_at(0))
 			weft_explain(&weft_core_prov,
@@ -676,6 +722,11 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 				     "library: %s",
 				     (int)strcspn(asked, ";"), asked,
 				     missing_reason(asked));
+		else if (!tried && asked && is_hook_name(asked))
+			weft_explain(&weft_core_prov,
+				     "%s is a hook, not a provider: FI_HOOK=%s "
+				     "wraps the provider picked", asked,
+				     asked + 9);
 		else if (!tried && asked)
 			weft_explain(&weft_core_prov,
 				     "no provider is named \"%s\"%s", asked,

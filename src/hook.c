@@ -345,6 +345,11 @@ static int wrap_child(struct weft_hook_fid *parent, struct fid *inner,
 	return ret;
 }
 
+const char *weft_hook_name_at(size_t i)
+{
+	return i < WEFT_ARRAY_SIZE(hook_table) ? hook_table[i]->name : NULL;
+}
+
 static const struct weft_hook_ops *hook_find(const char *name, size_t len)
 {
 	size_t i;

@@ -14,7 +14,8 @@
 #   clear_fi_env            unset every FI_* variable of the environment,
 #                           so the caller's settings do not steer a test
 #   list_provs FI_INFO      the providers the library's fi_info lists, one
-#                           a line, into $provs; has_prov NAME: whether
+#                           a line, into $provs (not the hooks, ofi_hook_*,
+#                           it lists after them); has_prov NAME: whether
 #                           NAME is among them
 #   listen_port FILE        the N of the "listening on port N" line a
 #                           fabtests server prints (-B 0), or nothing
@@ -68,7 +69,7 @@ clear_fi_env() {
 provs=
 list_provs() {
 	provs=$(timeout 30 "$1" -l 2>/dev/null |
-		sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p')
+		sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p' | grep -v '^ofi_')
 }
 
 has_prov() {

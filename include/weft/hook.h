@@ -186,6 +186,13 @@ extern const struct weft_hook_ops weft_hook_perf, weft_hook_trace,
  */
 int weft_hook_fabric(struct fid_fabric *inner, struct fid_fabric **fabric);
 
+/*
+ * The name of hook i as FI_HOOK takes it ("perf"), or NULL past the last:
+ * fi_getinfo's FI_PROV_ATTR_ONLY listing names each as 1.17 does
+ * ("ofi_hook_perf").
+ */
+const char *weft_hook_name_at(size_t i);
+
 /* The provider's fid behind `fid`, or fid itself if it is not wrapped. */
 struct fid *weft_hook_inner(struct fid *fid);
 /* Whether `fid` is one of the layer's objects. */

@@ -15,7 +15,8 @@
 #   - debug: hook_client's overlapping receives are reported, with the two
 #     still posted at close; clean runs report nothing;
 #   - an unknown name is warned about and skipped; without FI_HOOK nothing
-#     is printed.
+#     is printed;
+#   - fi_info -l lists the hooks (ofi_hook_perf, ...) after the providers.
 # Servers are stopped by PID; every program is bounded by timeout(1).
 set -u
 
@@ -282,6 +283,27 @@ elif [ -n "$p" ]; then
 	server=
 fi
 
-[ $ran -gt 0 ] || skip "neither shm nor tcp is built"
+# fi_info -l lists each hook after the providers, as 1.17 names its own;
+# no hook is a provider of its own, so `-p ofi_hook_perf` finds nothing.
+"$info" -l >"$tmp/list.out" 2>&1
+for h in perf trace debug noop; do
+	grep -qx "ofi_hook_$h:" "$tmp/list.out" ||
+		fail "fi_info -l does not list ofi_hook_$h: $(tr '\n' ' ' <"$tmp/list.out")"
+done
+last=$(sed -n 's/^\([^ ].*\):$/\1/p' "$tmp/list.out" | grep -vn '^ofi_hook_' |
+	tail -n 1 | cut -d: -f1)
+first=$(sed -n 's/^\([^ ].*\):$/\1/p' "$tmp/list.out" | grep -n '^ofi_hook_' |
+	head -n 1 | cut -d: -f1)
+[ -z "$last" ] || [ -z "$first" ] || [ "$last" -lt "$first" ] ||
+	fail "fi_info -l lists a provider after the hooks"
+"$info" -l -p ofi_hook_debug >"$tmp/list1.out" 2>&1
+[ "$(sed -n 's/^\([^ ].*\):$/\1/p' "$tmp/list1.out")" = ofi_hook_debug ] ||
+	fail "fi_info -l -p ofi_hook_debug: $(tr '\n' ' ' <"$tmp/list1.out")"
+if "$info" -p ofi_hook_perf >"$tmp/info1.out" 2>&1; then
+	fail "fi_info -p ofi_hook_perf found entries"
+fi
+ran=$((ran + 1))
+
+[ $ran -gt 1 ] || skip "neither shm nor tcp is built"
 echo "$ran runs, $fails failure(s)"
 [ $fails -eq 0 ]

@@ -486,9 +486,31 @@ Test(getinfo, prov_attr_only_and_versions)
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL,
 				FI_PROV_ATTR_ONLY, NULL, &info),
 		     0);
-	cr_assert_eq(count(info), 1);
+	/* the provider, then the hooks, named as 1.17 names its own */
+	cr_assert_eq(count(info), 5);
 	cr_assert_str_eq(info->fabric_attr->prov_name, "mock");
+	cr_assert_str_eq(info->next->fabric_attr->prov_name, "ofi_hook_perf");
+	cr_assert_str_eq(info->next->next->next->next->fabric_attr->prov_name,
+			 "ofi_hook_noop");
 	fi_freeinfo(info);
+	/* one hook asked for by name; a hook is no provider to open */
+	{
+		struct fi_info *h = fi_allocinfo();
+
+		cr_assert(h);
+		h->fabric_attr->prov_name = strdup("ofi_hook_trace");
+		cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL,
+					FI_PROV_ATTR_ONLY, h, &info),
+			     0);
+		cr_assert_eq(count(info), 1);
+		cr_assert_str_eq(info->fabric_attr->prov_name,
+				 "ofi_hook_trace");
+		fi_freeinfo(info);
+		cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h,
+					&info),
+			     -FI_ENODATA);
+		fi_freeinfo(h);
+	}
 	/* every version up to weft's own (2.6), none past it */
 	cr_assert_eq(fi_getinfo(FI_VERSION(1, 18), NULL, NULL, 0, NULL, &info),
 		     0);
