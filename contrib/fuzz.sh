@@ -16,6 +16,7 @@
 #   FUZZ_TIME       seconds per harness (default 60)
 #   FUZZ_HARNESSES  which (default: tcp_proto tcp_handshake shm_peer
 #                   verbs_proto)
+#   FUZZ_JOBS       harnesses run at once (default 2)
 #   FUZZ_DIR        work directory, kept afterwards (default: a scratch
 #                   one, removed unless something was found)
 #   CLANG           the compiler (default clang)
@@ -64,8 +65,10 @@ printf '%s\n' $FUZZ_SOURCES | sed -n 's/[.]c$//p' |
 	finish 1
 echo "fuzz: library built in $(($(date +%s) - t0))s"
 
-rc=0
-for h in $harnesses; do
+# fuzz_one HARNESS: build it and run it for $time_max seconds; its report
+# goes to $work/HARNESS.out, its status to $work/HARNESS.rc.
+fuzz_one() {
+	h=$1
 	src=$top/tests/fuzz/fuzz_$h.c
 	corpus=$work/corpus-$h
 	log=$work/$h.log
@@ -77,8 +80,7 @@ for h in $harnesses; do
 		${FUZZ_LIBS:-} -o "$work/seeds-$h" ||
 		! "$work/seeds-$h" "$corpus" >/dev/null; then
 		echo "FAIL: fuzz $h: the seeds do not build or run"
-		rc=1
-		continue
+		return 1
 	fi
 	[ -d "$top/tests/fuzz/corpus/$h" ] &&
 		cp "$top/tests/fuzz/corpus/$h"/* "$corpus"/ 2>/dev/null
@@ -86,8 +88,7 @@ for h in $harnesses; do
 	if ! "$cc" $cflags -fsanitize=fuzzer "$src" "$work"/obj/*.o \
 		${FUZZ_LIBS:-} -o "$work/fuzz-$h"; then
 		echo "FAIL: fuzz $h: the harness does not build"
-		rc=1
-		continue
+		return 1
 	fi
 	(cd "$work/found-$h" &&
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -101,12 +102,32 @@ for h in $harnesses; do
 	if [ $st = 0 ]; then
 		echo "PASS: fuzz $h: ${runs:-?} runs in ${secs:-?}s," \
 			"nothing found"
-	else
-		found=$(ls "$work/found-$h" 2>/dev/null | head -1)
-		echo "FAIL: fuzz $h: libFuzzer exit $st after ${runs:-?} runs;" \
-			"input $work/found-$h/${found:-?}, log $log"
-		grep -m 5 -E 'ERROR|SUMMARY|fuzz_' "$log" | sed 's/^/    /'
-		rc=1
+		return 0
 	fi
+	found=$(ls "$work/found-$h" 2>/dev/null | head -1)
+	echo "FAIL: fuzz $h: libFuzzer exit $st after ${runs:-?} runs;" \
+		"input $work/found-$h/${found:-?}, log $log"
+	grep -m 5 -E 'ERROR|SUMMARY|fuzz_' "$log" | sed 's/^/    /'
+	return 1
+}
+
+# FUZZ_JOBS harnesses at a time (default 2: a libFuzzer run keeps one CPU
+# busy, so two on two CPUs each get the time they are given); their lines
+# are printed in the order of $harnesses.
+jobs=${FUZZ_JOBS:-2}
+n=0
+for h in $harnesses; do
+	(fuzz_one "$h" >"$work/$h.out" 2>&1; echo $? >"$work/$h.rc") &
+	n=$((n + 1))
+	if [ $n -ge "$jobs" ]; then
+		wait
+		n=0
+	fi
+done
+wait
+rc=0
+for h in $harnesses; do
+	cat "$work/$h.out"
+	[ "$(cat "$work/$h.rc" 2>/dev/null)" = 0 ] || rc=1
 done
 finish $rc
