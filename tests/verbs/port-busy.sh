@@ -43,6 +43,9 @@ for d in $iw; do
 			if [ $rc -ne 0 ] || ! grep -q '^PASS' "$tmp/out"; then
 				echo "FAIL: $dev $c run $i: exit $rc"
 				grep -v '<info>' "$tmp/out" | tail -n 15
+				echo "  (the log's last lines on connections)"
+				grep -i 'connect\|port\|rdma_cm\|refus\|reject\|error' \
+					"$tmp/out" | tail -n 30 | sed 's/^/    /'
 				fail=1
 			else
 				echo "PASS: $dev $c run $i ($n connect(s) made again)"

@@ -14,7 +14,7 @@
 # Env: WEFT_VM=0 skips; WEFT_VM_CACHE (default BUILD/tests/vm/cache);
 # WEFT_VM_QEMU (the QEMU program, default qemu-system-x86_64);
 # WEFT_VM_TIMEOUT (s, whole run, default 3600: the MPI jobs and the
-# conformance suite's runs take minutes each under emulation); WEFT_VM_CASE_TIMEOUT (s, one test, default 300);
+# conformance suite's runs take minutes each under emulation); WEFT_VM_CASE_TIMEOUT (s, one test, default 600);
 # WEFT_VM_FABTESTS; REF_LIBDIR (the reference
 # libfabric.so.1); the rest as tests/vm/run.sh says.
 set -u
