@@ -11,13 +11,16 @@
  *
  * Each case runs in a forked process with a deadline; the driver prints
  * one PASS/FAIL/SKIP line per case and a final "N passed, N failed,
- * N skipped" line, and exits non-zero if any case failed.
+ * N skipped" line, and exits non-zero if any case failed.  With CF_TIMES
+ * set, a "  time: PROV CASE: N ms" line follows each case (its wall time,
+ * to find where a slow run's time goes).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -928,9 +931,10 @@ int main(int argc, char **argv)
 	int npass = 0, nfail = 0, nskip = 0, nsel = 0, limit_s = 60;
 	char *sel[256];
 	const char *role = NULL;
-	bool list = false;
+	bool list = false, times = getenv("CF_TIMES") != NULL;
+	uint64_t t0;
 	size_t g;
-	int opt;
+	int opt, rc;
 
 	cf_self_exe = "/proc/self/exe";
 	if (getenv("CF_CASE_TIMEOUT"))
@@ -990,7 +994,12 @@ int main(int argc, char **argv)
 		for (c = cf_groups[g]; c->name; c++) {
 			if (!cf_selected(c->name, sel, nsel))
 				continue;
-			switch (cf_run_case(c, limit_s)) {
+			t0 = cf_now_ms();
+			rc = cf_run_case(c, limit_s);
+			if (times)
+				printf("  time: %s %s: %" PRIu64 " ms\n", cf_prov,
+				       c->name, cf_now_ms() - t0);
+			switch (rc) {
 			case CF_EXIT_PASS:
 				npass++;
 				break;
