@@ -237,50 +237,69 @@ fi
 # perf on a signal: FI_HOOK_PERF_SIGNAL=USR2 prints the tables of the
 # objects open while the pingpong runs (the server signalled every 100 ms
 # until the client is done), and the run goes on to its end.  (pgrep
-# finds the program under timeout(1).)
-if [ -n "$p" ] && ! command -v pgrep >/dev/null 2>&1; then
-	echo "perf on a signal: not run (no pgrep)"
-elif [ -n "$p" ]; then
-	echo "+ FI_HOOK=perf FI_HOOK_PERF_SIGNAL=USR2 $(basename "$pp") (signalled)"
+# finds the program under timeout(1).)  200000 round trips first: on a
+# busy host they last long enough to be signalled, where 5000000 could
+# outlast the time limit; on an idle one they may end before the hook
+# catches the signal, and 5000000 run then.
+sig_run() {	# ITERATIONS: 0 when a dump was seen; sets sig_why otherwise
+	sig_why=
 	(
 		export FI_HOOK=perf FI_HOOK_PERF_SIGNAL=USR2
-		exec timeout -k 5 60 "$pp" -p "$p" -S 8 -I 5000000 -w 0 \
+		exec timeout -k 5 120 "$pp" -p "$p" -S 8 -I "$1" -w 0 \
 			-B 0 -s 127.0.0.1
 	) >"$tmp/sig.s.out" 2>"$tmp/sig.s.err" &
 	server=$!
-	if wait_line "$tmp/sig.s.err" '^listening on port ' "$server"; then
-		port=$(listen_port "$tmp/sig.s.err")
-		timeout -k 5 60 "$pp" -p "$p" -S 8 -I 5000000 -w 0 \
-			-P "$port" 127.0.0.1 >"$tmp/sig.c.out" 2>&1 &
-		cl=$!
-		# the program, under timeout(1); signalled once the hook
-		# catches USR2 (SigCgt bit 11), before which it would end it
-		prog=$(pgrep -P "$server" | head -n 1)
-		caught() {
-			m=$(sed -n 's/^SigCgt:[[:space:]]*//p' \
-				"/proc/$prog/status" 2>/dev/null)
-			[ -n "$m" ] && [ $((0x$m & 0x800)) -ne 0 ]
-		}
-		while kill -0 "$cl" 2>/dev/null; do
-			[ -n "$prog" ] && caught && kill -USR2 "$prog" 2>/dev/null
-			sleep 0.1
-		done
-		wait "$cl"
-		crc=$?
-		wait "$server"
-		src=$?
-		ran=$((ran + 1))
-		[ $crc -eq 0 ] && [ $src -eq 0 ] ||
-			fail "perf on a signal: client exit $crc, server exit $src"
-		grep -q 'hook_perf: signal 12: the objects open' "$tmp/sig.s.err" ||
-			fail "perf on a signal: no dump in $tmp/sig.s.err"
+	if ! wait_line "$tmp/sig.s.err" '^listening on port ' "$server"; then
+		sig_why="the server reported no port"
+		server=
+		return 1
+	fi
+	port=$(listen_port "$tmp/sig.s.err")
+	timeout -k 5 120 "$pp" -p "$p" -S 8 -I "$1" -w 0 \
+		-P "$port" 127.0.0.1 >"$tmp/sig.c.out" 2>&1 &
+	cl=$!
+	# the program, under timeout(1); signalled once the hook catches
+	# USR2 (SigCgt bit 11), before which it would end it
+	prog=$(pgrep -P "$server" | head -n 1)
+	caught() {
+		m=$(sed -n 's/^SigCgt:[[:space:]]*//p' \
+			"/proc/$prog/status" 2>/dev/null)
+		[ -n "$m" ] && [ $((0x$m & 0x800)) -ne 0 ]
+	}
+	while kill -0 "$cl" 2>/dev/null; do
+		[ -n "$prog" ] && caught && kill -USR2 "$prog" 2>/dev/null
+		sleep 0.1
+	done
+	wait "$cl"
+	crc=$?
+	wait "$server"
+	src=$?
+	server=
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		sig_why="client exit $crc, server exit $src"
+		return 2
+	fi
+	grep -q 'hook_perf: signal 12: the objects open' "$tmp/sig.s.err" ||
+		{ sig_why="no dump in $tmp/sig.s.err"; return 1; }
+	return 0
+}
+if [ -n "$p" ] && ! command -v pgrep >/dev/null 2>&1; then
+	echo "perf on a signal: not run (no pgrep)"
+elif [ -n "$p" ]; then
+	for n in 200000 5000000; do
+		echo "+ FI_HOOK=perf FI_HOOK_PERF_SIGNAL=USR2 $(basename "$pp") -I $n (signalled)"
+		sig_run $n
+		rc=$?
+		[ $rc = 1 ] || break
+	done
+	ran=$((ran + 1))
+	if [ $rc != 0 ]; then
+		fail "perf on a signal: $sig_why"
+	else
 		grep -A3 'hook_perf: signal 12' "$tmp/sig.s.err" |
 			grep -q 'hook_perf: *\(trecv\|tinject\|cq_read\) ' ||
 			fail "perf on a signal: no counted call in a dump"
-	else
-		fail "perf on a signal: the server reported no port"
 	fi
-	server=
 fi
 
 # fi_info -l lists each hook after the providers, as 1.17 names its own;
