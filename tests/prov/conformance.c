@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -404,6 +405,8 @@ void cf_ep_open(struct cf_fix *f, int i)
 				 FI_TRANSMIT | f->o.cq_bind_flags));
 	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_RECV));
 	cf_ok(fi_ep_bind(e->ep, &f->av->fid, 0));
+	if (f->eq)
+		cf_ok(fi_ep_bind(e->ep, &f->eq->fid, 0));
 	for (k = 0; k < CF_NCNTR; k++) {
 		struct fi_cntr_attr ca = {
 		    .events = FI_CNTR_EVENTS_COMP,
@@ -471,6 +474,11 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 	if (cf_contexts())
 		av_attr.rx_ctx_bits = CF_SEP_CTX_BITS;
 	cf_ok(fi_av_open(f->domain, &av_attr, &f->av, NULL));
+	if (o->eq) {
+		struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+
+		cf_ok(fi_eq_open(f->fabric, &eq_attr, &f->eq, NULL));
+	}
 	for (i = 0; i < f->nep; i++)
 		cf_ep_open(f, i);
 	if (o->no_insert)
@@ -505,6 +513,8 @@ void cf_close(struct cf_fix *f)
 	}
 	if (f->stx)
 		cf_ok(fi_close(&f->stx->fid));
+	if (f->eq)
+		cf_ok(fi_close(&f->eq->fid));
 	if (f->av)
 		cf_ok(fi_close(&f->av->fid));
 	if (f->domain)
@@ -653,6 +663,8 @@ bool cf_poll(struct cf_fix *f, int i, struct cf_comp *c, int timeout_ms)
 		cf_progress(f);
 		if (!q->n && cf_now_ms() > end)
 			return false;
+		if (!q->n && f->o.yield)
+			sched_yield();
 	}
 }
 
@@ -689,6 +701,8 @@ struct cf_comp cf_wait_ctx_at(const char *file, int line, struct cf_fix *f,
 				   "pending)",
 				   i, ctx, CF_WAIT_MS, q->n);
 		cf_progress(f);
+		if (f->o.yield)
+			sched_yield();
 	}
 }
 
@@ -777,7 +791,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
-    cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger,
+    cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger, cf_cases_coll,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

@@ -117,6 +117,13 @@ struct cf_opts {
 	/* Peers outside the fixture are plain endpoints, whatever
 	 * CF_CONTEXTS says (contexts.c addresses them as they are). */
 	bool plain_peers;
+	/* An EQ (FI_WAIT_UNSPEC) bound to every endpoint before enable:
+	 * the join events of collectives. */
+	bool eq;
+	/* Waits give the CPU up between empty polls (sched_yield): for
+	 * cases whose processes outnumber the cores and wait on each
+	 * other. */
+	bool yield;
 };
 
 struct cf_fix {
@@ -125,6 +132,7 @@ struct cf_fix {
 	struct fid_domain *domain;
 	struct fid_av *av;
 	struct fid_stx *stx; /* CF_CONTEXTS=stx: every endpoint's */
+	struct fid_eq *eq; /* o.eq */
 	struct cf_ep ep[CF_MAX_EP];
 	int nep;
 	struct cf_opts o;
@@ -176,6 +184,7 @@ extern const struct cf_case cf_cases_getinfo[];
 extern const struct cf_case cf_cases_mr_cntr[];
 extern const struct cf_case cf_cases_ctx[];
 extern const struct cf_case cf_cases_trigger[];
+extern const struct cf_case cf_cases_coll[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */
