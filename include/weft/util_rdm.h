@@ -495,6 +495,8 @@ struct util_rdm_rxq {
 	/* UTIL_RDM_COLL: the collectives' receives and early arrivals,
 	 * matched by exact tag (util_coll.c). */
 	struct util_match collq;
+	/* The three by enum util_rdm_op (a load, no branch, per arrival). */
+	struct util_match *queue[4];
 	struct util_bufpool *rx_pool, *unexp_pool, *fetch_pool;
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */

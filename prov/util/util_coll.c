@@ -849,14 +849,21 @@ static struct coll_mc *mc_of(struct util_rdm_ep *ep, fi_addr_t coll_addr)
 	return NULL;
 }
 
-static void mc_free(struct coll_mc *mc)
+/* Its operations go; the endpoint lets go of it. */
+static void mc_detach(struct coll_mc *mc)
 {
-	struct util_coll_ep *c = mc->ep->coll;
 	struct dlist_entry *e;
 
 	while ((e = dlist_pop_front(&mc->ops)))
 		op_free(container_of(e, struct coll_op, mc_entry));
-	c->mc[mc->slot] = NULL;
+	mc->ep->coll->mc[mc->slot] = NULL;
+	mc->ep = NULL;
+}
+
+static void mc_free(struct coll_mc *mc)
+{
+	if (mc->ep)
+		mc_detach(mc);
 	free(mc->addr);
 	free(mc);
 }
@@ -866,6 +873,10 @@ static int mc_close(struct fid *fid)
 	struct coll_mc *mc = container_of(fid, struct coll_mc, mc_fid.fid);
 	struct util_rdm_ep *ep = mc->ep;
 
+	if (!ep) { /* its endpoint closed first */
+		mc_free(mc);
+		return 0;
+	}
 	util_ep_lock(&ep->base);
 	if (mc->inflight) {
 		util_ep_unlock(&ep->base);
@@ -903,10 +914,11 @@ void util_coll_ep_fini(struct util_rdm_ep *ep)
 	if (!c)
 		return;
 	/* Operations still running wait for messages that will not come:
-	 * they go unreported, with their groups. */
+	 * they go unreported.  The groups are the application's until it
+	 * closes them. */
 	for (i = 0; i < c->nmc; i++)
 		if (c->mc[i])
-			mc_free(c->mc[i]);
+			mc_detach(c->mc[i]);
 	free(c->mc);
 	free(c->seen);
 	free(c);
@@ -1460,51 +1472,51 @@ static ssize_t coll_data(struct fid_ep *ep, enum fi_collective_op coll,
 	return coll_post(ep, &c);
 }
 
-static ssize_t coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
-			     void *desc, void *result, void *result_desc,
-			     fi_addr_t coll_addr, enum fi_datatype datatype,
-			     uint64_t flags, void *context)
-{
-	(void)desc;
-	(void)result_desc;
-	return coll_data(ep, FI_ALLTOALL, buf, count, result, coll_addr, 0,
-			 datatype, FI_NOOP, flags, context);
-}
+/* The entry points that differ only by the operation they name: with a
+ * send and a result buffer (PLAIN), an op too (REDUCING), a root too
+ * (ROOTED).  Memory descriptors are not needed. */
+#define COLL_PLAIN(fn, coll)                                                   \
+	static ssize_t fn(struct fid_ep *ep, const void *buf, size_t count,    \
+			  void *desc, void *result, void *result_desc,         \
+			  fi_addr_t coll_addr, enum fi_datatype datatype,      \
+			  uint64_t flags, void *context)                       \
+	{                                                                      \
+		(void)desc;                                                    \
+		(void)result_desc;                                             \
+		return coll_data(ep, coll, buf, count, result, coll_addr, 0,   \
+				 datatype, FI_NOOP, flags, context);           \
+	}
+#define COLL_REDUCING(fn, coll)                                                \
+	static ssize_t fn(struct fid_ep *ep, const void *buf, size_t count,    \
+			  void *desc, void *result, void *result_desc,         \
+			  fi_addr_t coll_addr, enum fi_datatype datatype,      \
+			  enum fi_op op, uint64_t flags, void *context)        \
+	{                                                                      \
+		(void)desc;                                                    \
+		(void)result_desc;                                             \
+		return coll_data(ep, coll, buf, count, result, coll_addr, 0,   \
+				 datatype, op, flags, context);                \
+	}
+#define COLL_ROOTED(fn, coll)                                                  \
+	static ssize_t fn(struct fid_ep *ep, const void *buf, size_t count,    \
+			  void *desc, void *result, void *result_desc,         \
+			  fi_addr_t coll_addr, fi_addr_t root_addr,            \
+			  enum fi_datatype datatype, uint64_t flags,           \
+			  void *context)                                       \
+	{                                                                      \
+		(void)desc;                                                    \
+		(void)result_desc;                                             \
+		return coll_data(ep, coll, buf, count, result, coll_addr,      \
+				 root_addr, datatype, FI_NOOP, flags,          \
+				 context);                                     \
+	}
 
-static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf,
-			      size_t count, void *desc, void *result,
-			      void *result_desc, fi_addr_t coll_addr,
-			      enum fi_datatype datatype, enum fi_op op,
-			      uint64_t flags, void *context)
-{
-	(void)desc;
-	(void)result_desc;
-	return coll_data(ep, FI_ALLREDUCE, buf, count, result, coll_addr, 0,
-			 datatype, op, flags, context);
-}
-
-static ssize_t coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
-			      void *desc, void *result, void *result_desc,
-			      fi_addr_t coll_addr, enum fi_datatype datatype,
-			      uint64_t flags, void *context)
-{
-	(void)desc;
-	(void)result_desc;
-	return coll_data(ep, FI_ALLGATHER, buf, count, result, coll_addr, 0,
-			 datatype, FI_NOOP, flags, context);
-}
-
-static ssize_t coll_reduce_scatter(struct fid_ep *ep, const void *buf,
-				   size_t count, void *desc, void *result,
-				   void *result_desc, fi_addr_t coll_addr,
-				   enum fi_datatype datatype, enum fi_op op,
-				   uint64_t flags, void *context)
-{
-	(void)desc;
-	(void)result_desc;
-	return coll_data(ep, FI_REDUCE_SCATTER, buf, count, result, coll_addr,
-			 0, datatype, op, flags, context);
-}
+COLL_PLAIN(coll_alltoall, FI_ALLTOALL)
+COLL_PLAIN(coll_allgather, FI_ALLGATHER)
+COLL_REDUCING(coll_allreduce, FI_ALLREDUCE)
+COLL_REDUCING(coll_reduce_scatter, FI_REDUCE_SCATTER)
+COLL_ROOTED(coll_scatter, FI_SCATTER)
+COLL_ROOTED(coll_gather, FI_GATHER)
 
 static ssize_t coll_reduce(struct fid_ep *ep, const void *buf, size_t count,
 			   void *desc, void *result, void *result_desc,
@@ -1516,30 +1528,6 @@ static ssize_t coll_reduce(struct fid_ep *ep, const void *buf, size_t count,
 	(void)result_desc;
 	return coll_data(ep, FI_REDUCE, buf, count, result, coll_addr,
 			 root_addr, datatype, op, flags, context);
-}
-
-static ssize_t coll_scatter(struct fid_ep *ep, const void *buf, size_t count,
-			    void *desc, void *result, void *result_desc,
-			    fi_addr_t coll_addr, fi_addr_t root_addr,
-			    enum fi_datatype datatype, uint64_t flags,
-			    void *context)
-{
-	(void)desc;
-	(void)result_desc;
-	return coll_data(ep, FI_SCATTER, buf, count, result, coll_addr,
-			 root_addr, datatype, FI_NOOP, flags, context);
-}
-
-static ssize_t coll_gather(struct fid_ep *ep, const void *buf, size_t count,
-			   void *desc, void *result, void *result_desc,
-			   fi_addr_t coll_addr, fi_addr_t root_addr,
-			   enum fi_datatype datatype, uint64_t flags,
-			   void *context)
-{
-	(void)desc;
-	(void)result_desc;
-	return coll_data(ep, FI_GATHER, buf, count, result, coll_addr,
-			 root_addr, datatype, FI_NOOP, flags, context);
 }
 
 /* fi_collectivemsg: one buffer each way (fi_ioc: its count is the

@@ -248,9 +248,7 @@ static void unexp_resolve(struct util_rdm_rxq *q)
 
 static struct util_match *queue_of(struct util_rdm_rxq *rq, uint32_t op)
 {
-	if (weft_unlikely(op == UTIL_RDM_COLL))
-		return &rq->collq;
-	return op == UTIL_RDM_TAGGED ? &rq->tagq : &rq->msgq;
+	return rq->queue[op & 3];
 }
 
 int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
@@ -806,6 +804,9 @@ int rxq_init(struct util_rdm_rxq *q, uint64_t caps)
 	ret = util_match_init(&q->collq, &mattr);
 	if (ret)
 		goto err_tagq;
+	q->queue[0] = q->queue[UTIL_RDM_MSG] = &q->msgq;
+	q->queue[UTIL_RDM_TAGGED] = &q->tagq;
+	q->queue[UTIL_RDM_COLL] = &q->collq;
 	pattr.name = "rdm rx";
 	pattr.size = sizeof(struct util_rdm_rx);
 	ret = util_bufpool_create(&pattr, &q->rx_pool);
