@@ -136,36 +136,6 @@ struct cval {
 	long double re, im;
 };
 
-static size_t dt_size(enum fi_datatype dt)
-{
-	switch (dt) {
-	case FI_INT8:
-	case FI_UINT8:
-		return 1;
-	case FI_INT16:
-	case FI_UINT16:
-		return 2;
-	case FI_INT32:
-	case FI_UINT32:
-	case FI_FLOAT:
-		return 4;
-	case FI_INT64:
-	case FI_UINT64:
-	case FI_DOUBLE:
-	case FI_FLOAT_COMPLEX:
-		return 8;
-	case FI_DOUBLE_COMPLEX:
-	case FI_LONG_DOUBLE:
-	case FI_INT128:
-	case FI_UINT128:
-		return 16;
-	case FI_LONG_DOUBLE_COMPLEX:
-		return 32;
-	default:
-		return 0;
-	}
-}
-
 static bool dt_int(enum fi_datatype dt)
 {
 	return dt <= FI_UINT64 || dt == FI_INT128 || dt == FI_UINT128;
@@ -181,7 +151,7 @@ static bool dt_complex(enum fi_datatype dt)
  * 64-bit patterns sign- or zero-extended. */
 static void put_el(enum fi_datatype dt, void *buf, size_t i, struct cval v)
 {
-	char *p = (char *)buf + i * dt_size(dt);
+	char *p = (char *)buf + i * cf_dt_size(dt);
 	long long s = (long long)v.re;
 
 	switch (dt) {
@@ -236,7 +206,7 @@ static void put_el(enum fi_datatype dt, void *buf, size_t i, struct cval v)
  * value, so a wrapped sum compares with its wrapped reference). */
 static struct cval get_el(enum fi_datatype dt, const void *buf, size_t i)
 {
-	const char *p = (const char *)buf + i * dt_size(dt);
+	const char *p = (const char *)buf + i * cf_dt_size(dt);
 	struct cval v = {0, 0};
 
 	switch (dt) {
@@ -465,7 +435,7 @@ struct coll_red {
 
 static void red_post(struct coll_member *m, struct coll_red *r)
 {
-	size_t i, sz = dt_size(r->dt);
+	size_t i, sz = cf_dt_size(r->dt);
 
 	r->buf = calloc(r->count, sz);
 	r->res = malloc(r->count * sz);
@@ -521,7 +491,7 @@ static int coll_allreduce_all(struct coll_member *m)
 			if (fi_query_collective(m->f->domain, FI_ALLREDUCE, &a,
 						0))
 				continue;
-			cf_expect(a.datatype_attr.size == dt_size(dt),
+			cf_expect(a.datatype_attr.size == cf_dt_size(dt),
 				  "fi_query_collective: size %zu for %s",
 				  a.datatype_attr.size,
 				  fi_tostr(&a.datatype, FI_TYPE_ATOMIC_TYPE));

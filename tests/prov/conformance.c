@@ -230,6 +230,36 @@ void cf_check_flags(const struct cf_comp *c, uint64_t want, const char *what)
 	}
 }
 
+size_t cf_dt_size(int dt)
+{
+	switch (dt) {
+	case FI_INT8:
+	case FI_UINT8:
+		return 1;
+	case FI_INT16:
+	case FI_UINT16:
+		return 2;
+	case FI_INT32:
+	case FI_UINT32:
+	case FI_FLOAT:
+		return 4;
+	case FI_INT64:
+	case FI_UINT64:
+	case FI_DOUBLE:
+	case FI_FLOAT_COMPLEX:
+		return 8;
+	case FI_INT128:
+	case FI_UINT128:
+	case FI_DOUBLE_COMPLEX:
+	case FI_LONG_DOUBLE:
+		return 16;
+	case FI_LONG_DOUBLE_COMPLEX:
+		return 32;
+	default:
+		return 0;
+	}
+}
+
 bool cf_is_sockaddr(uint32_t fmt)
 {
 	return fmt == FI_SOCKADDR || fmt == FI_SOCKADDR_IN ||

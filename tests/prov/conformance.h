@@ -307,6 +307,9 @@ void cf_fill(void *buf, size_t len, unsigned int seed);
 void cf_check_fill(const void *buf, size_t len, unsigned int seed,
 		   const char *what);
 
+/* Bytes of one element of an fi_datatype, as this build lays it out (0:
+ * none). */
+size_t cf_dt_size(int dt);
 bool cf_is_sockaddr(uint32_t fmt);
 bool cf_iwarp(const struct cf_fix *f);
 uint64_t cf_now_ms(void);
