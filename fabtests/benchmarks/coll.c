@@ -309,15 +309,18 @@ static int join(void)
 	if (opt.rank ? oob_member(names) : oob_root(names)) {
 		fprintf(stderr, "rank %d: the out-of-band exchange failed\n",
 			opt.rank);
+		free(names);
 		return 1;
 	}
 	for (i = 0; i < opt.n; i++) {
 		ret = fi_av_insert(c.av, names + (size_t)i * NAME_LEN, 1, &a, 0,
 				   NULL);
 		if (ret != 1 || a != (fi_addr_t)i)
-			return fail("fi_av_insert", ret < 0 ? ret : -FI_EIO);
+			break;
 	}
 	free(names);
+	if (i < opt.n)
+		return fail("fi_av_insert", ret < 0 ? ret : -FI_EIO);
 	if ((ret = fi_av_set(c.av, &sa, &c.set, NULL)) ||
 	    (ret = fi_av_set_addr(c.set, &a)) ||
 	    (ret = fi_join_collective(c.ep, a, c.set, 0, &c.mc, NULL)))
