@@ -174,9 +174,17 @@ static struct fi_ops_av_set coll_set_ops = {
 	.addr = set_addr,
 };
 
-static struct fi_ops coll_set_fi_ops = {
+static int mc_close(struct fid *fid);
+
+/* The fi_ops of sets and groups: only fi_close, by class. */
+static int coll_obj_close(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_MC ? mc_close(fid) : set_close(fid);
+}
+
+static struct fi_ops coll_obj_fi_ops = {
 	.size = sizeof(struct fi_ops),
-	.close = set_close,
+	.close = coll_obj_close,
 	.bind = weft_no_bind,
 	.control = weft_no_control,
 	.ops_open = weft_no_ops_open,
@@ -229,7 +237,7 @@ int util_av_set_open(struct fid_av *av_fid, struct fi_av_set_attr *attr,
 	s->av = av;
 	s->set_fid.fid.fclass = FI_CLASS_AV_SET;
 	s->set_fid.fid.context = context;
-	s->set_fid.fid.ops = &coll_set_fi_ops;
+	s->set_fid.fid.ops = &coll_obj_fi_ops;
 	s->set_fid.ops = &coll_set_ops;
 	if (attr->flags & FI_UNIVERSE) {
 		ret = set_fill_universe(s);
@@ -887,14 +895,6 @@ static int mc_close(struct fid *fid)
 	return 0;
 }
 
-static struct fi_ops coll_mc_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = mc_close,
-	.bind = weft_no_bind,
-	.control = weft_no_control,
-	.ops_open = weft_no_ops_open,
-};
-
 static int coll_ep_get(struct util_rdm_ep *ep)
 {
 	if (ep->coll)
@@ -1084,7 +1084,7 @@ static int mc_new(struct util_rdm_ep *ep, const struct coll_set *s,
 	mc->ep = ep;
 	dlist_init(&mc->ops);
 	mc->mc_fid.fid.fclass = FI_CLASS_MC;
-	mc->mc_fid.fid.ops = &coll_mc_fi_ops;
+	mc->mc_fid.fid.ops = &coll_obj_fi_ops;
 	free(mine);
 	*out = mc;
 	return 0;
