@@ -12,7 +12,6 @@
  * process, as fabtests' multinode collective tests set it up.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +32,7 @@ static const struct cf_opts coll_opts = {
 	.no_insert = true,
 	.av_type = FI_AV_TABLE,
 	.eq = true,
-	.yield = true,
+	.nap = true,
 };
 
 static void coll_skip_contexts(void)
@@ -73,7 +72,7 @@ static void coll_wait_joins(struct cf_fix *f, struct fid_mc **mc, void **ctx,
 			cf_assert(cf_now_ms() < end,
 				  "%d of %d FI_JOIN_COMPLETE within %d ms", got,
 				  k, CF_WAIT_MS);
-			sched_yield();
+			cf_nap();
 			continue;
 		}
 		cf_assert(r == (ssize_t)sizeof(e), "fi_eq_read: %zd", r);

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -177,6 +176,13 @@ uint64_t cf_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cf_nap(void)
+{
+	struct timespec ts = {0, 20000};
+
+	nanosleep(&ts, NULL);
 }
 
 void cf_sleep_ms(int ms)
@@ -693,8 +699,8 @@ bool cf_poll(struct cf_fix *f, int i, struct cf_comp *c, int timeout_ms)
 		cf_progress(f);
 		if (!q->n && cf_now_ms() > end)
 			return false;
-		if (!q->n && f->o.yield)
-			sched_yield();
+		if (!q->n && f->o.nap)
+			cf_nap();
 	}
 }
 
@@ -731,8 +737,8 @@ struct cf_comp cf_wait_ctx_at(const char *file, int line, struct cf_fix *f,
 				   "pending)",
 				   i, ctx, CF_WAIT_MS, q->n);
 		cf_progress(f);
-		if (f->o.yield)
-			sched_yield();
+		if (f->o.nap)
+			cf_nap();
 	}
 }
 

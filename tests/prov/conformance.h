@@ -120,10 +120,10 @@ struct cf_opts {
 	/* An EQ (FI_WAIT_UNSPEC) bound to every endpoint before enable:
 	 * the join events of collectives. */
 	bool eq;
-	/* Waits give the CPU up between empty polls (sched_yield): for
-	 * cases whose processes outnumber the cores and wait on each
-	 * other. */
-	bool yield;
+	/* Waits give the CPU up between empty polls (cf_nap): for cases
+	 * whose processes outnumber the cores and wait on each other, and
+	 * must not starve what runs beside them. */
+	bool nap;
 };
 
 struct cf_fix {
@@ -314,6 +314,8 @@ bool cf_is_sockaddr(uint32_t fmt);
 bool cf_iwarp(const struct cf_fix *f);
 uint64_t cf_now_ms(void);
 void cf_sleep_ms(int ms);
+/* 20 microseconds off the CPU (an empty poll of a cf_opts.nap fixture). */
+void cf_nap(void);
 const char *cf_flags_str(uint64_t flags);
 /* Check a completion's flags contain want and none of the bits in deny. */
 void cf_check_flags(const struct cf_comp *c, uint64_t want, const char *what);
