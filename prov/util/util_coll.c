@@ -482,8 +482,15 @@ static uint32_t tree_size(uint32_t v, uint32_t n)
 	return WEFT_MIN(s, n - v);
 }
 
-static int sched_broadcast(struct coll_op *op, void *buf, size_t len,
-			   uint32_t root)
+/*
+ * Down a binomial tree from root: a round receiving the member's part
+ * from its parent, then one sending each child its part.  A broadcast's
+ * part is the whole buffer (b bytes at base) for everyone; a scatter's
+ * (blocks) is the blocks of the subtree, b bytes each, the child v + d's
+ * at base + d * b.
+ */
+static int sched_down(struct coll_op *op, char *base, size_t b, bool blocks,
+		      uint32_t root)
 {
 	struct coll_mc *mc = op->mc;
 	uint32_t n = mc->n, v = vrank(mc, root), span = tree_span(v, n), d;
@@ -493,7 +500,7 @@ static int sched_broadcast(struct coll_op *op, void *buf, size_t len,
 		return -FI_ENOMEM;
 	if (v) {
 		ret = xfer_add(op, false, real_rank(mc, root, v - span), 0,
-			       buf, len);
+			       base, blocks ? tree_size(v, n) * b : b);
 		if (ret)
 			return ret;
 	}
@@ -502,8 +509,9 @@ static int sched_broadcast(struct coll_op *op, void *buf, size_t len,
 	for (d = span >> 1; d; d >>= 1) {
 		if (v + d >= n)
 			continue;
-		ret = xfer_add(op, true, real_rank(mc, root, v + d), 0, buf,
-			       len);
+		ret = xfer_add(op, true, real_rank(mc, root, v + d), 0,
+			       blocks ? base + d * b : base,
+			       blocks ? tree_size(v + d, n) * b : b);
 		if (ret)
 			return ret;
 	}
@@ -628,29 +636,9 @@ static int sched_alltoall(struct coll_op *op, const char *buf, char *result,
 static int sched_scatter(struct coll_op *op, char *tmp, void *result,
 			 size_t b, uint32_t root)
 {
-	struct coll_mc *mc = op->mc;
-	uint32_t n = mc->n, v = vrank(mc, root), span = tree_span(v, n), d;
-	int ret;
+	int ret = sched_down(op, tmp, b, true, root);
 
-	if (!round_new(op))
-		return -FI_ENOMEM;
-	if (v) {
-		ret = xfer_add(op, false, real_rank(mc, root, v - span), 0,
-			       tmp, tree_size(v, n) * b);
-		if (ret)
-			return ret;
-	}
-	if (!round_new(op))
-		return -FI_ENOMEM;
-	for (d = span >> 1; d; d >>= 1) {
-		if (v + d >= n)
-			continue;
-		ret = xfer_add(op, true, real_rank(mc, root, v + d), 0,
-			       tmp + d * b, tree_size(v + d, n) * b);
-		if (ret)
-			return ret;
-	}
-	return round_copy(op, result, tmp, b);
+	return ret ? ret : round_copy(op, result, tmp, b);
 }
 
 /* Gather up a binomial tree: tmp collects the subtree's blocks (the
@@ -1222,7 +1210,7 @@ static int coll_schedule(struct coll_op *op, const struct coll_call *c,
 	case FI_BARRIER:
 		return sched_barrier(op);
 	case FI_BROADCAST:
-		return sched_broadcast(op, (void *)c->buf, b, root);
+		return sched_down(op, (char *)c->buf, b, false, root);
 	case FI_ALLREDUCE:
 		if (!op_tmp(op, b))
 			return -FI_ENOMEM;
