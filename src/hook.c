@@ -224,7 +224,8 @@ static void set_ep_ops(struct weft_hook_fid *hf)
 		in->tagged ? (struct fi_ops_tagged *)&hook_tagged_ops : NULL;
 	hf->u.ep.atomic =
 		in->atomic ? (struct fi_ops_atomic *)&hook_atomic_ops : NULL;
-	hf->u.ep.collective = NULL;
+	hf->u.ep.collective = in->collective ?
+		(struct fi_ops_collective *)&hook_collective_ops : NULL;
 }
 
 /* An MR's key and descriptor are the provider's, read again after each
@@ -1458,10 +1459,17 @@ static const char *hook_av_straddr(struct fid_av *av, const void *addr,
 	return in->ops->straddr(in, addr, buf, len);
 }
 
+/* The set is the provider's own, not wrapped: it goes back to the
+ * provider only (set operations, fi_join_collective). */
 static int hook_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
 		       struct fid_av_set **av_set, void *context)
 {
-	return -FI_ENOSYS;
+	AV_CALL(av, "fi_av_set", WEFT_HA_CTX);
+	c.context = context;
+	RUN(HAS_OP(in->ops, struct fi_ops_av, av_set) ?
+		    in->ops->av_set(in, attr, av_set, context) :
+		    -FI_ENOSYS);
+	return (int)c.ret;
 }
 
 static const struct fi_ops_av hook_av_ops = {

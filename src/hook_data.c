@@ -647,3 +647,145 @@ const struct fi_ops_atomic hook_atomic_ops = {
 	.readwritevalid = hook_fetch_atomicvalid,
 	.compwritevalid = hook_compare_atomicvalid,
 };
+
+/* ---- collectives ---------------------------------------------------------- */
+
+/* A collective's arguments: its group, its context and flags, the bytes
+ * of its buffer, and the datatype and op (FI_NOOP where none). */
+static void coll_args(struct weft_hook_call *c, fi_addr_t coll_addr,
+		      size_t count, enum fi_datatype dt, enum fi_op op,
+		      uint64_t flags, void *context)
+{
+	c->addr = coll_addr;
+	c->len = count * util_atomic_dt_size(dt);
+	c->datatype = dt;
+	c->op = op;
+	c->flags = flags;
+	c->context = context;
+}
+
+#define A_COLL (WEFT_HA_ADDR | WEFT_HA_CTX | WEFT_HA_FLAGS | WEFT_HA_ATOMIC)
+
+static ssize_t hook_barrier2(struct fid_ep *ep, fi_addr_t coll_addr,
+			     uint64_t flags, void *context)
+{
+	EP_CALL(ep, "fi_barrier", WEFT_HK_OTHER, A_COLL);
+	coll_args(&c, coll_addr, 0, FI_VOID, FI_NOOP, flags, context);
+	RUN(flags ? in->collective->barrier2(in, coll_addr, flags, context) :
+		    in->collective->barrier(in, coll_addr, context));
+	return c.ret;
+}
+
+static ssize_t hook_barrier(struct fid_ep *ep, fi_addr_t coll_addr,
+			    void *context)
+{
+	return hook_barrier2(ep, coll_addr, 0, context);
+}
+
+static ssize_t hook_broadcast(struct fid_ep *ep, void *buf, size_t count,
+			      void *desc, fi_addr_t coll_addr,
+			      fi_addr_t root_addr, enum fi_datatype dt,
+			      uint64_t flags, void *context)
+{
+	EP_CALL(ep, "fi_broadcast", WEFT_HK_OTHER, A_COLL);
+	coll_args(&c, coll_addr, count, dt, FI_NOOP, flags, context);
+	RUN(in->collective->broadcast(in, buf, count, desc, coll_addr,
+				      root_addr, dt, flags, context));
+	return c.ret;
+}
+
+/* The operations whose calls differ only by the op they name: with a
+ * send and a result buffer (PLAIN), an op too (REDUCING), a root too
+ * (ROOTED). */
+#define HOOK_COLL_PLAIN(fn, name, member)                                      \
+	static ssize_t fn(struct fid_ep *ep, const void *buf, size_t count,    \
+			  void *desc, void *result, void *result_desc,         \
+			  fi_addr_t coll_addr, enum fi_datatype dt,            \
+			  uint64_t flags, void *context)                       \
+	{                                                                      \
+		EP_CALL(ep, name, WEFT_HK_OTHER, A_COLL);                      \
+		coll_args(&c, coll_addr, count, dt, FI_NOOP, flags, context);  \
+		RUN(in->collective->member(in, buf, count, desc, result,       \
+					   result_desc, coll_addr, dt, flags,  \
+					   context));                          \
+		return c.ret;                                                  \
+	}
+#define HOOK_COLL_REDUCING(fn, name, member)                                   \
+	static ssize_t fn(struct fid_ep *ep, const void *buf, size_t count,    \
+			  void *desc, void *result, void *result_desc,         \
+			  fi_addr_t coll_addr, enum fi_datatype dt,            \
+			  enum fi_op op, uint64_t flags, void *context)        \
+	{                                                                      \
+		EP_CALL(ep, name, WEFT_HK_OTHER, A_COLL);                      \
+		coll_args(&c, coll_addr, count, dt, op, flags, context);       \
+		RUN(in->collective->member(in, buf, count, desc, result,       \
+					   result_desc, coll_addr, dt, op,     \
+					   flags, context));                   \
+		return c.ret;                                                  \
+	}
+#define HOOK_COLL_ROOTED(fn, name, member)                                     \
+	static ssize_t fn(struct fid_ep *ep, const void *buf, size_t count,    \
+			  void *desc, void *result, void *result_desc,         \
+			  fi_addr_t coll_addr, fi_addr_t root_addr,            \
+			  enum fi_datatype dt, uint64_t flags, void *context)  \
+	{                                                                      \
+		EP_CALL(ep, name, WEFT_HK_OTHER, A_COLL);                      \
+		coll_args(&c, coll_addr, count, dt, FI_NOOP, flags, context);  \
+		RUN(in->collective->member(in, buf, count, desc, result,       \
+					   result_desc, coll_addr, root_addr,  \
+					   dt, flags, context));               \
+		return c.ret;                                                  \
+	}
+
+HOOK_COLL_PLAIN(hook_alltoall, "fi_alltoall", alltoall)
+HOOK_COLL_PLAIN(hook_allgather, "fi_allgather", allgather)
+HOOK_COLL_REDUCING(hook_allreduce, "fi_allreduce", allreduce)
+HOOK_COLL_REDUCING(hook_reduce_scatter, "fi_reduce_scatter", reduce_scatter)
+HOOK_COLL_ROOTED(hook_scatter, "fi_scatter", scatter)
+HOOK_COLL_ROOTED(hook_gather, "fi_gather", gather)
+
+static ssize_t hook_reduce(struct fid_ep *ep, const void *buf, size_t count,
+			   void *desc, void *result, void *result_desc,
+			   fi_addr_t coll_addr, fi_addr_t root_addr,
+			   enum fi_datatype dt, enum fi_op op, uint64_t flags,
+			   void *context)
+{
+	EP_CALL(ep, "fi_reduce", WEFT_HK_OTHER, A_COLL);
+	coll_args(&c, coll_addr, count, dt, op, flags, context);
+	RUN(in->collective->reduce(in, buf, count, desc, result, result_desc,
+				   coll_addr, root_addr, dt, op, flags,
+				   context));
+	return c.ret;
+}
+
+static ssize_t hook_collectivemsg(struct fid_ep *ep,
+				  const struct fi_msg_collective *msg,
+				  struct fi_ioc *resultv, void **result_desc,
+				  size_t result_count, uint64_t flags)
+{
+	EP_CALL(ep, "fi_collectivemsg", WEFT_HK_OTHER, A_COLL);
+	if (msg)
+		coll_args(&c, msg->coll_addr,
+			  msg->iov_count && msg->msg_iov ?
+				  msg->msg_iov[0].count :
+				  0,
+			  msg->datatype, msg->op, flags, msg->context);
+	RUN(in->collective->msg(in, msg, resultv, result_desc, result_count,
+				flags));
+	return c.ret;
+}
+
+const struct fi_ops_collective hook_collective_ops = {
+	.size = sizeof(struct fi_ops_collective),
+	.barrier = hook_barrier,
+	.broadcast = hook_broadcast,
+	.alltoall = hook_alltoall,
+	.allreduce = hook_allreduce,
+	.allgather = hook_allgather,
+	.reduce_scatter = hook_reduce_scatter,
+	.reduce = hook_reduce,
+	.scatter = hook_scatter,
+	.gather = hook_gather,
+	.msg = hook_collectivemsg,
+	.barrier2 = hook_barrier2,
+};

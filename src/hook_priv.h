@@ -85,10 +85,11 @@ static inline size_t ioc_total(const struct fi_ioc *ioc, size_t count,
 	return n * util_atomic_dt_size(dt);
 }
 
-/* hook_data.c: messages, tagged messages, RMA and atomics. */
+/* hook_data.c: messages, tagged messages, RMA, atomics and collectives. */
 extern const struct fi_ops_msg hook_msg_ops;
 extern const struct fi_ops_tagged hook_tagged_ops;
 extern const struct fi_ops_rma hook_rma_ops;
 extern const struct fi_ops_atomic hook_atomic_ops;
+extern const struct fi_ops_collective hook_collective_ops;
 
 #endif /* WEFT_HOOK_PRIV_H */

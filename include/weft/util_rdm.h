@@ -79,6 +79,11 @@
 enum util_rdm_op {
 	UTIL_RDM_MSG = 1,
 	UTIL_RDM_TAGGED = 2,
+	/* The engine's own traffic (collectives, util_coll.c): matched in a
+	 * queue of its own (util_rdm_rxq.collq), never by the application's
+	 * receives.  Transports carry it as a class bit beside the tagged
+	 * one (UTIL_RDM_MSG | 2). */
+	UTIL_RDM_COLL = 3,
 };
 
 /* Header flags (util_rdm_hdr.flags, util_rdm_msg.flags). */
@@ -107,6 +112,10 @@ struct util_rdm_hdr {
  */
 #define UTIL_RDM_NO_COMPLETION (1ULL << 63)
 #define UTIL_RDM_DEFERRED (1ULL << 62)
+/* A transfer of the engine's own (UTIL_RDM_COLL, util_rdm_coll_send and
+ * util_rdm_coll_recv): its end goes to util_coll_xfer_done, never to a CQ
+ * or counter. */
+#define UTIL_RDM_INTERNAL (1ULL << 61)
 
 struct util_rdm_tx {
 	void *context; /* application's */
@@ -191,6 +200,7 @@ struct util_rdm_msg {
 struct util_rdm_ep;
 struct util_rdm_srx;
 struct util_rdm_xport;
+struct util_coll_ep;
 
 /*
  * What a transport provides: a const table of ops.  Its limits (eager_max,
@@ -482,6 +492,11 @@ struct util_rdm_rxq {
 	struct weft_lock *lock;
 	uint64_t caps; /* FI_DIRECTED_RECV: receives name their source */
 	struct util_match msgq, tagq;
+	/* UTIL_RDM_COLL: the collectives' receives and early arrivals,
+	 * matched by exact tag (util_coll.c). */
+	struct util_match collq;
+	/* The three by enum util_rdm_op (a load, no branch, per arrival). */
+	struct util_match *queue[4];
 	struct util_bufpool *rx_pool, *unexp_pool, *fetch_pool;
 	size_t unexp_inline;
 	size_t unexp_max; /* 0: unbounded */
@@ -549,6 +564,12 @@ struct util_rdm_ep {
 	struct dlist_entry sweep_entry;
 
 	struct util_rdm_rxq own_rxq;
+
+	/* Collectives (weft/util_coll.h): NULL until the first join.
+	 * coll_retry: a step of theirs waits for room (a transmit or a
+	 * receive the pools refused): progress posts it again. */
+	struct util_coll_ep *coll;
+	bool coll_retry;
 };
 
 /* The endpoint's lock: its own, or its shared receive context's when it
@@ -603,6 +624,24 @@ int util_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
  * connected, a bound shared transmit context when asked for, then the
  * base's).  Providers' control calls it. */
 int util_rdm_ep_control(struct fid *fid, int command, void *arg);
+
+/*
+ * The collectives' transfers (UTIL_RDM_COLL), with the endpoint lock held:
+ * a message of len bytes from buf to dest under tag, and a receive of one
+ * into buf under tag (exact match, from any sender).  Neither matches,
+ * reports to or counts on anything of the application's; each ends with
+ * util_coll_xfer_done(ep, ctx, err), possibly before the call returns.
+ * buf stays the caller's until then.  Returns 0, -FI_EAGAIN (no transmit
+ * or receive left now: post again later) or another error (nothing
+ * posted).
+ */
+int util_rdm_coll_send(struct util_rdm_ep *ep, fi_addr_t dest, uint64_t tag,
+		       const void *buf, size_t len, void *ctx);
+int util_rdm_coll_recv(struct util_rdm_ep *ep, uint64_t tag, void *buf,
+		       size_t len, void *ctx);
+/* Take back the receives posted with ctx that nothing matched yet (they
+ * end unreported); how many. */
+size_t util_rdm_coll_cancel(struct util_rdm_ep *ep, void *ctx);
 
 /* ---- transport → engine ------------------------------------------------ */
 

@@ -17,6 +17,7 @@
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 #include "shm_ep_priv.h"
 
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
@@ -277,7 +278,7 @@ static struct fi_ops_cm shm_cm_ops = {
 	.accept = weft_no_accept,
 	.reject = weft_no_reject,
 	.shutdown = weft_no_shutdown,
-	.join = weft_no_join,
+	.join = util_coll_join,
 };
 
 /* An endpoint named `name` (NULL: src_addr's, else drawn). */

@@ -132,8 +132,19 @@ enum shm_op {
 #define SHM_EVENT_KIND(kind, op) ((uint64_t)(kind) | (uint64_t)(op) << 8)
 
 /* shm_slot.flags: the RDM engine's flags (util_rdm.h: bit 0 remote CQ data,
- * bit 1 the sender waits for delivery), and the message class. */
+ * bit 1 the sender waits for delivery), and the message class: tagged, or
+ * the engine's collectives (UTIL_RDM_COLL), or else untagged. */
 #define SHM_SLOT_TAGGED (1u << 15)
+#define SHM_SLOT_COLL (1u << 14)
+/* The class bits of an engine op (enum util_rdm_op), and back. */
+#define SHM_SLOT_CLASS(op)                                                     \
+	((op) == UTIL_RDM_TAGGED ? SHM_SLOT_TAGGED :                           \
+	 (op) == UTIL_RDM_COLL	 ? SHM_SLOT_COLL :                             \
+				   0)
+#define SHM_SLOT_OP(flags)                                                     \
+	((flags) & SHM_SLOT_TAGGED ?                                           \
+		 UTIL_RDM_TAGGED :                                             \
+		 UTIL_RDM_MSG | ((flags) & SHM_SLOT_COLL) >> 13)
 
 /* The descriptor of a CMA message, in the slot and in the engine's stash. */
 struct shm_rts {

@@ -16,6 +16,7 @@
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 #include "weft/util_atomic.h"
 #include "weft/util_cntr.h"
 #include "weft/util_cq.h"
@@ -141,14 +142,14 @@ bool shm_cma_probe(void)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
-	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_NAMED_RX_CTX | FI_TRIGGER)
+	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
 #define SHM_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
 #define SHM_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
-	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER)
+	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE)
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
@@ -433,7 +434,7 @@ static struct fi_ops_domain shm_domain_ops = {
 	.stx_ctx = util_rdm_stx_open,
 	.srx_ctx = util_rdm_srx_open,
 	.query_atomic = shm_query_atomic,
-	.query_collective = weft_no_query_collective,
+	.query_collective = util_coll_query,
 	.endpoint2 = util_domain_endpoint2,
 };
 

@@ -383,8 +383,7 @@ static int shm_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 		check_peers(ep, false);
 		return c->dead ? -FI_ECONNRESET : -FI_EAGAIN;
 	}
-	s->flags = (uint16_t)(hdr->flags |
-			      (hdr->op == UTIL_RDM_TAGGED ? SHM_SLOT_TAGGED : 0));
+	s->flags = (uint16_t)(hdr->flags | SHM_SLOT_CLASS(hdr->op));
 	s->src = c->src_id;
 	s->tag = hdr->tag;
 	s->data = hdr->data;
@@ -445,9 +444,7 @@ static int shm_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		rts.len[i] = tx->iov[i].iov_len;
 	}
 	s->op = SHM_OP_RTS;
-	s->flags = (uint16_t)(tx->hdr.flags | (tx->hdr.op == UTIL_RDM_TAGGED ?
-						       SHM_SLOT_TAGGED :
-						       0));
+	s->flags = (uint16_t)(tx->hdr.flags | SHM_SLOT_CLASS(tx->hdr.op));
 	s->src = c->src_id;
 	s->tag = tx->hdr.tag;
 	s->data = tx->hdr.data;
@@ -760,8 +757,7 @@ static int handle_msg(struct shm_xp *ep, struct shm_slot *s,
 		      struct shm_rxpeer *rp, const void *copy)
 {
 	struct util_rdm_msg msg = {
-		.op = (s->flags & SHM_SLOT_TAGGED) ? UTIL_RDM_TAGGED :
-						     UTIL_RDM_MSG,
+		.op = SHM_SLOT_OP(s->flags),
 		.flags = s->flags & (UTIL_RDM_CQ_DATA | UTIL_RDM_ACK_REQ),
 		.tag = s->tag,
 		.data = s->data,

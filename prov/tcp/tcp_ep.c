@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 #include "weft/util_iov.h"
 #include "tcp_ep_priv.h"
 
@@ -862,7 +863,9 @@ static int tcp_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	struct tcp_ep *ep =
 		container_of(fid, struct tcp_ep, rdm.base.ep_fid.fid);
 
-	if (bfid && bfid->fclass == FI_CLASS_EQ)
+	/* MSG endpoints report connection events; RDM ones leave their EQ
+	 * to the engine (collectives' joins). */
+	if (bfid && bfid->fclass == FI_CLASS_EQ && ep->type == FI_EP_MSG)
 		return util_eq_bind_cm(&ep->eq, bfid, &ep->cm_progress,
 				       ep_cm_progress, ep->epfd, ep);
 	return util_rdm_ep_bind(fid, bfid, flags);
@@ -1092,7 +1095,7 @@ static struct fi_ops_cm tcp_cm_ops = {
 	.accept = tcp_accept,
 	.reject = weft_no_reject,
 	.shutdown = tcp_shutdown,
-	.join = weft_no_join,
+	.join = util_coll_join,
 };
 
 /* MSG endpoints answer FI_OPT_CM_DATA_SIZE; the engine the rest. */

@@ -59,6 +59,7 @@ static uint16_t op_flags(unsigned int op)
 {
 	switch (op) {
 	case TCP_OP_MSG:
+		return TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COLL;
 	case TCP_OP_TAGGED:
 		return TCP_F_CQ_DATA | TCP_F_ACK_REQ;
 	case TCP_OP_WRITE:

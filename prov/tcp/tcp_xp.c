@@ -18,10 +18,13 @@
 
 /* ---- the transport ------------------------------------------------------ */
 
-static uint16_t frame_flags(uint32_t rdm_flags)
+/* A message's frame flags: the engine's flags, and the collectives'
+ * class (an untagged frame with TCP_F_COLL). */
+static uint16_t frame_flags(uint32_t op, uint32_t rdm_flags)
 {
 	return (uint16_t)(((rdm_flags & UTIL_RDM_CQ_DATA) ? TCP_F_CQ_DATA : 0) |
-			  ((rdm_flags & UTIL_RDM_ACK_REQ) ? TCP_F_ACK_REQ : 0));
+			  ((rdm_flags & UTIL_RDM_ACK_REQ) ? TCP_F_ACK_REQ : 0) |
+			  (op == UTIL_RDM_COLL ? TCP_F_COLL : 0));
 }
 
 static int tcp_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
@@ -40,7 +43,7 @@ static int tcp_send_eager(struct util_rdm_xport *xp, struct util_peer *peer,
 	if (weft_unlikely(ret))
 		return ret;
 	tcp_put_msg(buf, hdr->op == UTIL_RDM_TAGGED ? TCP_OP_TAGGED : TCP_OP_MSG,
-		    frame_flags(hdr->flags), hdr->tag, hdr->data, hdr->tx_id,
+		    frame_flags(hdr->op, hdr->flags), hdr->tag, hdr->data, hdr->tx_id,
 		    hdr->len);
 	return tcp_conn_write_copy(conn, buf, sizeof(buf), iov, iov_count,
 				   hdr->len);
@@ -70,7 +73,8 @@ static int tcp_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 					  tx->hdr.op == UTIL_RDM_TAGGED ?
 						  TCP_OP_TAGGED :
 						  TCP_OP_MSG,
-					  frame_flags(fl), tx->hdr.tag,
+					  frame_flags(tx->hdr.op, fl),
+					  tx->hdr.tag,
 					  tx->hdr.data, tx->hdr.tx_id,
 					  tx->hdr.len);
 	memcpy(out->iov + 1, tx->iov, tx->iov_count * sizeof(*tx->iov));
@@ -270,7 +274,9 @@ static void msg_fill(struct tcp_conn *conn, struct util_rdm_msg *msg)
 	struct tcp_peer *tp = conn_tpeer(conn);
 
 	memset(msg, 0, sizeof(*msg));
-	msg->op = f->op == TCP_OP_TAGGED ? UTIL_RDM_TAGGED : UTIL_RDM_MSG;
+	msg->op = f->op == TCP_OP_TAGGED ?
+			  UTIL_RDM_TAGGED :
+			  UTIL_RDM_MSG | ((f->flags & TCP_F_COLL) ? 2 : 0);
 	msg->flags = ((f->flags & TCP_F_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0) |
 		     ((f->flags & TCP_F_ACK_REQ) ? UTIL_RDM_ACK_REQ : 0);
 	msg->tag = f->msg.tag;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 
 #define AV_NO_SLOT UINT32_MAX
 #define AV_GEN_MAX UINT16_MAX
@@ -1257,7 +1258,7 @@ static const struct fi_ops_av util_av_ops_av = {
 	.remove = util_av_remove,
 	.lookup = util_av_lookup,
 	.straddr = util_av_straddr,
-	.av_set = weft_no_av_set,
+	.av_set = util_av_set_open,
 };
 
 static int av_check_attr(struct util_domain *domain,

@@ -15,6 +15,7 @@
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 #include "weft/util_mr.h"
 
 #include "util_rdm_priv.h"
@@ -276,6 +277,8 @@ static __attribute__((noinline)) int rdm_progress_more(struct util_rdm_ep *ep,
 
 	if (!dlist_empty(&ep->blocked))
 		n += peers_drain(ep);
+	if (ep->coll_retry)
+		n += util_coll_retry(ep);
 	if (sweep)
 		n += domain_sweep(ep);
 	return n;
@@ -289,7 +292,8 @@ static inline int rdm_progress_once(struct util_rdm_ep *ep)
 	if (ep->local)
 		n += ep->local->ops->progress(ep->local);
 
-	if (weft_unlikely(!dlist_empty(&ep->blocked) || sweep))
+	if (weft_unlikely(!dlist_empty(&ep->blocked) || sweep ||
+			  ep->coll_retry))
 		n += rdm_progress_more(ep, sweep);
 	if (weft_unlikely(ep->rx_gone))
 		rx_fail_gone(ep);
@@ -322,6 +326,11 @@ static void rdm_tx_cq_progress(struct util_progress *p)
 static void rdm_rx_cq_progress(struct util_progress *p)
 {
 	rdm_cq_progress(container_of(p, struct util_rdm_ep, base.rx_progress));
+}
+
+static void rdm_eq_progress(struct util_progress *p)
+{
+	rdm_cq_progress(container_of(p, struct util_rdm_ep, base.cm_progress));
 }
 
 static int rdm_ep_arm(struct util_ep *base)
@@ -455,8 +464,13 @@ int util_rdm_bind_locked(struct util_rdm_ep *ep, struct fid *bfid,
 		}
 		return ret;
 	case FI_CLASS_EQ:
-		/* RDM endpoints have no connection events to report. */
-		return 0;
+		/* No connection events; collectives report their joins
+		 * (FI_JOIN_COMPLETE), and reading it moves them along. */
+		if (!(ep->base.caps & FI_COLLECTIVE))
+			return 0;
+		return util_eq_bind_cm(&ep->base.eq, bfid,
+				       &ep->base.cm_progress, rdm_eq_progress,
+				       -1, ep);
 	case FI_CLASS_STX_CTX:
 		return bind_stx(ep, container_of(bfid, struct util_rdm_stx,
 						 stx_fid.fid));
@@ -646,6 +660,7 @@ int util_rdm_ep_init(struct util_rdm_ep *ep, struct util_domain *domain,
 	ep->base.ep_fid.tagged = &rdm_tagged_ops;
 	ep->base.ep_fid.rma = &util_rdm_rma_ops;
 	ep->base.ep_fid.atomic = &util_rdm_atomic_ops;
+	ep->base.ep_fid.collective = &util_coll_ops;
 
 	ret = rxq_init(&ep->own_rxq, ep->base.caps);
 	if (ret)
@@ -808,7 +823,10 @@ void util_rdm_ep_fini(struct util_rdm_ep *ep)
 		util_rdm_fail_peer(ep, p, FI_ECANCELED);
 	}
 	util_peer_map_fini(&ep->peers);
+	/* Nothing of theirs is with a transport any more. */
+	util_coll_ep_fini(ep);
 	ep_unlock(ep);
+	util_eq_unbind_cm(ep->base.eq, &ep->base.cm_progress, -1);
 	util_bufpool_destroy(ep->tx_pool);
 	rxq_fini(&ep->own_rxq);
 	if (ep->local)

@@ -11,6 +11,7 @@
 
 #include "weft/ofi.h"
 
+#include "weft/util_coll.h"
 #include "weft/util_iov.h"
 
 #include "util_rdm_priv.h"
@@ -47,6 +48,18 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 	void *buf;
 	bool done;
 
+	if (weft_unlikely(rx->flags & UTIL_RDM_INTERNAL)) {
+		/* A collective's step takes exactly what it posted. */
+		void *ctx = rx->m.context;
+
+		if (!err && res->olen)
+			err = FI_ETRUNC;
+		else if (!err && res->len != rx->m.len)
+			err = FI_EINVAL;
+		util_bufpool_put(ep->rxq->rx_pool, rx);
+		util_coll_xfer_done(ep, ctx, err);
+		return;
+	}
 	if (msg_flags & UTIL_RDM_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
 	else
@@ -235,7 +248,7 @@ static void unexp_resolve(struct util_rdm_rxq *q)
 
 static struct util_match *queue_of(struct util_rdm_rxq *rq, uint32_t op)
 {
-	return op == UTIL_RDM_TAGGED ? &rq->tagq : &rq->msgq;
+	return rq->queue[op & 3];
 }
 
 int util_rdm_msg_arrived(struct util_rdm_xport *xp, struct util_rdm_msg *msg)
@@ -430,6 +443,26 @@ static void rx_directed_check(struct util_rdm_ep *ep, fi_addr_t src)
 		ep->rx_gone = true;
 }
 
+/* Queue rx in q, or deliver the unexpected messages it takes (a
+ * multi-recv buffer takes them until it is released); what
+ * util_match_post_recv answered last. */
+static int rx_post(struct util_match *q, struct util_rdm_rx *rx,
+		   uint64_t flags)
+{
+	struct util_match_result res;
+	int r;
+
+	for (;;) {
+		r = util_match_post_recv(q, &rx->m, &res);
+		if (r <= 0)
+			break;
+		deliver_unexp(rx, &res, false);
+		if (!(flags & FI_MULTI_RECV) || res.released)
+			break;
+	}
+	return r;
+}
+
 ssize_t rdm_recv(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
 		 const struct iovec *iov, void **desc, size_t count,
 		 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
@@ -496,19 +529,47 @@ ssize_t rdm_recv(struct util_rdm_ep *ep, struct util_rdm_rxq *rq,
 		deliver_unexp(rx, &res, flags & FI_DISCARD);
 		goto out;
 	}
-	for (;;) {
-		r = util_match_post_recv(q, &rx->m, &res);
-		if (r <= 0)
-			break;
-		deliver_unexp(rx, &res, false);
-		if (!(flags & FI_MULTI_RECV) || res.released)
-			break;
-	}
+	r = rx_post(q, rx, flags);
 	if (weft_unlikely(src != FI_ADDR_UNSPEC) && !r && ep)
 		rx_directed_check(ep, src);
 out:
 	weft_unlock(rq->lock);
 	return ret;
+}
+
+int util_rdm_coll_recv(struct util_rdm_ep *ep, uint64_t tag, void *buf,
+		       size_t len, void *ctx)
+{
+	struct util_rdm_rxq *rq = ep->rxq;
+	struct util_rdm_rx *rx;
+	int r;
+
+	rx = util_bufpool_get(rq->rx_pool);
+	if (!rx)
+		return -FI_EAGAIN;
+	rx->flags = UTIL_RDM_INTERNAL;
+	rx->dcntr = NULL;
+	rx->cq_flags = 0;
+	rx->iov_count = 1;
+	rx->iov[0].iov_base = buf;
+	rx->iov[0].iov_len = len;
+	memset(rx->desc, 0, sizeof(rx->desc));
+	util_rx_entry_init(&rx->m, FI_ADDR_UNSPEC, tag, 0, 0, ctx, len);
+	r = rx_post(&rq->collq, rx, 0);
+	return r < 0 ? r : 0;
+}
+
+size_t util_rdm_coll_cancel(struct util_rdm_ep *ep, void *ctx)
+{
+	struct util_rx_entry *m;
+	size_t n = 0;
+
+	while ((m = util_match_cancel(&ep->rxq->collq, ctx))) {
+		util_bufpool_put(ep->rxq->rx_pool,
+				 container_of(m, struct util_rdm_rx, m));
+		n++;
+	}
+	return n;
 }
 
 ssize_t rdm_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -739,11 +800,18 @@ int rxq_init(struct util_rdm_rxq *q, uint64_t caps)
 	ret = util_match_init(&q->tagq, &mattr);
 	if (ret)
 		goto err_msgq;
+	mattr.flags = UTIL_MATCH_TAGGED;
+	ret = util_match_init(&q->collq, &mattr);
+	if (ret)
+		goto err_tagq;
+	q->queue[0] = q->queue[UTIL_RDM_MSG] = &q->msgq;
+	q->queue[UTIL_RDM_TAGGED] = &q->tagq;
+	q->queue[UTIL_RDM_COLL] = &q->collq;
 	pattr.name = "rdm rx";
 	pattr.size = sizeof(struct util_rdm_rx);
 	ret = util_bufpool_create(&pattr, &q->rx_pool);
 	if (ret)
-		goto err_tagq;
+		goto err_collq;
 	pattr.name = "rdm fetch";
 	pattr.size = sizeof(struct rdm_fetch);
 	ret = util_bufpool_create(&pattr, &q->fetch_pool);
@@ -753,6 +821,8 @@ int rxq_init(struct util_rdm_rxq *q, uint64_t caps)
 
 err_rx_pool:
 	util_bufpool_destroy(q->rx_pool);
+err_collq:
+	util_match_fini(&q->collq);
 err_tagq:
 	util_match_fini(&q->tagq);
 err_msgq:
@@ -791,6 +861,7 @@ void rxq_fini(struct util_rdm_rxq *q)
 {
 	rxq_drain(q, &q->msgq);
 	rxq_drain(q, &q->tagq);
+	rxq_drain(q, &q->collq);
 	util_bufpool_destroy(q->fetch_pool);
 	if (q->unexp_pool)
 		util_bufpool_destroy(q->unexp_pool);
@@ -804,7 +875,7 @@ static bool came_by(void *ctx, struct util_unexp_entry *m)
 
 void rxq_drop_ep(struct util_rdm_rxq *q, struct util_rdm_ep *ep)
 {
-	struct util_match *queues[] = { &q->msgq, &q->tagq };
+	struct util_match *queues[] = { &q->msgq, &q->tagq, &q->collq };
 	struct util_unexp_entry *m;
 	size_t i;
 

@@ -11,6 +11,7 @@
 
 #include "weft/ofi.h"
 
+#include "weft/util_coll.h"
 #include "weft/util_iov.h"
 
 #include "util_rdm_priv.h"
@@ -94,7 +95,10 @@ static struct util_cntr *tx_cntr(struct util_rdm_ep *ep,
 /* Report a finished transmit: success or error completion, counter. */
 static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 {
-
+	if (weft_unlikely(tx->flags & UTIL_RDM_INTERNAL)) {
+		util_coll_xfer_done(ep, tx->context, err);
+		return;
+	}
 	if (tx->reported) {
 		/* Complete since it was taken (tx_inject_complete); its
 		 * caller was told so, and is not told twice. */
@@ -685,4 +689,44 @@ ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 	return rdm_send(ep, &iov, NULL, 1, dest, tag, data, NULL,
 			FI_INJECT | RDM_NO_COMPLETION | FI_REMOTE_CQ_DATA,
 			UTIL_RDM_TAGGED);
+}
+
+/* ---- the collectives' own messages ---------------------------------------- */
+
+int util_rdm_coll_send(struct util_rdm_ep *ep, fi_addr_t dest, uint64_t tag,
+		       const void *buf, size_t len, void *ctx)
+{
+	struct util_rdm_tx *tx;
+	struct util_peer *peer;
+	int ret;
+
+	ret = util_peer_get(&ep->peers, dest, &peer);
+	if (ret)
+		return ret;
+	tx = tx_get(ep, peer);
+	if (!tx)
+		return -FI_EAGAIN;
+	/* Reported (to util_coll_xfer_done): it may wait in its peer's
+	 * queue whatever its size, and eager_late transports are waited
+	 * for, as for a send with a completion. */
+	tx->context = ctx;
+	tx->flags = UTIL_RDM_INTERNAL;
+	tx->dcntr = NULL;
+	tx->cq_flags = 0;
+	tx->dest = dest;
+	tx->kind = UTIL_RDM_TX_SEND;
+	tx->cq_reserved = true;
+	tx->iov_count = 1;
+	tx->iov[0].iov_base = (void *)buf;
+	tx->iov[0].iov_len = len;
+	memset(tx->desc, 0, sizeof(tx->desc));
+	memset(&tx->hdr, 0, sizeof(tx->hdr));
+	tx->hdr.op = UTIL_RDM_COLL;
+	tx->hdr.tag = tag;
+	tx->hdr.len = len;
+	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
+	ret = tx_submit(ep, tx);
+	if (ret)
+		tx_put(ep, tx);
+	return ret;
 }

@@ -20,6 +20,7 @@
 #include "weft/ofi.h"
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 #include "weft/util_atomic.h"
 #include "weft/util_av.h"
 #include "weft/util_cntr.h"
@@ -570,7 +571,7 @@ static struct fi_ops_domain verbs_domain_ops = {
 	.stx_ctx = util_rdm_stx_open,
 	.srx_ctx = verbs_srx_context,
 	.query_atomic = verbs_query_atomic,
-	.query_collective = weft_no_query_collective,
+	.query_collective = util_coll_query,
 	.endpoint2 = util_domain_endpoint2,
 };
 

@@ -121,6 +121,7 @@ enum vrdm_op {
 #define VRDM_F_TAGGED (1u << 0)
 #define VRDM_F_CQ_DATA (1u << 1)
 #define VRDM_F_ACK_REQ (1u << 2)
+#define VRDM_F_COLL (1u << 3) /* the collectives' own (UTIL_RDM_COLL) */
 
 /* Every SEND starts with this.  Reserved fields are sent zero and not
  * looked at on receipt. */

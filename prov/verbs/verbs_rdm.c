@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "weft/stubs.h"
+#include "weft/util_coll.h"
 
 /* ---- addresses ----------------------------------------------------------- */
 
@@ -268,7 +269,7 @@ static struct fi_ops_cm verbs_rdm_cm_ops = {
 	.accept = weft_no_accept,
 	.reject = weft_no_reject,
 	.shutdown = weft_no_shutdown,
-	.join = weft_no_join,
+	.join = util_coll_join,
 };
 
 static struct fi_ops verbs_rdm_fi_ops = {

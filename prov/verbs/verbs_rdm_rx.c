@@ -42,7 +42,9 @@ static int rx_msg(struct verbs_rdm_ep *ep, struct vconn *conn,
 	int ret;
 
 	memset(&msg, 0, sizeof(msg));
-	msg.op = (h->flags & VRDM_F_TAGGED) ? UTIL_RDM_TAGGED : UTIL_RDM_MSG;
+	msg.op = (h->flags & VRDM_F_TAGGED) ?
+			 UTIL_RDM_TAGGED :
+			 UTIL_RDM_MSG | ((h->flags & VRDM_F_COLL) ? 2 : 0);
 	msg.flags = ((h->flags & VRDM_F_CQ_DATA) ? UTIL_RDM_CQ_DATA : 0) |
 		    ((h->flags & VRDM_F_ACK_REQ) ? UTIL_RDM_ACK_REQ : 0);
 	msg.tag = h->tag;

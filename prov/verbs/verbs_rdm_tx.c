@@ -313,6 +313,7 @@ void vrdm_deferred_run(struct verbs_rdm_ep *ep)
 static inline uint16_t wire_flags(uint32_t op, uint32_t rdm_flags)
 {
 	return (uint16_t)((op == UTIL_RDM_TAGGED ? VRDM_F_TAGGED : 0) |
+			  (op == UTIL_RDM_COLL ? VRDM_F_COLL : 0) |
 			  ((rdm_flags & UTIL_RDM_CQ_DATA) ? VRDM_F_CQ_DATA : 0) |
 			  ((rdm_flags & UTIL_RDM_ACK_REQ) ? VRDM_F_ACK_REQ : 0));
 }

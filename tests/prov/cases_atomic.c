@@ -72,40 +72,10 @@ static enum kind dt_kind(int dt)
 	}
 }
 
-static size_t dt_size(int dt)
-{
-	switch (dt) {
-	case FI_INT8:
-	case FI_UINT8:
-		return 1;
-	case FI_INT16:
-	case FI_UINT16:
-		return 2;
-	case FI_INT32:
-	case FI_UINT32:
-	case FI_FLOAT:
-		return 4;
-	case FI_INT64:
-	case FI_UINT64:
-	case FI_DOUBLE:
-	case FI_FLOAT_COMPLEX:
-		return 8;
-	case FI_INT128:
-	case FI_UINT128:
-	case FI_DOUBLE_COMPLEX:
-	case FI_LONG_DOUBLE:
-		return 16;
-	case FI_LONG_DOUBLE_COMPLEX:
-		return 32;
-	default:
-		return 0;
-	}
-}
-
 static struct num load(int dt, const void *p)
 {
 	struct num n = {0};
-	size_t sz = dt_size(dt);
+	size_t sz = cf_dt_size(dt);
 
 	switch (dt_kind(dt)) {
 	case K_SINT:
@@ -146,7 +116,7 @@ static struct num load(int dt, const void *p)
 
 static void store(int dt, void *p, const struct num *n)
 {
-	size_t sz = dt_size(dt);
+	size_t sz = cf_dt_size(dt);
 
 	memset(p, 0, sz);
 	switch (dt_kind(dt)) {
@@ -373,7 +343,7 @@ static void run_one(struct atom *a, enum form form, int op, int dt,
 		    size_t count)
 {
 	struct cf_fix *f = a->f;
-	size_t sz = dt_size(dt), n = count < NELEM ? count : NELEM, i;
+	size_t sz = cf_dt_size(dt), n = count < NELEM ? count : NELEM, i;
 	struct num want[NELEM], old[NELEM];
 	struct fi_context2 ctx;
 	uint64_t end;
@@ -510,11 +480,11 @@ static void atom_table(struct atom *a)
 					  what, q, count);
 				if (!count)
 					continue;
-				cf_assert(dt_size(dt),
+				cf_assert(cf_dt_size(dt),
 					  "datatype %d valid but "
 					  "unknown to this suite",
 					  dt);
-				cf_expect(q || (attr.size == dt_size(dt) &&
+				cf_expect(q || (attr.size == cf_dt_size(dt) &&
 						attr.count == count),
 					  "%s: fi_query_atomic size %zu count "
 					  "%zu, the endpoint's count %zu",

@@ -353,7 +353,7 @@ static int case_av_bad_str(const char *prov)
 
 /*
  * What a provider cannot honour is refused with -FI_ENODATA: fi_getinfo
- * with a threading value outside the enum or with FI_COLLECTIVE,
+ * with a threading value outside the enum or with FI_MULTICAST,
  * fi_endpoint given an info whose caps (or tx caps) hold a capability none
  * of the provider's fi_info offers, fi_domain given threading 99 or such
  * a capability.
@@ -377,10 +377,10 @@ static int case_refused(const char *prov)
 	cf_assert(ret == -FI_ENODATA && !info,
 		  "fi_getinfo with threading 99: %d, want -FI_ENODATA", ret);
 	o.threading = FI_THREAD_UNSPEC;
-	o.caps = FI_MSG | FI_COLLECTIVE;
+	o.caps = FI_MSG | FI_MULTICAST;
 	info = cf_getinfo(prov, &o, &ret);
 	cf_assert(ret == -FI_ENODATA && !info,
-		  "fi_getinfo with FI_COLLECTIVE: %d, want -FI_ENODATA", ret);
+		  "fi_getinfo with FI_MULTICAST: %d, want -FI_ENODATA", ret);
 
 	/* Every capability the provider lists for RDM, over all entries. */
 	o.caps = 0;
@@ -436,11 +436,11 @@ static int case_refused(const char *prov)
 	cf_assert(ret == -FI_ENODATA,
 		  "fi_domain with threading 99: %d, want -FI_ENODATA", ret);
 	f.info->domain_attr->threading = FI_THREAD_UNSPEC;
-	if (!(offered & FI_COLLECTIVE)) {
-		f.info->caps = caps | FI_COLLECTIVE;
+	if (!(offered & FI_MULTICAST)) {
+		f.info->caps = caps | FI_MULTICAST;
 		ret = fi_domain(f.fabric, f.info, &dom, NULL);
 		cf_assert(ret == -FI_ENODATA,
-			  "fi_domain with FI_COLLECTIVE: %d, want -FI_ENODATA",
+			  "fi_domain with FI_MULTICAST: %d, want -FI_ENODATA",
 			  ret);
 		f.info->caps = caps;
 	}
@@ -1357,7 +1357,7 @@ const struct cf_case cf_cases_misc[] = {
      "entry",
      case_av_bad_str},
     {"refused",
-     "threading 99 and FI_COLLECTIVE in fi_getinfo, caps not offered in "
+     "threading 99 and FI_MULTICAST in fi_getinfo, caps not offered in "
      "fi_endpoint and fi_domain: -FI_ENODATA",
      case_refused},
     {"comp_levels",

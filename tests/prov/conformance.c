@@ -181,6 +181,13 @@ uint64_t cf_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void cf_nap(void)
+{
+	struct timespec ts = {0, 20000};
+
+	nanosleep(&ts, NULL);
+}
+
 void cf_sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -229,6 +236,36 @@ void cf_check_flags(const struct cf_comp *c, uint64_t want, const char *what)
 		snprintf(have, sizeof(have), "%s", cf_flags_str(c->flags));
 		cf_fail("%s: completion flags [%s] lack [%s]", what, have,
 			cf_flags_str(want & ~c->flags));
+	}
+}
+
+size_t cf_dt_size(int dt)
+{
+	switch (dt) {
+	case FI_INT8:
+	case FI_UINT8:
+		return 1;
+	case FI_INT16:
+	case FI_UINT16:
+		return 2;
+	case FI_INT32:
+	case FI_UINT32:
+	case FI_FLOAT:
+		return 4;
+	case FI_INT64:
+	case FI_UINT64:
+	case FI_DOUBLE:
+	case FI_FLOAT_COMPLEX:
+		return 8;
+	case FI_INT128:
+	case FI_UINT128:
+	case FI_DOUBLE_COMPLEX:
+	case FI_LONG_DOUBLE:
+		return 16;
+	case FI_LONG_DOUBLE_COMPLEX:
+		return 32;
+	default:
+		return 0;
 	}
 }
 
@@ -407,6 +444,8 @@ void cf_ep_open(struct cf_fix *f, int i)
 				 FI_TRANSMIT | f->o.cq_bind_flags));
 	cf_ok(fi_ep_bind(e->ep, &e->cq->fid, FI_RECV));
 	cf_ok(fi_ep_bind(e->ep, &f->av->fid, 0));
+	if (f->eq)
+		cf_ok(fi_ep_bind(e->ep, &f->eq->fid, 0));
 	for (k = 0; k < CF_NCNTR; k++) {
 		struct fi_cntr_attr ca = {
 		    .events = FI_CNTR_EVENTS_COMP,
@@ -474,6 +513,11 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 	if (cf_contexts())
 		av_attr.rx_ctx_bits = CF_SEP_CTX_BITS;
 	cf_ok(fi_av_open(f->domain, &av_attr, &f->av, NULL));
+	if (o->eq) {
+		struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+
+		cf_ok(fi_eq_open(f->fabric, &eq_attr, &f->eq, NULL));
+	}
 	for (i = 0; i < f->nep; i++)
 		cf_ep_open(f, i);
 	if (o->no_insert)
@@ -508,6 +552,8 @@ void cf_close(struct cf_fix *f)
 	}
 	if (f->stx)
 		cf_ok(fi_close(&f->stx->fid));
+	if (f->eq)
+		cf_ok(fi_close(&f->eq->fid));
 	if (f->av)
 		cf_ok(fi_close(&f->av->fid));
 	if (f->domain)
@@ -656,6 +702,8 @@ bool cf_poll(struct cf_fix *f, int i, struct cf_comp *c, int timeout_ms)
 		cf_progress(f);
 		if (!q->n && cf_now_ms() > end)
 			return false;
+		if (!q->n && f->o.nap)
+			cf_nap();
 	}
 }
 
@@ -692,6 +740,8 @@ struct cf_comp cf_wait_ctx_at(const char *file, int line, struct cf_fix *f,
 				   "pending)",
 				   i, ctx, CF_WAIT_MS, q->n);
 		cf_progress(f);
+		if (f->o.nap)
+			cf_nap();
 	}
 }
 
@@ -780,7 +830,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_msg,  cf_cases_rma,  cf_cases_atomic,
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
-    cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger,
+    cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger, cf_cases_coll,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

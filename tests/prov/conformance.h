@@ -117,6 +117,13 @@ struct cf_opts {
 	/* Peers outside the fixture are plain endpoints, whatever
 	 * CF_CONTEXTS says (contexts.c addresses them as they are). */
 	bool plain_peers;
+	/* An EQ (FI_WAIT_UNSPEC) bound to every endpoint before enable:
+	 * the join events of collectives. */
+	bool eq;
+	/* Waits give the CPU up between empty polls (cf_nap): for cases
+	 * whose processes outnumber the cores and wait on each other, and
+	 * must not starve what runs beside them. */
+	bool nap;
 };
 
 struct cf_fix {
@@ -125,6 +132,7 @@ struct cf_fix {
 	struct fid_domain *domain;
 	struct fid_av *av;
 	struct fid_stx *stx; /* CF_CONTEXTS=stx: every endpoint's */
+	struct fid_eq *eq; /* o.eq */
 	struct cf_ep ep[CF_MAX_EP];
 	int nep;
 	struct cf_opts o;
@@ -176,6 +184,7 @@ extern const struct cf_case cf_cases_getinfo[];
 extern const struct cf_case cf_cases_mr_cntr[];
 extern const struct cf_case cf_cases_ctx[];
 extern const struct cf_case cf_cases_trigger[];
+extern const struct cf_case cf_cases_coll[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */
@@ -298,10 +307,15 @@ void cf_fill(void *buf, size_t len, unsigned int seed);
 void cf_check_fill(const void *buf, size_t len, unsigned int seed,
 		   const char *what);
 
+/* Bytes of one element of an fi_datatype, as this build lays it out (0:
+ * none). */
+size_t cf_dt_size(int dt);
 bool cf_is_sockaddr(uint32_t fmt);
 bool cf_iwarp(const struct cf_fix *f);
 uint64_t cf_now_ms(void);
 void cf_sleep_ms(int ms);
+/* 20 microseconds off the CPU (an empty poll of a cf_opts.nap fixture). */
+void cf_nap(void);
 const char *cf_flags_str(uint64_t flags);
 /* Check a completion's flags contain want and none of the bits in deny. */
 void cf_check_flags(const struct cf_comp *c, uint64_t want, const char *what);

@@ -10,7 +10,11 @@
 #   - fi_rpc -p "tcp;ofi_rxm": RPCs with bulk data pulled and pushed by
 #     RMA, requests into multi-recv buffers, both sides sleeping on their
 #     CQ's fd; then a server killed (SIGKILL, by the PID it prints) with
-#     RPCs in flight, which the client must report as errors, not hang.
+#     RPCs in flight, which the client must report as errors, not hang;
+#   - fi_coll -p tcp: every collective among 4 processes, 2 on each host,
+#     and among 3 (2 and 1), small and rendezvous-sized, each result
+#     checked (peers of one host meet through shm, the others over the
+#     link).
 # Data is verified (-v); each program is bounded in time and the server
 # is stopped by its PID.  The namespaces, the link and anything still
 # running in them are removed on every exit.
@@ -49,6 +53,7 @@ info=$(find_prog "$bld/util" fi_info) || exit 99
 rdm_pp=$(find_prog "$bld/fabtests" fi_rdm_tagged_pingpong) || exit 99
 msg_pp=$(find_prog "$bld/fabtests" fi_msg_pingpong) || exit 99
 rpc=$(find_prog "$bld/fabtests" fi_rpc) || exit 99
+coll=$(find_prog "$bld/fabtests" fi_coll) || exit 99
 
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (running as uid $(id -u))"
 command -v ip >/dev/null 2>&1 || skip "no ip(8) (iproute2) to make network namespaces"
@@ -234,6 +239,73 @@ rpc_kill() {
 	fi
 }
 rpc_kill
+
+# coll_job N A ARGS...: fi_coll with N ranks, ranks 0 .. A-1 on host A
+# (rank 0 holds the job's out-of-band socket), the others on host B.
+coll_job() {
+	n=$1
+	on_a=$2
+	shift 2
+	name="fi_coll -p tcp -n $n ($on_a on $ns_a, $((n - on_a)) on $ns_b) $*"
+	echo
+	echo "=== $name"
+	: >"$tmp/coll0.err"
+	echo "+ ip netns exec $ns_a env LD_LIBRARY_PATH=$lib FI_TCP_IFACE=$if_a" \
+		"timeout -k 5 $limit $coll -p tcp -n $n -r 0 -s $addr_a -O $addr_a -P 0 $* &"
+	ip netns exec "$ns_a" env LD_LIBRARY_PATH="$lib" FI_TCP_IFACE="$if_a" \
+		timeout -k 5 "$limit" "$coll" -p tcp -n "$n" -r 0 -s "$addr_a" \
+		-O "$addr_a" -P 0 "$@" >"$tmp/coll0.out" 2>"$tmp/coll0.err" &
+	server=$!
+	wait_line "$tmp/coll0.err" '^listening on port ' "$server" 100
+	port=$(listen_port "$tmp/coll0.err")
+	if [ -z "$port" ]; then
+		kill "$server" 2>/dev/null
+		wait "$server"
+		server=
+		sed 's/^/  rank 0: /' "$tmp/coll0.out" "$tmp/coll0.err"
+		echo "=== $name: FAIL (rank 0 reported no port)"
+		status=1
+		return
+	fi
+	pids=
+	r=1
+	while [ $r -lt "$n" ]; do
+		if [ $r -lt "$on_a" ]; then
+			ns=$ns_a; ifc=$if_a; src=$addr_a
+		else
+			ns=$ns_b; ifc=$if_b; src=$addr_b
+		fi
+		echo "+ ip netns exec $ns env LD_LIBRARY_PATH=$lib FI_TCP_IFACE=$ifc" \
+			"timeout -k 5 $limit $coll -p tcp -n $n -r $r -s $src -O $addr_a -P $port $* &"
+		ip netns exec "$ns" env LD_LIBRARY_PATH="$lib" FI_TCP_IFACE="$ifc" \
+			timeout -k 5 "$limit" "$coll" -p tcp -n "$n" -r "$r" \
+			-s "$src" -O "$addr_a" -P "$port" "$@" \
+			>"$tmp/coll$r.out" 2>"$tmp/coll$r.err" &
+		pids="$pids $!"
+		r=$((r + 1))
+	done
+	bad=
+	for p in $pids; do
+		wait "$p" || bad="$bad $p"
+	done
+	wait "$server" || bad="$bad rank0"
+	server=
+	r=0
+	while [ $r -lt "$n" ]; do
+		grep -v '^listening on port' "$tmp/coll$r.err" | sed "s/^/  rank $r: /"
+		r=$((r + 1))
+	done
+	sed 's/^/  rank 0: /' "$tmp/coll0.out"
+	if [ -z "$bad" ]; then
+		echo "=== $name: pass"
+	else
+		echo "=== $name: FAIL (exit status not 0:$bad)"
+		status=1
+	fi
+}
+coll_job 4 2 -I 50 -S 4
+coll_job 4 2 -I 5 -S 20000
+coll_job 3 2 -I 50 -S 7
 
 echo
 [ $status = 0 ] && echo "PASS: tcp across two network namespaces" ||

@@ -377,7 +377,7 @@ Test(tcp_proto, base_checks)
 	put16(b, offsetof(struct tcp_base, rsvd1), 0x100);
 	parse_bad(b, n, "reserved");
 
-	n = tcp_put_msg(b, TCP_OP_MSG, 1u << 2, 0, 0, 0, 0);
+	n = tcp_put_msg(b, TCP_OP_MSG, 1u << 3, 0, 0, 0, 0);
 	parse_bad(b, n, "unknown flag");
 	n = tcp_put_msg(b, TCP_OP_MSG, 0x8000, 0, 0, 0, 0);
 	parse_bad(b, n, "unknown flag");
@@ -390,6 +390,18 @@ Test(tcp_proto, flags_per_op)
 	size_t n;
 
 	n = tcp_put_rma(b, TCP_OP_WRITE, TCP_F_ACK_REQ, 0, 0, &iov, 1, 8);
+	parse_bad(b, n, "flag not valid");
+	/* the collectives' class is an untagged message's alone */
+	{
+		struct tcp_frame f;
+
+		n = tcp_put_msg(b, TCP_OP_MSG, TCP_F_COLL, 7, 0, 0, 0);
+		parse_ok(b, n, &f);
+		cr_assert_eq(f.flags, TCP_F_COLL);
+	}
+	n = tcp_put_msg(b, TCP_OP_TAGGED, TCP_F_COLL, 0, 0, 0, 0);
+	parse_bad(b, n, "flag not valid");
+	n = tcp_put_rma(b, TCP_OP_WRITE, TCP_F_COLL, 0, 0, &iov, 1, 8);
 	parse_bad(b, n, "flag not valid");
 	n = tcp_put_rma(b, TCP_OP_READ_REQ, TCP_F_CQ_DATA, 0, 0, &iov, 1, 0);
 	parse_bad(b, n, "flag not valid");
