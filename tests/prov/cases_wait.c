@@ -355,8 +355,10 @@ static int sread_wakes(const char *prov, bool sharer)
 	}
 	cf_post(&f, fi_recv(f.ep[1].ep, rm.p, WAIT_MSG_LEN, rm.desc,
 			    FI_ADDR_UNSPEC, &rc));
-	sender_start(&s, &th, &f, &sm, 100);
+	/* t0 before the thread starts its 100 ms: a busy host may run
+	 * this thread again only well after the other began them. */
 	t0 = cf_now_ms();
+	sender_start(&s, &th, &f, &sm, 100);
 	cf_mark("fi_cq_sread(5 s) while endpoint 0 sends");
 	ret = fi_cq_sread(f.ep[1].cq, &e, 1, NULL, WAIT_WAKE_MS);
 	took = cf_now_ms() - t0;
@@ -529,8 +531,10 @@ static int case_cq_wait_fd_epoll(const char *prov)
 			"with nothing pending",
 			again);
 
-	sender_start(&s, &th, &f, &sm, 100);
+	/* t0 before the thread starts its 100 ms: a busy host may run
+	 * this thread again only well after the other began them. */
 	t0 = cf_now_ms();
+	sender_start(&s, &th, &f, &sm, 100);
 	end = t0 + WAIT_WAKE_MS;
 	/* Block, read, and block again after a read that finds nothing. */
 	for (;;) {
@@ -661,8 +665,10 @@ static int case_cntr_wait_wakes(const char *prov)
 		  (unsigned long long)fi_cntr_readerr(rx));
 
 	/* The arrival wakes it. */
-	sender_start(&s, &th, &f, &sm, 100);
+	/* t0 before the thread starts its 100 ms: a busy host may run
+	 * this thread again only well after the other began them. */
 	t0 = cf_now_ms();
+	sender_start(&s, &th, &f, &sm, 100);
 	cf_mark("fi_cntr_wait(1, 5 s) while endpoint 0 sends");
 	ret = fi_cntr_wait(rx, 1, WAIT_WAKE_MS);
 	took = cf_now_ms() - t0;
