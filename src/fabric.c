@@ -58,12 +58,14 @@ static const struct {
 
 /*
  * Provider names of libfabric 1.17 that weft has no provider of its own for,
- * each answered by the provider that does the same job.  "sockets" (still
- * the default of some client setups) is served by tcp: its entries come back
- * named "sockets" and say the protocol 1.17's sockets says, as "tcp;ofi_rxm"
- * comes back under that name.  This table is the only place an alias is
- * known; fi_getinfo, fi_fabric, FI_PROVIDER and FI_PROV_ATTR_ONLY listings
- * all go through it.
+ * each answered by the providers that do the same jobs.  "sockets" (still
+ * the default of some client setups) is served by tcp for RDM and MSG and
+ * by udp for DGRAM, as 1.17's sockets offered all three: their entries come
+ * back named "sockets" and say the protocol 1.17's sockets says, as
+ * "tcp;ofi_rxm" comes back under that name.  One row per provider an alias
+ * names; the rows of one alias have one look.  This table is the only
+ * place an alias is known; fi_getinfo, fi_fabric, FI_PROVIDER and
+ * FI_PROV_ATTR_ONLY listings all go through it.
  */
 static const struct {
 	const char *alias;
@@ -71,6 +73,7 @@ static const struct {
 	struct weft_name_look look;
 } prov_aliases[] = {
 	{ "sockets", "tcp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
+	{ "sockets", "udp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
 };
 
 /*
@@ -80,16 +83,30 @@ static const struct {
  */
 static const char *const listed_layered[] = { "tcp;ofi_rxm", "verbs;ofi_rxm" };
 
-/* The alias `name` is of a provider, or NULL: "sockets" -> "tcp". */
-static const char *alias_target(const char *name, size_t len)
+/* Whether `name` (len bytes) is an alias, of whichever provider. */
+static bool is_alias(const char *name, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
 		if (strlen(prov_aliases[i].alias) == len &&
 		    !strncasecmp(name, prov_aliases[i].alias, len))
-			return prov_aliases[i].prov;
-	return NULL;
+			return true;
+	return false;
+}
+
+/* Whether the alias `name` (len bytes) is answered by the provider named
+ * prov_name: "sockets" by "tcp" and "udp". */
+static bool alias_of(const char *name, size_t len, const char *prov_name)
+{
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
+		if (strlen(prov_aliases[i].alias) == len &&
+		    !strncasecmp(name, prov_aliases[i].alias, len) &&
+		    !strcasecmp(prov_name, prov_aliases[i].prov))
+			return true;
+	return false;
 }
 
 /* The alias a provider answers to, or NULL. */
@@ -101,6 +118,21 @@ static const char *prov_alias(const struct fi_provider *prov)
 		if (!strcasecmp(prov->name, prov_aliases[i].prov))
 			return prov_aliases[i].alias;
 	return NULL;
+}
+
+/*
+ * Whether `prov` is the first built provider that answers to its alias:
+ * a listing by name shows the alias once, after that one.
+ */
+static bool alias_first(const struct fi_provider *prov, const char *alias)
+{
+	const struct fi_provider *p;
+	size_t i;
+
+	for (i = 0; (p = weft_prov_at(i)) && p != prov; i++)
+		if (alias_of(alias, strlen(alias), p->name))
+			return false;
+	return true;
 }
 
 /* The layered name's entry for what follows "core;", or -1. */
@@ -117,13 +149,12 @@ static int layered_index(const char *rest)
 bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
 {
 	size_t len = strlen(prov->name);
-	const char *rest, *target;
+	const char *rest;
 
 	if (!asked)
 		return true;
-	target = alias_target(asked, strlen(asked));
-	if (target)
-		return !strcasecmp(target, prov->name);
+	if (is_alias(asked, strlen(asked)))
+		return alias_of(asked, strlen(asked), prov->name);
 	if (strncasecmp(asked, prov->name, len))
 		return false;
 	rest = asked + len;
@@ -169,20 +200,21 @@ static const struct {
 	{ NULL, NULL } /* the list may otherwise be empty */
 };
 
-/* The reason `asked` (maybe layered, "tcp;ofi_rxm") is not built, or NULL. */
+/*
+ * The reason `asked` (maybe layered, "tcp;ofi_rxm") is not built, or NULL.
+ * An alias is missing when every provider that answers to it is: the
+ * reason is the first one's.
+ */
 static const char *missing_reason(const char *asked)
 {
 	size_t i, len = strcspn(asked, ";");
-	const char *target = alias_target(asked, len);
-
-	if (target) {
-		asked = target;
-		len = strlen(target);
-	}
+	bool alias = is_alias(asked, len);
 
 	for (i = 0; missing_provs[i].name; i++)
-		if (strlen(missing_provs[i].name) == len &&
-		    !strncasecmp(asked, missing_provs[i].name, len))
+		if (alias ? alias_of(asked, len, missing_provs[i].name) :
+			    strlen(missing_provs[i].name) == len &&
+				    !strncasecmp(asked, missing_provs[i].name,
+						 len))
 			return missing_provs[i].why;
 	return NULL;
 }
@@ -276,7 +308,7 @@ static const char *prov_selected(const struct fi_provider *prov,
 	if (asked) {
 		if (!weft_prov_name_matches(prov, asked))
 			return NULL;
-		if (alias_target(asked, strlen(asked)))
+		if (is_alias(asked, strlen(asked)))
 			return env_allows(env, alias) ? asked : NULL;
 		return env_allows(env, prov->name) ? asked : NULL;
 	}
@@ -640,6 +672,7 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			 * right after the provider that answers to it.
 			 */
 			if (!asked && alias && name == prov->name &&
+			    alias_first(prov, alias) &&
 			    env_allows(getenv("FI_PROVIDER"), alias)) {
 				ret = prov_attr_only(prov, alias, tail);
 				if (ret)
