@@ -83,6 +83,7 @@ struct cf_ep {
 	size_t namelen;
 	struct cf_queue q;
 	struct fid_ep *srx; /* CF_CONTEXTS=srx: its own, closed after it */
+	struct fid_eq *eq;  /* cf_opts.eq: bound before fi_enable */
 };
 
 /* What a case asks of the provider. Zero fields mean "no requirement". */
@@ -117,6 +118,7 @@ struct cf_opts {
 	/* Peers outside the fixture are plain endpoints, whatever
 	 * CF_CONTEXTS says (contexts.c addresses them as they are). */
 	bool plain_peers;
+	bool eq; /* an EQ per endpoint, bound before fi_enable (fi_join) */
 };
 
 struct cf_fix {
@@ -176,6 +178,7 @@ extern const struct cf_case cf_cases_getinfo[];
 extern const struct cf_case cf_cases_mr_cntr[];
 extern const struct cf_case cf_cases_ctx[];
 extern const struct cf_case cf_cases_trigger[];
+extern const struct cf_case cf_cases_dgram[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */

@@ -52,6 +52,9 @@ int cf_inject_peer_main(const char *role);
 /* The peer of proc_trigger (cases_trigger.c). */
 bool cf_trigger_is_role(const char *role);
 int cf_trigger_peer_main(const char *role);
+/* The peer of the datagram cases (cases_dgram.c). */
+bool cf_dgram_is_role(const char *role);
+int cf_dgram_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 
