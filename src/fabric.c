@@ -13,6 +13,7 @@
 
 #include "weft/compat.h"
 #include "weft/hook.h"
+#include "weft/stubs.h"
 
 /* ---- registry ------------------------------------------------------------ */
 
@@ -67,13 +68,18 @@ static const struct {
  * place an alias is known; fi_getinfo, fi_fabric, FI_PROVIDER and
  * FI_PROV_ATTR_ONLY listings all go through it.
  */
+#define EP_TYPE_BIT(t) ((uint32_t)1 << (t))
+
 static const struct {
 	const char *alias;
 	const char *prov;
+	uint32_t types; /* EP_TYPE_BIT of the endpoint types it serves */
 	struct weft_name_look look;
 } prov_aliases[] = {
-	{ "sockets", "tcp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
-	{ "sockets", "udp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
+	{ "sockets", "tcp", EP_TYPE_BIT(FI_EP_MSG) | EP_TYPE_BIT(FI_EP_RDM),
+	  { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
+	{ "sockets", "udp", EP_TYPE_BIT(FI_EP_DGRAM),
+	  { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
 };
 
 /*
@@ -733,6 +739,179 @@ err_free:
 
 /* ---- fi_fabric ----------------------------------------------------------- */
 
+/*
+ * A fabric opened under an alias that several providers answer to
+ * ("sockets": tcp and udp): fi_fabric cannot tell which one the entry came
+ * from, so it opens a fabric of each, and this object hands each domain
+ * (and passive endpoint) to the fabric of the provider that serves the
+ * entry's endpoint type (the alias table's types).  EQs and wait sets are
+ * prov/util's whichever provider opens them: the first fabric's serve.
+ */
+#define ALIAS_FABRICS_MAX 4
+
+struct alias_fabric {
+	struct fid_fabric fabric_fid;
+	struct fid_fabric *sub[ALIAS_FABRICS_MAX];
+	uint32_t types[ALIAS_FABRICS_MAX];
+	size_t n;
+};
+
+static struct fid_fabric *alias_sub(struct alias_fabric *af,
+				    enum fi_ep_type type)
+{
+	size_t i;
+
+	for (i = 0; i < af->n; i++)
+		if (af->sub[i] && (type == FI_EP_UNSPEC ||
+				   (af->types[i] & EP_TYPE_BIT(type))))
+			return af->sub[i];
+	return NULL;
+}
+
+static struct alias_fabric *alias_fabric_of(struct fid_fabric *f)
+{
+	return container_of(f, struct alias_fabric, fabric_fid);
+}
+
+static int alias_domain(struct fid_fabric *f, struct fi_info *info,
+			struct fid_domain **domain, void *context)
+{
+	struct fid_fabric *sub = alias_sub(
+		alias_fabric_of(f),
+		info && info->ep_attr ? info->ep_attr->type : FI_EP_UNSPEC);
+
+	return sub ? fi_domain(sub, info, domain, context) : -FI_ENODATA;
+}
+
+static int alias_domain2(struct fid_fabric *f, struct fi_info *info,
+			 struct fid_domain **domain, uint64_t flags,
+			 void *context)
+{
+	struct fid_fabric *sub = alias_sub(
+		alias_fabric_of(f),
+		info && info->ep_attr ? info->ep_attr->type : FI_EP_UNSPEC);
+
+	return sub ? fi_domain2(sub, info, domain, flags, context) :
+		     -FI_ENODATA;
+}
+
+static int alias_passive_ep(struct fid_fabric *f, struct fi_info *info,
+			    struct fid_pep **pep, void *context)
+{
+	struct fid_fabric *sub = alias_sub(alias_fabric_of(f), FI_EP_MSG);
+
+	return sub ? fi_passive_ep(sub, info, pep, context) : -FI_ENOSYS;
+}
+
+static int alias_eq_open(struct fid_fabric *f, struct fi_eq_attr *attr,
+			 struct fid_eq **eq, void *context)
+{
+	return fi_eq_open(alias_sub(alias_fabric_of(f), FI_EP_UNSPEC), attr,
+			  eq, context);
+}
+
+static int alias_wait_open(struct fid_fabric *f, struct fi_wait_attr *attr,
+			   struct fid_wait **waitset)
+{
+	return fi_wait_open(alias_sub(alias_fabric_of(f), FI_EP_UNSPEC), attr,
+			    waitset);
+}
+
+static int alias_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+	return fi_trywait(alias_sub(alias_fabric_of(f), FI_EP_UNSPEC), fids,
+			  count);
+}
+
+/* Each provider's fabric closes once its objects are gone; the alias
+ * fabric when all have. */
+static int alias_close(struct fid *fid)
+{
+	struct alias_fabric *af =
+		container_of(fid, struct alias_fabric, fabric_fid.fid);
+	int ret = 0, r;
+	size_t i;
+
+	for (i = 0; i < af->n; i++) {
+		if (!af->sub[i])
+			continue;
+		r = fi_close(&af->sub[i]->fid);
+		if (r)
+			ret = ret ? ret : r;
+		else
+			af->sub[i] = NULL;
+	}
+	if (!ret)
+		free(af);
+	return ret;
+}
+
+static struct fi_ops_fabric alias_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = alias_domain,
+	.passive_ep = alias_passive_ep,
+	.eq_open = alias_eq_open,
+	.wait_open = alias_wait_open,
+	.trywait = alias_trywait,
+	.domain2 = alias_domain2,
+};
+
+static struct fi_ops alias_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = alias_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+/* fi_fabric under an alias: one fabric per built provider of it. */
+static int alias_fabric_open(struct fi_fabric_attr *attr,
+			     struct fid_fabric **fabric, void *context)
+{
+	const struct fi_provider *prov;
+	struct alias_fabric *af = calloc(1, sizeof(*af));
+	size_t i, k, len = strlen(attr->prov_name);
+	int ret = -FI_ENODEV;
+
+	if (!af)
+		return -FI_ENOMEM;
+	for (i = 0; (prov = weft_prov_at(i)) && af->n < ALIAS_FABRICS_MAX;
+	     i++) {
+		for (k = 0; k < WEFT_ARRAY_SIZE(prov_aliases); k++)
+			if (alias_of(attr->prov_name, len, prov->name) &&
+			    !strcasecmp(prov->name, prov_aliases[k].prov))
+				break;
+		if (k == WEFT_ARRAY_SIZE(prov_aliases) || !prov->fabric)
+			continue;
+		ret = prov->fabric(attr, &af->sub[af->n], context);
+		if (ret)
+			goto err;
+		af->types[af->n++] = prov_aliases[k].types;
+	}
+	if (!af->n)
+		goto err;
+	if (af->n == 1) { /* one provider built: its own fabric */
+		*fabric = af->sub[0];
+		free(af);
+		return 0;
+	}
+	af->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
+	af->fabric_fid.fid.context = context;
+	af->fabric_fid.fid.ops = &alias_fi_ops;
+	af->fabric_fid.ops = &alias_fabric_ops;
+	af->fabric_fid.api_version = af->sub[0]->api_version;
+	*fabric = &af->fabric_fid;
+	return 0;
+
+err:
+	while (af->n)
+		fi_close(&af->sub[--af->n]->fid);
+	free(af);
+	return ret;
+}
+
 int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		void *context)
 {
@@ -742,6 +921,14 @@ int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 
 	if (!attr || !attr->prov_name || !fabric)
 		return -FI_EINVAL;
+	if (is_alias(attr->prov_name, strlen(attr->prov_name))) {
+		ret = alias_fabric_open(attr, fabric, context);
+		if (ret == -FI_ENODEV)
+			goto none;
+		if (ret)
+			return ret;
+		return weft_hook_fabric(*fabric, fabric);
+	}
 	for (i = 0; (prov = weft_prov_at(i)); i++) {
 		if (!weft_prov_name_matches(prov, attr->prov_name))
 			continue;
@@ -752,6 +939,7 @@ int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 			return ret;
 		return weft_hook_fabric(*fabric, fabric);
 	}
+none:
 	FI_WARN(&weft_core_prov, FI_LOG_CORE, "no provider is named \"%s\"\n",
 		attr->prov_name);
 	return -FI_ENODEV;
