@@ -13,6 +13,10 @@ info=$bld/util/.libs/fi_info
 [ -x "$info" ] || info=$bld/util/fi_info
 pp=$bld/fabtests/.libs/fi_rdm_tagged_pingpong
 [ -x "$pp" ] || pp=$bld/fabtests/fi_rdm_tagged_pingpong
+# Providers of datagram endpoints alone (udp): fi_msg_pingpong -e dgram,
+# sizes up to a datagram; a lost one fails the run after -T seconds.
+dgpp=$bld/fabtests/.libs/fi_msg_pingpong
+[ -x "$dgpp" ] || dgpp=$bld/fabtests/fi_msg_pingpong
 
 echo "== fi_info -l (providers in weft's libfabric.so.1)"
 "$info" -l
@@ -27,14 +31,22 @@ if [ -z "$provs" ]; then
 fi
 
 # pingpong PROVIDER [VAR=VALUE]: server and client on this host, every
-# byte checked.
+# byte checked: RDM, or DGRAM where the provider has no RDM.
 pingpong() {
 	p=$1
 	shift
+	prog=$pp
+	args="-S 1,64,4k,64k,1m"
+	if ! "$info" -p "$p" -t FI_EP_RDM >/dev/null 2>&1 &&
+		"$info" -p "$p" -t FI_EP_DGRAM >/dev/null 2>&1; then
+		prog=$dgpp
+		args="-e dgram -S 1,64,1k,1400"
+	fi
 	echo
-	echo "== ${*:+$* }fi_rdm_tagged_pingpong -p $p -v (server and client on this host)"
+	echo "== ${*:+$* }${prog##*/} -p $p $args -v (server and client on this host)"
 	log=$(mktemp)
-	env "$@" timeout 120 "$pp" -p "$p" -B 0 -v -S 1,64,4k,64k,1m -T 20 >/dev/null 2>"$log" &
+	# shellcheck disable=SC2086
+	env "$@" timeout 120 "$prog" -p "$p" -B 0 -v $args -T 20 >/dev/null 2>"$log" &
 	srv=$!
 	port=
 	for i in $(seq 100); do
@@ -50,7 +62,8 @@ pingpong() {
 		rm -f "$log"
 		return
 	fi
-	if ! env "$@" timeout 120 "$pp" -p "$p" -P "$port" -v -S 1,64,4k,64k,1m \
+	# shellcheck disable=SC2086
+	if ! env "$@" timeout 120 "$prog" -p "$p" -P "$port" -v $args \
 		-T 20 127.0.0.1; then
 		echo "pingpong over $p${*:+ ($*)} FAILED"
 		status=1
