@@ -669,6 +669,12 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			continue;
 		tried++;
 		if (flags & FI_PROV_ATTR_ONLY) {
+			/* An alias asked for is listed once, for the first
+			 * provider that answers to it. */
+			if (asked && name == asked &&
+			    is_alias(asked, strlen(asked)) &&
+			    !alias_first(prov, asked))
+				continue;
 			ret = prov_attr_only(prov, name, tail);
 			if (ret)
 				goto err_free;
