@@ -615,6 +615,47 @@ static int case_dgram_sread(const char *prov)
 	return 0;
 }
 
+/*
+ * fi_cancel of the middle one of three posted receives: FI_ECANCELED
+ * with its context, its buffer untouched; the next two datagrams fill the
+ * first and the third, in that order; a second cancel adds nothing.
+ */
+static int case_dgram_cancel(const char *prov)
+{
+	struct fi_context2 sctx, rctx[3];
+	uint8_t s[200], r[3][200];
+	struct cf_fix f;
+	struct cf_comp c;
+	int i;
+
+	cf_open(&f, prov, &dg_opts);
+	memset(r, 0x3c, sizeof(r));
+	for (i = 0; i < 3; i++)
+		cf_post(&f, fi_recv(f.ep[1].ep, r[i], sizeof(r[i]), NULL,
+				    FI_ADDR_UNSPEC, &rctx[i]));
+	cf_ok(fi_cancel(&f.ep[1].ep->fid, &rctx[1]));
+	c = cf_wait_ctx(&f, 1, &rctx[1]);
+	cf_assert(c.err == FI_ECANCELED, "canceled receive: error %d, want "
+		  "FI_ECANCELED", c.err);
+	for (i = 0; i < 2; i++) {
+		cf_fill(s, sizeof(s), 60 + i);
+		cf_post(&f, fi_send(f.ep[0].ep, s, sizeof(s), NULL,
+				    f.ep[1].addr, &sctx));
+		cf_assert(!cf_wait_ctx(&f, 0, &sctx).err, "send %d", i);
+		c = cf_wait_ctx(&f, 1, &rctx[i ? 2 : 0]);
+		cf_assert(!c.err && c.len == sizeof(s),
+			  "datagram %d: error %d len %zu", i, c.err, c.len);
+		cf_check_fill(r[i ? 2 : 0], sizeof(s), 60 + i,
+			      "datagram after a cancel");
+	}
+	for (i = 0; i < (int)sizeof(r[1]); i++)
+		cf_assert(r[1][i] == 0x3c, "canceled buffer written at %d", i);
+	cf_ok(fi_cancel(&f.ep[1].ep->fid, &rctx[1]));
+	cf_expect_none(&f, 1, 100);
+	cf_close(&f);
+	return 0;
+}
+
 /* ---- two processes ------------------------------------------------------ */
 
 #define DG_PROC_SIZES 6
@@ -763,6 +804,11 @@ const struct cf_case cf_cases_dgram[] = {
      "FI_EP_DGRAM: sends to a group nobody joined and to a closed port "
      "complete successfully; nothing comes back",
      case_dgram_no_listener},
+    {"dgram_cancel",
+     "FI_EP_DGRAM: fi_cancel of the middle of three receives: "
+     "FI_ECANCELED, buffer untouched; the next datagrams fill the others "
+     "in order; a second cancel adds nothing",
+     case_dgram_cancel},
     {"dgram_sread",
      "FI_EP_DGRAM: fi_cq_sread (FI_WAIT_UNSPEC, FI_WAIT_FD) times out "
      "with -FI_EAGAIN, and wakes for a datagram sent by another thread",
