@@ -608,18 +608,6 @@ static struct fi_ops_tagged udp_tagged_ops = {
 	.injectdata = weft_no_tinjectdata,
 };
 
-static int udp_getopt(fid_t fid, int level, int optname, void *optval,
-		      size_t *optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
-
-static int udp_setopt(fid_t fid, int level, int optname, const void *optval,
-		      size_t optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
-
 static ssize_t udp_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct udp_ep *ep = udp_ep_of(ep_fid);
@@ -640,8 +628,8 @@ static ssize_t udp_tx_size_left(struct fid_ep *ep_fid)
 static struct fi_ops_ep udp_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = udp_ep_cancel,
-	.getopt = udp_getopt,
-	.setopt = udp_setopt,
+	.getopt = weft_no_getopt,
+	.setopt = weft_no_setopt,
 	.tx_ctx = weft_no_tx_ctx,
 	.rx_ctx = weft_no_rx_ctx,
 	.rx_size_left = udp_rx_size_left,
