@@ -32,12 +32,12 @@ static int fd = -1;
 static struct sockaddr_storage peer;
 static socklen_t peerlen;
 
-static int send_one(size_t len)
+static int send_one(const char *buf, size_t len)
 {
 	ssize_t n;
 
 	do
-		n = sendto(fd, txbuf, len, MSG_DONTWAIT, (struct sockaddr *)&peer,
+		n = sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&peer,
 			   peerlen);
 	while (n < 0 && (errno == EAGAIN || errno == EINTR));
 	if (n != (ssize_t)len) {
@@ -47,13 +47,14 @@ static int send_one(size_t len)
 	return 0;
 }
 
-static int recv_one(size_t len)
+static int recv_one(char *buf, size_t len)
 {
 	double last = 0;
 	ssize_t n;
 
 	for (;;) {
-		n = recv(fd, rxbuf, len + 1, MSG_DONTWAIT);
+		/* One byte more: a longer datagram shows as such. */
+		n = recv(fd, buf, len + 1, MSG_DONTWAIT);
 		if (n >= 0) {
 			if ((size_t)n != len) {
 				ft_err("datagram of %zd bytes, want %zu", n, len);
@@ -78,33 +79,7 @@ static int recv_one(size_t len)
 
 static int pp_run(size_t size, int count, uint64_t base)
 {
-	uint64_t j;
-	int i, ret;
-
-	for (i = 0; i < count; i++) {
-		j = base + i;
-		if (!ft.server) {
-			if (ft.opts.verify)
-				ft_fill(txbuf, size, j);
-			ret = send_one(size);
-			if (ret)
-				return ret;
-		}
-		ret = recv_one(size);
-		if (!ret && ft.opts.verify)
-			ret = ft_check(rxbuf, size, ft.server ? j : j ^ 0x5a5a,
-				       ft.server ? "request" : "reply");
-		if (ret)
-			return ret;
-		if (ft.server) {
-			if (ft.opts.verify)
-				ft_fill(txbuf, size, j ^ 0x5a5a);
-			ret = send_one(size);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
+	return ft_raw_pingpong(size, count, base, txbuf, rxbuf, send_one, recv_one);
 }
 
 static int run(size_t size, int iters, double *secs)
