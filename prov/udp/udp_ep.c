@@ -91,8 +91,10 @@ static int udp_errno(int err)
 
 /* ---- sends -------------------------------------------------------------- */
 
-/* The socket address a send goes to, or NULL. */
-static const void *dest_of(struct udp_ep *ep, fi_addr_t dest, socklen_t *len)
+/* The socket address a send goes to, or NULL; a group's is copied into
+ * *group under the lock, since fi_close of its fid_mc may free it. */
+static const void *dest_of(struct udp_ep *ep, fi_addr_t dest, socklen_t *len,
+			   struct sockaddr_in *group)
 {
 	const void *sa;
 
@@ -102,9 +104,11 @@ static const void *dest_of(struct udp_ep *ep, fi_addr_t dest, socklen_t *len)
 
 		util_ep_lock(&ep->base);
 		mc = i < UDP_MC_MAX ? ep->mc[i] : NULL;
+		if (mc)
+			*group = mc->group;
 		util_ep_unlock(&ep->base);
-		*len = sizeof(struct sockaddr_in);
-		return mc ? &mc->group : NULL;
+		*len = sizeof(*group);
+		return mc ? group : NULL;
 	}
 	sa = util_av_addr(ep->base.av, dest);
 	if (sa)
@@ -118,6 +122,7 @@ static ssize_t udp_send(struct udp_ep *ep, const struct iovec *iov,
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov,
 			     .msg_iovlen = count };
+	struct sockaddr_in group;
 	struct util_cq *cq = NULL;
 	size_t len;
 	ssize_t n;
@@ -133,10 +138,12 @@ static ssize_t udp_send(struct udp_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	if (weft_unlikely(!ep->base.enabled))
 		return -FI_EOPBADSTATE;
-	mh.msg_name = (void *)dest_of(ep, dest, &mh.msg_namelen);
+	mh.msg_name = (void *)dest_of(ep, dest, &mh.msg_namelen, &group);
 	if (weft_unlikely(!mh.msg_name))
 		return -FI_EINVAL;
-	if (!(flags & FI_INJECT) &&
+	/* The datagram is copied by the kernel during the call, so FI_INJECT
+	 * holds of every send; only fi_inject goes without a completion. */
+	if (!(flags & UTIL_EP_NO_COMPLETION) &&
 	    (!ep->base.tx_selective || (flags & FI_COMPLETION))) {
 		cq = ep->base.tx_cq;
 		ret = util_ep_cq_reserve(cq);
@@ -186,7 +193,7 @@ static ssize_t udp_ep_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 	if (flags & FI_REMOTE_CQ_DATA)
 		return -FI_EINVAL; /* cq_data_size is 0 */
 	return udp_send(ep, msg->msg_iov, msg->iov_count, msg->addr,
-			msg->context, flags);
+			msg->context, flags & ~UTIL_EP_NO_COMPLETION);
 }
 
 static ssize_t udp_ep_inject(struct fid_ep *ep_fid, const void *buf,
@@ -194,7 +201,8 @@ static ssize_t udp_ep_inject(struct fid_ep *ep_fid, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return udp_send(udp_ep_of(ep_fid), &iov, 1, dest, NULL, FI_INJECT);
+	return udp_send(udp_ep_of(ep_fid), &iov, 1, dest, NULL,
+			FI_INJECT | UTIL_EP_NO_COMPLETION);
 }
 
 /* ---- receives ----------------------------------------------------------- */

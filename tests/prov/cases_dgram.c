@@ -91,7 +91,13 @@ static void dg_one(struct cf_fix *f, size_t len, unsigned int seed,
 				      .addr = f->ep[1].addr,
 				      .context = &sctx };
 
-		cf_post(f, fi_sendmsg(f->ep[0].ep, &msg, FI_COMPLETION));
+		/* FI_INJECT on fi_sendmsg still asks for a completion
+		 * (only fi_inject has none). */
+		cf_post(f, fi_sendmsg(f->ep[0].ep, &msg,
+				      FI_COMPLETION |
+					      (len <= f->info->tx_attr->inject_size ?
+						       FI_INJECT :
+						       0)));
 		break;
 	}
 	case DG_INJECT:
@@ -774,7 +780,8 @@ static int case_dgram_proc(const char *prov)
 const struct cf_case cf_cases_dgram[] = {
     {"dgram_sizes",
      "FI_EP_DGRAM: 0 B to max_msg_size by fi_send, fi_sendv, fi_sendmsg "
-     "and fi_inject; data, guard bytes, flags, len",
+     "(FI_INJECT | FI_COMPLETION: a completion) and fi_inject (none); "
+     "data, guard bytes, flags, len",
      case_dgram_sizes},
     {"dgram_oversize",
      "FI_EP_DGRAM: a send of max_msg_size + 1 fails at the post "
