@@ -345,10 +345,8 @@ static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 		container_of(domain_fid, struct tcp_domain, base.util.domain_fid);
 
 	return util_av_open(&domain->base.util, attr,
-			    domain->addr_format == FI_SOCKADDR_IN6 ?
-				    &util_av_sockaddr_in6_ops :
-				    &util_av_sockaddr_in_ops,
-			    av, context);
+			    util_av_sockaddr_ops_of(domain->addr_format), av,
+			    context);
 }
 
 /* ---- domain ------------------------------------------------------------- */

@@ -146,10 +146,8 @@ static int udp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 		domain_fid, struct udp_domain, base.util.domain_fid);
 
 	return util_av_open(&domain->base.util, attr,
-			    domain->addr_format == FI_SOCKADDR_IN6 ?
-				    &util_av_sockaddr_in6_ops :
-				    &util_av_sockaddr_in_ops,
-			    av, context);
+			    util_av_sockaddr_ops_of(domain->addr_format), av,
+			    context);
 }
 
 static int udp_endpoint(struct fid_domain *domain, struct fi_info *info,
