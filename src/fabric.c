@@ -13,6 +13,7 @@
 
 #include "weft/compat.h"
 #include "weft/hook.h"
+#include "weft/stubs.h"
 
 /* ---- registry ------------------------------------------------------------ */
 
@@ -58,19 +59,27 @@ static const struct {
 
 /*
  * Provider names of libfabric 1.17 that weft has no provider of its own for,
- * each answered by the provider that does the same job.  "sockets" (still
- * the default of some client setups) is served by tcp: its entries come back
- * named "sockets" and say the protocol 1.17's sockets says, as "tcp;ofi_rxm"
- * comes back under that name.  This table is the only place an alias is
- * known; fi_getinfo, fi_fabric, FI_PROVIDER and FI_PROV_ATTR_ONLY listings
- * all go through it.
+ * each answered by the providers that do the same jobs.  "sockets" (still
+ * the default of some client setups) is served by tcp for RDM and MSG and
+ * by udp for DGRAM, as 1.17's sockets offered all three: their entries come
+ * back named "sockets" and say the protocol 1.17's sockets says, as
+ * "tcp;ofi_rxm" comes back under that name.  One row per provider an alias
+ * names; the rows of one alias have one look.  This table is the only
+ * place an alias is known; fi_getinfo, fi_fabric, FI_PROVIDER and
+ * FI_PROV_ATTR_ONLY listings all go through it.
  */
+#define EP_TYPE_BIT(t) ((uint32_t)1 << (t))
+
 static const struct {
 	const char *alias;
 	const char *prov;
+	uint32_t types; /* EP_TYPE_BIT of the endpoint types it serves */
 	struct weft_name_look look;
 } prov_aliases[] = {
-	{ "sockets", "tcp", { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
+	{ "sockets", "tcp", EP_TYPE_BIT(FI_EP_MSG) | EP_TYPE_BIT(FI_EP_RDM),
+	  { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
+	{ "sockets", "udp", EP_TYPE_BIT(FI_EP_DGRAM),
+	  { FI_EP_UNSPEC, FI_PROTO_SOCK_TCP, 2 } },
 };
 
 /*
@@ -80,16 +89,30 @@ static const struct {
  */
 static const char *const listed_layered[] = { "tcp;ofi_rxm", "verbs;ofi_rxm" };
 
-/* The alias `name` is of a provider, or NULL: "sockets" -> "tcp". */
-static const char *alias_target(const char *name, size_t len)
+/* Whether `name` (len bytes) is an alias, of whichever provider. */
+static bool is_alias(const char *name, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
 		if (strlen(prov_aliases[i].alias) == len &&
 		    !strncasecmp(name, prov_aliases[i].alias, len))
-			return prov_aliases[i].prov;
-	return NULL;
+			return true;
+	return false;
+}
+
+/* Whether the alias `name` (len bytes) is answered by the provider named
+ * prov_name: "sockets" by "tcp" and "udp". */
+static bool alias_of(const char *name, size_t len, const char *prov_name)
+{
+	size_t i;
+
+	for (i = 0; i < WEFT_ARRAY_SIZE(prov_aliases); i++)
+		if (strlen(prov_aliases[i].alias) == len &&
+		    !strncasecmp(name, prov_aliases[i].alias, len) &&
+		    !strcasecmp(prov_name, prov_aliases[i].prov))
+			return true;
+	return false;
 }
 
 /* The alias a provider answers to, or NULL. */
@@ -101,6 +124,21 @@ static const char *prov_alias(const struct fi_provider *prov)
 		if (!strcasecmp(prov->name, prov_aliases[i].prov))
 			return prov_aliases[i].alias;
 	return NULL;
+}
+
+/*
+ * Whether `prov` is the first built provider that answers to its alias:
+ * a listing by name shows the alias once, after that one.
+ */
+static bool alias_first(const struct fi_provider *prov, const char *alias)
+{
+	const struct fi_provider *p;
+	size_t i;
+
+	for (i = 0; (p = weft_prov_at(i)) && p != prov; i++)
+		if (alias_of(alias, strlen(alias), p->name))
+			return false;
+	return true;
 }
 
 /* The layered name's entry for what follows "core;", or -1. */
@@ -117,13 +155,12 @@ static int layered_index(const char *rest)
 bool weft_prov_name_matches(const struct fi_provider *prov, const char *asked)
 {
 	size_t len = strlen(prov->name);
-	const char *rest, *target;
+	const char *rest;
 
 	if (!asked)
 		return true;
-	target = alias_target(asked, strlen(asked));
-	if (target)
-		return !strcasecmp(target, prov->name);
+	if (is_alias(asked, strlen(asked)))
+		return alias_of(asked, strlen(asked), prov->name);
 	if (strncasecmp(asked, prov->name, len))
 		return false;
 	rest = asked + len;
@@ -169,20 +206,21 @@ static const struct {
 	{ NULL, NULL } /* the list may otherwise be empty */
 };
 
-/* The reason `asked` (maybe layered, "tcp;ofi_rxm") is not built, or NULL. */
+/*
+ * The reason `asked` (maybe layered, "tcp;ofi_rxm") is not built, or NULL.
+ * An alias is missing when every provider that answers to it is: the
+ * reason is the first one's.
+ */
 static const char *missing_reason(const char *asked)
 {
 	size_t i, len = strcspn(asked, ";");
-	const char *target = alias_target(asked, len);
-
-	if (target) {
-		asked = target;
-		len = strlen(target);
-	}
+	bool alias = is_alias(asked, len);
 
 	for (i = 0; missing_provs[i].name; i++)
-		if (strlen(missing_provs[i].name) == len &&
-		    !strncasecmp(asked, missing_provs[i].name, len))
+		if (alias ? alias_of(asked, len, missing_provs[i].name) :
+			    strlen(missing_provs[i].name) == len &&
+				    !strncasecmp(asked, missing_provs[i].name,
+						 len))
 			return missing_provs[i].why;
 	return NULL;
 }
@@ -276,7 +314,7 @@ static const char *prov_selected(const struct fi_provider *prov,
 	if (asked) {
 		if (!weft_prov_name_matches(prov, asked))
 			return NULL;
-		if (alias_target(asked, strlen(asked)))
+		if (is_alias(asked, strlen(asked)))
 			return env_allows(env, alias) ? asked : NULL;
 		return env_allows(env, prov->name) ? asked : NULL;
 	}
@@ -672,6 +710,12 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			continue;
 		tried++;
 		if (flags & FI_PROV_ATTR_ONLY) {
+			/* An alias asked for is listed once, for the first
+			 * provider that answers to it. */
+			if (asked && name == asked &&
+			    is_alias(asked, strlen(asked)) &&
+			    !alias_first(prov, asked))
+				continue;
 			ret = prov_attr_only(prov->version, name, tail);
 			if (ret)
 				goto err_free;
@@ -681,6 +725,7 @@ int weft_getinfo(uint32_t version, const char *node, const char *service,
 			 * right after the provider that answers to it.
 			 */
 			if (!asked && alias && name == prov->name &&
+			    alias_first(prov, alias) &&
 			    env_allows(getenv("FI_PROVIDER"), alias)) {
 				ret = prov_attr_only(prov->version, alias, tail);
 				if (ret)
@@ -751,6 +796,179 @@ err_free:
 
 /* ---- fi_fabric ----------------------------------------------------------- */
 
+/*
+ * A fabric opened under an alias that several providers answer to
+ * ("sockets": tcp and udp): fi_fabric cannot tell which one the entry came
+ * from, so it opens a fabric of each, and this object hands each domain
+ * (and passive endpoint) to the fabric of the provider that serves the
+ * entry's endpoint type (the alias table's types).  EQs and wait sets are
+ * prov/util's whichever provider opens them: the first fabric's serve.
+ */
+#define ALIAS_FABRICS_MAX 4
+
+struct alias_fabric {
+	struct fid_fabric fabric_fid;
+	struct fid_fabric *sub[ALIAS_FABRICS_MAX];
+	uint32_t types[ALIAS_FABRICS_MAX];
+	size_t n;
+};
+
+static struct fid_fabric *alias_sub(struct alias_fabric *af,
+				    enum fi_ep_type type)
+{
+	size_t i;
+
+	for (i = 0; i < af->n; i++)
+		if (af->sub[i] && (type == FI_EP_UNSPEC ||
+				   (af->types[i] & EP_TYPE_BIT(type))))
+			return af->sub[i];
+	return NULL;
+}
+
+static struct alias_fabric *alias_fabric_of(struct fid_fabric *f)
+{
+	return container_of(f, struct alias_fabric, fabric_fid);
+}
+
+static int alias_domain(struct fid_fabric *f, struct fi_info *info,
+			struct fid_domain **domain, void *context)
+{
+	struct fid_fabric *sub = alias_sub(
+		alias_fabric_of(f),
+		info && info->ep_attr ? info->ep_attr->type : FI_EP_UNSPEC);
+
+	return sub ? fi_domain(sub, info, domain, context) : -FI_ENODATA;
+}
+
+static int alias_domain2(struct fid_fabric *f, struct fi_info *info,
+			 struct fid_domain **domain, uint64_t flags,
+			 void *context)
+{
+	struct fid_fabric *sub = alias_sub(
+		alias_fabric_of(f),
+		info && info->ep_attr ? info->ep_attr->type : FI_EP_UNSPEC);
+
+	return sub ? fi_domain2(sub, info, domain, flags, context) :
+		     -FI_ENODATA;
+}
+
+static int alias_passive_ep(struct fid_fabric *f, struct fi_info *info,
+			    struct fid_pep **pep, void *context)
+{
+	struct fid_fabric *sub = alias_sub(alias_fabric_of(f), FI_EP_MSG);
+
+	return sub ? fi_passive_ep(sub, info, pep, context) : -FI_ENOSYS;
+}
+
+static int alias_eq_open(struct fid_fabric *f, struct fi_eq_attr *attr,
+			 struct fid_eq **eq, void *context)
+{
+	return fi_eq_open(alias_sub(alias_fabric_of(f), FI_EP_UNSPEC), attr,
+			  eq, context);
+}
+
+static int alias_wait_open(struct fid_fabric *f, struct fi_wait_attr *attr,
+			   struct fid_wait **waitset)
+{
+	return fi_wait_open(alias_sub(alias_fabric_of(f), FI_EP_UNSPEC), attr,
+			    waitset);
+}
+
+static int alias_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+	return fi_trywait(alias_sub(alias_fabric_of(f), FI_EP_UNSPEC), fids,
+			  count);
+}
+
+/* Each provider's fabric closes once its objects are gone; the alias
+ * fabric when all have. */
+static int alias_close(struct fid *fid)
+{
+	struct alias_fabric *af =
+		container_of(fid, struct alias_fabric, fabric_fid.fid);
+	int ret = 0, r;
+	size_t i;
+
+	for (i = 0; i < af->n; i++) {
+		if (!af->sub[i])
+			continue;
+		r = fi_close(&af->sub[i]->fid);
+		if (r)
+			ret = ret ? ret : r;
+		else
+			af->sub[i] = NULL;
+	}
+	if (!ret)
+		free(af);
+	return ret;
+}
+
+static struct fi_ops_fabric alias_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = alias_domain,
+	.passive_ep = alias_passive_ep,
+	.eq_open = alias_eq_open,
+	.wait_open = alias_wait_open,
+	.trywait = alias_trywait,
+	.domain2 = alias_domain2,
+};
+
+static struct fi_ops alias_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = alias_close,
+	.bind = weft_no_bind,
+	.control = weft_no_control,
+	.ops_open = weft_no_ops_open,
+	.tostr = weft_no_tostr,
+	.ops_set = weft_no_ops_set,
+};
+
+/* fi_fabric under an alias: one fabric per built provider of it. */
+static int alias_fabric_open(struct fi_fabric_attr *attr,
+			     struct fid_fabric **fabric, void *context)
+{
+	const struct fi_provider *prov;
+	struct alias_fabric *af = calloc(1, sizeof(*af));
+	size_t i, k, len = strlen(attr->prov_name);
+	int ret = -FI_ENODEV;
+
+	if (!af)
+		return -FI_ENOMEM;
+	for (i = 0; (prov = weft_prov_at(i)) && af->n < ALIAS_FABRICS_MAX;
+	     i++) {
+		for (k = 0; k < WEFT_ARRAY_SIZE(prov_aliases); k++)
+			if (alias_of(attr->prov_name, len, prov->name) &&
+			    !strcasecmp(prov->name, prov_aliases[k].prov))
+				break;
+		if (k == WEFT_ARRAY_SIZE(prov_aliases) || !prov->fabric)
+			continue;
+		ret = prov->fabric(attr, &af->sub[af->n], context);
+		if (ret)
+			goto err;
+		af->types[af->n++] = prov_aliases[k].types;
+	}
+	if (!af->n)
+		goto err;
+	if (af->n == 1) { /* one provider built: its own fabric */
+		*fabric = af->sub[0];
+		free(af);
+		return 0;
+	}
+	af->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
+	af->fabric_fid.fid.context = context;
+	af->fabric_fid.fid.ops = &alias_fi_ops;
+	af->fabric_fid.ops = &alias_fabric_ops;
+	af->fabric_fid.api_version = af->sub[0]->api_version;
+	*fabric = &af->fabric_fid;
+	return 0;
+
+err:
+	while (af->n)
+		fi_close(&af->sub[--af->n]->fid);
+	free(af);
+	return ret;
+}
+
 int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		void *context)
 {
@@ -760,6 +978,14 @@ int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 
 	if (!attr || !attr->prov_name || !fabric)
 		return -FI_EINVAL;
+	if (is_alias(attr->prov_name, strlen(attr->prov_name))) {
+		ret = alias_fabric_open(attr, fabric, context);
+		if (ret == -FI_ENODEV)
+			goto none;
+		if (ret)
+			return ret;
+		return weft_hook_fabric(*fabric, fabric);
+	}
 	for (i = 0; (prov = weft_prov_at(i)); i++) {
 		if (!weft_prov_name_matches(prov, attr->prov_name))
 			continue;
@@ -770,6 +996,7 @@ int weft_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 			return ret;
 		return weft_hook_fabric(*fabric, fabric);
 	}
+none:
 	FI_WARN(&weft_core_prov, FI_LOG_CORE, "no provider is named \"%s\"\n",
 		attr->prov_name);
 	return -FI_ENODEV;

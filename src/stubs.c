@@ -120,6 +120,18 @@ ssize_t weft_no_cancel(fid_t fid, void *context)
 	return -FI_ENOSYS;
 }
 
+int weft_no_getopt(fid_t fid, int level, int optname, void *optval,
+		   size_t *optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+int weft_no_setopt(fid_t fid, int level, int optname, const void *optval,
+		   size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
 int weft_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		   struct fid_ep **tx_ep, void *context)
 {

@@ -285,6 +285,15 @@ enum ft_xfer {
 int ft_pingpong(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 		double *secs);
 /*
+ * The loop of the raw pingpongs (no libfabric): count round trips of size
+ * bytes through tx and rx, the client sending first, each side's bytes
+ * seeded as ft_pingpong seeds them and checked under -v.  send and recv
+ * move one message each way and return 0 or -FI_Exxx (having said why).
+ */
+int ft_raw_pingpong(size_t size, int count, uint64_t base, char *tx,
+		    char *rx, int (*send)(const char *buf, size_t len),
+		    int (*recv)(char *buf, size_t len));
+/*
  * Before the first ft_bandwidth of a no_oob endpoint, while the programs
  * can still meet on the side channel (ft_sync after it): the server posts
  * the receive of the client's first in-band hello.

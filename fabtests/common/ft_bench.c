@@ -125,6 +125,40 @@ int ft_pingpong(struct ft_ep *e, enum ft_xfer kind, size_t size, int iters,
 	return ret;
 }
 
+int ft_raw_pingpong(size_t size, int count, uint64_t base, char *tx,
+		    char *rx, int (*send)(const char *buf, size_t len),
+		    int (*recv)(char *buf, size_t len))
+{
+	uint64_t j;
+	int i, ret;
+
+	for (i = 0; i < count; i++) {
+		j = base + i;
+		if (!ft.server) {
+			if (ft.opts.verify)
+				ft_fill(tx, size, j);
+			ret = send(tx, size);
+			if (ret)
+				return ret;
+		}
+		ret = recv(rx, size);
+		if (!ret && ft.opts.verify)
+			ret = ft_check(rx, size,
+				       ft.server ? j : FT_REPLY_SEED(j),
+				       ft.server ? "request" : "reply");
+		if (ret)
+			return ret;
+		if (ft.server) {
+			if (ft.opts.verify)
+				ft_fill(tx, size, FT_REPLY_SEED(j));
+			ret = send(tx, size);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 /* ---- bandwidth ---- */
 
 static bool ft_needs_ack(enum ft_xfer kind)

@@ -73,33 +73,7 @@ static int recv_all(char *p, size_t len)
 
 static int pp_run(size_t size, int count, uint64_t base)
 {
-	uint64_t j;
-	int i, ret;
-
-	for (i = 0; i < count; i++) {
-		j = base + i;
-		if (!ft.server) {
-			if (ft.opts.verify)
-				ft_fill(txbuf, size, j);
-			ret = send_all(txbuf, size);
-			if (ret)
-				return ret;
-		}
-		ret = recv_all(rxbuf, size);
-		if (!ret && ft.opts.verify)
-			ret = ft_check(rxbuf, size, ft.server ? j : j ^ 0x5a5a,
-				       ft.server ? "request" : "reply");
-		if (ret)
-			return ret;
-		if (ft.server) {
-			if (ft.opts.verify)
-				ft_fill(txbuf, size, j ^ 0x5a5a);
-			ret = send_all(txbuf, size);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
+	return ft_raw_pingpong(size, count, base, txbuf, rxbuf, send_all, recv_all);
 }
 
 static int run(size_t size, int iters, double *secs)

@@ -62,6 +62,11 @@ int weft_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 
 /* struct fi_ops_ep */
 ssize_t weft_no_cancel(fid_t fid, void *context);
+/* getopt and setopt of an endpoint with no options: -FI_ENOPROTOOPT. */
+int weft_no_getopt(fid_t fid, int level, int optname, void *optval,
+		   size_t *optlen);
+int weft_no_setopt(fid_t fid, int level, int optname, const void *optval,
+		   size_t optlen);
 int weft_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		   struct fid_ep **tx_ep, void *context);
 int weft_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,

@@ -152,6 +152,14 @@ struct util_av_ops {
 extern const struct util_av_ops util_av_sockaddr_in_ops;
 extern const struct util_av_ops util_av_sockaddr_in6_ops;
 extern const struct util_av_ops util_av_sockaddr_ops;
+/* The description of a domain's socket addresses: IPv6 for
+ * FI_SOCKADDR_IN6, else IPv4 (tcp, udp, verbs). */
+static inline const struct util_av_ops *
+util_av_sockaddr_ops_of(uint32_t addr_format)
+{
+	return addr_format == FI_SOCKADDR_IN6 ? &util_av_sockaddr_in6_ops :
+						&util_av_sockaddr_in_ops;
+}
 extern const struct util_av_ops util_av_str_ops;
 
 /* Slot header; the stored address follows, then the provider data. */

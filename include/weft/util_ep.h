@@ -276,6 +276,13 @@ static inline void util_ep_unlock(struct util_ep *ep)
 
 /* ---- completions and counters ------------------------------------------ */
 
+/*
+ * An internal operation flag, beside the FI_* ones of a post: the
+ * operation writes no CQ entry whatever the endpoint's completion flags
+ * (fi_inject: FI_INJECT alone on fi_sendmsg still asks for one).
+ */
+#define UTIL_EP_NO_COMPLETION (1ULL << 63)
+
 /* The counter a transmit of each kind counts on. */
 enum util_ep_tx_kind {
 	UTIL_EP_TX_SEND,

@@ -61,4 +61,21 @@ int util_iface_fill_addrs(struct fi_info *fi, const struct util_iface *ifc,
 			  const char *node, const char *service,
 			  uint64_t flags);
 
+/*
+ * fi_getinfo of a provider addressed by IP: uprov->info is a list of
+ * templates (no names, no addresses); each is offered once per address of
+ * each interface that is up (only: one interface name, or NULL / "" for
+ * all), best interfaces first (util_iface_list's order, NICs near the
+ * calling thread first among equals), with the interface as the domain
+ * name, its subnet as the fabric name, its family as addr_format, and
+ * src_addr / dest_addr filled from node, service and flags.  Returns 0
+ * with a list the caller frees, -FI_ENODATA having explained why, or
+ * -FI_ENOMEM.  Control path: may block on name resolution.
+ */
+struct util_prov;
+int util_iface_getinfo(const struct util_prov *uprov, const char *only,
+		       uint32_t version, const char *node,
+		       const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info);
+
 #endif /* WEFT_UTIL_IFADDR_H */

@@ -110,7 +110,7 @@ struct util_rdm_hdr {
  * util_deferred_cntr named at its post (its work's completion counter)
  * instead of the endpoint's.
  */
-#define UTIL_RDM_NO_COMPLETION (1ULL << 63)
+#define UTIL_RDM_NO_COMPLETION UTIL_EP_NO_COMPLETION
 #define UTIL_RDM_DEFERRED (1ULL << 62)
 /* A transfer of the engine's own (UTIL_RDM_COLL, util_rdm_coll_send and
  * util_rdm_coll_recv): its end goes to util_coll_xfer_done, never to a CQ

@@ -31,7 +31,6 @@
 #include "weft/util_cq.h"
 #include "weft/util_getinfo.h"
 #include "weft/util_ifaddr.h"
-#include "weft/util_nic.h"
 #include "weft/util_poll.h"
 #include "weft/util_wait.h"
 
@@ -310,110 +309,18 @@ static const struct util_prov tcp_util_prov = {
 	.size_default = 1024,
 };
 
-#define TCP_IFACE_MAX 64
-
-/*
- * Among addresses that rank equal (util_iface_list: others before
- * loopback, IPv4 before IPv6), those of NICs near the calling thread
- * first; interfaces without a PCI device keep their places.
- */
-static void tcp_order_near(struct util_iface *ifs, size_t n)
-{
-	int rank[TCP_IFACE_MAX], near[TCP_IFACE_MAX];
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		rank[i] = util_iface_rank(&ifs[i]);
-		near[i] = util_nic_near(NULL, ifs[i].name);
-	}
-	util_nic_order(ifs, n, sizeof(*ifs), rank, near);
-}
-
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
 {
-	struct util_iface *ifs;
-	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next;
-	struct fi_fabric_attr fab[TCP_IFACE_MAX];
-	struct fi_domain_attr dom[TCP_IFACE_MAX];
-	struct fi_info cand[TCP_IFACE_MAX * 2];
-	struct util_prov up = tcp_util_prov;
-	size_t n, i;
+	struct fi_info *all, *fi;
 	int ret;
 
 	tcp_params_init();
-	ifs = calloc(TCP_IFACE_MAX, sizeof(*ifs));
-	if (!ifs)
-		return -FI_ENOMEM;
-	n = util_iface_list(tcp_params.iface, ifs, TCP_IFACE_MAX);
-	if (!n) {
-		weft_explain(&tcp_prov, tcp_params.iface[0] ?
-				     "no interface called %s is up" :
-				     "no network interface is up",
-			     tcp_params.iface);
-		free(ifs);
-		return -FI_ENODATA;
-	}
-	tcp_order_near(ifs, n);
-	/* The candidates: RDM and MSG on each interface address. */
-	for (i = 0; i < n; i++) {
-		fab[i] = tcp_fabric_attr;
-		fab[i].name = ifs[i].subnet;
-		dom[i] = tcp_domain_attr;
-		dom[i].name = ifs[i].name;
-		cand[2 * i] = tcp_rdm_info;
-		cand[2 * i + 1] = tcp_msg_info;
-		cand[2 * i].fabric_attr = cand[2 * i + 1].fabric_attr = &fab[i];
-		cand[2 * i].domain_attr = cand[2 * i + 1].domain_attr = &dom[i];
-		cand[2 * i].addr_format = cand[2 * i + 1].addr_format =
-			ifs[i].addr.ss_family == AF_INET6 ? FI_SOCKADDR_IN6 :
-							    FI_SOCKADDR_IN;
-		cand[2 * i].next = &cand[2 * i + 1];
-		cand[2 * i + 1].next = i + 1 < n ? &cand[2 * i + 2] : NULL;
-	}
-	up.info = cand;
-	ret = util_getinfo(&up, version, NULL, NULL, flags & ~FI_SOURCE, hints,
-			   &got);
-	if (ret) {
-		free(ifs);
+	ret = util_iface_getinfo(&tcp_util_prov, tcp_params.iface, version,
+				 node, service, flags, hints, &all);
+	if (ret)
 		return ret;
-	}
-	/* Addresses per interface: drop the candidates that cannot serve. */
-	for (fi = got; fi; fi = next) {
-		const struct util_iface *ifc = NULL;
-
-		next = fi->next;
-		fi->next = NULL;
-		for (i = 0; i < n; i++)
-			if (fi->domain_attr && fi->domain_attr->name &&
-			    !strcmp(fi->domain_attr->name, ifs[i].name) &&
-			    fi->fabric_attr && fi->fabric_attr->name &&
-			    !strcmp(fi->fabric_attr->name, ifs[i].subnet))
-				ifc = &ifs[i];
-		ret = ifc ? util_iface_fill_addrs(fi, ifc, node, service,
-						    flags) :
-			    -FI_ENODATA;
-		if (ret) {
-			weft_info_free_list(fi);
-			if (ret != -FI_ENODATA) {
-				weft_info_free_list(all);
-				weft_info_free_list(next);
-				free(ifs);
-				return ret;
-			}
-			continue;
-		}
-		*tail = fi;
-		tail = &fi->next;
-	}
-	free(ifs);
-	if (!all) {
-		weft_explain(&tcp_prov, "no interface serves \"%s%s%s\"",
-			     node ? node : "", service ? ":" : "",
-			     service ? service : "");
-		return -FI_ENODATA;
-	}
 	/* An RDM endpoint reaches the peers of its host through shm: the
 	 * orders it keeps are shm's (weft/shm_local.h). */
 	for (fi = all; hints && tcp_params.shm && fi; fi = fi->next) {
@@ -439,10 +346,8 @@ static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 		container_of(domain_fid, struct tcp_domain, base.util.domain_fid);
 
 	return util_av_open(&domain->base.util, attr,
-			    domain->addr_format == FI_SOCKADDR_IN6 ?
-				    &util_av_sockaddr_in6_ops :
-				    &util_av_sockaddr_in_ops,
-			    av, context);
+			    util_av_sockaddr_ops_of(domain->addr_format), av,
+			    context);
 }
 
 /* ---- domain ------------------------------------------------------------- */

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/util_getinfo.h"
+#include "weft/util_nic.h"
+
 size_t util_sockaddr_len(const void *addr)
 {
 	return ((const struct sockaddr *)addr)->sa_family == AF_INET6 ?
@@ -215,4 +218,136 @@ int util_iface_fill_addrs(struct fi_info *fi, const struct util_iface *ifc,
 	memcpy(&sa, &ifc->addr, sizeof(sa));
 	((struct sockaddr_in *)&sa)->sin_port = 0;
 	return set_addr(&fi->src_addr, &fi->src_addrlen, &sa);
+}
+
+/* ---- fi_getinfo per interface ------------------------------------------ */
+
+#define IFACE_MAX 64
+#define IFACE_TEMPLATES_MAX 4
+
+/*
+ * Among addresses that rank equal (util_iface_list: others before
+ * loopback, IPv4 before IPv6), those of NICs near the calling thread
+ * first; interfaces without a PCI device keep their places.
+ */
+static void iface_order_near(struct util_iface *ifs, size_t n)
+{
+	int rank[IFACE_MAX], near[IFACE_MAX];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		rank[i] = util_iface_rank(&ifs[i]);
+		near[i] = util_nic_near(NULL, ifs[i].name);
+	}
+	util_nic_order(ifs, n, sizeof(*ifs), rank, near);
+}
+
+/* The interface a matched candidate was made for, by its names. */
+static const struct util_iface *iface_of(const struct fi_info *fi,
+					 const struct util_iface *ifs,
+					 size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fi->domain_attr && fi->domain_attr->name &&
+		    !strcmp(fi->domain_attr->name, ifs[i].name) &&
+		    fi->fabric_attr && fi->fabric_attr->name &&
+		    !strcmp(fi->fabric_attr->name, ifs[i].subnet))
+			return &ifs[i];
+	return NULL;
+}
+
+int util_iface_getinfo(const struct util_prov *uprov, const char *only,
+		       uint32_t version, const char *node,
+		       const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	struct fi_info *all = NULL, **tail = &all, *got, *fi, *next, *cand;
+	const struct fi_info *tmpl[IFACE_TEMPLATES_MAX], *t;
+	struct fi_fabric_attr *fab;
+	struct fi_domain_attr *dom;
+	struct util_iface *ifs;
+	struct util_prov up = *uprov;
+	size_t n, k = 0, i, j;
+	int ret;
+
+	for (t = uprov->info; t && k < IFACE_TEMPLATES_MAX; t = t->next)
+		tmpl[k++] = t;
+	ifs = calloc(IFACE_MAX, sizeof(*ifs));
+	fab = calloc(IFACE_MAX, sizeof(*fab));
+	dom = calloc(IFACE_MAX, sizeof(*dom));
+	cand = calloc(IFACE_MAX * k, sizeof(*cand));
+	if (!ifs || !fab || !dom || !cand) {
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	n = util_iface_list(only, ifs, IFACE_MAX);
+	if (!n) {
+		weft_explain(uprov->prov, only && only[0] ?
+				     "no interface called %s is up" :
+				     "no network interface is up",
+			     only);
+		ret = -FI_ENODATA;
+		goto out;
+	}
+	iface_order_near(ifs, n);
+	/* The candidates: each template on each interface address. */
+	for (i = 0; i < n; i++) {
+		fab[i] = *tmpl[0]->fabric_attr;
+		fab[i].name = ifs[i].subnet;
+		dom[i] = *tmpl[0]->domain_attr;
+		dom[i].name = ifs[i].name;
+		for (j = 0; j < k; j++) {
+			struct fi_info *c = &cand[i * k + j];
+
+			*c = *tmpl[j];
+			c->fabric_attr = &fab[i];
+			c->domain_attr = &dom[i];
+			c->addr_format = ifs[i].addr.ss_family == AF_INET6 ?
+						 FI_SOCKADDR_IN6 :
+						 FI_SOCKADDR_IN;
+			c->next = i * k + j + 1 < n * k ? c + 1 : NULL;
+		}
+	}
+	up.info = cand;
+	ret = util_getinfo(&up, version, NULL, NULL, flags & ~FI_SOURCE, hints,
+			   &got);
+	if (ret)
+		goto out;
+	/* Addresses per interface: drop the candidates that cannot serve. */
+	for (fi = got; fi; fi = next) {
+		const struct util_iface *ifc = iface_of(fi, ifs, n);
+
+		next = fi->next;
+		fi->next = NULL;
+		ret = ifc ? util_iface_fill_addrs(fi, ifc, node, service,
+						    flags) :
+			    -FI_ENODATA;
+		if (ret) {
+			weft_info_free_list(fi);
+			if (ret != -FI_ENODATA) {
+				weft_info_free_list(all);
+				weft_info_free_list(next);
+				goto out;
+			}
+			continue;
+		}
+		*tail = fi;
+		tail = &fi->next;
+	}
+	ret = 0;
+	if (!all) {
+		weft_explain(uprov->prov, "no interface serves \"%s%s%s\"",
+			     node ? node : "", service ? ":" : "",
+			     service ? service : "");
+		ret = -FI_ENODATA;
+	}
+	*info = all;
+out:
+	free(cand);
+	free(dom);
+	free(fab);
+	free(ifs);
+	return ret;
 }

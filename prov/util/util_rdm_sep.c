@@ -443,23 +443,11 @@ static struct fi_ops sep_fi_ops = {
 	.ops_set = weft_no_ops_set,
 };
 
-static int sep_getopt(fid_t fid, int level, int optname, void *optval,
-		      size_t *optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
-
-static int sep_setopt(fid_t fid, int level, int optname, const void *optval,
-		      size_t optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
-
 static struct fi_ops_ep sep_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = weft_no_cancel,
-	.getopt = sep_getopt,
-	.setopt = sep_setopt,
+	.getopt = weft_no_getopt,
+	.setopt = weft_no_setopt,
 	.tx_ctx = sep_tx_ctx,
 	.rx_ctx = sep_rx_ctx,
 	.rx_size_left = weft_no_size_left,
@@ -702,8 +690,8 @@ static struct fi_ops stx_fi_ops = {
 static struct fi_ops_ep stx_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = weft_no_cancel,
-	.getopt = sep_getopt,
-	.setopt = sep_setopt,
+	.getopt = weft_no_getopt,
+	.setopt = weft_no_setopt,
 	.tx_ctx = weft_no_tx_ctx,
 	.rx_ctx = weft_no_rx_ctx,
 	.rx_size_left = weft_no_size_left,

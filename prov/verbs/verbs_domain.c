@@ -400,10 +400,8 @@ static int verbs_av_open(struct fid_domain *domain_fid,
 	struct verbs_domain *domain = verbs_domain_of(domain_fid);
 
 	return util_av_open(&domain->base.util, attr,
-			    domain->addr_format == FI_SOCKADDR_IN6 ?
-				    &util_av_sockaddr_in6_ops :
-				    &util_av_sockaddr_in_ops,
-			    av, context);
+			    util_av_sockaddr_ops_of(domain->addr_format), av,
+			    context);
 }
 
 int verbs_dev_atomic(const struct verbs_dev *d, enum fi_datatype dt,

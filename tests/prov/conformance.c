@@ -469,6 +469,13 @@ void cf_ep_open(struct cf_fix *f, int i)
 			cf_skip("fi_setname: not supported");
 		cf_assert(!ret, "fi_setname: %d (%s)", ret, fi_strerror(-ret));
 	}
+	if (f->o.ep_eq) {
+		struct fi_eq_attr eq_attr = { .size = 64,
+					      .wait_obj = FI_WAIT_UNSPEC };
+
+		cf_ok(fi_eq_open(f->fabric, &eq_attr, &e->eq, NULL));
+		cf_ok(fi_ep_bind(e->ep, &e->eq->fid, 0));
+	}
 	cf_ok(fi_enable(e->ep));
 	if (f->o.min_multi_recv && f->o.min_multi_recv_late)
 		cf_ok(fi_setopt(&e->ep->fid, FI_OPT_ENDPOINT,
@@ -543,6 +550,8 @@ void cf_close(struct cf_fix *f)
 			cf_ok(fi_close(&e->ep->fid));
 		if (e->srx)
 			cf_ok(fi_close(&e->srx->fid));
+		if (e->eq)
+			cf_ok(fi_close(&e->eq->fid));
 		if (e->cq)
 			cf_ok(fi_close(&e->cq->fid));
 		for (k = 0; k < CF_NCNTR; k++)
@@ -831,6 +840,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
     cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger, cf_cases_coll,
+    cf_cases_dgram,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

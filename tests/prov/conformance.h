@@ -83,6 +83,7 @@ struct cf_ep {
 	size_t namelen;
 	struct cf_queue q;
 	struct fid_ep *srx; /* CF_CONTEXTS=srx: its own, closed after it */
+	struct fid_eq *eq;  /* cf_opts.ep_eq: bound before fi_enable */
 };
 
 /* What a case asks of the provider. Zero fields mean "no requirement". */
@@ -124,6 +125,9 @@ struct cf_opts {
 	 * whose processes outnumber the cores and wait on each other, and
 	 * must not starve what runs beside them. */
 	bool nap;
+	/* An EQ of each endpoint's own, bound before fi_enable (fi_join of
+	 * a multicast group): cf_ep.eq. */
+	bool ep_eq;
 };
 
 struct cf_fix {
@@ -185,6 +189,7 @@ extern const struct cf_case cf_cases_mr_cntr[];
 extern const struct cf_case cf_cases_ctx[];
 extern const struct cf_case cf_cases_trigger[];
 extern const struct cf_case cf_cases_coll[];
+extern const struct cf_case cf_cases_dgram[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */

@@ -55,6 +55,9 @@ int cf_trigger_peer_main(const char *role);
 /* The members of the collective cases (cases_coll.c). */
 bool cf_coll_is_role(const char *role);
 int cf_coll_peer_main(const char *role);
+/* The peer of the datagram cases (cases_dgram.c). */
+bool cf_dgram_is_role(const char *role);
+int cf_dgram_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 

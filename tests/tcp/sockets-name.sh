@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Clients set up for the "sockets" provider of libfabric 1.17 get weft's
-# tcp under that name:
-#   - fi_info -l lists sockets next to tcp;
+# tcp under that name, and udp for FI_EP_DGRAM:
+#   - fi_info -l lists sockets next to tcp, once;
 #   - fi_info -p sockets, and FI_PROVIDER=sockets fi_info, return tcp's
-#     entries, every one named "sockets", as many as -p tcp returns;
+#     and udp's entries, every one named "sockets", as many as -p tcp and
+#     -p udp return; -t FI_EP_DGRAM udp's, saying FI_PROTO_SOCK_TCP;
 #   - FI_PROVIDER=^sockets leaves tcp itself alone, FI_PROVIDER=tcp with
 #     -p sockets finds nothing;
-#   - fi_rdm_tagged_pingpong and fi_msg_pingpong run with -p sockets over
-#     loopback (data verified), reporting prov=sockets.
+#   - fi_rdm_tagged_pingpong, fi_msg_pingpong and (with udp built)
+#     fi_msg_pingpong -e dgram run with -p sockets over loopback (data
+#     verified), reporting prov=sockets.
 # Skips (77) when this build has no tcp provider.
 set -u
 
@@ -42,17 +44,21 @@ fail() {
 
 timeout 30 "$info" -l >"$tmp/l" 2>&1
 grep -q '^tcp:$' "$tmp/l" || { echo "SKIP: no tcp provider in this build"; exit 77; }
-if grep -q '^sockets:$' "$tmp/l"; then
-	echo "ok: fi_info -l lists sockets"
+if [ "$(grep -c '^sockets:$' "$tmp/l")" = 1 ]; then
+	echo "ok: fi_info -l lists sockets once"
 else
-	fail "fi_info -l does not list sockets:"
+	fail "fi_info -l does not list sockets once:"
 	cat "$tmp/l"
 fi
 
 ntcp=$(timeout 30 "$info" -p tcp | grep -c '^provider: ')
 [ "$ntcp" -gt 0 ] || fail "fi_info -p tcp returns nothing"
+nudp=0
+grep -q '^udp:$' "$tmp/l" &&
+	nudp=$(timeout 30 "$info" -p udp | grep -c '^provider: ')
+nall=$((ntcp + nudp))
 
-# entries LABEL [VAR=value] -- ARGS: every entry named sockets, $ntcp of them
+# entries LABEL [VAR=value] -- ARGS: every entry named sockets, $nall of them
 entries() {
 	label=$1
 	shift
@@ -60,8 +66,8 @@ entries() {
 	s=$?
 	n=$(grep -c '^provider: ' "$tmp/out")
 	other=$(grep '^provider: ' "$tmp/out" | grep -vc '^provider: sockets$')
-	if [ $s != 0 ] || [ "$n" != "$ntcp" ] || [ "$other" != 0 ]; then
-		fail "$label: exit $s, $n entries ($other not named sockets), tcp has $ntcp"
+	if [ $s != 0 ] || [ "$n" != "$nall" ] || [ "$other" != 0 ]; then
+		fail "$label: exit $s, $n entries ($other not named sockets), tcp and udp have $nall"
 		head -n 20 "$tmp/out" "$tmp/err"
 	else
 		echo "ok: $label: $n entries, all named sockets"
@@ -71,6 +77,19 @@ entries "fi_info -p sockets" timeout 30 "$info" -p sockets
 entries "FI_PROVIDER=sockets fi_info" FI_PROVIDER=sockets timeout 30 "$info"
 entries "FI_PROVIDER=sockets fi_info -p sockets" FI_PROVIDER=sockets \
 	timeout 30 "$info" -p sockets
+
+if [ "$nudp" -gt 0 ]; then
+	timeout 30 "$info" -p sockets -t FI_EP_DGRAM -v >"$tmp/out" 2>&1
+	n=$(grep -c '^    fi_ep_attr:' "$tmp/out")
+	ok=$(grep -A2 '^    fi_ep_attr:' "$tmp/out" |
+		grep -c 'protocol: FI_PROTO_SOCK_TCP$')
+	if [ "$n" = "$nudp" ] && [ "$ok" = "$nudp" ] &&
+		[ "$(grep -c 'prov_name: sockets$' "$tmp/out")" = "$nudp" ]; then
+		echo "ok: fi_info -p sockets -t FI_EP_DGRAM: udp's $n entries, FI_PROTO_SOCK_TCP"
+	else
+		fail "fi_info -p sockets -t FI_EP_DGRAM: $n entries, $ok FI_PROTO_SOCK_TCP, udp has $nudp"
+	fi
+fi
 
 if FI_PROVIDER=sockets timeout 30 "$info" -l | grep -q '^sockets:$'; then
 	echo "ok: FI_PROVIDER=sockets fi_info -l lists sockets"
@@ -149,6 +168,9 @@ pingpong "fi_rdm_tagged_pingpong -p sockets" "$rdm_pp" -p sockets -v -m \
 	-S 1,64k -I 20 -w 1 -T 20
 pingpong "fi_msg_pingpong -p sockets -e msg" "$msg_pp" -p sockets -e msg -v \
 	-m -S 1,64k -I 20 -w 1 -T 20
+[ "$nudp" -gt 0 ] &&
+	pingpong "fi_msg_pingpong -p sockets -e dgram" "$msg_pp" -p sockets \
+		-e dgram -v -m -S 1,1k -I 20 -w 1 -T 20
 
 [ $fails = 0 ] || exit 1
-echo "PASS: sockets is answered by tcp"
+echo "PASS: sockets is answered by tcp and udp"
