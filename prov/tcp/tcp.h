@@ -66,7 +66,8 @@ static inline size_t tcp_atomic_max(void)
 	return tcp_params.rx_stage / 2;
 }
 
-/* A connection's staging buffer until its traffic needs the full one. */
+/* A connection's staging buffer until its traffic needs the full one;
+ * a connection holds one only while bytes are staged. */
 #define TCP_STAGE_MIN 4096
 /* Payload left from which an empty socket is waited for with epoll. */
 #define TCP_DRY_MIN 65536
@@ -211,6 +212,9 @@ struct tcp_ep {
 	struct dlist_entry conns; /* struct tcp_conn */
 	struct dlist_entry closed; /* MSG: its connection, once closed */
 	struct tcp_conn *hot; /* the only open connection, or NULL */
+	/* A staging buffer no connection holds now (tcp_conn.c). */
+	char *stage_spare;
+	size_t stage_spare_size;
 	int nopen;
 	int npending; /* accepted, HELLO not read yet (TCP_CONN_ACCEPTED) */
 	unsigned int calls;

@@ -63,13 +63,7 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 
 	if (!conn)
 		return NULL;
-	/* Small until traffic needs more: idle peers stay cheap. */
-	conn->rbuf_size = TCP_STAGE_MIN;
-	conn->rbuf = malloc(conn->rbuf_size);
-	if (!conn->rbuf) {
-		free(conn);
-		return NULL;
-	}
+	/* No staging buffer until bytes come (stage_take). */
 	/* An endpoint's set is the domain's: once the fd is in it, another
 	 * endpoint's progress may read its event and look for the owner. */
 	conn->ep = ep;
@@ -84,7 +78,6 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 	ev.events = EPOLLIN | (conn->want_out ? EPOLLOUT : 0);
 	ev.data.ptr = conn;
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		free(conn->rbuf);
 		free(conn);
 		return NULL;
 	}
@@ -301,6 +294,55 @@ static inline size_t staged(const struct tcp_conn *conn)
 	return conn->rend - conn->rstart;
 }
 
+/*
+ * The staging buffer is the connection's only while bytes are staged in
+ * it: a connection with nothing staged gives it to its endpoint's spare
+ * (stage_idle), and takes the spare back, or a small new one, when bytes
+ * come (stage_take).  An idle connection holds no buffer, and a busy one
+ * swaps a pointer per read, never allocates.  Under the endpoint's lock,
+ * like every read; a passive endpoint's connections (no endpoint yet) keep
+ * theirs.
+ */
+static bool stage_take(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+
+	if (weft_likely(conn->rbuf))
+		return true;
+	if (ep && ep->stage_spare) {
+		conn->rbuf = ep->stage_spare;
+		conn->rbuf_size = ep->stage_spare_size;
+		ep->stage_spare = NULL;
+	} else {
+		conn->rbuf = malloc(TCP_STAGE_MIN);
+		if (!conn->rbuf)
+			return false;
+		conn->rbuf_size = TCP_STAGE_MIN;
+	}
+	conn->rstart = conn->rend = 0;
+	return true;
+}
+
+static void stage_idle(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+
+	/* A frame being staged or handed over keeps its place. */
+	if (!conn->rbuf || conn->rstart != conn->rend || !ep ||
+	    conn->rx_state == TCP_RX_STAGE || conn->rx_state == TCP_RX_HANDOFF)
+		return;
+	/* The larger of the two stays spare. */
+	if (ep->stage_spare && ep->stage_spare_size >= conn->rbuf_size) {
+		free(conn->rbuf);
+	} else {
+		free(ep->stage_spare);
+		ep->stage_spare = conn->rbuf;
+		ep->stage_spare_size = conn->rbuf_size;
+	}
+	conn->rbuf = NULL;
+	conn->rbuf_size = conn->rstart = conn->rend = 0;
+}
+
 /* Grow the staging buffer to the full size (a frame needs it, or reads
  * fill it: the connection is busy).  false: no memory. */
 static bool stage_grow(struct tcp_conn *conn)
@@ -321,6 +363,8 @@ static bool stage_grow(struct tcp_conn *conn)
  * front when they do not fit behind it. */
 static void stage_room(struct tcp_conn *conn, size_t want)
 {
+	if (weft_unlikely(!conn->rbuf) && !stage_take(conn))
+		return;
 	if (want > conn->rbuf_size - TCP_HDR_MAX && !stage_grow(conn))
 		return;
 	if (conn->rstart && conn->rbuf_size - conn->rstart < want) {
@@ -423,6 +467,7 @@ static ssize_t payload_read(struct tcp_conn *conn)
 		/* Only dropped bytes are left: read them through staging. */
 		bool full;
 
+		stage_take(conn);
 		stage_room(conn, conn->rbuf_size);
 		n = stage_fill(conn, &full);
 		if (n > 0)
@@ -470,7 +515,18 @@ void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
 	conn->rx_state = TCP_RX_PAYLOAD;
 }
 
+static int conn_read_frames(struct tcp_conn *conn);
+
 int tcp_conn_read(struct tcp_conn *conn)
+{
+	int ret = conn_read_frames(conn);
+
+	if (ret >= 0)
+		stage_idle(conn);
+	return ret;
+}
+
+static int conn_read_frames(struct tcp_conn *conn)
 {
 	struct tcp_proto_limits lim = { .max_payload = tcp_params.max_msg };
 	int events = 0, frames = 0;

@@ -838,6 +838,7 @@ static int tcp_ep_close(struct fid *fid)
 		dlist_remove(e);
 		tcp_conn_free(conn);
 	}
+	free(ep->stage_spare);
 	if (ep->lfd >= 0)
 		close(ep->lfd);
 	if (ep->own_set && ep->epfd >= 0)
