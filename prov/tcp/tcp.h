@@ -302,9 +302,10 @@ void tcp_sock_opts(int fd);
  */
 int tcp_sock_accept(int lfd, const char *who);
 void tcp_fd_reserve(void);
-/* Log, at most once a second, that err (EMFILE or ENFILE) stopped `what`,
- * with refused more connections refused. */
-void tcp_fd_warn(int err, const char *what, unsigned long refused);
+/* Log, at most once a second, that err (EMFILE or ENFILE) stopped `what`:
+ * accepting (refused more connections refused), or connecting. */
+void tcp_fd_warn(int err, const char *what, bool accepting,
+		 unsigned long refused);
 /* Log that a peer refused a connection of ours with status (FI_E*). */
 void tcp_refused_warn(uint32_t status);
 /* ep: the endpoint it serves, NULL for a passive endpoint's; set before

@@ -52,10 +52,12 @@ void tcp_fd_reserve(void)
 	pthread_mutex_unlock(&fd_lock);
 }
 
-void tcp_fd_warn(int err, const char *what, unsigned long refused)
+void tcp_fd_warn(int err, const char *what, bool accepting,
+		 unsigned long refused)
 {
 	struct rlimit rl = { 0 };
 	uint64_t now = tcp_now_ms();
+	char limit[96], then[128];
 
 	pthread_mutex_lock(&fd_lock);
 	fd_refused += refused;
@@ -70,17 +72,24 @@ void tcp_fd_warn(int err, const char *what, unsigned long refused)
 	pthread_mutex_unlock(&fd_lock);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (err == ENFILE)
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
-			"%s: the system's file table is full (ENFILE, "
-			"fs.file-max); %lu new peer connections refused with "
-			"FI_EMFILE, the open ones are served\n",
-			what, refused);
+		snprintf(limit, sizeof(limit),
+			 "the system's file table is full (ENFILE, fs.file-max)");
 	else
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
-			"%s: no file descriptor left (EMFILE: RLIMIT_NOFILE "
-			"is %llu, ulimit -n); %lu new peer connections refused "
-			"with FI_EMFILE, the open ones are served\n",
-			what, (unsigned long long)rl.rlim_cur, refused);
+		snprintf(limit, sizeof(limit),
+			 "no file descriptor left (EMFILE: RLIMIT_NOFILE is "
+			 "%llu, ulimit -n)",
+			 (unsigned long long)rl.rlim_cur);
+	if (accepting)
+		snprintf(then, sizeof(then),
+			 "%lu new peer connections refused with FI_EMFILE",
+			 refused);
+	else
+		snprintf(then, sizeof(then),
+			 "transmits to peers not connected yet fail with "
+			 "FI_EMFILE");
+	FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+		"%s: %s; %s, the open connections are served\n", what, limit,
+		then);
 }
 
 /*
@@ -142,7 +151,7 @@ int tcp_sock_accept(int lfd, const char *who)
 		/* Each waiting connection is refused, a bounded number. */
 		while (refused < TCP_ACCEPT_BURST && accept_refuse(lfd))
 			refused++;
-		tcp_fd_warn(err, who, refused);
+		tcp_fd_warn(err, who, true, refused);
 		return -1;
 	}
 }

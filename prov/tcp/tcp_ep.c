@@ -440,7 +440,7 @@ int peer_connect(struct tcp_ep *ep, struct tcp_peer *tp)
 	if (fd < 0) {
 		err = errno;
 		if (err == EMFILE || err == ENFILE)
-			tcp_fd_warn(err, "connecting to a new peer", 0);
+			tcp_fd_warn(err, "RDM endpoint, connecting", false, 0);
 		return -tcp_errno_fi(err);
 	}
 	tcp_sock_opts(fd);

@@ -13,13 +13,16 @@
  * with FI_EMFILE (a CQ error entry, or fi_tsend's own return), and no
  * send may fail otherwise.  Some sends must fail so; the target must
  * receive both messages of each peer it took (some), and nothing of the
- * others.  The target's log line naming the limit is checked by
- * fd-limit.sh.
+ * others.  Then the child runs out of descriptors itself: a send from an
+ * endpoint of its that has no connection yet fails with FI_EMFILE, and
+ * the peers already connected send a third message, which arrives.  The
+ * target's log line naming the limit is checked by fd-limit.sh.
  *
  * Usage: fd_limit.  Exit 0 pass, 77 without tcp, 1 fail.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,10 +46,12 @@
 #define NPEERS 24
 #define ROOM 6
 #define ROUND2 0x100u
+#define ROUND3 0x200u
 #define WAIT_S 20
 
 struct report {
 	int32_t ok, emfile, other;
+	int32_t own_emfile; /* the child's own limit gave FI_EMFILE */
 	uint32_t okmask;
 };
 
@@ -159,9 +164,53 @@ static void send_round(struct fid_ep **ep, struct fid_cq *cq, fi_addr_t to,
 		     pending, WAIT_S);
 }
 
+static int fd_top(void);
+
+/* No descriptor left in this process: fill every free number below the
+ * highest open one, and make that the limit. */
+static void fds_exhaust(void)
+{
+	struct rlimit rl;
+	int top = fd_top(), fd;
+
+	while ((fd = open("/dev/null", O_RDONLY)) >= 0 && fd < top)
+		;
+	if (fd >= 0)
+		close(fd);
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		FAIL("getrlimit");
+	rl.rlim_cur = (rlim_t)top;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		FAIL("setrlimit");
+}
+
+/* One send from ep that must fail with FI_EMFILE, at once or in the CQ. */
+static bool send_emfile(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t to)
+{
+	static uint32_t v = 0xff | ROUND3;
+	struct fi_context ctx;
+	double end = now_s() + WAIT_S;
+	ssize_t r;
+
+	r = fi_tsend(ep, &v, sizeof(v), NULL, to, v, &ctx);
+	if (r)
+		return r == -FI_EMFILE;
+	while (now_s() < end) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err = { 0 };
+
+		r = fi_cq_read(cq, &e, 1);
+		if (r == 1)
+			return false;
+		if (r == -FI_EAVAIL && fi_cq_readerr(cq, &err, 0) == 1)
+			return err.err == FI_EMFILE;
+	}
+	return false;
+}
+
 static int child(int rfd, int wfd)
 {
-	struct fid_ep *ep[NPEERS];
+	struct fid_ep *ep[NPEERS], *lone;
 	struct fid_cq *cq;
 	struct fid_av *av;
 	char name[256];
@@ -175,6 +224,7 @@ static int child(int rfd, int wfd)
 	open_cq_av(&cq, &av);
 	for (int i = 0; i < NPEERS; i++)
 		ep[i] = open_ep(cq, av);
+	lone = open_ep(cq, av);
 	if (read(rfd, &len, sizeof(len)) != sizeof(len) || len > sizeof(name) ||
 	    read(rfd, name, len) != (ssize_t)len)
 		FAIL("child: no address from the target");
@@ -211,12 +261,23 @@ static int child(int rfd, int wfd)
 			rep.other++;
 		}
 	}
+	/* Now this process has no descriptor left. */
+	fds_exhaust();
+	rep.own_emfile = send_emfile(lone, cq, to);
+	send_round(ep, cq, to, rep.okmask, ROUND3, res);
+	for (int i = 0; i < NPEERS; i++)
+		if ((rep.okmask & (1u << i)) && res[i] && res[i] != FI_EMFILE) {
+			fprintf(stderr, "child: peer %d, third send: %s\n", i,
+				fi_strerror(res[i]));
+			rep.other++;
+		}
 	if (write(wfd, &rep, sizeof(rep)) != sizeof(rep))
 		return 1;
 	/* Stay until the target has read everything. */
 	(void)!read(rfd, &go, 1);
 	for (int i = 0; i < NPEERS; i++)
 		fi_close(&ep[i]->fid);
+	fi_close(&lone->fid);
 	fi_close(&cq->fid);
 	fi_close(&av->fid);
 	fi_close(&domain->fid);
@@ -249,9 +310,9 @@ int main(void)
 	struct fid_av *av;
 	char name[256];
 	size_t len = sizeof(name);
-	uint32_t buf[2 * NPEERS];
-	struct fi_context ctx[2 * NPEERS];
-	uint32_t got1 = 0, got2 = 0;
+	uint32_t buf[3 * NPEERS];
+	struct fi_context ctx[3 * NPEERS];
+	uint32_t got1 = 0, got2 = 0, got3 = 0;
 	struct report rep;
 	struct rlimit rl;
 	bool have_rep = false;
@@ -280,7 +341,7 @@ int main(void)
 	open_cq_av(&cq, &av);
 	ep = open_ep(cq, av);
 	CHECK(fi_getname(&ep->fid, name, &len));
-	for (int i = 0; i < 2 * NPEERS; i++)
+	for (int i = 0; i < 3 * NPEERS; i++)
 		CHECK(fi_trecv(ep, &buf[i], sizeof(buf[i]), NULL,
 			       FI_ADDR_UNSPEC, 0, ~0ULL, &ctx[i]));
 
@@ -307,9 +368,12 @@ int main(void)
 			if ((v & 0xff) >= NPEERS || v != e.tag)
 				FAIL("target: a message it cannot place: %#x",
 				     v);
-			if ((v & ROUND2 ? got2 : got1) & bit)
+			uint32_t *got = v & ROUND3 ? &got3 :
+					v & ROUND2 ? &got2 : &got1;
+
+			if (*got & bit)
 				FAIL("target: message %#x twice", v);
-			*(v & ROUND2 ? &got2 : &got1) |= bit;
+			*got |= bit;
 		} else if (r != -FI_EAGAIN) {
 			FAIL("target: fi_cq_read: %zd (%s)", r,
 			     fi_strerror((int)-r));
@@ -322,9 +386,10 @@ int main(void)
 		}
 		/* Done when every peer it took sent both; a refused peer's
 		 * send reported sent before its refusal came never arrives. */
-		if (have_rep && got1 == rep.okmask && got2 == rep.okmask)
+		if (have_rep && got1 == rep.okmask && got2 == rep.okmask &&
+		    got3 == rep.okmask)
 			break;
-		if (have_rep && got1 && got1 == got2) {
+		if (have_rep && got1 && got1 == got2 && got1 == got3) {
 			if (!quiet)
 				quiet = now_s() + 2;
 			if (now_s() > quiet)
@@ -345,10 +410,13 @@ int main(void)
 		FAIL("sends failed otherwise than with FI_EMFILE");
 	if (!rep.emfile)
 		FAIL("no send failed with FI_EMFILE");
-	if (!got1 || got1 != got2 || (got1 & ~rep.okmask))
-		FAIL("target: got first messages %#x and second ones %#x; the "
-		     "peers whose second send completed are %#x",
-		     got1, got2, rep.okmask);
+	if (!got1 || got1 != got2 || got1 != got3 || (got1 & ~rep.okmask))
+		FAIL("target: got first messages %#x, second ones %#x, third "
+		     "ones %#x; the peers whose second send completed are %#x",
+		     got1, got2, got3, rep.okmask);
+	if (!rep.own_emfile)
+		FAIL("a send needing a descriptor the child did not have did "
+		     "not fail with FI_EMFILE");
 	printf("the target took %d peers\n", __builtin_popcount(got1));
 	fi_close(&ep->fid);
 	fi_close(&cq->fid);
