@@ -363,6 +363,13 @@ static int child_main(int rfd, int wfd)
 	 * parameters, and never over a value the user chose. */
 	setenv("FI_OFI_RXM_BUFFER_SIZE", "256", 0);
 	setenv("FI_OFI_RXM_EAGER_LIMIT", "16384", 0);
+	/* Likewise weft's shm regions, one per endpoint and reserved whole
+	 * (about 7 MiB by default): N of those would not fit in /dev/shm
+	 * either.  The child's hold a few slots and small buffers. */
+	setenv("FI_SHM_QUEUE_SLOTS", "64", 0);
+	setenv("FI_SHM_MAX_PEERS", "16", 0);
+	setenv("FI_SHM_BOUNCE_COUNT", "2", 0);
+	setenv("FI_SHM_BOUNCE_SIZE", "4096", 0);
 
 	ret = get_info(1, &c.info);
 	if (ret) {

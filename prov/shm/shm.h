@@ -170,6 +170,9 @@ struct shm_xp {
 	struct shm_mrt *mrt; /* the domain's registration table, or NULL */
 
 	struct shm_rxpeer *rxpeers; /* [own table index] */
+	/* A sender in our queue is being made a peer (conn_get): inside
+	 * another provider's endpoint, shm_reaches takes it unmapped. */
+	bool arriving;
 	/* Requests that could not be served yet (held_push). */
 	struct util_bufpool *held_pool; /* struct shm_held */
 	struct dlist_entry held_list; /* struct shm_held, arrival order */

@@ -61,10 +61,16 @@ static struct shm_conn *conn_get(struct shm_xp *ep, const char *base,
 	char addr[SHM_ADDRLEN] = { 0 };
 	struct util_peer *peer;
 
-	if (ep->naming->addr_of(ep, base, addr) < 0 ||
-	    util_peer_add(&ep->base.ep->peers, addr, ctx, &peer))
+	int ret;
+
+	if (ep->naming->addr_of(ep, base, addr) < 0)
 		return NULL;
-	return conn_of_peer(ep, peer);
+	/* A peer made here sent to us through our region: shm_reaches
+	 * takes it without mapping its region (a send maps it, if any). */
+	ep->arriving = true;
+	ret = util_peer_add(&ep->base.ep->peers, addr, ctx, &peer);
+	ep->arriving = false;
+	return ret ? NULL : conn_of_peer(ep, peer);
 }
 
 /* ---- bells -------------------------------------------------------------- */
@@ -497,13 +503,19 @@ int conn_of_peer_ready_slow(struct shm_xp *ep, struct util_peer *peer,
  * Inside another provider's endpoint: is this new peer an endpoint of this
  * host whose region we can send to?  Only while our own region is up (a
  * sender needs one: its entries in the receiver name it, and rendezvous
- * reads come back through it).
+ * reads come back through it).  A peer first met as a sender in our queue
+ * is one (it has a region): it is taken as it is on shm's own endpoints,
+ * its region mapped only when something is sent to it, so that a peer
+ * that only sends costs no mapping.  Any other is looked for now: mapped,
+ * and an entry claimed in its table, or it stays on the network.
  */
 bool shm_reaches(struct util_rdm_xport *xp, struct util_peer *peer)
 {
 	struct shm_xp *ep = shm_xp_of(xp);
 
-	return ep->own.hdr && !conn_setup(ep, conn_of_peer(ep, peer), true);
+	if (!ep->own.hdr)
+		return false;
+	return ep->arriving || !conn_setup(ep, conn_of_peer(ep, peer), true);
 }
 
 /* ---- peers that die ---------------------------------------------------- */

@@ -66,7 +66,8 @@ static inline size_t tcp_atomic_max(void)
 	return tcp_params.rx_stage / 2;
 }
 
-/* A connection's staging buffer until its traffic needs the full one. */
+/* A connection's staging buffer until its traffic needs the full one;
+ * a connection holds one only while bytes are staged. */
 #define TCP_STAGE_MIN 4096
 /* Payload left from which an empty socket is waited for with epoll. */
 #define TCP_DRY_MIN 65536
@@ -148,6 +149,7 @@ struct tcp_conn {
 	uint8_t state;	 /* enum tcp_conn_state */
 	uint8_t prev_state; /* before it closed */
 	bool rejected;	 /* MSG: refused by the peer (reported already) */
+	bool refused;	 /* RDM: the peer's HELLO_ACK refused it (error) */
 	bool reported;	 /* its FI_CONNREQ was written */
 	bool await_ack;	 /* RDM, outgoing: open, HELLO_ACK not read yet */
 	bool outgoing;
@@ -192,7 +194,14 @@ struct tcp_peer {
 	struct util_peer peer; /* first */
 	struct tcp_conn *conn; /* the connection we send on, or NULL */
 	uint64_t retry_ms;     /* after a failure, connect again from then */
+	/* Why its endpoint refused our last connection (a positive FI_E*,
+	 * HELLO_ACK's status), 0: it did not.  Until retry_ms, transmits to
+	 * it fail with it at once rather than connect to be refused again. */
+	int refused;
 };
+
+/* How long a peer's refusal stands (tcp_peer.refused). */
+#define TCP_REFUSED_MS 1000
 
 struct tcp_ep {
 	struct util_rdm_ep rdm; /* first */
@@ -211,6 +220,9 @@ struct tcp_ep {
 	struct dlist_entry conns; /* struct tcp_conn */
 	struct dlist_entry closed; /* MSG: its connection, once closed */
 	struct tcp_conn *hot; /* the only open connection, or NULL */
+	/* A staging buffer no connection holds now (tcp_conn.c). */
+	char *stage_spare;
+	size_t stage_spare_size;
 	int nopen;
 	int npending; /* accepted, HELLO not read yet (TCP_CONN_ACCEPTED) */
 	unsigned int calls;
@@ -280,6 +292,22 @@ int tcp_iface_addr(const char *name, int family,
 uint64_t tcp_now_ms(void);
 int tcp_errno_fi(int err); /* errno -> positive FI_E* */
 void tcp_sock_opts(int fd);
+/*
+ * Accept one connection on the listening socket lfd (non-blocking, options
+ * set): its fd, or -1 when none waits or none can be had.  When the
+ * process or the system has no descriptor left, the waiting connections
+ * are refused (their peers' transmits fail with FI_EMFILE) and a line
+ * naming the limit is logged; who names the listener in it.  Needs
+ * tcp_fd_reserve, called when a listener is made.
+ */
+int tcp_sock_accept(int lfd, const char *who);
+void tcp_fd_reserve(void);
+/* Log, at most once a second, that err (EMFILE or ENFILE) stopped `what`:
+ * accepting (refused more connections refused), or connecting. */
+void tcp_fd_warn(int err, const char *what, bool accepting,
+		 unsigned long refused);
+/* Log that a peer refused a connection of ours with status (FI_E*). */
+void tcp_refused_warn(uint32_t status);
 /* ep: the endpoint it serves, NULL for a passive endpoint's; set before
  * the fd enters epfd, where another thread's progress may see it. */
 struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,

@@ -16,11 +16,14 @@
 #include "tcp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "weft/util_iov.h"
@@ -28,6 +31,155 @@
 /* Frames handled per connection per progress call, so one busy peer
  * cannot starve the others. */
 #define TCP_FRAMES_PER_READ 64
+
+/* ---- file descriptors running out --------------------------------------- */
+
+/*
+ * A descriptor the process keeps in reserve (/dev/null), so that it can
+ * still accept a connection to refuse it when it has no other left.
+ * Taken by one listener at a time.
+ */
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fd_reserve = -1;
+static uint64_t fd_warned_ms;
+static unsigned long fd_refused;
+
+void tcp_fd_reserve(void)
+{
+	pthread_mutex_lock(&fd_lock);
+	if (fd_reserve < 0)
+		fd_reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pthread_mutex_unlock(&fd_lock);
+}
+
+void tcp_fd_warn(int err, const char *what, bool accepting,
+		 unsigned long refused)
+{
+	struct rlimit rl = { 0 };
+	uint64_t now = tcp_now_ms();
+	char limit[96], then[128];
+
+	pthread_mutex_lock(&fd_lock);
+	fd_refused += refused;
+	/* One line a second at most: the condition lasts. */
+	if (fd_warned_ms && now - fd_warned_ms < 1000) {
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	fd_warned_ms = now;
+	refused = fd_refused;
+	fd_refused = 0;
+	pthread_mutex_unlock(&fd_lock);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (err == ENFILE)
+		snprintf(limit, sizeof(limit),
+			 "the system's file table is full (ENFILE, fs.file-max)");
+	else
+		snprintf(limit, sizeof(limit),
+			 "no file descriptor left (EMFILE: RLIMIT_NOFILE is "
+			 "%llu, ulimit -n)",
+			 (unsigned long long)rl.rlim_cur);
+	if (accepting)
+		snprintf(then, sizeof(then),
+			 "%lu new peer connections refused with FI_EMFILE",
+			 refused);
+	else
+		snprintf(then, sizeof(then),
+			 "transmits to peers not connected yet fail with "
+			 "FI_EMFILE");
+	FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+		"%s: %s; %s, the open connections are served\n", what, limit,
+		then);
+}
+
+/*
+ * The process has no descriptor left for a connection waiting on lfd:
+ * accept it with the reserve and refuse it (HELLO_ACK with FI_EMFILE, as
+ * an RDM acceptor refuses at once: docs/tcp-protocol.md), so the peer
+ * learns why now rather than at its connect timeout, and the listening
+ * socket does not stay readable and spin progress.  Returns whether one
+ * was refused.
+ */
+static bool accept_refuse(int lfd)
+{
+	uint8_t hdr[TCP_HDR_MAX], sink[512];
+	size_t hl = tcp_put_hello_ack(hdr, FI_EMFILE, 0);
+	bool done = false;
+	int fd;
+
+	pthread_mutex_lock(&fd_lock);
+	if (fd_reserve >= 0) {
+		close(fd_reserve);
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			(void)!send(fd, hdr, hl, MSG_NOSIGNAL | MSG_DONTWAIT);
+			/* Read what came (its HELLO), so that the close
+			 * sends a FIN after our answer rather than a reset
+			 * that could overtake it. */
+			while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+				;
+			close(fd);
+			done = true;
+		}
+		fd_reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&fd_lock);
+	return done;
+}
+
+int tcp_sock_accept(int lfd, const char *who)
+{
+	unsigned long refused = 0;
+	int fd, err;
+
+	for (;;) {
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			tcp_sock_opts(fd);
+			return fd;
+		}
+		err = errno;
+		if (err == EINTR || err == ECONNABORTED)
+			continue;
+		if (err != EMFILE && err != ENFILE) {
+			if (err != EAGAIN && err != EWOULDBLOCK)
+				FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+					"%s: accept: %s\n", who,
+					strerror(err));
+			return -1;
+		}
+		/* Each waiting connection is refused, a bounded number. */
+		while (refused < TCP_ACCEPT_BURST && accept_refuse(lfd))
+			refused++;
+		tcp_fd_warn(err, who, true, refused);
+		return -1;
+	}
+}
+
+void tcp_refused_warn(uint32_t status)
+{
+	static uint64_t warned_ms;
+	static unsigned long count;
+	uint64_t now = tcp_now_ms();
+	unsigned long n;
+
+	/* One line a second at most, with the count since. */
+	pthread_mutex_lock(&fd_lock);
+	n = ++count;
+	if (warned_ms && now - warned_ms < 1000) {
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	warned_ms = now;
+	count = 0;
+	pthread_mutex_unlock(&fd_lock);
+	FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
+		"%lu connection%s refused by peers: %s%s; transmits to them "
+		"fail with it\n",
+		n, n == 1 ? "" : "s", fi_strerror((int)status),
+		status == FI_EMFILE ? " (the peer has no file descriptor left)" :
+				      "");
+}
 
 void tcp_sock_opts(int fd)
 {
@@ -63,13 +215,7 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 
 	if (!conn)
 		return NULL;
-	/* Small until traffic needs more: idle peers stay cheap. */
-	conn->rbuf_size = TCP_STAGE_MIN;
-	conn->rbuf = malloc(conn->rbuf_size);
-	if (!conn->rbuf) {
-		free(conn);
-		return NULL;
-	}
+	/* No staging buffer until bytes come (stage_take). */
 	/* An endpoint's set is the domain's: once the fd is in it, another
 	 * endpoint's progress may read its event and look for the owner. */
 	conn->ep = ep;
@@ -84,7 +230,6 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 	ev.events = EPOLLIN | (conn->want_out ? EPOLLOUT : 0);
 	ev.data.ptr = conn;
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		free(conn->rbuf);
 		free(conn);
 		return NULL;
 	}
@@ -265,12 +410,48 @@ int tcp_conn_write_copy(struct tcp_conn *conn, const void *hdr,
 	return 0;
 }
 
+/*
+ * A connection of ours reset before its HELLO_ACK was read: an acceptor
+ * that refused it at once (tcp_sock_accept) may have said why before it
+ * closed, and the reset overtook our reading it.  Its status, or err.
+ */
+static inline size_t staged(const struct tcp_conn *conn);
+
+static int refusal_of(struct tcp_conn *conn, int err)
+{
+	struct tcp_proto_limits lim = {
+		.allowed_ops = TCP_OPBIT(TCP_OP_HELLO_ACK),
+	};
+	uint8_t buf[TCP_HDR_MAX];
+	struct tcp_frame f;
+	const char *why;
+	ssize_t n;
+
+	if (!conn->outgoing || (conn->state != TCP_CONN_HELLO &&
+				!(conn->state == TCP_CONN_OPEN && conn->await_ack)))
+		return err;
+	if (conn->rend > conn->rstart) {
+		n = (ssize_t)WEFT_MIN(staged(conn), sizeof(buf));
+		memcpy(buf, conn->rbuf + conn->rstart, (size_t)n);
+	} else {
+		n = recv(conn->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	}
+	if (n <= 0 || tcp_frame_parse(buf, (size_t)n, &lim, &f, &why) <= 0 ||
+	    !f.hello_ack.status)
+		return err;
+	conn->refused = true;
+	tcp_refused_warn(f.hello_ack.status);
+	return (int)f.hello_ack.status;
+}
+
 void tcp_conn_close(struct tcp_conn *conn, int err)
 {
 	struct tcp_out *out;
 
 	if (conn->state == TCP_CONN_CLOSED)
 		return;
+	if (err == FI_ECONNRESET && conn->fd >= 0)
+		err = refusal_of(conn, err);
 	conn->prev_state = conn->state;
 	conn->state = TCP_CONN_CLOSED;
 	conn->error = err;
@@ -301,6 +482,55 @@ static inline size_t staged(const struct tcp_conn *conn)
 	return conn->rend - conn->rstart;
 }
 
+/*
+ * The staging buffer is the connection's only while bytes are staged in
+ * it: a connection with nothing staged gives it to its endpoint's spare
+ * (stage_idle), and takes the spare back, or a small new one, when bytes
+ * come (stage_take).  An idle connection holds no buffer, and a busy one
+ * swaps a pointer per read, never allocates.  Under the endpoint's lock,
+ * like every read; a passive endpoint's connections (no endpoint yet) keep
+ * theirs.
+ */
+static bool stage_take(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+
+	if (weft_likely(conn->rbuf))
+		return true;
+	if (ep && ep->stage_spare) {
+		conn->rbuf = ep->stage_spare;
+		conn->rbuf_size = ep->stage_spare_size;
+		ep->stage_spare = NULL;
+	} else {
+		conn->rbuf = malloc(TCP_STAGE_MIN);
+		if (!conn->rbuf)
+			return false;
+		conn->rbuf_size = TCP_STAGE_MIN;
+	}
+	conn->rstart = conn->rend = 0;
+	return true;
+}
+
+static void stage_idle(struct tcp_conn *conn)
+{
+	struct tcp_ep *ep = conn->ep;
+
+	/* A frame being staged or handed over keeps its place. */
+	if (!conn->rbuf || conn->rstart != conn->rend || !ep ||
+	    conn->rx_state == TCP_RX_STAGE || conn->rx_state == TCP_RX_HANDOFF)
+		return;
+	/* The larger of the two stays spare. */
+	if (ep->stage_spare && ep->stage_spare_size >= conn->rbuf_size) {
+		free(conn->rbuf);
+	} else {
+		free(ep->stage_spare);
+		ep->stage_spare = conn->rbuf;
+		ep->stage_spare_size = conn->rbuf_size;
+	}
+	conn->rbuf = NULL;
+	conn->rbuf_size = conn->rstart = conn->rend = 0;
+}
+
 /* Grow the staging buffer to the full size (a frame needs it, or reads
  * fill it: the connection is busy).  false: no memory. */
 static bool stage_grow(struct tcp_conn *conn)
@@ -321,6 +551,8 @@ static bool stage_grow(struct tcp_conn *conn)
  * front when they do not fit behind it. */
 static void stage_room(struct tcp_conn *conn, size_t want)
 {
+	if (weft_unlikely(!conn->rbuf) && !stage_take(conn))
+		return;
 	if (want > conn->rbuf_size - TCP_HDR_MAX && !stage_grow(conn))
 		return;
 	if (conn->rstart && conn->rbuf_size - conn->rstart < want) {
@@ -423,6 +655,7 @@ static ssize_t payload_read(struct tcp_conn *conn)
 		/* Only dropped bytes are left: read them through staging. */
 		bool full;
 
+		stage_take(conn);
 		stage_room(conn, conn->rbuf_size);
 		n = stage_fill(conn, &full);
 		if (n > 0)
@@ -470,7 +703,18 @@ void tcp_rx_into(struct tcp_conn *conn, const struct iovec *iov, size_t count,
 	conn->rx_state = TCP_RX_PAYLOAD;
 }
 
+static int conn_read_frames(struct tcp_conn *conn);
+
 int tcp_conn_read(struct tcp_conn *conn)
+{
+	int ret = conn_read_frames(conn);
+
+	if (ret >= 0)
+		stage_idle(conn);
+	return ret;
+}
+
+static int conn_read_frames(struct tcp_conn *conn)
 {
 	struct tcp_proto_limits lim = { .max_payload = tcp_params.max_msg };
 	int events = 0, frames = 0;

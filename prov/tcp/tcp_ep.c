@@ -175,6 +175,10 @@ void tcp_conn_lost(struct tcp_conn *conn)
 	if (tp && tp->conn == conn) {
 		tp->conn = NULL;
 		tp->peer.state = conn->error ? UTIL_PEER_FAILED : UTIL_PEER_IDLE;
+		if (conn->refused) {
+			tp->refused = err;
+			tp->retry_ms = tcp_now_ms() + TCP_REFUSED_MS;
+		}
 		if (!ep->closing)
 			FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
 				"connection to a peer lost: %s\n",
@@ -402,6 +406,10 @@ void tcp_conn_hello_ack_in(struct tcp_conn *conn, uint32_t status,
 
 	conn->await_ack = false;
 	if (status) {
+		if (ep->type == FI_EP_RDM) {
+			conn->refused = true;
+			tcp_refused_warn(status);
+		}
 		if (ep->type == FI_EP_MSG) {
 			conn->rejected = true;
 			eq_write_err(ep, status == FI_ECONNREFUSED ?
@@ -430,8 +438,12 @@ int peer_connect(struct tcp_ep *ep, struct tcp_peer *tp)
 
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
-	if (fd < 0)
-		return -tcp_errno_fi(errno);
+	if (fd < 0) {
+		err = errno;
+		if (err == EMFILE || err == ENFILE)
+			tcp_fd_warn(err, "RDM endpoint, connecting", false, 0);
+		return -tcp_errno_fi(err);
+	}
 	tcp_sock_opts(fd);
 	ret = connect(fd, sa, (socklen_t)tcp_sockaddr_len(sa));
 	if (ret && errno != EINPROGRESS) {
@@ -473,17 +485,9 @@ static void ep_accept(struct tcp_ep *ep)
 	/* A bounded number per call: a flood of connections does not keep
 	 * the endpoint from its established ones. */
 	for (i = 0; i < TCP_ACCEPT_BURST; i++) {
-		fd = accept4(ep->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR && errno != ECONNABORTED)
-				FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
-					"accept: %s\n", strerror(errno));
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
+		fd = tcp_sock_accept(ep->lfd, "RDM endpoint");
+		if (fd < 0)
 			return;
-		}
-		tcp_sock_opts(fd);
 		if (ep->npending >= tcp_params.pending_max)
 			tcp_pending_evict(&ep->conns);
 		conn = tcp_conn_new(ep, ep->epfd, fd, TCP_CONN_ACCEPTED);
@@ -839,6 +843,7 @@ static int tcp_ep_close(struct fid *fid)
 		dlist_remove(e);
 		tcp_conn_free(conn);
 	}
+	free(ep->stage_spare);
 	if (ep->lfd >= 0)
 		close(ep->lfd);
 	if (ep->own_set && ep->epfd >= 0)
@@ -1185,6 +1190,7 @@ static int rdm_listen_at(struct tcp_ep *ep, const void *addr, size_t alen)
 		close(ep->lfd);
 	}
 	ep->lfd = fd;
+	tcp_fd_reserve();
 	if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lfd, &ev))
 		return -tcp_errno_fi(errno);
 	ep->addrlen = (socklen_t)tcp_sockaddr_len(&ep->addr);

@@ -46,13 +46,9 @@ static void pep_accept(struct tcp_pep *pep)
 	int fd, i, npending = pep_npending(pep);
 
 	for (i = 0; i < TCP_ACCEPT_BURST; i++) {
-		fd = accept4(pep->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
+		fd = tcp_sock_accept(pep->lfd, "passive endpoint");
+		if (fd < 0)
 			return;
-		}
-		tcp_sock_opts(fd);
 		if (npending >= tcp_params.pending_max)
 			tcp_pending_evict(&pep->pending);
 		else
@@ -200,6 +196,7 @@ static int pep_listen(struct util_pep *upep)
 	struct tcp_pep *pep = tcp_pep_of(upep);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &pep->lfd };
 
+	tcp_fd_reserve();
 	if (listen(pep->lfd, 1024) ||
 	    epoll_ctl(pep->epfd, EPOLL_CTL_ADD, pep->lfd, &ev))
 		return -tcp_errno_fi(errno);
