@@ -24,7 +24,20 @@ for e in msg rdm; do
 	echo "+ fi_pingpong -p tcp -e $e -B $port -I 20 -S all -c (server and client)"
 	timeout -k 5 90 "$pp" -p tcp -e $e -B $port -I 20 -S all -c >/dev/null 2>&1 &
 	srv=$!
-	sleep 1
+	# fi_pingpong's server says nothing when it listens: wait until the
+	# port is in LISTEN (/proc/net/tcp), not a fixed time a busy host
+	# may outlast.
+	hex=$(printf '%04X' $port)
+	i=0
+	until awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p \
+		{ f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 300 ] || ! kill -0 $srv 2>/dev/null; then
+			echo "the $e server did not listen on port $port"
+			break
+		fi
+		sleep 0.1
+	done
 	if timeout -k 5 90 "$pp" -p tcp -e $e -P $port -I 20 -S all -c \
 		127.0.0.1 >"$out" 2>&1; then
 		tail -n 2 "$out"
