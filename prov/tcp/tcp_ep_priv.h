@@ -57,6 +57,7 @@ static inline int peer_conn(struct tcp_ep *ep, struct util_peer *peer,
 		return conn->state == TCP_CONN_OPEN ? -FI_EAGAIN :
 						      -FI_ECONNRESET;
 	}
+	*out = NULL; /* (no connection: what follows fails or waits) */
 	if (conn)
 		return -FI_EAGAIN;
 	if (ep->type == FI_EP_MSG)
