@@ -69,6 +69,7 @@ static inline size_t tcp_atomic_max(void)
 /* A connection's staging buffer until its traffic needs the full one;
  * a connection holds one only while bytes are staged. */
 #define TCP_STAGE_MIN 4096
+#define TCP_STAGE_SPARES 8 /* spare staging buffers per endpoint */
 /* Payload left from which an empty socket is waited for with epoll. */
 #define TCP_DRY_MIN 65536
 /* Connections an endpoint or passive endpoint accepts per progress call,
@@ -220,9 +221,14 @@ struct tcp_ep {
 	struct dlist_entry conns; /* struct tcp_conn */
 	struct dlist_entry closed; /* MSG: its connection, once closed */
 	struct tcp_conn *hot; /* the only open connection, or NULL */
-	/* A staging buffer no connection holds now (tcp_conn.c). */
-	char *stage_spare;
-	size_t stage_spare_size;
+	/* Staging buffers no connection holds now (tcp_conn.c): up to
+	 * TCP_STAGE_SPARES, so that as many connections busy at once
+	 * take and give back theirs without allocating. */
+	struct {
+		char *buf;
+		size_t size;
+	} stage_spare[TCP_STAGE_SPARES];
+	unsigned int nstage_spare;
 	int nopen;
 	int npending; /* accepted, HELLO not read yet (TCP_CONN_ACCEPTED) */
 	unsigned int calls;

@@ -485,12 +485,12 @@ static inline size_t staged(const struct tcp_conn *conn)
 
 /*
  * The staging buffer is the connection's only while bytes are staged in
- * it: a connection with nothing staged gives it to its endpoint's spare
- * (stage_idle), and takes the spare back, or a small new one, when bytes
- * come (stage_take).  An idle connection holds no buffer, and a busy one
- * swaps a pointer per read, never allocates.  Under the endpoint's lock,
- * like every read; a passive endpoint's connections (no endpoint yet) keep
- * theirs.
+ * it: a connection with nothing staged gives it to its endpoint's spares
+ * (stage_idle), and takes a spare back, or a small new one, when bytes
+ * come (stage_take).  An idle connection holds no buffer, and up to
+ * TCP_STAGE_SPARES busy at once swap a pointer per read, never allocate.
+ * Under the endpoint's lock, like every read; a passive endpoint's
+ * connections (no endpoint yet) keep theirs.
  */
 static bool stage_take(struct tcp_conn *conn)
 {
@@ -498,10 +498,11 @@ static bool stage_take(struct tcp_conn *conn)
 
 	if (weft_likely(conn->rbuf))
 		return true;
-	if (ep && ep->stage_spare) {
-		conn->rbuf = ep->stage_spare;
-		conn->rbuf_size = ep->stage_spare_size;
-		ep->stage_spare = NULL;
+	if (ep && ep->nstage_spare) {
+		unsigned int i = --ep->nstage_spare;
+
+		conn->rbuf = ep->stage_spare[i].buf;
+		conn->rbuf_size = ep->stage_spare[i].size;
 	} else {
 		conn->rbuf = malloc(TCP_STAGE_MIN);
 		if (!conn->rbuf)
@@ -520,13 +521,21 @@ static void stage_idle(struct tcp_conn *conn)
 	if (!conn->rbuf || conn->rstart != conn->rend || !ep ||
 	    conn->rx_state == TCP_RX_STAGE || conn->rx_state == TCP_RX_HANDOFF)
 		return;
-	/* The larger of the two stays spare. */
-	if (ep->stage_spare && ep->stage_spare_size >= conn->rbuf_size) {
-		free(conn->rbuf);
+	if (ep->nstage_spare < TCP_STAGE_SPARES) {
+		ep->stage_spare[ep->nstage_spare].buf = conn->rbuf;
+		ep->stage_spare[ep->nstage_spare].size = conn->rbuf_size;
+		ep->nstage_spare++;
 	} else {
-		free(ep->stage_spare);
-		ep->stage_spare = conn->rbuf;
-		ep->stage_spare_size = conn->rbuf_size;
+		/* The larger stays spare: the last slot's if it is smaller. */
+		unsigned int i = TCP_STAGE_SPARES - 1;
+
+		if (ep->stage_spare[i].size < conn->rbuf_size) {
+			free(ep->stage_spare[i].buf);
+			ep->stage_spare[i].buf = conn->rbuf;
+			ep->stage_spare[i].size = conn->rbuf_size;
+		} else {
+			free(conn->rbuf);
+		}
 	}
 	conn->rbuf = NULL;
 	conn->rbuf_size = conn->rstart = conn->rend = 0;

@@ -843,7 +843,8 @@ static int tcp_ep_close(struct fid *fid)
 		dlist_remove(e);
 		tcp_conn_free(conn);
 	}
-	free(ep->stage_spare);
+	while (ep->nstage_spare)
+		free(ep->stage_spare[--ep->nstage_spare].buf);
 	if (ep->lfd >= 0)
 		close(ep->lfd);
 	if (ep->own_set && ep->epfd >= 0)
