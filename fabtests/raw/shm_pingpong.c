@@ -2,11 +2,16 @@
 /*
  * fi_raw_shm_pingpong: the machine's shared-memory limit for the pingpong
  * tests.  One invocation forks a peer; the two processes share an
- * anonymous mapping holding a request and a reply buffer, each next to a
- * sequence number on its own cache line.  A transfer is a memcpy into the
- * shared buffer and a release store of the sequence number; the peer
- * busy-polls with acquire loads and copies the data out.  At 64 bytes and
- * below this is a cache-line pingpong.  Run it without a server address.
+ * anonymous mapping holding each side's message buffer, each next to a
+ * sequence number on its own cache line.  A transfer is one copy: the
+ * sender's message already lies in the shared mapping (as an application
+ * buffer that a single-copy transport such as CMA reads in place), the
+ * sender publishes it with a release store of the sequence number, and
+ * the peer busy-polls with acquire loads and copies the message into its
+ * own buffer, from which it sends the reply the same way.  No library can
+ * move a message between two processes with less: a copy into a shared
+ * buffer and another out of it would be two.  At 64 bytes and below this
+ * is a cache-line pingpong.  Run it without a server address.
  */
 #include <signal.h>
 #include <stdalign.h>
@@ -34,8 +39,9 @@ struct chan {
 	alignas(64) char data[];
 };
 
+/* req: the initiator's message, rep: the peer's; each side's own buffer
+ * is the one it sends from, and it copies the other's into it. */
 static struct chan *req, *rep;
-static char *local;
 static bool child;
 static pid_t parent;
 
@@ -71,15 +77,15 @@ static int pp_run(size_t size, int count, uint64_t base)
 		j = base + i + 1;
 		if (!child) {
 			if (ft.opts.verify)
-				ft_fill(local, size, j);
-			memcpy(req->data, local, size);
+				ft_fill(req->data, size, j);
 			atomic_store_explicit(&req->seq, j, memory_order_release);
 			ret = wait_seq(rep, j);
 			if (ret)
 				return ret;
-			memcpy(local, rep->data, size);
+			memcpy(req->data, rep->data, size);
 			if (ft.opts.verify) {
-				ret = ft_check(local, size, j ^ 0x5a5a, "reply");
+				ret = ft_check(req->data, size, j ^ 0x5a5a,
+					       "reply");
 				if (ret)
 					return ret;
 			}
@@ -87,14 +93,13 @@ static int pp_run(size_t size, int count, uint64_t base)
 			ret = wait_seq(req, j);
 			if (ret)
 				return ret;
-			memcpy(local, req->data, size);
+			memcpy(rep->data, req->data, size);
 			if (ft.opts.verify) {
-				ret = ft_check(local, size, j, "request");
+				ret = ft_check(rep->data, size, j, "request");
 				if (ret)
 					return ret;
-				ft_fill(local, size, j ^ 0x5a5a);
+				ft_fill(rep->data, size, j ^ 0x5a5a);
 			}
-			memcpy(rep->data, local, size);
 			atomic_store_explicit(&rep->seq, j, memory_order_release);
 		}
 	}
@@ -140,8 +145,7 @@ int main(int argc, char **argv)
 	len = 2 * chan_size;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	local = malloc(max + 1);
-	if (map == MAP_FAILED || !local) {
+	if (map == MAP_FAILED) {
 		ft_err("mmap of %zu bytes failed", len);
 		return 1;
 	}
@@ -168,6 +172,5 @@ int main(int argc, char **argv)
 		ret = -FI_EIO;
 	}
 	munmap(map, len);
-	free(local);
 	return ft_exit(ret);
 }
