@@ -49,7 +49,10 @@ struct udp_rx {
 struct udp_ep {
 	struct util_ep base; /* first */
 	int fd;
-	int epfd; /* the socket and the groups' sockets: the wait fd */
+	/* The socket and the groups' sockets: the wait fd, made when a wait
+	 * object first asks for it (an fd in an epoll set costs every
+	 * arriving datagram a wakeup callback). */
+	int epfd;
 	struct sockaddr_storage name;
 	socklen_t namelen;
 	size_t max_msg;
@@ -330,8 +333,20 @@ static int rx_drain(struct udp_ep *ep, int fd)
 		size_t run = WEFT_MIN(ep->rx_head - ep->rx_tail,
 				      ep->rx_size - i);
 
-		n = recvmmsg(fd, &ep->rx_hdr[i], (unsigned int)run,
-			     MSG_DONTWAIT | MSG_TRUNC, NULL);
+		/* One posted slot (a pingpong's): recvmsg, which costs the
+		 * kernel less than a recvmmsg of one, found empty or not. */
+		if (run == 1) {
+			struct mmsghdr *h = &ep->rx_hdr[i];
+			ssize_t got = recvmsg(fd, &h->msg_hdr,
+					      MSG_DONTWAIT | MSG_TRUNC);
+
+			n = got < 0 ? -1 : 1;
+			if (got >= 0)
+				h->msg_len = (unsigned int)got;
+		} else {
+			n = recvmmsg(fd, &ep->rx_hdr[i], (unsigned int)run,
+				     MSG_DONTWAIT | MSG_TRUNC, NULL);
+		}
 		if (n < 0) {
 			/* An ICMP error from an earlier send: no datagram. */
 			if (errno == ECONNREFUSED || errno == EINTR)
@@ -363,12 +378,36 @@ static int udp_progress(struct util_ep *base)
 	return done;
 }
 
+/* Called under the endpoint lock (a bind), as join and leave are. */
 static int udp_wait_fds(struct util_ep *base, int *fds)
 {
 	struct udp_ep *ep = container_of(base, struct udp_ep, base);
+	struct epoll_event ev = { .events = EPOLLIN };
+	unsigned int i;
+	int epfd, err;
 
+	if (ep->epfd < 0) {
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (epfd < 0)
+			return weft_errno(errno);
+		ev.data.fd = ep->fd;
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, ep->fd, &ev))
+			goto err;
+		for (i = 0; i < UDP_MC_MAX; i++) {
+			if (!ep->mc[i] || ep->mc[i]->fd < 0)
+				continue;
+			ev.data.fd = ep->mc[i]->fd;
+			if (epoll_ctl(epfd, EPOLL_CTL_ADD, ep->mc[i]->fd, &ev))
+				goto err;
+		}
+		ep->epfd = epfd;
+	}
 	fds[0] = ep->epfd;
 	return 1;
+err:
+	err = errno;
+	close(epfd);
+	return weft_errno(err);
 }
 
 /* Receives still posted at close complete as canceled. */
@@ -437,7 +476,7 @@ static int udp_mc_close(struct fid *fid)
 	util_ep_lock(&ep->base);
 	ep->mc[mc->index] = NULL;
 	ep->nmc--;
-	if (mc->fd >= 0)
+	if (mc->fd >= 0 && ep->epfd >= 0)
 		epoll_ctl(ep->epfd, EPOLL_CTL_DEL, mc->fd, NULL);
 	util_ep_unlock(&ep->base);
 	if (mc->fd >= 0)
@@ -524,7 +563,7 @@ static int udp_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 		ret = -FI_ENOSPC;
 		goto err_close;
 	}
-	if (mc->fd >= 0) {
+	if (mc->fd >= 0 && ep->epfd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
 		ev.data.fd = mc->fd;
@@ -722,7 +761,6 @@ static int udp_socket(struct udp_ep *ep, const struct fi_info *info,
 		      uint32_t addr_format)
 {
 	struct sockaddr_storage src = { 0 };
-	struct epoll_event ev = { .events = EPOLLIN };
 	int family = addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
 	int one = 1;
 
@@ -751,12 +789,6 @@ static int udp_socket(struct udp_ep *ep, const struct fi_info *info,
 			       sizeof(one)))
 			return weft_errno(errno);
 	}
-	ep->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (ep->epfd < 0)
-		return weft_errno(errno);
-	ev.data.fd = ep->fd;
-	if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->fd, &ev))
-		return weft_errno(errno);
 	return 0;
 }
 
