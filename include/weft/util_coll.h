@@ -71,6 +71,9 @@ int util_av_set_open(struct fid_av *av, struct fi_av_set_attr *attr,
  * positive FI_E* code: FI_ETRUNC for a longer message than the step
  * takes, FI_EINVAL for a shorter one). */
 void util_coll_xfer_done(struct util_rdm_ep *ep, void *ctx, int err);
+/* The engine: the peer at addr is gone and nothing more of it will
+ * arrive (progress, lock held): the steps that wait for it fail. */
+void util_coll_peer_gone(struct util_rdm_ep *ep, fi_addr_t addr);
 /* Progress, when ep->coll_retry: post the steps that waited for room.
  * How many operations moved. */
 int util_coll_retry(struct util_rdm_ep *ep);

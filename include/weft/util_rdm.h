@@ -634,11 +634,18 @@ int util_rdm_ep_control(struct fid *fid, int command, void *arg);
  * buf stays the caller's until then.  Returns 0, -FI_EAGAIN (no transmit
  * or receive left now: post again later) or another error (nothing
  * posted).
+ *
+ * A send with err not 0 carries no data but that code (a member whose
+ * operation failed tells those that wait for its data): the receive it
+ * matches ends with err.  A receive names the member it waits for (src):
+ * once that peer is gone and everything it sent was offered, a receive
+ * still waiting for it will never be matched, and the engine calls
+ * util_coll_peer_gone from progress.
  */
 int util_rdm_coll_send(struct util_rdm_ep *ep, fi_addr_t dest, uint64_t tag,
-		       const void *buf, size_t len, void *ctx);
-int util_rdm_coll_recv(struct util_rdm_ep *ep, uint64_t tag, void *buf,
-		       size_t len, void *ctx);
+		       const void *buf, size_t len, int err, void *ctx);
+int util_rdm_coll_recv(struct util_rdm_ep *ep, fi_addr_t src, uint64_t tag,
+		       void *buf, size_t len, void *ctx);
 /* Take back the receives posted with ctx that nothing matched yet (they
  * end unreported); how many. */
 size_t util_rdm_coll_cancel(struct util_rdm_ep *ep, void *ctx);
@@ -766,11 +773,13 @@ static inline bool util_rdm_tx_waiting(const struct util_rdm_ep *ep)
 	return !dlist_empty(&ep->tx_waiting);
 }
 
-/* Whether any posted receive waits for one peer only (FI_DIRECTED_RECV):
- * a transport that learns of deaths by looking should look then too. */
+/* Whether any posted receive waits for one peer only (FI_DIRECTED_RECV,
+ * or a collective's step, which waits for one member): a transport that
+ * learns of deaths by looking should look then too. */
 static inline bool util_rdm_rx_directed(const struct util_rdm_ep *ep)
 {
-	return ep->rxq->msgq.posted_directed || ep->rxq->tagq.posted_directed;
+	return ep->rxq->msgq.posted_directed || ep->rxq->tagq.posted_directed ||
+	       ep->rxq->collq.nposted;
 }
 
 /* Whether ep is an endpoint or a context of the engine's (its fid_ep

@@ -260,9 +260,14 @@ int util_av_set_open(struct fid_av *av_fid, struct fi_av_set_attr *attr,
 
 /* ---- groups and operations ---------------------------------------------- */
 
-/* One transfer of a round: to or from rank peer, step labelling it. */
+struct coll_op;
+
+/* One transfer of a round: to or from rank peer, step labelling it.  Its
+ * address is the engine's context for it. */
 struct coll_xfer {
+	struct coll_op *op;
 	bool send;
+	bool done; /* posted and ended */
 	uint8_t step;
 	uint32_t peer;
 	void *buf;
@@ -303,6 +308,10 @@ struct coll_op {
 	size_t posted;	/* of the current round */
 	size_t pending; /* posted, not ended */
 	int err;	/* first error, positive */
+	/* After an error: the next transfer whose receiver is told of it
+	 * (coll_tell), once the telling began. */
+	bool telling;
+	size_t tell_at;
 	bool busy;	/* advance runs: calls from inside it only count */
 	void *tmp;	/* scratch, freed with the op */
 };
@@ -380,6 +389,8 @@ static int xfer_add(struct coll_op *op, bool send, uint32_t peer,
 		op->cap_xfers = cap;
 	}
 	x = &op->xfers[op->nxfers++];
+	x->op = op;
+	x->done = false;
 	x->send = send;
 	x->peer = peer;
 	x->step = step;
@@ -734,6 +745,67 @@ static void op_wait_room(struct coll_op *op)
 	ep->coll_retry = true;
 }
 
+/* Take back the current round's receives still waiting (from rank from
+ * alone, or all: UINT32_MAX); whether one was. */
+static bool coll_cancel_recvs(struct coll_op *op, uint32_t from)
+{
+	struct util_rdm_ep *ep = op->mc->ep;
+	struct coll_round *r;
+	struct coll_xfer *x;
+	bool any = false;
+	size_t k;
+
+	if (op->cur >= op->nrounds)
+		return false;
+	r = &op->rounds[op->cur];
+	for (k = 0; k < op->posted; k++) {
+		x = &op->xfers[r->first + k];
+		if (x->send || x->done || (from != UINT32_MAX && x->peer != from))
+			continue;
+		if (util_rdm_coll_cancel(ep, x)) {
+			x->done = true;
+			op->pending--;
+			any = true;
+		}
+	}
+	return any;
+}
+
+/*
+ * The operation failed: each send it has not made yet goes as an empty
+ * message carrying the error, so that the member waiting for it fails
+ * too and tells those waiting for it in turn, and no member waits for
+ * ever for data that will not come.  Members that need nothing of this
+ * one finish as they would.  Returns false when a transmit must be
+ * waited for (op_wait_room).
+ */
+static bool coll_tell(struct coll_op *op)
+{
+	struct coll_mc *mc = op->mc;
+	struct coll_xfer *x;
+	int ret;
+
+	if (!op->telling) {
+		op->telling = true;
+		op->tell_at = op->cur < op->nrounds ?
+				      op->rounds[op->cur].first + op->posted :
+				      op->nxfers;
+	}
+	for (; op->tell_at < op->nxfers; op->tell_at++) {
+		x = &op->xfers[op->tell_at];
+		if (!x->send)
+			continue;
+		ret = util_rdm_coll_send(mc->ep, mc->addr[x->peer],
+					 coll_tag(mc, op->seq, x->step,
+						  mc->rank),
+					 NULL, 0, op->err, NULL);
+		if (ret == -FI_EAGAIN)
+			return false;
+		/* Another error: that member is gone, or cannot be told. */
+	}
+	return true;
+}
+
 /* Post what the current round still has to post, run the rounds whose
  * transfers are over, finish.  Called again by each transfer's end; a
  * call from inside (a transfer that ends while it is posted) only
@@ -760,9 +832,11 @@ static void op_advance(struct coll_op *op)
 			ret = x->send ? util_rdm_coll_send(ep,
 							   mc->addr[x->peer],
 							   tag, x->buf, x->len,
-							   op) :
-					util_rdm_coll_recv(ep, tag, x->buf,
-							   x->len, op);
+							   0, x) :
+					util_rdm_coll_recv(ep,
+							   mc->addr[x->peer],
+							   tag, x->buf, x->len,
+							   x);
 			if (ret) {
 				op->pending--;
 				if (ret == -FI_EAGAIN) {
@@ -785,9 +859,17 @@ static void op_advance(struct coll_op *op)
 		op->cur++;
 		op->posted = 0;
 	}
-	/* A failed step: what waits for a message will wait for ever. */
-	if (op->err && op->pending)
-		op->pending -= util_rdm_coll_cancel(ep, op);
+	if (op->err) {
+		/* A failed step: what waits for a message will wait for
+		 * ever, and the members this one would send to next learn
+		 * of the error instead. */
+		coll_cancel_recvs(op, UINT32_MAX);
+		if (!coll_tell(op)) {
+			op_wait_room(op);
+			op->busy = false;
+			return;
+		}
+	}
 	op->busy = false;
 	if (!op->pending && (op->err || op->cur == op->nrounds)) {
 		if (!dlist_empty(&op->entry))
@@ -798,13 +880,46 @@ static void op_advance(struct coll_op *op)
 
 void util_coll_xfer_done(struct util_rdm_ep *ep, void *ctx, int err)
 {
-	struct coll_op *op = ctx;
+	struct coll_xfer *x = ctx;
+	struct coll_op *op;
 
 	(void)ep;
+	if (!x) /* telling a member of an error (coll_tell) */
+		return;
+	x->done = true;
+	op = x->op;
 	op->pending--;
 	if (err && !op->err)
 		op->err = err;
 	op_advance(op);
+}
+
+void util_coll_peer_gone(struct util_rdm_ep *ep, fi_addr_t addr)
+{
+	struct util_coll_ep *c = ep->coll;
+	struct dlist_entry *e, *tmp;
+	struct coll_mc *mc;
+	struct coll_op *op;
+	uint32_t r;
+	size_t i;
+
+	for (i = 0; i < c->nmc; i++) {
+		mc = c->mc[i];
+		if (!mc)
+			continue;
+		for (r = 0; r < mc->n && mc->addr[r] != addr; r++)
+			;
+		if (r == mc->n || r == mc->rank)
+			continue;
+		dlist_foreach_safe(&mc->ops, e, tmp) {
+			op = container_of(e, struct coll_op, mc_entry);
+			if (op->busy || !coll_cancel_recvs(op, r))
+				continue;
+			if (!op->err)
+				op->err = FI_ECONNRESET;
+			op_advance(op);
+		}
+	}
 }
 
 int util_coll_retry(struct util_rdm_ep *ep)

@@ -6,6 +6,7 @@
  */
 #include "weft/util_rdm.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +53,10 @@ static void rx_complete(struct util_rdm_ep *ep, struct util_rdm_rx *rx,
 		/* A collective's step takes exactly what it posted. */
 		void *ctx = rx->m.context;
 
-		if (!err && res->olen)
+		/* A member that failed says so instead of its data. */
+		if (!err && (msg_flags & UTIL_RDM_CQ_DATA))
+			err = data && data <= INT_MAX ? (int)data : FI_EIO;
+		else if (!err && res->olen)
 			err = FI_ETRUNC;
 		else if (!err && res->len != rx->m.len)
 			err = FI_EINVAL;
@@ -537,8 +541,8 @@ out:
 	return ret;
 }
 
-int util_rdm_coll_recv(struct util_rdm_ep *ep, uint64_t tag, void *buf,
-		       size_t len, void *ctx)
+int util_rdm_coll_recv(struct util_rdm_ep *ep, fi_addr_t src, uint64_t tag,
+		       void *buf, size_t len, void *ctx)
 {
 	struct util_rdm_rxq *rq = ep->rxq;
 	struct util_rdm_rx *rx;
@@ -556,7 +560,12 @@ int util_rdm_coll_recv(struct util_rdm_ep *ep, uint64_t tag, void *buf,
 	memset(rx->desc, 0, sizeof(rx->desc));
 	util_rx_entry_init(&rx->m, FI_ADDR_UNSPEC, tag, 0, 0, ctx, len);
 	r = rx_post(&rq->collq, rx, 0);
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	/* Not taken by an early arrival: it waits for src. */
+	if (r == 0)
+		rx_directed_check(ep, src);
+	return 0;
 }
 
 size_t util_rdm_coll_cancel(struct util_rdm_ep *ep, void *ctx)
@@ -749,14 +758,14 @@ void rx_fail_gone(struct util_rdm_ep *ep)
 {
 	struct util_match *queues[] = { &ep->rxq->msgq, &ep->rxq->tagq };
 	struct util_rx_entry *m;
-	struct dlist_entry *e;
+	struct dlist_entry *e, *tmp;
 	bool waiting = false;
 	size_t i;
 
 	ep->rx_gone = false;
 	if (!util_rdm_rx_directed(ep))
 		return;
-	dlist_foreach(&ep->peers.list, e) {
+	dlist_foreach_safe(&ep->peers.list, e, tmp) {
 		struct util_peer *peer =
 			container_of(e, struct util_peer, entry);
 
@@ -772,8 +781,10 @@ void rx_fail_gone(struct util_rdm_ep *ep)
 			while ((m = util_match_pop_from(queues[i],
 							peer->fi_addr)))
 				rx_fail(ep, m, FI_ECONNRESET);
+		if (ep->coll)
+			util_coll_peer_gone(ep, peer->fi_addr);
 	}
-	ep->rx_gone = waiting;
+	ep->rx_gone |= waiting;
 }
 
 /* ---- the receive state --------------------------------------------------- */

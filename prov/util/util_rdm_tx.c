@@ -694,7 +694,7 @@ ssize_t rdm_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
 /* ---- the collectives' own messages ---------------------------------------- */
 
 int util_rdm_coll_send(struct util_rdm_ep *ep, fi_addr_t dest, uint64_t tag,
-		       const void *buf, size_t len, void *ctx)
+		       const void *buf, size_t len, int err, void *ctx)
 {
 	struct util_rdm_tx *tx;
 	struct util_peer *peer;
@@ -724,6 +724,10 @@ int util_rdm_coll_send(struct util_rdm_ep *ep, fi_addr_t dest, uint64_t tag,
 	tx->hdr.op = UTIL_RDM_COLL;
 	tx->hdr.tag = tag;
 	tx->hdr.len = len;
+	if (weft_unlikely(err)) {
+		tx->hdr.flags = UTIL_RDM_CQ_DATA;
+		tx->hdr.data = (uint64_t)err;
+	}
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
 	ret = tx_submit(ep, tx);
 	if (ret)

@@ -840,9 +840,100 @@ static void coll_world(struct cf_fix *f, int rank, int n,
 	cf_expect_none(f, 0, 50);
 }
 
+/* ---- a member that leaves -------------------------------------------------- */
+
+/* One int64 allreduce (FI_SUM) of v on the group at coll; its
+ * completion. */
+static struct cf_comp coll_sum(struct cf_fix *f, fi_addr_t coll, int64_t v,
+			       int64_t *res)
+{
+	struct fi_context2 ctx;
+
+	*res = -1;
+	cf_post(f, fi_allreduce(f->ep[0].ep, &v, 1, NULL, res, NULL, coll,
+				FI_INT64, FI_SUM, 0, &ctx));
+	return cf_wait_ctx(f, 0, &ctx);
+}
+
+/*
+ * The last of n members takes part in a barrier and an allreduce, then
+ * closes and exits at once: the others' allreduce completes all the
+ * same, with the right sum (a member that leaves after its part is no
+ * failure).  Rank 0 reaps it and tells the others (go_fd); then a
+ * barrier and an allreduce of the group fail on every member left,
+ * within the wait (no member waits for ever for the one that is gone),
+ * and a group of the members left works.
+ */
+static void coll_gone_world(struct cf_fix *f, int rank, int n,
+			    struct peer_link *peers, int go_fd)
+{
+	struct fid_av_set *set, *rest;
+	struct fid_mc *mc, *mc2;
+	struct fi_context2 jctx, bctx;
+	struct cf_comp c;
+	int64_t sum;
+	char b;
+	int i;
+
+	set = coll_set(f, 0, (fi_addr_t)n - 1, 1);
+	mc = coll_join(f, 0, set, &jctx);
+	coll_wait_joins(f, &mc, (void *[]){&jctx}, 1);
+	cf_post(f, fi_barrier(f->ep[0].ep, fi_mc_addr(mc), &bctx));
+	coll_done(f, 0, &bctx, "fi_barrier of all");
+	c = coll_sum(f, fi_mc_addr(mc), rank + 1, &sum);
+	cf_assert(!c.err, "allreduce of all, rank %d: error %d (%s)", rank,
+		  c.err, fi_strerror(c.err));
+	cf_assert(sum == (int64_t)n * (n + 1) / 2,
+		  "allreduce of all, rank %d: %lld, want %d", rank,
+		  (long long)sum, n * (n + 1) / 2);
+	if (rank == n - 1) {
+		/* gone: no close of the group, the set or the endpoint */
+		_exit(0);
+	}
+	if (rank == 0) {
+		int status = cf_reap(&peers[n - 1], CF_WAIT_MS);
+
+		cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+			  "member %d ended with status 0x%x", n - 1, status);
+		b = 'G';
+		for (i = 1; i < n - 1; i++)
+			cf_write_all(peers[i].wfd, &b, 1);
+	} else {
+		cf_read_all(go_fd, &b, 1, CF_WAIT_MS);
+	}
+
+	cf_post(f, fi_barrier(f->ep[0].ep, fi_mc_addr(mc), &bctx));
+	c = cf_wait_ctx(f, 0, &bctx);
+	cf_assert(c.err, "rank %d: fi_barrier of a group whose member %d is "
+		  "gone completed without an error", rank, n - 1);
+	cf_note("barrier without member %d: rank %d: %s", n - 1, rank,
+		fi_strerror(c.err));
+	c = coll_sum(f, fi_mc_addr(mc), rank + 1, &sum);
+	cf_assert(c.err, "rank %d: allreduce of a group whose member %d is "
+		  "gone completed without an error (%lld)", rank, n - 1,
+		  (long long)sum);
+
+	rest = coll_set(f, 0, (fi_addr_t)n - 2, 1);
+	mc2 = coll_join(f, 0, rest, &jctx);
+	coll_wait_joins(f, &mc2, (void *[]){&jctx}, 1);
+	cf_post(f, fi_barrier(f->ep[0].ep, fi_mc_addr(mc2), &bctx));
+	coll_done(f, 0, &bctx, "fi_barrier of the members left");
+	c = coll_sum(f, fi_mc_addr(mc2), rank + 1, &sum);
+	cf_assert(!c.err, "allreduce of the members left, rank %d: error %d "
+		  "(%s)", rank, c.err, fi_strerror(c.err));
+	cf_assert(sum == (int64_t)(n - 1) * n / 2,
+		  "allreduce of the members left, rank %d: %lld, want %d",
+		  rank, (long long)sum, (n - 1) * n / 2);
+
+	cf_ok(fi_close(&mc2->fid));
+	cf_ok(fi_close(&mc->fid));
+	cf_ok(fi_close(&rest->fid));
+	cf_ok(fi_close(&set->fid));
+}
+
 bool cf_coll_is_role(const char *role)
 {
-	return !strcmp(role, "coll_member");
+	return !strcmp(role, "coll_member") || !strcmp(role, "coll_gone");
 }
 
 /* A member process: its name out, then its rank, the size and every
@@ -854,7 +945,6 @@ int cf_coll_peer_main(const char *role)
 	uint32_t rank, n, i;
 	char b;
 
-	(void)role;
 	cf_open(&f, cf_prov, &coll_opts);
 	cf_send_name(PEER_OUT, &f.ep[0]);
 	cf_read_all(PEER_IN, &rank, sizeof(rank), CF_WAIT_MS);
@@ -865,29 +955,30 @@ int cf_coll_peer_main(const char *role)
 		cf_assert(cf_insert_name(&f, &names[i]) == i,
 			  "member %u's fi_addr_t is not %u", i, i);
 	}
-	/* The last rank enters the ordered barrier when told. */
-	coll_world(&f, (int)rank, (int)n, NULL, rank == n - 1 ? PEER_IN : -1);
+	if (!strcmp(role, "coll_gone"))
+		coll_gone_world(&f, (int)rank, (int)n, NULL, PEER_IN);
+	else /* The last rank enters the ordered barrier when told. */
+		coll_world(&f, (int)rank, (int)n, NULL,
+			   rank == n - 1 ? PEER_IN : -1);
 	b = 'D';
 	cf_write_all(PEER_OUT, &b, 1);
 	cf_close(&f);
 	return 0;
 }
 
-static int coll_procs(const char *prov, int n)
+/* Members 1 .. n - 1 of the role started, and every member's name in
+ * every member's AV at its rank. */
+static void coll_spawn(struct cf_fix *f, int n, struct peer_link *peers,
+		       const char *role)
 {
-	struct peer_link peers[COLL_MAX];
 	struct peer_name names[COLL_MAX];
-	struct cf_fix f;
 	uint32_t r, nn = (uint32_t)n;
-	int i, k, status;
-	char b;
+	int i, k;
 
-	coll_skip_contexts();
-	cf_open(&f, prov, &coll_opts);
 	for (i = 1; i < n; i++)
-		cf_spawn_peer("coll_member", &peers[i]);
-	names[0].len = (uint32_t)f.ep[0].namelen;
-	memcpy(names[0].v, f.ep[0].name, f.ep[0].namelen);
+		cf_spawn_peer(role, &peers[i]);
+	names[0].len = (uint32_t)f->ep[0].namelen;
+	memcpy(names[0].v, f->ep[0].name, f->ep[0].namelen);
 	for (i = 1; i < n; i++)
 		cf_read_name(peers[i].rfd, &names[i]);
 	for (i = 1; i < n; i++) {
@@ -901,10 +992,17 @@ static int coll_procs(const char *prov, int n)
 		}
 	}
 	for (i = 0; i < n; i++)
-		cf_assert(cf_insert_name(&f, &names[i]) == (fi_addr_t)i,
+		cf_assert(cf_insert_name(f, &names[i]) == (fi_addr_t)i,
 			  "member %d's fi_addr_t is not %d", i, i);
-	coll_world(&f, 0, n, peers, -1);
-	for (i = 1; i < n; i++) {
+}
+
+/* Members 1 .. last - 1 said they are done, and exited well. */
+static void coll_reap(struct peer_link *peers, int last)
+{
+	int i, status;
+	char b;
+
+	for (i = 1; i < last; i++) {
 		cf_read_all(peers[i].rfd, &b, 1, 3 * CF_WAIT_MS);
 		status = cf_reap(&peers[i], CF_WAIT_MS);
 		cf_assert(WIFEXITED(status) && !WEXITSTATUS(status),
@@ -912,6 +1010,35 @@ static int coll_procs(const char *prov, int n)
 		close(peers[i].wfd);
 		close(peers[i].rfd);
 	}
+}
+
+static int case_coll_gone(const char *prov)
+{
+	struct peer_link peers[COLL_MAX];
+	struct cf_fix f;
+	int n = 4;
+
+	coll_skip_contexts();
+	cf_open(&f, prov, &coll_opts);
+	coll_spawn(&f, n, peers, "coll_gone");
+	coll_gone_world(&f, 0, n, peers, -1);
+	close(peers[n - 1].wfd);
+	close(peers[n - 1].rfd);
+	coll_reap(peers, n - 1);
+	cf_close(&f);
+	return 0;
+}
+
+static int coll_procs(const char *prov, int n)
+{
+	struct peer_link peers[COLL_MAX];
+	struct cf_fix f;
+
+	coll_skip_contexts();
+	cf_open(&f, prov, &coll_opts);
+	coll_spawn(&f, n, peers, "coll_member");
+	coll_world(&f, 0, n, peers, -1);
+	coll_reap(peers, n);
 	cf_close(&f);
 	return 0;
 }
@@ -1227,5 +1354,11 @@ const struct cf_case cf_cases_coll[] = {
     {"coll_3", "3 processes: every collective, results checked", case_coll_3},
     {"coll_4", "4 processes: every collective, results checked", case_coll_4},
     {"coll_8", "8 processes: every collective, results checked", case_coll_8},
+    {"coll_gone",
+     "4 processes, the last exits right after an allreduce: the others' "
+     "completes with the right sum; then a barrier and an allreduce of the "
+     "group fail on each member left, none waits for ever; a group of the "
+     "members left works",
+     case_coll_gone},
     {NULL, NULL, NULL},
 };
