@@ -34,6 +34,7 @@
 #include <sys/random.h>
 #include <sys/timerfd.h>
 #include <time.h>
+#include <linux/errqueue.h>
 #include <unistd.h>
 
 #include "weft/stubs.h"
@@ -50,6 +51,11 @@
 #define UDPX_ACK_EVERY 32 /* packets received before an ack goes at once */
 #define UDPX_RTO_MAX_MS 1000
 #define UDPX_SOCKBUF (4u << 20)
+/* A peer found gone: sends to it fail this long, then try it again. */
+#define UDPX_DEAD_MS 500
+/* While receives wait for one peer only, the peers are probed this
+ * often: one that went away is told by ICMP. */
+#define UDPX_PROBE_MS 100
 
 struct udpx_ep;
 
@@ -95,11 +101,11 @@ struct udpx_peer {
 	size_t cur_off;
 	uint64_t last_ack_ns; /* when una last moved */
 	uint32_t rto_ms;
-	uint32_t ndack;
-	struct {
+	uint32_t ndack, dack_max;
+	struct udpx_dack {
 		uint64_t tx_id;
 		int err;
-	} dack[UDPX_DACK_MAX];
+	} *dack; /* delivery acknowledgements waiting for the window */
 	/* receiving */
 	bool rx_known;
 	uint32_t rx_epoch;
@@ -111,6 +117,10 @@ struct udpx_peer {
 	} rslot[UDPX_WIN];
 	struct udpx_stash *cur;
 	bool stalled; /* the engine refused the packet at dlv_nxt */
+	/* Failed (no answer, or nobody at its port): sends fail with it
+	 * until it is heard from again, or dead_until passed. */
+	int dead_err;
+	uint64_t dead_until;
 	bool ack_due;
 	uint64_t ack_at;
 };
@@ -121,6 +131,8 @@ struct udpx_ep {
 	bool reliable;
 	int fd, epfd, tfd;
 	bool timer_armed;
+	bool icmp; /* an ICMP error waits in the socket's error queue */
+	uint64_t probe_at;
 	struct sockaddr_storage name;
 	socklen_t namelen;
 	uint32_t epoch;
@@ -192,6 +204,23 @@ static void active_add(struct udpx_ep *ep, struct udpx_peer *p)
 	}
 }
 
+/* Sends to a failed peer fail, for a while. */
+static inline int peer_dead(struct udpx_ep *ep, struct udpx_peer *p)
+{
+	if (weft_likely(!p->dead_err))
+		return 0;
+	/* A new insert of its address: maybe a new process there. */
+	if (p->peer.fresh) {
+		p->peer.fresh = false;
+		p->dead_err = 0;
+		return 0;
+	}
+	if (now_ns() < p->dead_until)
+		return -p->dead_err;
+	p->dead_err = 0;
+	return 0;
+}
+
 /* ---- the wire ----------------------------------------------------------- */
 
 static inline void hdr_init(struct udpx_ep *ep, struct udpx_hdr *h,
@@ -233,8 +262,10 @@ static int xmit(struct udpx_ep *ep, const void *dest, struct iovec *iov,
 		return 0;
 	do
 		r = sendmsg(ep->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	/* An ICMP error of an earlier datagram: not this one's. */
-	while (weft_unlikely(r < 0) && (errno == ECONNREFUSED || errno == EINTR));
+	/* An ICMP error of an earlier datagram: not this one's (its
+	 * address waits in the error queue). */
+	while (weft_unlikely(r < 0) &&
+	       (errno == ECONNREFUSED ? (ep->icmp = true) : errno == EINTR));
 	return weft_likely(r >= 0) ? 0 : udpx_errno(errno);
 }
 
@@ -364,10 +395,13 @@ static void pump(struct udpx_ep *ep, struct udpx_peer *p)
 			/* The sender waits for this one's acknowledgement. */
 			s->last = true;
 			s->hdr.flags |= UDPX_F_ACK_NOW;
+			/* Done at the DACK, not at this one's ack. */
+			if (tx->flags & FI_DELIVERY_COMPLETE)
+				s->hdr.flags |= UDPX_F_DC;
 			p->cur_tx = NULL;
 		}
 	}
-	while (p->ndack && !p->cur_tx && win_room(ep, p, 0, false)) {
+	while (p->ndack && win_room(ep, p, 0, false)) {
 		s = slot_new(ep, p, UDPX_DACK, 0);
 		s->hdr.tx_id = p->dack[0].tx_id;
 		s->hdr.data = (uint64_t)(int64_t)p->dack[0].err;
@@ -415,9 +449,13 @@ static int rel_send_eager(struct udpx_ep *ep, struct udpx_peer *p,
 	struct udpx_slot *s;
 	uint64_t end = 0;
 	uint8_t *buf = NULL;
+	int ret;
 
-	if (p->cur_tx || p->ndack)
-		return -FI_EAGAIN; /* in order behind them */
+	if (p->cur_tx)
+		return -FI_EAGAIN; /* in order behind it */
+	ret = peer_dead(ep, p);
+	if (ret)
+		return ret;
 	ep->now = now_ns();
 	npk = len ? (len + ep->pkt_max - 1) / ep->pkt_max : 1;
 	if (p->snd_nxt - p->una + npk > UDPX_WIN - UDPX_WIN_DACK ||
@@ -516,7 +554,63 @@ static void peer_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
 	FI_WARN(&udp_prov, FI_LOG_EP_DATA,
 		"peer %s: %s; its transmits fail\n", buf, fi_strerror(err));
 	tx_reset(p);
+	p->dead_err = err;
+	p->dead_until = ep->now + UDPX_DEAD_MS * 1000000ull;
 	util_rdm_fail_peer(&ep->rdm, &p->peer, err);
+}
+
+/*
+ * ICMP errors (IP_RECVERR): a datagram found nobody at a peer's port.  A
+ * peer we wait on (packets unacknowledged) fails at once, as a closed
+ * connection would.
+ */
+static void icmp_drain(struct udpx_ep *ep)
+{
+	struct sockaddr_storage sa;
+	char cbuf[512];
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	struct util_peer_map *map = &ep->rdm.peers;
+	struct sockaddr_in6 key;
+
+	ep->icmp = false;
+	for (;;) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_name = &sa;
+		mh.msg_namelen = sizeof(sa);
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		if (recvmsg(ep->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			struct sock_extended_err ee;
+			struct util_peer *peer;
+			struct udpx_peer *p;
+
+			if (!((cm->cmsg_level == IPPROTO_IP &&
+			       cm->cmsg_type == IP_RECVERR) ||
+			      (cm->cmsg_level == IPPROTO_IPV6 &&
+			       cm->cmsg_type == IPV6_RECVERR)))
+				continue;
+			memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
+			if (ee.ee_errno != ECONNREFUSED ||
+			    map->attr.addr_len > sizeof(key))
+				continue;
+			memset(&key, 0, sizeof(key));
+			memcpy(&key, &sa, map->attr.addr_len);
+			if (ep->rdm.base.av && ep->rdm.base.av->ops.normalize &&
+			    ep->rdm.base.av->ops.normalize(ep->rdm.base.av,
+							   &key, &key))
+				continue;
+			peer = util_peer_find(map, &key, 0);
+			if (!peer)
+				continue;
+			p = udpx_peer_of(peer);
+			if (p->una != p->snd_nxt || p->cur_tx || p->ndack ||
+			    util_rdm_rx_directed(&ep->rdm))
+				peer_fail(ep, p, FI_ECONNREFUSED);
+		}
+	}
 }
 
 /* ---- reliable: receiving ------------------------------------------------ */
@@ -538,11 +632,18 @@ static void stash_free(struct udpx_ep *ep, struct udpx_stash *st)
 static int dack_queue(struct udpx_ep *ep, struct udpx_peer *p,
 		      uint64_t tx_id, int err)
 {
-	if (p->ndack == UDPX_DACK_MAX) {
-		FI_WARN(&udp_prov, FI_LOG_EP_DATA,
-			"too many delivery acknowledgements waiting: one "
-			"dropped\n");
-		return -FI_EAGAIN;
+	if (p->ndack == p->dack_max) {
+		uint32_t n = p->dack_max ? 2 * p->dack_max : UDPX_DACK_MAX;
+		struct udpx_dack *d = realloc(p->dack, n * sizeof(*d));
+
+		if (!d) {
+			FI_WARN(&udp_prov, FI_LOG_EP_DATA,
+				"no memory for a delivery acknowledgement: "
+				"its sender's transmit will fail\n");
+			return -FI_ENOMEM;
+		}
+		p->dack = d;
+		p->dack_max = n;
 	}
 	p->dack[p->ndack].tx_id = tx_id;
 	p->dack[p->ndack++].err = err;
@@ -784,8 +885,10 @@ static void rel_in(struct udpx_ep *ep, uint8_t *buf, size_t n,
 		p->rx_epoch = h->epoch;
 		p->dlv_nxt = p->rcv_nxt = h->base;
 	}
-	if (weft_unlikely(p->peer.gone))
+	if (weft_unlikely(p->peer.gone || p->dead_err)) {
+		p->dead_err = 0;
 		util_rdm_peer_back(&p->peer);
+	}
 	acks_in(ep, p, h->ack, h->sack);
 	if (h->type == UDPX_ACK)
 		return;
@@ -896,8 +999,13 @@ static int udpx_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 
 	if (!ep->reliable)
 		return -FI_EMSGSIZE; /* one datagram at most */
-	if (p->cur_tx || p->ndack)
+	int ret;
+
+	if (p->cur_tx)
 		return -FI_EAGAIN;
+	ret = peer_dead(ep, p);
+	if (ret)
+		return ret;
 	ep->now = now_ns();
 	p->cur_tx = tx;
 	p->cur_off = 0;
@@ -1005,6 +1113,22 @@ static int timers(struct udpx_ep *ep)
 	return n;
 }
 
+/* Receives wait for one peer: an ACK to each peer heard from, so that
+ * one that went away is told (icmp_drain). */
+static void probe(struct udpx_ep *ep)
+{
+	struct dlist_entry *e;
+
+	ep->probe_at = ep->now + UDPX_PROBE_MS * 1000000ull;
+	dlist_foreach(&ep->rdm.peers.list, e) {
+		struct udpx_peer *p =
+			container_of(e, struct udpx_peer, peer.entry);
+
+		if (p->rx_known && !p->dead_err)
+			send_ack(ep, p);
+	}
+}
+
 static int udpx_progress(struct util_rdm_xport *xp)
 {
 	struct udpx_ep *ep = udpx_ep_of(xp);
@@ -1017,7 +1141,11 @@ static int udpx_progress(struct util_rdm_xport *xp)
 			ep->rmsg[i].msg_hdr.msg_namelen = sizeof(ep->rsrc[i]);
 		k = recvmmsg(ep->fd, ep->rmsg, UDPX_BATCH, MSG_DONTWAIT, NULL);
 		if (k <= 0) {
-			if (k < 0 && (errno == ECONNREFUSED || errno == EINTR))
+			if (k < 0 && errno == ECONNREFUSED) {
+				ep->icmp = true;
+				continue;
+			}
+			if (k < 0 && errno == EINTR)
 				continue;
 			break;
 		}
@@ -1038,6 +1166,11 @@ static int udpx_progress(struct util_rdm_xport *xp)
 		if (k < UDPX_BATCH)
 			break;
 	}
+	if (weft_unlikely(ep->icmp) && ep->reliable)
+		icmp_drain(ep);
+	if (ep->reliable && util_rdm_rx_directed(&ep->rdm) &&
+	    ep->now >= ep->probe_at)
+		probe(ep);
 	if (ep->reliable && !dlist_empty(&ep->active))
 		n += timers(ep);
 	return n;
@@ -1071,6 +1204,8 @@ static int udpx_arm(struct util_rdm_xport *xp)
 		if (p->stalled || p->snd_out != p->snd_nxt)
 			first = WEFT_MIN(first, ep->now + 1000000ull);
 	}
+	if (util_rdm_rx_directed(&ep->rdm))
+		first = WEFT_MIN(first, ep->probe_at);
 	if (first == UINT64_MAX && !ep->timer_armed)
 		return udpx_progress(xp);
 	if (first != UINT64_MAX) {
@@ -1115,6 +1250,7 @@ static void udpx_peer_fini(struct util_rdm_xport *xp, struct util_peer *peer)
 			p->cur->error = FI_ECONNRESET;
 	}
 	free(p->ring);
+	free(p->dack);
 }
 
 /* Packets that never went out yet (the socket was full). */
@@ -1199,6 +1335,49 @@ static int udpx_getname(fid_t fid, void *addr, size_t *addrlen)
 	return udp_name_copy(&ep->name, ep->namelen, addr, addrlen);
 }
 
+/* Before fi_enable: the socket moves to addr (a process that comes back
+ * under its old name). */
+static int udpx_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct udpx_ep *ep =
+		container_of(fid, struct udpx_ep, rdm.base.ep_fid.fid);
+	struct udp_domain *domain = container_of(
+		util_mr_domain_of(ep->rdm.base.domain), struct udp_domain,
+		base);
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct fi_info info = { .src_addr = addr, .src_addrlen = addrlen };
+	struct sockaddr_storage name;
+	socklen_t namelen;
+	int fd, i = 1;
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
+	    addrlen > sizeof(name))
+		return -FI_EINVAL;
+	if (ep->rdm.base.enabled)
+		return -FI_EOPBADSTATE;
+	fd = udp_socket_open(&info, domain->addr_format, &name, &namelen);
+	if (fd < 0)
+		return fd;
+	if (ep->reliable)
+		setsockopt(fd, name.ss_family == AF_INET6 ? IPPROTO_IPV6 :
+							  IPPROTO_IP,
+			   name.ss_family == AF_INET6 ? IPV6_RECVERR :
+							IP_RECVERR,
+			   &i, sizeof(i));
+	ev.data.fd = fd;
+	if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		i = weft_errno(errno);
+		close(fd);
+		return i;
+	}
+	epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+	close(ep->fd);
+	ep->fd = fd;
+	ep->name = name;
+	ep->namelen = namelen;
+	return 0;
+}
+
 static struct fi_ops udpx_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = udpx_close,
@@ -1211,7 +1390,7 @@ static struct fi_ops udpx_fi_ops = {
 
 static struct fi_ops_cm udpx_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
-	.setname = weft_no_setname,
+	.setname = udpx_setname,
 	.getname = udpx_getname,
 	.getpeer = weft_no_getpeer,
 	.connect = weft_no_connect,
@@ -1304,6 +1483,14 @@ static int udpx_setup(struct udpx_ep *ep, const struct fi_info *info,
 		setsockopt(ep->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 		if (getsockopt(ep->fd, SOL_SOCKET, SO_RCVBUF, &sz, &sl))
 			sz = 212992;
+		/* Nobody at a peer's port: told by ICMP (icmp_drain). */
+		i = 1;
+		if (ep->name.ss_family == AF_INET6)
+			setsockopt(ep->fd, IPPROTO_IPV6, IPV6_RECVERR, &i,
+				   sizeof(i));
+		else
+			setsockopt(ep->fd, IPPROTO_IP, IP_RECVERR, &i,
+				   sizeof(i));
 		ep->pkt_max = pkt_max_of(&ep->name);
 		/* The peer's buffer is taken to be as ours: fill half of it. */
 		ep->win_bytes = WEFT_MAX((size_t)sz / 4, ep->pkt_max);
