@@ -73,7 +73,7 @@ static inline struct udp_ep *udp_ep_of(struct fid_ep *ep_fid)
 	return container_of(util_ep_of(ep_fid), struct udp_ep, base);
 }
 
-static int udp_errno(int err)
+int udp_errno(int err)
 {
 	switch (err) {
 	case EAGAIN:

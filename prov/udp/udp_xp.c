@@ -180,22 +180,6 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int udpx_errno(int err)
-{
-	switch (err) {
-	case EAGAIN:
-	case ENOBUFS:
-		return -FI_EAGAIN;
-	case EMSGSIZE:
-		return -FI_EMSGSIZE;
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-		return -FI_EHOSTUNREACH;
-	default:
-		return weft_errno(err);
-	}
-}
-
 static void active_add(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	if (!p->on_active) {
@@ -266,7 +250,7 @@ static int xmit(struct udpx_ep *ep, const void *dest, struct iovec *iov,
 	 * address waits in the error queue). */
 	while (weft_unlikely(r < 0) &&
 	       (errno == ECONNREFUSED ? (ep->icmp = true) : errno == EINTR));
-	return weft_likely(r >= 0) ? 0 : udpx_errno(errno);
+	return weft_likely(r >= 0) ? 0 : udp_errno(errno);
 }
 
 /* ---- reliable: sending -------------------------------------------------- */
