@@ -87,7 +87,8 @@ static const struct {
  * is asked for: its utility provider over each core provider with MSG
  * endpoints, and the aliases (listed_name).
  */
-static const char *const listed_layered[] = { "tcp;ofi_rxm", "verbs;ofi_rxm" };
+static const char *const listed_layered[] = { "tcp;ofi_rxm", "verbs;ofi_rxm",
+					       "udp;ofi_rxd" };
 
 /* Whether `name` (len bytes) is an alias, of whichever provider. */
 static bool is_alias(const char *name, size_t len)
@@ -534,17 +535,27 @@ static int getinfo_named(const struct fi_provider *prov, const char *name,
 			 const char *service, uint64_t flags,
 			 const struct fi_info *hints, struct fi_info ***tail)
 {
-	struct fi_info *list = NULL, looked;
+	struct fi_info *list = NULL, looked, none = { 0 };
 	struct fi_ep_attr looked_ep;
+	struct fi_fabric_attr looked_fabric = { 0 };
 	struct weft_name_look look;
 	bool looks = weft_name_look(name, &look);
 	int ret;
 
-	if (looks && hints &&
-	    look_hints(prov, name, &look, hints, &looked, &looked_ep))
-		return 0;
+	/* The provider sees the name it is asked under (hints' prov_name):
+	 * one that answers to an alias may offer other entries there (udp's
+	 * datagrams under "sockets"). */
+	if (looks) {
+		if (look_hints(prov, name, &look, hints ? hints : &none,
+			       &looked, &looked_ep))
+			return 0;
+		if (hints && hints->fabric_attr)
+			looked_fabric = *hints->fabric_attr;
+		looked_fabric.prov_name = (char *)name;
+		looked.fabric_attr = &looked_fabric;
+	}
 	ret = prov->getinfo(version, node, service, flags,
-			    looks && hints ? &looked : hints, &list);
+			    looks ? &looked : hints, &list);
 	if (!ret && looks)
 		look_answers(&list, &look);
 	if (ret == -FI_ENODATA || (!ret && !list))

@@ -48,4 +48,7 @@ struct udp_domain {
 int udp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep, void *context);
 
+/* A socket call's errno as -FI_E* (a full socket buffer: -FI_EAGAIN). */
+int udp_errno(int err);
+
 #endif /* WEFT_PROV_UDP_H */

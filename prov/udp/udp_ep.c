@@ -12,7 +12,7 @@
  * first.  MSG_TRUNC makes the kernel say how long a datagram was that
  * did not fit: the receive completes with FI_ETRUNC and olen.
  */
-#include "udp.h"
+#include "udp_xp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -76,7 +76,7 @@ static inline struct udp_ep *udp_ep_of(struct fid_ep *ep_fid)
 	return container_of(util_ep_of(ep_fid), struct udp_ep, base);
 }
 
-static int udp_errno(int err)
+int udp_errno(int err)
 {
 	switch (err) {
 	case EAGAIN:
@@ -600,10 +600,10 @@ err_free:
 
 /* ---- fi_ops_cm, fi_ops_ep ----------------------------------------------- */
 
-static int udp_getname(fid_t fid, void *addr, size_t *addrlen)
+int udp_name_copy(const struct sockaddr_storage *name, socklen_t namelen,
+		  void *addr, size_t *addrlen)
 {
-	struct udp_ep *ep = container_of(fid, struct udp_ep, base.ep_fid.fid);
-	size_t len = ep->namelen;
+	size_t len = namelen;
 
 	if (!addrlen)
 		return -FI_EINVAL;
@@ -611,9 +611,16 @@ static int udp_getname(fid_t fid, void *addr, size_t *addrlen)
 		*addrlen = len;
 		return -FI_ETOOSMALL;
 	}
-	memcpy(addr, &ep->name, len);
+	memcpy(addr, name, len);
 	*addrlen = len;
 	return 0;
+}
+
+static int udp_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct udp_ep *ep = container_of(fid, struct udp_ep, base.ep_fid.fid);
+
+	return udp_name_copy(&ep->name, ep->namelen, addr, addrlen);
 }
 
 static struct fi_ops_cm udp_cm_ops = {
@@ -755,14 +762,12 @@ static struct fi_ops udp_ep_fi_ops = {
 	.ops_set = weft_no_ops_set,
 };
 
-/* The socket, bound to the info's source address (port 0: the kernel's
- * pick), sending multicast from its interface. */
-static int udp_socket(struct udp_ep *ep, const struct fi_info *info,
-		      uint32_t addr_format)
+int udp_socket_open(const struct fi_info *info, uint32_t addr_format,
+		    struct sockaddr_storage *name, socklen_t *namelen)
 {
 	struct sockaddr_storage src = { 0 };
 	int family = addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
-	int one = 1;
+	int fd, ret;
 
 	if (info->src_addr && info->src_addrlen <= sizeof(src))
 		memcpy(&src, info->src_addr, info->src_addrlen);
@@ -770,15 +775,30 @@ static int udp_socket(struct udp_ep *ep, const struct fi_info *info,
 		src.ss_family = (sa_family_t)family;
 	if (src.ss_family != family)
 		return -FI_EINVAL;
-	ep->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return weft_errno(errno);
+	*namelen = sizeof(*name);
+	if (bind(fd, (struct sockaddr *)&src, util_sockaddr_len(&src)) ||
+	    getsockname(fd, (struct sockaddr *)name, namelen)) {
+		ret = weft_errno(errno);
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* The socket (udp_socket_open), sending multicast from its interface. */
+static int udp_socket(struct udp_ep *ep, const struct fi_info *info,
+		      uint32_t addr_format)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int one = 1;
+
+	ep->fd = udp_socket_open(info, addr_format, &ep->name, &ep->namelen);
 	if (ep->fd < 0)
-		return weft_errno(errno);
-	if (bind(ep->fd, (struct sockaddr *)&src, util_sockaddr_len(&src)))
-		return weft_errno(errno);
-	ep->namelen = sizeof(ep->name);
-	if (getsockname(ep->fd, (struct sockaddr *)&ep->name, &ep->namelen))
-		return weft_errno(errno);
-	if (family == AF_INET && (ep->base.caps & FI_MULTICAST)) {
+		return ep->fd;
+	if (ep->name.ss_family == AF_INET && (ep->base.caps & FI_MULTICAST)) {
 		const struct sockaddr_in *own = (const void *)&ep->name;
 
 		if (own->sin_addr.s_addr != htonl(INADDR_ANY) &&

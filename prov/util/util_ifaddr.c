@@ -276,7 +276,7 @@ int util_iface_getinfo(const struct util_prov *uprov, const char *only,
 		tmpl[k++] = t;
 	ifs = calloc(IFACE_MAX, sizeof(*ifs));
 	fab = calloc(IFACE_MAX, sizeof(*fab));
-	dom = calloc(IFACE_MAX, sizeof(*dom));
+	dom = calloc(IFACE_MAX * k, sizeof(*dom));
 	cand = calloc(IFACE_MAX * k, sizeof(*cand));
 	if (!ifs || !fab || !dom || !cand) {
 		ret = -FI_ENOMEM;
@@ -296,14 +296,16 @@ int util_iface_getinfo(const struct util_prov *uprov, const char *only,
 	for (i = 0; i < n; i++) {
 		fab[i] = *tmpl[0]->fabric_attr;
 		fab[i].name = ifs[i].subnet;
-		dom[i] = *tmpl[0]->domain_attr;
-		dom[i].name = ifs[i].name;
 		for (j = 0; j < k; j++) {
 			struct fi_info *c = &cand[i * k + j];
 
+			/* Each template's domain attributes (udp's raw
+			 * datagrams have no remote CQ data, its RDM has). */
+			dom[i * k + j] = *tmpl[j]->domain_attr;
+			dom[i * k + j].name = ifs[i].name;
 			*c = *tmpl[j];
 			c->fabric_attr = &fab[i];
-			c->domain_attr = &dom[i];
+			c->domain_attr = &dom[i * k + j];
 			c->addr_format = ifs[i].addr.ss_family == AF_INET6 ?
 						 FI_SOCKADDR_IN6 :
 						 FI_SOCKADDR_IN;

@@ -61,5 +61,28 @@ if [ -n "$sockets" ]; then
 		sockets
 	rc2=$?
 	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac
+	# Its datagram endpoints are the RDM engine's (tagged, multi-receive,
+	# directed, triggered): the cases written for RDM that fit in one
+	# datagram and lose nothing on loopback.
+	echo "== sockets: engine cases over FI_EP_DGRAM"
+	CF_EP_TYPE=dgram CONFORMANCE=$prog sh \
+		"$src/tests/prov/run-conformance.sh" -c tagged_match \
+		-c inject_data -c source -c cancel -c peek_claim -c multi_recv \
+		-c multi_recv_late -c directed_recv -c cntr_only_tx -c cq_calls \
+		-c proc_trigger -c trigger_rules sockets
+	rc2=$?
+	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac
 fi
+# udp's RDM endpoint over a lossy wire: every 7th datagram dropped
+# (FI_UDP_TEST_DROP), nothing may be lost, duplicated or reordered.
+case " $provs " in
+*" udp "*)
+	echo "== udp again with FI_UDP_TEST_DROP=7 (a lossy wire)"
+	FI_UDP_TEST_DROP=7 CONFORMANCE=$prog sh \
+		"$src/tests/prov/run-conformance.sh" -c msg_stream \
+		-c msg_sizes -c tagged_sizes -c msg_inflight -c comp_levels \
+		-c proc_pingpong udp
+	rc2=$?
+	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac ;;
+esac
 exit $rc

@@ -6,7 +6,7 @@
 #   - fi_info -l lists sockets next to tcp, once;
 #   - fi_info -p sockets, and FI_PROVIDER=sockets fi_info, return tcp's
 #     and udp's entries, every one named "sockets", as many as -p tcp and
-#     -p udp return; -t FI_EP_DGRAM udp's, saying FI_PROTO_SOCK_TCP;
+#     -p udp -t FI_EP_DGRAM return (udp's RDM is not sockets'); -t FI_EP_DGRAM udp's, saying FI_PROTO_SOCK_TCP;
 #   - FI_PROVIDER=^sockets leaves tcp itself alone, FI_PROVIDER=tcp with
 #     -p sockets finds nothing;
 #   - fi_rdm_tagged_pingpong, fi_msg_pingpong and (with udp built)
@@ -55,7 +55,7 @@ ntcp=$(timeout 30 "$info" -p tcp | grep -c '^provider: ')
 [ "$ntcp" -gt 0 ] || fail "fi_info -p tcp returns nothing"
 nudp=0
 grep -q '^udp:$' "$tmp/l" &&
-	nudp=$(timeout 30 "$info" -p udp | grep -c '^provider: ')
+	nudp=$(timeout 30 "$info" -p udp -t FI_EP_DGRAM | grep -c '^provider: ')
 nall=$((ntcp + nudp))
 
 # entries LABEL [VAR=value] -- ARGS: every entry named sockets, $nall of them

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * udp's transport for the RDM engine (weft/util_rdm.h): one UDP socket per
+ * endpoint, named by its socket address as a datagram endpoint is, and a
+ * small header before each datagram's payload (docs/udp-protocol.md).
+ *
+ * Two modes share the code:
+ *  - unreliable (FI_EP_DGRAM under the name "sockets"): a message is one
+ *    datagram, sent once; a lost one is never received.  No rendezvous,
+ *    no RMA, no delivery acknowledgement.
+ *  - reliable (FI_EP_RDM, "udp" and "udp;ofi_rxd"): per-peer sequence
+ *    numbers over packets of a message, a send window, cumulative and
+ *    selective acknowledgements, retransmission on timeout (timers looked
+ *    at in progress), duplicates dropped, in-order delivery to the engine.
+ *    Messages up to eager_max are copied into the peer's send ring and
+ *    complete at once; larger ones are sent from the user's buffer and
+ *    complete when every packet is acknowledged.
+ */
+#ifndef WEFT_PROV_UDP_XP_H
+#define WEFT_PROV_UDP_XP_H
+
+#include "udp.h"
+
+#include <assert.h>
+#include <stdint.h>
+
+#include "weft/util_rdm.h"
+
+#define UDPX_MAGIC 0x5746 /* "FW" on the wire, little-endian */
+#define UDPX_VERSION 1
+
+/* Packet types. */
+enum {
+	UDPX_MSG = 1,  /* first (or only) packet of a message */
+	UDPX_DATA = 2, /* the next packet of the message in progress */
+	UDPX_DACK = 3, /* delivery acknowledgement of a message (tx_id) */
+	UDPX_ACK = 4,  /* acknowledgement only: no sequence number */
+};
+
+/* Packet flags. */
+#define UDPX_F_TAGGED (1u << 0)
+#define UDPX_F_COLL (1u << 1) /* the engine's own class (UTIL_RDM_COLL) */
+#define UDPX_F_CQ_DATA (1u << 2)
+#define UDPX_F_DC (1u << 3) /* the sender waits for a DACK */
+#define UDPX_F_REL (1u << 4) /* sequenced: seq, base, ack, sack hold */
+#define UDPX_F_ACK_NOW (1u << 5) /* acknowledge without delay */
+
+/* Every datagram starts with it; fields in the host's order, which is
+ * little-endian on every host weft builds for (a byte-swapped magic is
+ * refused). */
+struct udpx_hdr {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint16_t flags;
+	uint16_t reserved;
+	uint32_t epoch; /* the sending endpoint's, random at open */
+	uint32_t seq;	/* this packet's, in the sender's stream to us */
+	uint32_t base;	/* the oldest seq the sender still keeps */
+	uint32_t ack;	/* every seq before it, of our stream, arrived */
+	uint64_t sack;	/* bit i: seq ack + 1 + i arrived */
+	uint64_t tag;
+	uint64_t data;	/* remote CQ data; a DACK's status */
+	uint64_t len;	/* the whole message */
+	uint64_t tx_id; /* the sender's, echoed by a DACK */
+};
+static_assert(sizeof(struct udpx_hdr) == 64, "udpx_hdr is 64 bytes");
+
+/* A datagram endpoint's largest message: a datagram that fits an
+ * Ethernet frame, as the raw endpoint's. */
+#define UDPX_DGRAM_MAX (UDP_MAX_MSG - sizeof(struct udpx_hdr))
+#define UDPX_DGRAM_INJECT UDPX_DGRAM_MAX
+/* Bytes fi_inject carries on a reliable endpoint. */
+#define UDPX_INJECT 4096
+
+struct udpx_params {
+	size_t eager_max;   /* reliable: copied and complete at once */
+	size_t mtu;	    /* 0: the interface's */
+	size_t unexp_max;
+	uint32_t drop;	    /* FI_UDP_TEST_DROP: drop every drop-th datagram */
+	uint32_t rto_ms;    /* first retransmission timeout */
+	uint32_t retry_ms;  /* a peer silent this long has failed */
+	uint32_t ack_us;    /* acknowledgements wait at most this long */
+};
+extern struct udpx_params udpx_params;
+void udp_params_init(void);
+
+/* Open an engine endpoint over udp: reliable (FI_EP_RDM) or not. */
+int udpx_ep_open(struct fid_domain *domain, struct fi_info *info,
+		 bool reliable, struct fid_ep **ep, void *context);
+
+/* The endpoint socket both kinds of endpoint use: bound to info's source
+ * address (port 0: the kernel's pick), its name in *name.  Returns the fd
+ * or -FI_E*. */
+int udp_socket_open(const struct fi_info *info, uint32_t addr_format,
+		    struct sockaddr_storage *name, socklen_t *namelen);
+
+/* fi_getname of either kind. */
+int udp_name_copy(const struct sockaddr_storage *name, socklen_t namelen,
+		  void *addr, size_t *addrlen);
+
+#endif /* WEFT_PROV_UDP_XP_H */
