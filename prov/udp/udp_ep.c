@@ -792,7 +792,6 @@ int udp_socket_open(const struct fi_info *info, uint32_t addr_format,
 static int udp_socket(struct udp_ep *ep, const struct fi_info *info,
 		      uint32_t addr_format)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
 	int one = 1;
 
 	ep->fd = udp_socket_open(info, addr_format, &ep->name, &ep->namelen);
