@@ -32,18 +32,18 @@ if [ -z "$provs" ]; then
 	exit 0
 fi
 
-# pingpong PROVIDER [VAR=VALUE]: server and client on this host, every
-# byte checked: RDM, or DGRAM where the provider has no RDM.
+# pingpong PROVIDER rdm|dgram [VAR=VALUE]: server and client on this
+# host, every byte checked.
 pingpong() {
 	p=$1
 	shift
 	prog=$pp
 	args="-S 1,64,4k,64k,1m"
-	if ! "$info" -p "$p" -t FI_EP_RDM >/dev/null 2>&1 &&
-		"$info" -p "$p" -t FI_EP_DGRAM >/dev/null 2>&1; then
+	if [ "$1" = dgram ]; then
 		prog=$dgpp
 		args="-e dgram -S 1,64,1k,1400"
 	fi
+	shift
 	echo
 	echo "== ${*:+$* }${prog##*/} -p $p $args -v (server and client on this host)"
 	log=$(mktemp)
@@ -88,9 +88,12 @@ for p in $provs; do
 		fi
 		continue
 	fi
-	pingpong "$p"
+	# RDM where the provider has it, and datagrams where it has them
+	# (udp has both).
+	"$info" -p "$p" -t FI_EP_RDM >/dev/null 2>&1 && pingpong "$p" rdm
+	"$info" -p "$p" -t FI_EP_DGRAM >/dev/null 2>&1 && pingpong "$p" dgram
 	# tcp reaches a peer on its own host through shared memory: once
 	# more through its sockets.
-	[ "$p" = tcp ] && pingpong tcp FI_TCP_SHM=0
+	[ "$p" = tcp ] && pingpong tcp rdm FI_TCP_SHM=0
 done
 exit $status
