@@ -22,6 +22,7 @@
  *                      fenced send (plain,
  *                      FI_INJECT, triggered, and by the FI_FENCE op flag):
  *                      none completes until the first did
+ * cm_fence             the same over a connected FI_EP_MSG pair
  * proc_fence_read_write a read of the target's region, then a fenced
  *                      write of it: the read returns the old data, the
  *                      target ends with the new; a read, then a fenced
@@ -308,19 +309,17 @@ static const char *const fc_way_name[] = {
 	"fi_tsendmsg(FI_FENCE)", "fi_tsendmsg(FI_FENCE | FI_INJECT)",
 	"triggered fi_tsendmsg(FI_FENCE)", "fi_tsend with FI_FENCE op flag"};
 
-static int case_fence_local(const char *prov)
+static void fence_local_run(struct cf_fix *fp)
 {
-	struct cf_opts o = {.caps = FC_CAPS | FI_TRIGGER};
 	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
 	struct fi_triggered_context2 tc;
 	struct fi_context2 bc, sc, rb, rs;
 	struct cf_mem big, small, rbig, rsmall;
 	struct fid_cntr *trig = NULL;
+	struct cf_fix f = *fp;
 	struct cf_comp c;
-	struct cf_fix f;
 	int way;
 
-	cf_open(&f, prov, &o);
 	cf_mem_reg(&f, 0, &big, FC_BIG, FI_SEND);
 	cf_mem_reg(&f, 0, &small, 64, FI_SEND);
 	cf_mem_reg(&f, 1, &rbig, FC_BIG, FI_RECV);
@@ -408,7 +407,27 @@ static int case_fence_local(const char *prov)
 	cf_mem_free(&small);
 	cf_mem_free(&rbig);
 	cf_mem_free(&rsmall);
+	*fp = f;
+}
+
+static int case_fence_local(const char *prov)
+{
+	struct cf_opts o = {.caps = FC_CAPS | FI_TRIGGER};
+	struct cf_fix f;
+
+	cf_open(&f, prov, &o);
+	fence_local_run(&f);
 	cf_close(&f);
+	return 0;
+}
+
+/* The same over a connected FI_EP_MSG pair (tcp's MSG endpoints). */
+static int case_cm_fence(const char *prov)
+{
+	struct cf_fix *f = cf_msg_pair_open(prov, FC_CAPS | FI_TRIGGER);
+
+	fence_local_run(f);
+	cf_msg_pair_close(f);
 	return 0;
 }
 
@@ -610,6 +629,9 @@ const struct cf_case cf_cases_fence[] = {
      "by FI_FENCE, FI_FENCE|FI_INJECT, a triggered FI_FENCE and the "
      "FI_FENCE op flag: none completes nor arrives before the first",
      case_fence_local},
+    {"cm_fence",
+     "FI_EP_MSG: fence_local over a connected pair",
+     case_cm_fence},
     {"proc_fence_read_write",
      "two processes: a read then a fenced write of the same bytes reads "
      "the old data; a read then a fenced send completes in that order",
