@@ -43,7 +43,10 @@ static void udp_params_init(void)
 
 /* ---- what the provider offers ------------------------------------------- */
 
-#define UDP_TX_CAPS (FI_MSG | FI_MULTICAST | FI_SEND)
+/* FI_FENCE holds by construction: every transmit has completed when its
+ * call returns (udp_send), so nothing a fenced one could wait for is
+ * ever outstanding. */
+#define UDP_TX_CAPS (FI_MSG | FI_MULTICAST | FI_SEND | FI_FENCE)
 #define UDP_RX_CAPS (FI_MSG | FI_RECV | FI_SOURCE)
 #define UDP_CAPS                                                               \
 	(UDP_TX_CAPS | UDP_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM)
