@@ -245,8 +245,9 @@ struct util_coll_ep;
  * nothing later to that peer overtakes it), or, where the transport's
  * word is waited for (eager_late, FI_DELIVERY_COMPLETE), that word; a
  * rendezvous send when the receiver fetched it or it was written out; a
- * write or atomic when the target answered, the injected ones that
- * reported when taken (inject completion) included; a read or fetching
+ * write or atomic when the transport finished it (data in the target's
+ * memory, or the target's answer), the injected ones that reported when
+ * taken (inject completion) included; a read or fetching
  * atomic when its data is in place.  The collectives' own transfers
  * are not waited for.  A fenced transmit nothing reports waits only as
  * any such transmit may (its data copied, at most inject_max bytes;
