@@ -448,6 +448,28 @@ static ssize_t fc_rma(struct fc_state *s, bool write, struct cf_mem *m,
 		     : fi_readmsg(s->f.ep[0].ep, &msg, flags);
 }
 
+/* To the sleeping target: a 1 MiB send of src (seed), which completes
+ * only once the target receives it, then a fenced 8 B flag from m. */
+static void fc_hold(struct fc_state *s, struct cf_mem *m, unsigned int seed,
+		    void *bc, void *sc)
+{
+	cf_fill(s->src.p, FC_BIG, seed);
+	cf_post(&s->f, fc_tsend(&s->f, 0, &s->src, FC_BIG, s->peer,
+				FC_BIG_TAG, FC_BIG_FLAGS, bc));
+	cf_post(&s->f, fc_tsend(&s->f, 0, m, 8, s->peer, FC_FLAG_TAG,
+				FI_FENCE | FI_COMPLETION, sc));
+}
+
+/* Wake the target for what fc_hold sent: it receives both, the 1 MiB
+ * message first; here they complete in that order. */
+static void fc_release(struct fc_state *s, unsigned int seed, void *bc,
+		       void *sc, const char *what)
+{
+	fc_wake(s, seed, 64, true);
+	fc_in_order(&s->f, 0, bc, sc, what);
+	(void)fc_result(s, what);
+}
+
 static int case_proc_fence_read_write(const char *prov)
 {
 	struct fi_context2 rd, wr, sc;
@@ -536,15 +558,9 @@ static int case_proc_fence_put_signal(const char *prov)
 	/* A 1 MiB send, then a fenced flag: the receiver's posting
 	 * completes the first, and only then does the flag go. */
 	fc_fill(&s, 0xc0, 64);
-	cf_fill(s.src.p, FC_BIG, 0xc1);
-	cf_post(&s.f, fc_tsend(&s.f, 0, &s.src, FC_BIG, s.peer, FC_BIG_TAG,
-			       FC_BIG_FLAGS, &bc));
-	cf_post(&s.f, fc_tsend(&s.f, 0, &flag, 8, s.peer, FC_FLAG_TAG,
-			       FI_FENCE | FI_COMPLETION, &sc));
+	fc_hold(&s, &flag, 0xc1, &bc, &sc);
 	fc_quiet(&s.f, 0, "1 MiB send to a sleeping target, then fence");
-	fc_wake(&s, 0xc0, 64, true);
-	fc_in_order(&s.f, 0, &bc, &sc, "1 MiB send, then fenced send");
-	(void)fc_result(&s, "1 MiB send, then fenced send");
+	fc_release(&s, 0xc0, &bc, &sc, "1 MiB send, then fenced send");
 	cf_mem_free(&flag);
 	fc_stop(&s);
 	return 0;
@@ -560,12 +576,7 @@ static int case_proc_fence_per_peer(const char *prov)
 	fc_start(&s, prov, 2);
 	cf_mem_reg(&s.f, 1, &rl, 64, FI_RECV);
 	fc_fill(&s, 0xd0, 64);
-	cf_fill(s.src.p, FC_BIG, 0xd1);
-	/* To the sleeping target: a 1 MiB send, then a fence. */
-	cf_post(&s.f, fc_tsend(&s.f, 0, &s.src, FC_BIG, s.peer, FC_BIG_TAG,
-			       FC_BIG_FLAGS, &bc));
-	cf_post(&s.f, fc_tsend(&s.f, 0, &s.src, 8, s.peer, FC_FLAG_TAG,
-			       FI_FENCE | FI_COMPLETION, &sc));
+	fc_hold(&s, &s.src, 0xd1, &bc, &sc);
 	/* To the other endpoint, fenced too: it does not wait for them. */
 	cf_post(&s.f, fi_trecv(s.f.ep[1].ep, rl.p, 64, rl.desc,
 			       FI_ADDR_UNSPEC, FC_FLAG_TAG, 0, &orc));
@@ -579,9 +590,7 @@ static int case_proc_fence_per_peer(const char *prov)
 	c = cf_wait_ctx(&s.f, 1, &orc);
 	cf_expect(!c.err, "its receive: err %d", c.err);
 	cf_check_fill(rl.p, 64, 0xd1, "the fenced send to another peer");
-	fc_wake(&s, 0xd0, 64, true);
-	fc_in_order(&s.f, 0, &bc, &sc, "the sleeping target's");
-	(void)fc_result(&s, "the sleeping target's");
+	fc_release(&s, 0xd0, &bc, &sc, "the sleeping target's");
 	cf_mem_free(&rl);
 	fc_stop(&s);
 	return 0;
@@ -595,11 +604,7 @@ static int case_proc_fence_peer_dies(const char *prov)
 	int status;
 
 	fc_start(&s, prov, 1);
-	cf_fill(s.src.p, FC_BIG, 0xe1);
-	cf_post(&s.f, fc_tsend(&s.f, 0, &s.src, FC_BIG, s.peer, FC_BIG_TAG,
-			       FC_BIG_FLAGS, &bc));
-	cf_post(&s.f, fc_tsend(&s.f, 0, &s.src, 8, s.peer, FC_FLAG_TAG,
-			       FI_FENCE | FI_COMPLETION, &sc));
+	fc_hold(&s, &s.src, 0xe1, &bc, &sc);
 	fc_quiet(&s.f, 0, "a fence behind a send to a sleeping target");
 	cf_assert(!kill(s.l.pid, SIGKILL), "kill %d", (int)s.l.pid);
 	status = cf_reap(&s.l, CF_WAIT_MS);
