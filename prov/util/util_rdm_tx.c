@@ -392,14 +392,14 @@ int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 }
 
 /*
- * Hand over a peer's queued transmits until the transport says stop, or
- * a fenced one must wait for the transmits before it (tx_fence_holds:
+ * Hand over a peer's queued transmits until the transport takes no more,
+ * or a fenced one must wait for the transmits before it (tx_fence_holds:
  * it stays at the head, the peer on the blocked list, and the progress
  * after the last of them is done hands it over).  Not again from inside
  * a transport call it makes (a transport that makes room while taking
  * one transmit may say the peer is ready): the head of the queue is in
  * that call, and what follows it must not pass it.  Returns 0 when it
- * stopped at a fence having handed nothing over (nothing moved: an idle
+ * ended at a fence having handed nothing over (nothing moved: an idle
  * automatic-progress thread may back off), else 1.
  */
 static int peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)

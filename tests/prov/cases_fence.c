@@ -200,7 +200,7 @@ static void fc_start(struct fc_state *s, const char *prov, int nep)
 	cf_send_name(s->l.wfd, &s->f.ep[0]);
 }
 
-static void fc_stop(struct fc_state *s)
+static void fc_end(struct fc_state *s)
 {
 	struct fc_cmd q = {.op = 'Q'};
 	int status;
@@ -510,7 +510,7 @@ static int case_proc_fence_read_write(const char *prov)
 	cf_check_fill(s.dst.p, len, 0xa3, "the read before a fenced send");
 	r = fc_result(&s, "read, then fenced send");
 	cf_expect(!r.bad, "the target's region changed (byte %u)", r.bad - 1);
-	fc_stop(&s);
+	fc_end(&s);
 	return 0;
 }
 
@@ -562,7 +562,7 @@ static int case_proc_fence_put_signal(const char *prov)
 	fc_quiet(&s.f, 0, "1 MiB send to a sleeping target, then fence");
 	fc_release(&s, 0xc0, &bc, &sc, "1 MiB send, then fenced send");
 	cf_mem_free(&flag);
-	fc_stop(&s);
+	fc_end(&s);
 	return 0;
 }
 
@@ -592,7 +592,7 @@ static int case_proc_fence_per_peer(const char *prov)
 	cf_check_fill(rl.p, 64, 0xd1, "the fenced send to another peer");
 	fc_release(&s, 0xd0, &bc, &sc, "the sleeping target's");
 	cf_mem_free(&rl);
-	fc_stop(&s);
+	fc_end(&s);
 	return 0;
 }
 
