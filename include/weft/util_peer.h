@@ -60,6 +60,11 @@ struct util_peer {
 	struct dlist_entry blocked; /* on the engine's list while queued */
 	bool draining; /* the engine is handing the queue over */
 	uint32_t ntx; /* the engine's transmits to it, not finished */
+	/* Engine: of those, the ones a transport holds now (handed over,
+	 * not done), the collectives' own transfers aside: a transmit
+	 * posted with FI_FENCE waits at the head of `queued` until none is
+	 * left (util_rdm.h, fences). */
+	uint32_t nflight;
 	/* Engine: the transport found it dead (util_rdm_fail_peer) and has
 	 * not reached it since: receives directed to it fail. */
 	bool gone;

@@ -129,6 +129,8 @@ struct util_rdm_tx {
 	/* Reported (counted) when the engine took it, inject completion
 	 * (tx_inject_complete): its end reports nothing more. */
 	bool reported;
+	/* Counted in peer->nflight while a transport holds it. */
+	bool in_flight;
 	struct util_rdm_hdr hdr;
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
@@ -230,6 +232,28 @@ struct util_coll_ep;
  * becomes able to send may call util_rdm_peer_ready to drain at once.
  * A queued transmit nothing reports that fails (its peer died) brings no
  * CQ entry (it has no context); a bound counter counts the error.
+ *
+ * Fences (FI_FENCE, fi_msg(3)).  A transmit posted with FI_FENCE, and
+ * every transmit to the same peer posted after it, wait until every
+ * transmit posted to that peer before it has completed: it waits at the
+ * head of the peer's queue (the back-pressure queue above, which keeps
+ * order) while the peer's count of transmits a transport holds
+ * (util_peer.nflight) is not zero, and the progress after the last of
+ * them is done hands it over.  "Completed" is where the engine lets go
+ * of a transmit, at the completion level it was posted with: an eager
+ * send the transport took (copied into its ordered queue or socket,
+ * nothing later to that peer overtakes it), or, where the transport's
+ * word is waited for (eager_late, FI_DELIVERY_COMPLETE), that word; a
+ * rendezvous send when the receiver fetched it or it was written out; a
+ * write or atomic when the transport finished it (data in the target's
+ * memory, or the target's answer), the injected ones that reported when
+ * taken (inject completion) included; a read or fetching
+ * atomic when its data is in place.  The collectives' own transfers
+ * are not waited for.  A fenced transmit nothing reports waits only as
+ * any such transmit may (its data copied, at most inject_max bytes;
+ * else -FI_EAGAIN until the fence is clear).  When the peer fails,
+ * the fenced transmit and those behind it fail with the peer's error.
+ * Other peers' transmits never wait for it.
  *
  * Transmits that complete later.  send_rndv and rma hand over a tx the
  * transport owns until it calls util_rdm_tx_done (a partial socket write,

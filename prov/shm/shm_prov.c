@@ -142,10 +142,11 @@ bool shm_cma_probe(void)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
-	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_NAMED_RX_CTX | FI_TRIGGER |         \
+	 FI_COLLECTIVE | FI_FENCE)
 #define SHM_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
 #define SHM_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \

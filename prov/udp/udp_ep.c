@@ -145,7 +145,9 @@ static ssize_t udp_send(struct udp_ep *ep, const struct iovec *iov,
 	if (weft_unlikely(!mh.msg_name))
 		return -FI_EINVAL;
 	/* The datagram is copied by the kernel during the call, so FI_INJECT
-	 * holds of every send; only fi_inject goes without a completion. */
+	 * holds of every send; only fi_inject goes without a completion.
+	 * For the same reason nothing is ever outstanding for FI_FENCE to
+	 * wait for. */
 	if (!(flags & UTIL_EP_NO_COMPLETION) &&
 	    (!ep->base.tx_selective || (flags & FI_COMPLETION))) {
 		cq = ep->base.tx_cq;

@@ -92,7 +92,10 @@ void udp_params_init(void)
 
 /* ---- what the provider offers ------------------------------------------- */
 
-#define UDP_TX_CAPS (FI_MSG | FI_MULTICAST | FI_SEND)
+/* FI_FENCE holds by construction: every transmit has completed when its
+ * call returns (udp_send), so nothing a fenced one could wait for is
+ * ever outstanding. */
+#define UDP_TX_CAPS (FI_MSG | FI_MULTICAST | FI_SEND | FI_FENCE)
 #define UDP_RX_CAPS (FI_MSG | FI_RECV | FI_SOURCE)
 #define UDP_CAPS                                                               \
 	(UDP_TX_CAPS | UDP_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM)
@@ -154,7 +157,7 @@ static struct fi_fabric_attr udp_fabric_attr = {
 /* ---- RDM over the reliable transport, as 1.17's udp;ofi_rxd ------------- */
 
 #define UDPX_TX_CAPS                                                           \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_COLLECTIVE)
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
 #define UDPX_RX_CAPS                                                           \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
 	 FI_SOURCE | FI_SOURCE_ERR | FI_TRIGGER | FI_COLLECTIVE)
@@ -232,7 +235,7 @@ static struct fi_info udpx_rdm_info = {
 
 /* ---- "sockets" DGRAM: the engine over the unreliable transport ---------- */
 
-#define UDPX_DG_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER)
+#define UDPX_DG_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_FENCE)
 #define UDPX_DG_RX_CAPS                                                        \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
 	 FI_SOURCE | FI_TRIGGER)

@@ -59,14 +59,42 @@ struct util_rdm_tx *tx_get(struct util_rdm_ep *ep,
 		tx->live = true;
 		tx->handing = false;
 		tx->reported = false;
+		tx->in_flight = false;
 	}
 	return tx;
 }
 
-/* The transport holds tx now: it waits on the peer until done. */
+/* The transport holds tx now: it waits on the peer until done, and a
+ * fence to that peer waits for it (the collectives' own transfers
+ * aside: no fence of the application's waits for a step of theirs). */
 static void tx_wait(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
 	dlist_insert_tail(&tx->waiting, &ep->tx_waiting);
+	if (!(tx->flags & UTIL_RDM_INTERNAL)) {
+		tx->in_flight = true;
+		tx->peer->nflight++;
+	}
+}
+
+/* tx leaves ep->tx_waiting or its peer's queue, whichever it is on. */
+static void tx_unwait(struct util_rdm_tx *tx)
+{
+	dlist_remove(&tx->waiting);
+	if (tx->in_flight) {
+		tx->in_flight = false;
+		tx->peer->nflight--;
+	}
+}
+
+/*
+ * Whether tx is fenced (FI_FENCE) and must wait: its peer still has
+ * transmits a transport holds.  A fenced transmit waiting at the head
+ * of its peer's queue goes when the last of them is done; progress
+ * hands it over (peer_drain).
+ */
+static inline bool tx_fence_holds(const struct util_rdm_tx *tx)
+{
+	return weft_unlikely(tx->flags & FI_FENCE) && tx->peer->nflight;
 }
 
 void tx_put(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
@@ -137,7 +165,7 @@ static void tx_report(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 
 void util_rdm_tx_done(struct util_rdm_ep *ep, struct util_rdm_tx *tx, int err)
 {
-	dlist_remove(&tx->waiting);
+	tx_unwait(tx);
 	tx_report(ep, tx, err);
 	tx_put(ep, tx);
 }
@@ -297,7 +325,7 @@ static int tx_start(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 		ret = tp->send_rndv(xp, tx);
 	tx->handing = false;
 	if (ret)
-		dlist_remove(&tx->waiting);
+		tx_unwait(tx);
 	return ret;
 }
 
@@ -339,7 +367,8 @@ int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 {
 	int ret;
 
-	if (weft_likely(dlist_empty(&tx->peer->queued))) {
+	if (weft_likely(dlist_empty(&tx->peer->queued)) &&
+	    !tx_fence_holds(tx)) {
 		ret = tx_start(ep, tx);
 		if (ret != -FI_EAGAIN)
 			return ret;
@@ -363,22 +392,33 @@ int tx_submit(struct util_rdm_ep *ep, struct util_rdm_tx *tx)
 }
 
 /*
- * Hand over a peer's queued transmits until the transport says stop.  Not
- * again from inside a transport call it makes (a transport that makes
- * room while taking one transmit may say the peer is ready): the head of
- * the queue is in that call, and what follows it must not pass it.
+ * Hand over a peer's queued transmits until the transport takes no more,
+ * or a fenced one must wait for the transmits before it (tx_fence_holds:
+ * it stays at the head, the peer on the blocked list, and the progress
+ * after the last of them is done hands it over).  Not again from inside
+ * a transport call it makes (a transport that makes room while taking
+ * one transmit may say the peer is ready): the head of the queue is in
+ * that call, and what follows it must not pass it.  Returns 0 when it
+ * ended at a fence having handed nothing over (nothing moved: an idle
+ * automatic-progress thread may back off), else 1.
  */
-static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
+static int peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 {
 	struct util_rdm_tx *tx;
+	bool moved = false;
 	int ret;
 
 	if (peer->draining)
-		return;
+		return 1;
 	peer->draining = true;
 	while (!dlist_empty(&peer->queued)) {
 		tx = container_of(peer->queued.next, struct util_rdm_tx,
 				  waiting);
+		if (tx_fence_holds(tx)) {
+			peer->draining = false;
+			return moved;
+		}
+		moved = true;
 		dlist_remove(&tx->waiting);
 		ret = tx_start(ep, tx);
 		if (ret == -FI_EAGAIN) {
@@ -388,7 +428,7 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 			if (dlist_empty(&peer->blocked))
 				dlist_insert_tail(&peer->blocked, &ep->blocked);
 			peer->draining = false;
-			return;
+			return 1;
 		}
 		if (ret) {
 			tx_report(ep, tx, -ret);
@@ -397,6 +437,7 @@ static void peer_drain(struct util_rdm_ep *ep, struct util_peer *peer)
 	}
 	dlist_remove(&peer->blocked);
 	peer->draining = false;
+	return 1;
 }
 
 bool util_rdm_tx_queued(const struct util_rdm_ep *ep,
@@ -434,8 +475,7 @@ int peers_drain(struct util_rdm_ep *ep)
 	while ((e = dlist_pop_front(&work))) {
 		peer = container_of(e, struct util_peer, blocked);
 		dlist_insert_tail(&peer->blocked, &ep->blocked);
-		peer_drain(ep, peer);
-		n++;
+		n += peer_drain(ep, peer);
 	}
 	return n;
 }
@@ -479,9 +519,15 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	if (weft_unlikely(ret))
 		goto out;
 	/* The quick way: done when copied, no transmit kept.  Not when
-	 * the transport's word is waited for (eager_late, tx_start). */
+	 * the receiver's or the transport's word is waited for
+	 * (FI_DELIVERY_COMPLETE; eager_late, tx_start), nor for a fence
+	 * that must wait (tx_fence_holds): one test of the flags for the
+	 * two that are rare. */
 	if (weft_likely(hdr.len <= peer->xp->eager_max &&
-			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
+			!(weft_unlikely(flags & (FI_DELIVERY_COMPLETE |
+						 FI_FENCE)) &&
+			  ((comp && (flags & FI_DELIVERY_COMPLETE)) ||
+			   ((flags & FI_FENCE) && peer->nflight))) &&
 			!(peer->xp->eager_late &&
 			  (comp || ep->base.send_cntr || deferred_cntr(flags))) &&
 			dlist_empty(&peer->queued))) {

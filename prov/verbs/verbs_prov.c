@@ -282,10 +282,11 @@ int verbs_dev_query(struct ibv_context *ctx, uint8_t port,
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |        \
-	 FI_REMOTE_COMM | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_REMOTE_COMM | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE |        \
+	 FI_FENCE)
 #define VERBS_RDM_TX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
 #define VERBS_RDM_RX_CAPS                                                      \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \

@@ -352,6 +352,63 @@ static int case_dgram_cntr(const char *prov)
 }
 
 /*
+ * FI_FENCE on datagrams: a send completes when its call returns, so a
+ * fence finds nothing outstanding.  A plain send, then fi_sendmsg with
+ * FI_FENCE and with FI_FENCE | FI_INJECT: each is taken, its completion
+ * is there at the first read after its post, in posting order, and the
+ * datagrams arrive whole.
+ */
+static int case_dgram_fence(const char *prov)
+{
+	static const uint64_t flags[3] = {
+		0, FI_FENCE | FI_COMPLETION,
+		FI_FENCE | FI_INJECT | FI_COMPLETION};
+	struct cf_opts o = dg_opts;
+	struct fi_context2 sctx[3], rctx[3];
+	uint8_t s[64], r[3][64];
+	struct cf_comp c;
+	struct cf_fix f;
+	int i;
+
+	o.caps |= FI_FENCE;
+	cf_open(&f, prov, &o);
+	for (i = 0; i < 3; i++)
+		cf_post(&f, fi_recv(f.ep[1].ep, r[i], sizeof(r[i]), NULL,
+				    FI_ADDR_UNSPEC, &rctx[i]));
+	for (i = 0; i < 3; i++) {
+		struct iovec iov = {s, sizeof(s)};
+		struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1,
+				     .addr = f.ep[1].addr,
+				     .context = &sctx[i]};
+
+		cf_fill(s, sizeof(s), 40 + (unsigned int)i);
+		if (flags[i])
+			cf_post(&f, fi_sendmsg(f.ep[0].ep, &msg, flags[i]));
+		else
+			cf_post(&f, fi_send(f.ep[0].ep, s, sizeof(s), NULL,
+					    f.ep[1].addr, &sctx[i]));
+		memset(s, 0xee, sizeof(s));
+		cf_progress(&f);
+		cf_expect(f.ep[0].q.n == 1,
+			  "send %d: %zu completions after its post, not 1", i,
+			  f.ep[0].q.n);
+		c = cf_wait(&f, 0);
+		cf_expect(c.ctx == &sctx[i] && !c.err,
+			  "send %d: completion of ctx %p, err %d", i, c.ctx,
+			  c.err);
+	}
+	for (i = 0; i < 3; i++) {
+		c = cf_wait_ctx(&f, 1, &rctx[i]);
+		cf_assert(!c.err && c.len == sizeof(s), "receive %d: err %d",
+			  i, c.err);
+		cf_check_fill(r[i], sizeof(s), 40 + (unsigned int)i,
+			      "a datagram sent with FI_FENCE");
+	}
+	cf_close(&f);
+	return 0;
+}
+
+/*
  * A flood that overruns the receives: 300 datagrams, each carrying its
  * number, at 8 posted receives, then more receives.  Whatever arrives is
  * whole and in sending order; what the kernel dropped is gone; the
@@ -807,6 +864,11 @@ const struct cf_case cf_cases_dgram[] = {
     {"dgram_cntr",
      "FI_EP_DGRAM: send and receive counters count 8 injects exactly",
      case_dgram_cntr},
+    {"dgram_fence",
+     "FI_EP_DGRAM with FI_FENCE: a send, then fi_sendmsg FI_FENCE and "
+     "FI_FENCE|FI_INJECT: each completes with its call, in order, and "
+     "arrives whole",
+     case_dgram_fence},
     {"dgram_flood",
      "FI_EP_DGRAM: 300 datagrams at 8 receives: what arrives is whole, in "
      "order, in the receives in posting order; the rest is dropped",

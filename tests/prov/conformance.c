@@ -847,7 +847,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
     cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger, cf_cases_coll,
-    cf_cases_dgram,
+    cf_cases_dgram, cf_cases_fence,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

@@ -190,6 +190,7 @@ extern const struct cf_case cf_cases_ctx[];
 extern const struct cf_case cf_cases_trigger[];
 extern const struct cf_case cf_cases_coll[];
 extern const struct cf_case cf_cases_dgram[];
+extern const struct cf_case cf_cases_fence[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */

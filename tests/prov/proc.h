@@ -55,6 +55,9 @@ int cf_trigger_peer_main(const char *role);
 /* The members of the collective cases (cases_coll.c). */
 bool cf_coll_is_role(const char *role);
 int cf_coll_peer_main(const char *role);
+/* The target of the fence cases (cases_fence.c). */
+bool cf_fence_is_role(const char *role);
+int cf_fence_peer_main(const char *role);
 /* The peer of the datagram cases (cases_dgram.c). */
 bool cf_dgram_is_role(const char *role);
 int cf_dgram_peer_main(const char *role);
