@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "weft/stubs.h"
+#include "weft/util_atomic.h"
 #include "weft/util_av.h"
 #include "weft/util_cntr.h"
 #include "weft/util_coll.h"
@@ -157,10 +158,12 @@ static struct fi_fabric_attr udp_fabric_attr = {
 /* ---- RDM over the reliable transport, as 1.17's udp;ofi_rxd ------------- */
 
 #define UDPX_TX_CAPS                                                           \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
+	 FI_WRITE | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
 #define UDPX_RX_CAPS                                                           \
-	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
-	 FI_SOURCE | FI_SOURCE_ERR | FI_TRIGGER | FI_COLLECTIVE)
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
+	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
+	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE)
 #define UDPX_CAPS                                                              \
 	(UDPX_TX_CAPS | UDPX_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define UDPX_SIZE 1024
@@ -175,6 +178,7 @@ static struct fi_tx_attr udpx_tx_attr = {
 	.inject_size = UDPX_INJECT,
 	.size = UDPX_SIZE,
 	.iov_limit = UTIL_RDM_IOV_MAX,
+	.rma_iov_limit = UTIL_RDM_IOV_MAX,
 };
 
 static struct fi_rx_attr udpx_rx_attr = {
@@ -376,11 +380,14 @@ static int udp_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return udp_ep_open(domain, info, ep, context);
 }
 
+/* The atomics of RDM endpoints (the reliable transport's): all that
+ * util_atomic applies, one operand vector of UDPX_ATOMIC_MAX bytes. */
 static int udp_query_atomic(struct fid_domain *domain,
 			    enum fi_datatype datatype, enum fi_op op,
 			    struct fi_atomic_attr *attr, uint64_t flags)
 {
-	return -FI_EOPNOTSUPP;
+	(void)domain;
+	return util_atomic_query(datatype, op, UDPX_ATOMIC_MAX, flags, attr);
 }
 
 static struct fi_ops_domain udp_domain_ops = {

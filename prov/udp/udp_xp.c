@@ -40,7 +40,9 @@
 #include "weft/stubs.h"
 #include "weft/util_coll.h"
 #include "weft/util_ifaddr.h"
+#include "weft/util_atomic.h"
 #include "weft/util_iov.h"
+#include "weft/util_mr.h"
 
 #define UDPX_WIN 256 /* packets a peer may have unacknowledged */
 #define UDPX_WIN_DACK 16 /* of them kept for delivery acknowledgements */
@@ -85,6 +87,36 @@ struct udpx_slot {
 	bool sacked;
 	bool fast; /* retransmitted on a hole already */
 	uint64_t sent_ns;
+	/* An answer's last packet: its udpx_resp, freed when acknowledged
+	 * (NULL in every slot not in use). */
+	void *own;
+};
+
+/* An answer carrying data (read data, fetched values), cut into RESP
+ * packets as the window allows. */
+struct udpx_resp {
+	struct dlist_entry entry;
+	uint64_t tx_id;
+	size_t len, off;
+	uint8_t data[];
+};
+
+/* An RMA or atomic request arriving (the target's side): its head (the
+ * remote ranges, an atomic's operands) is gathered in pre, a write's
+ * bytes go straight to the target's memory. */
+struct udpx_rin {
+	uint8_t type; /* UDPX_WRITE, UDPX_READ, UDPX_ATOMIC */
+	uint8_t akind, op, dt;
+	uint32_t nrma;
+	bool cq_data;
+	bool answered;
+	int status; /* positive FI_E* */
+	uint64_t data, tx_id, gen;
+	size_t len, got, pre_len;
+	size_t nlocal;
+	struct fi_rma_iov rma[UTIL_RDM_IOV_MAX];
+	struct iovec local[UTIL_RDM_IOV_MAX * 2];
+	uint8_t pre[];
 };
 
 struct udpx_peer {
@@ -99,6 +131,12 @@ struct udpx_peer {
 	uint64_t ring_head, ring_tail;
 	struct util_rdm_tx *cur_tx; /* a large message being cut */
 	size_t cur_off;
+	/* An RMA request's head (ranges, operands) in the send ring: cut
+	 * before a write's bytes. */
+	const uint8_t *cur_pre;
+	size_t cur_pre_len;
+	uint64_t cur_pre_end;
+	struct dlist_entry resp; /* udpx_resp: answers waiting for the window */
 	uint64_t last_ack_ns; /* when una last moved */
 	uint32_t rto_ms;
 	uint32_t ndack, dack_max;
@@ -116,6 +154,7 @@ struct udpx_peer {
 		size_t len;
 	} rslot[UDPX_WIN];
 	struct udpx_stash *cur;
+	struct udpx_rin *rin; /* a request arriving */
 	bool stalled; /* the engine refused the packet at dlv_nxt */
 	/* Failed (no answer, or nobody at its port): sends fail with it
 	 * until it is heard from again, or dead_until passed. */
@@ -349,6 +388,9 @@ static struct udpx_slot *slot_new(struct udpx_ep *ep, struct udpx_peer *p,
 
 /* Cut what waits into packets as the window allows, and send what was
  * not sent yet. */
+static bool pump_rma(struct udpx_ep *ep, struct udpx_peer *p);
+static bool resp_cut(struct udpx_ep *ep, struct udpx_peer *p);
+
 static void pump(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	struct udpx_slot *s;
@@ -357,6 +399,11 @@ static void pump(struct udpx_ep *ep, struct udpx_peer *p)
 		struct util_rdm_tx *tx = p->cur_tx;
 		size_t plen = WEFT_MIN(tx->hdr.len - p->cur_off, ep->pkt_max);
 
+		if (weft_unlikely(tx->kind != UTIL_RDM_TX_SEND)) {
+			if (!pump_rma(ep, p))
+				break;
+			continue;
+		}
 		if (!win_room(ep, p, plen, true))
 			break;
 		if (p->cur_off == 0) {
@@ -392,6 +439,8 @@ static void pump(struct udpx_ep *ep, struct udpx_peer *p)
 		s->hdr.flags |= UDPX_F_ACK_NOW;
 		memmove(p->dack, p->dack + 1, --p->ndack * sizeof(p->dack[0]));
 	}
+	while (weft_unlikely(!dlist_empty(&p->resp)) && resp_cut(ep, p))
+		;
 	while (p->snd_out != p->snd_nxt) {
 		if (xmit_slot(ep, p, &p->slot[p->snd_out % UDPX_WIN]))
 			break;
@@ -471,6 +520,90 @@ static int rel_send_eager(struct udpx_ep *ep, struct udpx_peer *p,
 	return 0;
 }
 
+/* ---- reliable: RMA and atomics, the initiator's side -------------------- */
+
+/* The next packet of the RMA request being cut: its head from the send
+ * ring, then a write's bytes from the user's buffer.  Whether one went. */
+static bool pump_rma(struct udpx_ep *ep, struct udpx_peer *p)
+{
+	struct util_rdm_tx *tx = p->cur_tx;
+	size_t total = p->cur_pre_len +
+		       (tx->kind == UTIL_RDM_TX_WRITE ? tx->hdr.len : 0);
+	size_t off = p->cur_off, plen;
+	struct udpx_slot *s;
+	uint8_t type, akind;
+
+	plen = WEFT_MIN((off < p->cur_pre_len ? p->cur_pre_len : total) - off,
+			ep->pkt_max);
+	if (!win_room(ep, p, plen, true))
+		return false;
+	if (off == 0) {
+		type = tx->kind == UTIL_RDM_TX_WRITE ? UDPX_WRITE :
+		       tx->kind == UTIL_RDM_TX_READ  ? UDPX_READ :
+						       UDPX_ATOMIC;
+		akind = tx->kind == UTIL_RDM_TX_ATOMIC	     ? UDPX_AT_WRITE :
+			tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ? UDPX_AT_FETCH :
+							       UDPX_AT_COMPARE;
+		s = slot_new(ep, p, type,
+			     type == UDPX_WRITE &&
+					     (tx->hdr.flags & UTIL_RDM_CQ_DATA) ?
+				     UDPX_F_CQ_DATA :
+				     0);
+		s->hdr.tag = type == UDPX_ATOMIC ?
+				     UDPX_RMA_TAG(tx->rma_count, tx->atomic_op,
+						  tx->datatype, akind) :
+				     UDPX_RMA_TAG(tx->rma_count, 0, 0, 0);
+		s->hdr.data = tx->hdr.data;
+		s->hdr.len = total;
+		s->hdr.tx_id = tx->hdr.tx_id;
+	} else {
+		s = slot_new(ep, p, UDPX_DATA, 0);
+	}
+	if (off < p->cur_pre_len) {
+		s->copy = p->cur_pre + off;
+		s->ring_end = p->cur_pre_end;
+	} else {
+		s->tx = tx;
+		s->off = off - p->cur_pre_len;
+	}
+	s->plen = (uint32_t)plen;
+	p->inflight += plen;
+	p->cur_off += plen;
+	if (p->cur_off == total) {
+		/* Done at the target's answer, not at the acknowledgement. */
+		s->hdr.flags |= UDPX_F_ACK_NOW;
+		p->cur_tx = NULL;
+	}
+	return true;
+}
+
+/* The next packet of the first answer waiting; whether one went. */
+static bool resp_cut(struct udpx_ep *ep, struct udpx_peer *p)
+{
+	struct udpx_resp *r = container_of(p->resp.next, struct udpx_resp,
+					   entry);
+	size_t plen = WEFT_MIN(r->len - r->off, ep->pkt_max);
+	struct udpx_slot *s;
+
+	if (!win_room(ep, p, plen, true))
+		return false;
+	s = slot_new(ep, p, UDPX_RESP, 0);
+	s->hdr.tx_id = r->tx_id;
+	s->hdr.tag = r->off;
+	s->hdr.len = r->len;
+	s->copy = r->data + r->off;
+	s->plen = (uint32_t)plen;
+	p->inflight += plen;
+	r->off += plen;
+	if (r->off == r->len) {
+		dlist_remove(&r->entry);
+		s->last = true;
+		s->own = r;
+		s->hdr.flags |= UDPX_F_ACK_NOW;
+	}
+	return true;
+}
+
 /* Acknowledged: packets before ack left the window; the bitmap says
  * which after it arrived.  A hole before arrivals is sent again now. */
 static void acks_in(struct udpx_ep *ep, struct udpx_peer *p, uint32_t ack,
@@ -486,7 +619,10 @@ static void acks_in(struct udpx_ep *ep, struct udpx_peer *p, uint32_t ack,
 			if (s->ring_end)
 				p->ring_tail = s->ring_end;
 			p->una++;
-			if (s->last && !(s->hdr.flags & UDPX_F_DC)) {
+			if (weft_unlikely(s->own)) {
+				free(s->own);
+				s->own = NULL;
+			} else if (s->last && !(s->hdr.flags & UDPX_F_DC)) {
 				struct util_rdm_tx *tx = s->tx;
 
 				s->tx = NULL;
@@ -516,10 +652,27 @@ static void acks_in(struct udpx_ep *ep, struct udpx_peer *p, uint32_t ack,
 
 /* Forget what we were sending to p: held transmits go back to the engine,
  * which fails them (util_rdm_fail_peer). */
+static void resp_drop(struct udpx_peer *p)
+{
+	struct dlist_entry *e;
+	uint32_t q;
+
+	for (q = p->una; q != p->snd_nxt; q++) {
+		free(p->slot[q % UDPX_WIN].own);
+		p->slot[q % UDPX_WIN].own = NULL;
+	}
+	while (!dlist_empty(&p->resp)) {
+		e = p->resp.next;
+		dlist_remove(e);
+		free(container_of(e, struct udpx_resp, entry));
+	}
+}
+
 static void tx_reset(struct udpx_peer *p)
 {
 	uint32_t q;
 
+	resp_drop(p);
 	for (q = p->una; q != p->snd_nxt; q++)
 		p->slot[q % UDPX_WIN].tx = NULL;
 	p->una = p->snd_out = p->snd_nxt;
@@ -670,6 +823,293 @@ static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
 		stash_complete(ep, st);
 }
 
+/* ---- reliable: RMA and atomics, the target's side ----------------------- */
+
+static inline struct util_mr_map *ep_mr_map(struct udpx_ep *ep)
+{
+	return &util_mr_domain_of(ep->rdm.base.domain)->mr_map;
+}
+
+/* A remote operation on our memory succeeded: the counters bound to the
+ * registrations it named count it (fi_mr_bind). */
+static void count_target(struct udpx_ep *ep, const struct fi_rma_iov *rma,
+			 size_t n, uint32_t kind, enum fi_op op)
+{
+	struct util_mr_map *map = ep_mr_map(ep);
+
+	if (util_mr_map_counting(map))
+		util_mr_map_count(map, rma, n, util_rdm_mr_events(kind, op));
+}
+
+static size_t rma_len(const struct fi_rma_iov *rma, size_t n)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++)
+		len += rma[i].len;
+	return len;
+}
+
+/* Answer with data (read data, fetched values): r is the answer's, its
+ * data filled; len 0 or an error goes as a DACK. */
+static void answer(struct udpx_ep *ep, struct udpx_peer *p, uint64_t tx_id,
+		   int err, struct udpx_resp *r)
+{
+	if (err || !r || !r->len) {
+		free(r);
+		dack_queue(ep, p, tx_id, err);
+		return;
+	}
+	r->tx_id = tx_id;
+	r->off = 0;
+	dlist_insert_tail(&r->entry, &p->resp);
+	pump(ep, p);
+}
+
+static struct udpx_resp *resp_new(size_t len)
+{
+	struct udpx_resp *r = malloc(sizeof(*r) + len);
+
+	if (r)
+		r->len = len;
+	return r;
+}
+
+static void read_in(struct udpx_ep *ep, struct udpx_peer *p,
+		    struct udpx_rin *in)
+{
+	size_t len = rma_len(in->rma, in->nrma);
+	struct udpx_resp *r = NULL;
+	int ret = 0;
+
+	if (!(ep->rdm.base.caps & FI_RMA))
+		ret = -FI_EOPNOTSUPP;
+	if (!ret)
+		ret = util_rdm_target_iov(ep_mr_map(ep), in->rma, in->nrma,
+					  FI_REMOTE_READ, in->local,
+					  UTIL_RDM_IOV_MAX * 2, &in->nlocal);
+	if (!ret && len) {
+		/* The bytes as they are now, kept until acknowledged. */
+		r = resp_new(len);
+		if (r)
+			util_iov_copy_from(r->data, in->local, in->nlocal, 0,
+					   len);
+		else
+			ret = -FI_ENOMEM;
+	}
+	if (!ret) {
+		count_target(ep, in->rma, in->nrma, UTIL_RDM_TX_READ,
+			     WEFT_ATOMIC_OP_COUNT);
+		util_rdm_remote_event(&ep->rdm, FI_REMOTE_READ, len, 0);
+	}
+	answer(ep, p, in->tx_id, -ret, r);
+}
+
+static void atomic_in(struct udpx_ep *ep, struct udpx_peer *p,
+		      struct udpx_rin *in)
+{
+	size_t len = rma_len(in->rma, in->nrma);
+	size_t head = in->nrma * sizeof(struct fi_rma_iov);
+	size_t elem = util_atomic_dt_size((enum fi_datatype)in->dt);
+	struct util_mr_map *map = ep_mr_map(ep);
+	uint64_t access = FI_REMOTE_WRITE;
+	struct udpx_resp *r = NULL;
+	int ret = 0;
+
+	if (!elem || len % elem || len > UDPX_ATOMIC_MAX ||
+	    in->akind < UDPX_AT_WRITE || in->akind > UDPX_AT_COMPARE ||
+	    in->pre_len !=
+		    head + len * (in->akind == UDPX_AT_COMPARE ? 2 : 1))
+		ret = -FI_EINVAL;
+	if (!ret && in->akind != UDPX_AT_WRITE) {
+		access |= FI_REMOTE_READ;
+		r = resp_new(len);
+		if (!r)
+			ret = -FI_ENOMEM;
+	}
+	if (!ret)
+		ret = util_rdm_target_iov(map, in->rma, in->nrma, access,
+					  in->local, UTIL_RDM_IOV_MAX * 2,
+					  &in->nlocal);
+	/* Peers of this host may apply atomics to the same memory
+	 * themselves (shm's registration table): take their lock. */
+	if (!ret)
+		ret = util_mr_map_atomic_lock(map);
+	if (!ret) {
+		ret = util_rdm_target_atomic(
+			(enum fi_op)in->op, (enum fi_datatype)in->dt,
+			in->local, in->nlocal, in->pre + head,
+			in->akind == UDPX_AT_COMPARE ? in->pre + head + len :
+						       NULL,
+			r ? r->data : NULL);
+		util_mr_map_atomic_unlock(map);
+	}
+	if (!ret) {
+		count_target(ep, in->rma, in->nrma,
+			     in->akind == UDPX_AT_WRITE ? UTIL_RDM_TX_ATOMIC :
+			     in->akind == UDPX_AT_FETCH ?
+							  UTIL_RDM_TX_FETCH_ATOMIC :
+							  UTIL_RDM_TX_COMPARE_ATOMIC,
+			     (enum fi_op)in->op);
+		util_rdm_remote_event(&ep->rdm, FI_REMOTE_WRITE, len, 0);
+	}
+	answer(ep, p, in->tx_id, -ret, r);
+}
+
+/* A request's head is here: check and translate its ranges; a read or
+ * an atomic is served now. */
+static void rin_ready(struct udpx_ep *ep, struct udpx_peer *p,
+		      struct udpx_rin *in)
+{
+	int ret;
+
+	memcpy(in->rma, in->pre, in->nrma * sizeof(struct fi_rma_iov));
+	switch (in->type) {
+	case UDPX_READ:
+		read_in(ep, p, in);
+		in->answered = true;
+		return;
+	case UDPX_ATOMIC:
+		atomic_in(ep, p, in);
+		in->answered = true;
+		return;
+	}
+	if (!(ep->rdm.base.caps & FI_RMA)) {
+		in->status = FI_EOPNOTSUPP;
+		return;
+	}
+	if (rma_len(in->rma, in->nrma) != in->len - in->pre_len) {
+		in->status = FI_EINVAL;
+		return;
+	}
+	ret = util_rdm_target_iov(ep_mr_map(ep), in->rma, in->nrma,
+				  FI_REMOTE_WRITE, in->local,
+				  UTIL_RDM_IOV_MAX * 2, &in->nlocal);
+	in->status = -ret;
+	in->gen = util_mr_map_gen(ep_mr_map(ep));
+}
+
+/* Every byte of the request is here. */
+static void rin_end(struct udpx_ep *ep, struct udpx_peer *p,
+		    struct udpx_rin *in)
+{
+	p->rin = NULL;
+	if (!in->answered) {
+		if (!in->status && in->type == UDPX_WRITE) {
+			count_target(ep, in->rma, in->nrma, UTIL_RDM_TX_WRITE,
+				     WEFT_ATOMIC_OP_COUNT);
+			util_rdm_remote_event(
+				&ep->rdm,
+				FI_REMOTE_WRITE |
+					(in->cq_data ? FI_REMOTE_CQ_DATA : 0),
+				in->len - in->pre_len, in->data);
+		}
+		dack_queue(ep, p, in->tx_id, in->status);
+	}
+	free(in);
+}
+
+/* The next bytes of the request arriving. */
+static void rin_place(struct udpx_ep *ep, struct udpx_peer *p,
+		      const uint8_t *payload, size_t plen)
+{
+	struct udpx_rin *in = p->rin;
+	size_t k;
+
+	plen = WEFT_MIN(plen, in->len - in->got);
+	if (in->got < in->pre_len) {
+		k = WEFT_MIN(plen, in->pre_len - in->got);
+		memcpy(in->pre + in->got, payload, k);
+		in->got += k;
+		payload += k;
+		plen -= k;
+		if (in->got == in->pre_len)
+			rin_ready(ep, p, in);
+	}
+	if (plen) {
+		if (!in->status &&
+		    util_mr_map_gen(ep_mr_map(ep)) != in->gen) {
+			/* A registration changed: still there? */
+			in->status = -util_rdm_target_iov(
+				ep_mr_map(ep), in->rma, in->nrma,
+				FI_REMOTE_WRITE, in->local,
+				UTIL_RDM_IOV_MAX * 2, &in->nlocal);
+			in->gen = util_mr_map_gen(ep_mr_map(ep));
+		}
+		if (!in->status)
+			util_iov_copy_to(in->local, in->nlocal,
+					 in->got - in->pre_len, payload, plen);
+		in->got += plen;
+	}
+	if (in->got == in->len)
+		rin_end(ep, p, in);
+}
+
+/* A request's first packet.  0, or -FI_EAGAIN (no memory now: offered
+ * again later). */
+static int rin_start(struct udpx_ep *ep, struct udpx_peer *p,
+		     const struct udpx_hdr *h, const uint8_t *payload,
+		     size_t plen)
+{
+	uint32_t n = (uint32_t)(h->tag & 0xff);
+	size_t head = n * sizeof(struct fi_rma_iov), pre = head;
+	struct udpx_rin *in;
+	bool bad = false;
+
+	if (weft_unlikely(p->rin)) { /* the one before was cut short */
+		free(p->rin);
+		p->rin = NULL;
+	}
+	if (h->type != UDPX_WRITE)
+		pre = h->len; /* a read's or an atomic's body is its head */
+	if (!n || n > UTIL_RDM_IOV_MAX || head > h->len ||
+	    (h->type == UDPX_READ && h->len != head) ||
+	    (h->type == UDPX_ATOMIC && h->len > head + 2 * UDPX_ATOMIC_MAX)) {
+		bad = true;
+		pre = 0;
+	}
+	in = calloc(1, sizeof(*in) + pre);
+	if (!in)
+		return -FI_EAGAIN;
+	in->type = h->type;
+	in->nrma = n;
+	in->op = (uint8_t)(h->tag >> 8);
+	in->dt = (uint8_t)(h->tag >> 16);
+	in->akind = (uint8_t)(h->tag >> 24);
+	in->cq_data = h->flags & UDPX_F_CQ_DATA;
+	in->data = h->data;
+	in->tx_id = h->tx_id;
+	in->len = h->len;
+	in->pre_len = pre;
+	in->status = bad ? FI_EINVAL : 0;
+	p->rin = in;
+	rin_place(ep, p, payload, plen);
+	return 0;
+}
+
+/* Read data or fetched values for one of our requests. */
+static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
+		    const struct udpx_hdr *h, const uint8_t *payload,
+		    size_t plen)
+{
+	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
+
+	if (!tx || tx->peer != &p->peer || h->len != tx->hdr.len ||
+	    h->tag > h->len || plen > h->len - h->tag)
+		return; /* late, or not ours */
+	if (tx->kind == UTIL_RDM_TX_READ)
+		util_iov_copy_to(tx->iov, tx->iov_count, h->tag, payload, plen);
+	else if (tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
+		 tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC)
+		util_iov_copy_to(tx->res_iov, tx->res_count, h->tag, payload,
+				 plen);
+	else
+		return;
+	/* Packets come in order: the last one completes it. */
+	if (h->tag + plen == h->len)
+		util_rdm_tx_done(&ep->rdm, tx, 0);
+}
+
 static void msg_fill(struct udpx_ep *ep, const struct udpx_hdr *h,
 		     struct util_rdm_msg *msg)
 {
@@ -701,6 +1141,15 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 	case UDPX_DATA:
 		if (p->cur)
 			stash_place(ep, p->cur, payload, plen);
+		else if (p->rin)
+			rin_place(ep, p, payload, plen);
+		return 0;
+	case UDPX_WRITE:
+	case UDPX_READ:
+	case UDPX_ATOMIC:
+		return rin_start(ep, p, h, payload, plen);
+	case UDPX_RESP:
+		resp_in(ep, p, h, payload, plen);
 		return 0;
 	case UDPX_DACK:
 		tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
@@ -797,6 +1246,8 @@ static void rx_reset(struct udpx_ep *ep, struct udpx_peer *p)
 	}
 	p->nstored = 0;
 	p->stalled = false;
+	free(p->rin);
+	p->rin = NULL;
 	if (p->cur) {
 		struct udpx_stash *st = p->cur;
 
@@ -997,6 +1448,58 @@ static int udpx_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	return 0;
 }
 
+/*
+ * RMA and atomics: the request's head (the remote ranges, an atomic's
+ * operands and compare values) is copied into the send ring, then cut
+ * into packets as a large message is, a write's bytes after it from the
+ * user's buffer.  Done at the target's answer: a DACK (writes, errors)
+ * or the last RESP.
+ */
+static int udpx_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
+{
+	struct udpx_ep *ep = udpx_ep_of(xp);
+	struct udpx_peer *p = udpx_peer_of(tx->peer);
+	size_t head = tx->rma_count * sizeof(struct fi_rma_iov), len = head;
+	uint64_t end = 0;
+	uint8_t *buf;
+	int ret;
+
+	if (!ep->reliable)
+		return -FI_EOPNOTSUPP;
+	if (p->cur_tx)
+		return -FI_EAGAIN; /* in order behind it */
+	ret = peer_dead(ep, p);
+	if (ret)
+		return ret;
+	if (tx->kind >= UTIL_RDM_TX_ATOMIC)
+		len += tx->hdr.len *
+		       (tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC ? 2 : 1);
+	ep->now = now_ns();
+	buf = ring_take(p, len, &end);
+	if (!buf)
+		return -FI_EAGAIN;
+	memcpy(buf, tx->rma_iov, head);
+	if (tx->kind >= UTIL_RDM_TX_ATOMIC) {
+		/* FI_ATOMIC_READ has no operand: zeros in its place. */
+		if (tx->iov_count)
+			util_iov_copy_from(buf + head, tx->iov, tx->iov_count,
+					   0, tx->hdr.len);
+		else
+			memset(buf + head, 0, tx->hdr.len);
+		if (tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC)
+			util_iov_copy_from(buf + head + tx->hdr.len,
+					   tx->cmp_iov, tx->cmp_count, 0,
+					   tx->hdr.len);
+	}
+	p->cur_tx = tx;
+	p->cur_off = 0;
+	p->cur_pre = buf;
+	p->cur_pre_len = len;
+	p->cur_pre_end = end;
+	pump(ep, p);
+	return 0;
+}
+
 static int udpx_fetch(struct util_rdm_xport *xp, const void *stash,
 		      const struct iovec *iov, void **desc, size_t iov_count,
 		      size_t len, void *cookie)
@@ -1089,7 +1592,8 @@ static int timers(struct udpx_ep *ep)
 			}
 		}
 		if (p->una == p->snd_nxt && !p->cur_tx && !p->ndack &&
-		    !p->ack_due && !p->stalled && !p->nstored) {
+		    !p->ack_due && !p->stalled && !p->nstored &&
+		    dlist_empty(&p->resp)) {
 			dlist_remove(&p->active);
 			p->on_active = false;
 		}
@@ -1210,6 +1714,7 @@ static int udpx_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 	(void)xp;
 	memset((char *)p + sizeof(p->peer), 0, sizeof(*p) - sizeof(p->peer));
 	dlist_init(&p->active);
+	dlist_init(&p->resp);
 	p->rto_ms = udpx_params.rto_ms;
 	return 0;
 }
@@ -1226,6 +1731,8 @@ static void udpx_peer_fini(struct util_rdm_xport *xp, struct util_peer *peer)
 		ep->last_peer = NULL;
 	for (i = 0; i < UDPX_WIN; i++)
 		free(p->rslot[i].pkt);
+	resp_drop(p);
+	free(p->rin);
 	if (p->cur) {
 		p->cur->peer = NULL;
 		if (p->cur->discarded || p->cur->fetched)
@@ -1246,7 +1753,8 @@ static bool udpx_lingering(struct util_rdm_xport *xp)
 	dlist_foreach(&ep->active, e) {
 		struct udpx_peer *p = container_of(e, struct udpx_peer, active);
 
-		if (p->snd_out != p->snd_nxt || p->cur_tx || p->ndack)
+		if (p->snd_out != p->snd_nxt || p->cur_tx || p->ndack ||
+		    !dlist_empty(&p->resp))
 			return true;
 	}
 	return false;
@@ -1258,6 +1766,7 @@ static const struct util_rdm_transport udpx_transport = {
 	.fetch = udpx_fetch,
 	.discard = udpx_discard,
 	.ack = udpx_ack,
+	.rma = udpx_rma,
 	.progress = udpx_progress,
 	.wait_fd = udpx_wait_fd,
 	.arm = udpx_arm,
@@ -1535,6 +2044,7 @@ int udpx_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ep->xp.eager_max = reliable ? udpx_params.eager_max : UDPX_DGRAM_MAX;
 	attr.xport = &ep->xp;
 	attr.inject_max = reliable ? UDPX_INJECT : UDPX_DGRAM_INJECT;
+	attr.atomic_max = reliable ? UDPX_ATOMIC_MAX : 0;
 	attr.unexp_max = udpx_params.unexp_max;
 	ret = udpx_setup(ep, info, domain->addr_format);
 	if (ret) {

@@ -35,7 +35,24 @@ enum {
 	UDPX_DATA = 2, /* the next packet of the message in progress */
 	UDPX_DACK = 3, /* delivery acknowledgement of a message (tx_id) */
 	UDPX_ACK = 4,  /* acknowledgement only: no sequence number */
+	/* RMA and atomics (reliable only): a request's first packet, its
+	 * body (remote ranges, operands, written bytes) going on in DATA
+	 * packets; the target answers with a DACK (status) or RESPs. */
+	UDPX_WRITE = 5,
+	UDPX_READ = 6,
+	UDPX_ATOMIC = 7,
+	UDPX_RESP = 8, /* read data or fetched values: tx_id, offset in tag */
 };
+
+/* An atomic request's tag: ranges, op, datatype and kind. */
+#define UDPX_AT_WRITE 1
+#define UDPX_AT_FETCH 2
+#define UDPX_AT_COMPARE 3
+#define UDPX_RMA_TAG(n, op, dt, kind)                                          \
+	((uint64_t)(n) | (uint64_t)(op) << 8 | (uint64_t)(dt) << 16 |          \
+	 (uint64_t)(kind) << 24)
+/* Bytes of one atomic operand vector (and of its results). */
+#define UDPX_ATOMIC_MAX 4096
 
 /* Packet flags. */
 #define UDPX_F_TAGGED (1u << 0)
@@ -65,6 +82,8 @@ struct udpx_hdr {
 	uint64_t tx_id; /* the sender's, echoed by a DACK */
 };
 static_assert(sizeof(struct udpx_hdr) == 64, "udpx_hdr is 64 bytes");
+/* A remote range on the wire: addr, len, key, u64 each. */
+static_assert(sizeof(struct fi_rma_iov) == 24, "fi_rma_iov is 24 bytes");
 
 /* A datagram endpoint's largest message: a datagram that fits an
  * Ethernet frame, as the raw endpoint's. */
