@@ -137,6 +137,7 @@ struct udpx_peer {
 	size_t cur_pre_len;
 	uint64_t cur_pre_end;
 	struct dlist_entry resp; /* udpx_resp: answers waiting for the window */
+	uint32_t rma_wait; /* requests to it waiting for their answer */
 	uint64_t last_ack_ns; /* when una last moved */
 	uint32_t rto_ms;
 	uint32_t ndack, dack_max;
@@ -172,6 +173,9 @@ struct udpx_ep {
 	bool timer_armed;
 	bool icmp; /* an ICMP error waits in the socket's error queue */
 	uint64_t probe_at;
+	/* RMA requests waiting for an answer, all peers: while any do, the
+	 * peers are probed as for directed receives (a dead one is told). */
+	uint32_t rma_wait;
 	struct sockaddr_storage name;
 	socklen_t namelen;
 	uint32_t epoch;
@@ -668,10 +672,12 @@ static void resp_drop(struct udpx_peer *p)
 	}
 }
 
-static void tx_reset(struct udpx_peer *p)
+static void tx_reset(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	uint32_t q;
 
+	ep->rma_wait -= p->rma_wait;
+	p->rma_wait = 0;
 	resp_drop(p);
 	for (q = p->una; q != p->snd_nxt; q++)
 		p->slot[q % UDPX_WIN].tx = NULL;
@@ -682,6 +688,9 @@ static void tx_reset(struct udpx_peer *p)
 	p->ndack = 0;
 }
 
+static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
+			const uint8_t *payload, size_t plen);
+
 static void peer_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
 {
 	char buf[64] = "";
@@ -690,7 +699,17 @@ static void peer_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
 	fi_av_straddr(&ep->rdm.base.av->av_fid, p->peer.addr, buf, &len);
 	FI_WARN(&udp_prov, FI_LOG_EP_DATA,
 		"peer %s: %s; its transmits fail\n", buf, fi_strerror(err));
-	tx_reset(p);
+	tx_reset(ep, p);
+	if (p->cur) {
+		/* The message it was sending will not end: its receive
+		 * fails. */
+		struct udpx_stash *st = p->cur;
+
+		st->error = err;
+		st->dc = false;
+		st->got = st->len - 1;
+		stash_place(ep, st, (const uint8_t *)"", 1);
+	}
 	p->dead_err = err;
 	p->dead_until = ep->now + UDPX_DEAD_MS * 1000000ull;
 	util_rdm_fail_peer(&ep->rdm, &p->peer, err);
@@ -744,7 +763,7 @@ static void icmp_drain(struct udpx_ep *ep)
 				continue;
 			p = udpx_peer_of(peer);
 			if (p->una != p->snd_nxt || p->cur_tx || p->ndack ||
-			    util_rdm_rx_directed(&ep->rdm))
+			    p->rma_wait || util_rdm_rx_directed(&ep->rdm))
 				peer_fail(ep, p, FI_ECONNREFUSED);
 		}
 	}
@@ -1087,6 +1106,14 @@ static int rin_start(struct udpx_ep *ep, struct udpx_peer *p,
 	return 0;
 }
 
+static void rma_answered(struct udpx_ep *ep, struct udpx_peer *p)
+{
+	if (p->rma_wait) {
+		p->rma_wait--;
+		ep->rma_wait--;
+	}
+}
+
 /* Read data or fetched values for one of our requests. */
 static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
 		    const struct udpx_hdr *h, const uint8_t *payload,
@@ -1106,8 +1133,10 @@ static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
 	else
 		return;
 	/* Packets come in order: the last one completes it. */
-	if (h->tag + plen == h->len)
+	if (h->tag + plen == h->len) {
+		rma_answered(ep, p);
 		util_rdm_tx_done(&ep->rdm, tx, 0);
+	}
 }
 
 static void msg_fill(struct udpx_ep *ep, const struct udpx_hdr *h,
@@ -1153,8 +1182,11 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 		return 0;
 	case UDPX_DACK:
 		tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
-		if (tx && tx->peer == &p->peer)
+		if (tx && tx->peer == &p->peer) {
+			if (tx->kind != UTIL_RDM_TX_SEND)
+				rma_answered(ep, p);
 			util_rdm_tx_done(&ep->rdm, tx, (int)h->data);
+		}
 		return 0;
 	case UDPX_MSG:
 		break;
@@ -1496,6 +1528,8 @@ static int udpx_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	p->cur_pre = buf;
 	p->cur_pre_len = len;
 	p->cur_pre_end = end;
+	p->rma_wait++;
+	ep->rma_wait++;
 	pump(ep, p);
 	return 0;
 }
@@ -1656,7 +1690,8 @@ static int udpx_progress(struct util_rdm_xport *xp)
 	}
 	if (weft_unlikely(ep->icmp) && ep->reliable)
 		icmp_drain(ep);
-	if (ep->reliable && util_rdm_rx_directed(&ep->rdm) &&
+	if (ep->reliable &&
+	    (util_rdm_rx_directed(&ep->rdm) || ep->rma_wait) &&
 	    ep->now >= ep->probe_at)
 		probe(ep);
 	if (ep->reliable && !dlist_empty(&ep->active))
@@ -1692,7 +1727,7 @@ static int udpx_arm(struct util_rdm_xport *xp)
 		if (p->stalled || p->snd_out != p->snd_nxt)
 			first = WEFT_MIN(first, ep->now + 1000000ull);
 	}
-	if (util_rdm_rx_directed(&ep->rdm))
+	if (util_rdm_rx_directed(&ep->rdm) || ep->rma_wait)
 		first = WEFT_MIN(first, ep->probe_at);
 	if (first == UINT64_MAX && !ep->timer_armed)
 		return udpx_progress(xp);
@@ -1809,8 +1844,8 @@ static int udpx_close(struct fid *fid)
 		/* What arrived is acknowledged, what we held fails. */
 		if (p->ack_due)
 			send_ack(ep, p);
-		if (p->una != p->snd_nxt || p->cur_tx) {
-			tx_reset(p);
+		if (p->una != p->snd_nxt || p->cur_tx || p->rma_wait) {
+			tx_reset(ep, p);
 			util_rdm_fail_peer(&ep->rdm, &p->peer, FI_ECANCELED);
 		}
 	}
