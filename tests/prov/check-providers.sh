@@ -81,7 +81,9 @@ case " $provs " in
 	FI_UDP_TEST_DROP=7 CONFORMANCE=$prog sh \
 		"$src/tests/prov/run-conformance.sh" -c msg_stream \
 		-c msg_sizes -c tagged_sizes -c msg_inflight -c comp_levels \
-		-c proc_pingpong udp
+		-c proc_pingpong -c rma_sizes -c rma_writedata -c rma_iov \
+		-c rma_bad_access -c rma_cntr -c rma_order -c atomic \
+		-c atomic_inject_fetch udp
 	rc2=$?
 	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac ;;
 esac
