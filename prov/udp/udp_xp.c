@@ -196,7 +196,7 @@ struct udpx_params udpx_params = {
 	.eager_max = 65536,
 	.unexp_max = 64u << 20,
 	.rto_ms = 20,
-	.retry_ms = 10000,
+	.retry_ms = 120000,
 	.ack_us = 500,
 };
 
