@@ -52,14 +52,6 @@ static pthread_mutex_t perf_objs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t perf_signal_once = PTHREAD_ONCE_INIT;
 static int perf_pipe[2] = { -1, -1 };
 
-static uint64_t perf_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static bool perf_counted(size_t fclass)
 {
 	switch (fclass) {
@@ -101,7 +93,7 @@ static void perf_before(struct weft_hook_call *c, unsigned slot)
 {
 	if (c->hf->priv[slot] && c->kind > WEFT_HK_OTHER &&
 	    c->kind < WEFT_HK_CLOSE)
-		c->scratch[slot] = perf_now();
+		c->scratch[slot] = weft_now_ns();
 }
 
 static void perf_line(bool to_log, const char *fmt, ...)
@@ -310,7 +302,7 @@ static void perf_after(struct weft_hook_call *c, unsigned slot)
 		 c->kind == WEFT_HK_CNTR_READERR)
 		__atomic_fetch_add(&r->ok, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&r->amount, amount, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&r->ns, perf_now() - c->scratch[slot],
+	__atomic_fetch_add(&r->ns, weft_now_ns() - c->scratch[slot],
 			   __ATOMIC_RELAXED);
 }
 

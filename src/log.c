@@ -164,14 +164,6 @@ static int default_enabled(const struct fi_provider *prov,
 	return prov_shown(prov);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 WEFT_EXPORT int fi_log_enabled(const struct fi_provider *prov,
 			       enum fi_log_level level,
 			       enum fi_log_subsys subsys)
@@ -203,7 +195,7 @@ WEFT_EXPORT int fi_log_ready(const struct fi_provider *prov,
 	}
 	if (!fi_log_enabled(prov, level, subsys))
 		return 0;
-	now = now_ms();
+	now = (weft_now_ns() / 1000000);
 	if (now < *showtime)
 		return 0;
 	*showtime = now + LOG_SPARSE_INTERVAL_MS;

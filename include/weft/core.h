@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "weft/ofi.h"
 
@@ -52,6 +53,24 @@
 #define WEFT_CACHELINE 64
 #define weft_cacheline_aligned __attribute__((aligned(WEFT_CACHELINE)))
 #define WEFT_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call). */
+static inline uint64_t weft_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC_COARSE in milliseconds: cheaper, a tick's precision. */
+static inline uint64_t weft_coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 #define WEFT_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /*

@@ -337,7 +337,7 @@ static void conn_died(struct shm_xp *ep, struct shm_conn *c);
  */
 int conn_setup(struct shm_xp *ep, struct shm_conn *c, bool now)
 {
-	uint64_t t = coarse_ms();
+	uint64_t t = weft_coarse_ms();
 	int ret;
 
 	if (c->map.hdr && (c->dead || c->map.hdr->gone)) {
@@ -388,7 +388,7 @@ static inline int conn_alive(struct shm_xp *ep, struct shm_conn *c)
 
 	if (weft_likely(!shm_owner_died(c->map.queue)))
 		return 0;
-	t = coarse_ms();
+	t = weft_coarse_ms();
 	if ((c->hint_unreliable || !SHM_OWNER_HINT) &&
 	    t - c->alive_ms < SHM_PEER_ALIVE_MS)
 		return 0;
@@ -523,14 +523,6 @@ bool shm_reaches(struct util_rdm_xport *xp, struct util_peer *peer)
 /* How often peers with transfers in flight are checked for life. */
 #define SHM_PEER_CHECK_MS 100
 
-uint64_t coarse_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* A peer died: fail everything that waits on it. */
 static void conn_died(struct shm_xp *ep, struct shm_conn *c)
 {
@@ -586,7 +578,7 @@ static void conn_died(struct shm_xp *ep, struct shm_conn *c)
 /* With transfers in flight, look (rarely) for peers that died. */
 void check_peers(struct shm_xp *ep, bool now)
 {
-	uint64_t t = coarse_ms();
+	uint64_t t = weft_coarse_ms();
 	struct dlist_entry *e;
 
 	if (!now && t - ep->last_check_ms < SHM_PEER_CHECK_MS)

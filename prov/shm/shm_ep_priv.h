@@ -84,7 +84,6 @@ static inline int conn_of_peer_ready(struct shm_xp *ep,
 	}
 	return conn_of_peer_ready_slow(ep, peer, out);
 }
-uint64_t coarse_ms(void);
 void check_peers(struct shm_xp *ep, bool now);
 
 /*

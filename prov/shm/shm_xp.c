@@ -267,7 +267,7 @@ static int buf_get_in_for(struct shm_xp *ep, struct shm_conn *c, size_t len,
 	int ret = buf_get_in(&c->map, len, idx);
 
 	if (weft_unlikely(ret)) {
-		t = coarse_ms();
+		t = weft_coarse_ms();
 		if (t - c->reclaim_ms < SHM_RECLAIM_MS)
 			return ret;
 		c->reclaim_ms = t;
@@ -1012,7 +1012,7 @@ static void queue_unstall(struct shm_xp *ep)
 	struct shm_queue *q = ep->own.queue;
 	uint32_t slots = ep->own.queue_slots, i;
 	uint64_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
-	uint64_t t = coarse_ms();
+	uint64_t t = weft_coarse_ms();
 	struct shm_slot *s;
 
 	if (atomic_load_explicit(&q->tail, memory_order_acquire) == head) {

@@ -295,7 +295,6 @@ int tcp_iface_addr(const char *name, int family,
 		   struct sockaddr_storage *out);
 
 /* tcp_conn.c: sockets, the write queue, the receive state machine */
-uint64_t tcp_now_ms(void);
 int tcp_errno_fi(int err); /* errno -> positive FI_E* */
 void tcp_sock_opts(int fd);
 /*

@@ -57,7 +57,7 @@ void tcp_fd_warn(int err, const char *what, bool accepting,
 		 unsigned long refused)
 {
 	struct rlimit rl = { 0 };
-	uint64_t now = tcp_now_ms();
+	uint64_t now = weft_coarse_ms();
 	char limit[96], then[128];
 
 	pthread_mutex_lock(&fd_lock);
@@ -161,7 +161,7 @@ void tcp_refused_warn(uint32_t status)
 {
 	static uint64_t warned_ms;
 	static unsigned long count;
-	uint64_t now = tcp_now_ms();
+	uint64_t now = weft_coarse_ms();
 	unsigned long n;
 
 	/* One line a second at most, with the count since. */
@@ -234,7 +234,7 @@ struct tcp_conn *tcp_conn_new(struct tcp_ep *ep, int epfd, int fd,
 		free(conn);
 		return NULL;
 	}
-	conn->deadline_ms = tcp_now_ms() + (uint64_t)tcp_params.conn_timeout_ms;
+	conn->deadline_ms = weft_coarse_ms() + (uint64_t)tcp_params.conn_timeout_ms;
 	return conn;
 }
 

@@ -36,14 +36,6 @@
 #include "weft/util_iov.h"
 #include "tcp_ep_priv.h"
 
-uint64_t tcp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ---- control frames ----------------------------------------------------- */
 
 /*
@@ -177,7 +169,7 @@ void tcp_conn_lost(struct tcp_conn *conn)
 		tp->peer.state = conn->error ? UTIL_PEER_FAILED : UTIL_PEER_IDLE;
 		if (conn->refused) {
 			tp->refused = err;
-			tp->retry_ms = tcp_now_ms() + TCP_REFUSED_MS;
+			tp->retry_ms = weft_coarse_ms() + TCP_REFUSED_MS;
 		}
 		if (!ep->closing)
 			FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
@@ -235,7 +227,7 @@ static void conn_connected(struct tcp_conn *conn)
 	}
 	conn->state = TCP_CONN_HELLO;
 	tcp_conn_watch(conn, false);
-	conn->deadline_ms = tcp_now_ms() + (uint64_t)tcp_params.conn_timeout_ms;
+	conn->deadline_ms = weft_coarse_ms() + (uint64_t)tcp_params.conn_timeout_ms;
 	if (ep->type != FI_EP_RDM) {
 		tcp_send_hello(conn, NULL, 0, conn->cm_data, conn->cm_len, 0,
 			       0);
@@ -587,7 +579,7 @@ static void ep_sweep(struct tcp_ep *ep, int *n)
 			 conn->state != TCP_CONN_CLOSED &&
 			 conn->state != TCP_CONN_CMWAIT) {
 			if (!now)
-				now = tcp_now_ms();
+				now = weft_coarse_ms();
 			if (now > conn->deadline_ms)
 				tcp_conn_close(conn, FI_ETIMEDOUT);
 		}
@@ -677,14 +669,6 @@ static bool dom_event(struct tcp_ep *ep, void *tag, uint32_t events, int *n)
  */
 #define TCP_IDLE_LOOK_NS 20000
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Whether this poll may leave the domain's set alone.  The clock is read
  * every 16th poll while polls come fast, and at each when they come
@@ -698,7 +682,7 @@ static bool idle_skip(struct tcp_ep *ep)
 		ep->idle_skip--;
 		return true;
 	}
-	t = now_ns();
+	t = weft_now_ns();
 	if (t - ep->idle_clock_ns < TCP_IDLE_LOOK_NS) {
 		ep->idle_skip = 15;
 		if (t - ep->idle_look_ns < TCP_IDLE_LOOK_NS) {

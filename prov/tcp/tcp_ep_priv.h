@@ -63,7 +63,7 @@ static inline int peer_conn(struct tcp_ep *ep, struct util_peer *peer,
 	if (ep->type == FI_EP_MSG)
 		return -FI_EAGAIN; /* until fi_connect / fi_accept */
 	if (weft_unlikely(tp->refused)) {
-		if (tcp_now_ms() < tp->retry_ms)
+		if (weft_coarse_ms() < tp->retry_ms)
 			return -tp->refused;
 		tp->refused = 0;
 	}

@@ -108,7 +108,7 @@ static void pep_progress(struct util_pep *upep)
 		struct tcp_conn *conn = container_of(e, struct tcp_conn, entry);
 
 		if (conn->state == TCP_CONN_ACCEPTED &&
-		    tcp_now_ms() > conn->deadline_ms)
+		    weft_coarse_ms() > conn->deadline_ms)
 			tcp_conn_close(conn, FI_ETIMEDOUT);
 		if (conn->state == TCP_CONN_CLOSED && !conn->reported)
 			pep_drop(conn);

@@ -215,14 +215,6 @@ static inline bool seq_lt(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) < 0;
 }
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void active_add(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	if (!p->on_active) {
@@ -242,7 +234,7 @@ static inline int peer_dead(struct udpx_ep *ep, struct udpx_peer *p)
 		p->dead_err = 0;
 		return 0;
 	}
-	if (now_ns() < p->dead_until)
+	if (weft_now_ns() < p->dead_until)
 		return -p->dead_err;
 	p->dead_err = 0;
 	return 0;
@@ -493,7 +485,7 @@ static int rel_send_eager(struct udpx_ep *ep, struct udpx_peer *p,
 	ret = peer_dead(ep, p);
 	if (ret)
 		return ret;
-	ep->now = now_ns();
+	ep->now = weft_now_ns();
 	npk = len ? (len + ep->pkt_max - 1) / ep->pkt_max : 1;
 	if (p->snd_nxt - p->una + npk > UDPX_WIN - UDPX_WIN_DACK ||
 	    (p->una != p->snd_nxt && p->inflight + len > ep->win_bytes))
@@ -1473,7 +1465,7 @@ static int udpx_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	ret = peer_dead(ep, p);
 	if (ret)
 		return ret;
-	ep->now = now_ns();
+	ep->now = weft_now_ns();
 	p->cur_tx = tx;
 	p->cur_off = 0;
 	pump(ep, p);
@@ -1506,7 +1498,7 @@ static int udpx_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	if (tx->kind >= UTIL_RDM_TX_ATOMIC)
 		len += tx->hdr.len *
 		       (tx->kind == UTIL_RDM_TX_COMPARE_ATOMIC ? 2 : 1);
-	ep->now = now_ns();
+	ep->now = weft_now_ns();
 	buf = ring_take(p, len, &end);
 	if (!buf)
 		return -FI_EAGAIN;
@@ -1584,7 +1576,7 @@ static int udpx_ack(struct util_rdm_xport *xp, void *reply, uint64_t tx_id,
 
 	if (!ep->reliable || !reply)
 		return 0;
-	ep->now = now_ns();
+	ep->now = weft_now_ns();
 	return dack_queue(ep, reply, tx_id, err);
 }
 
@@ -1657,7 +1649,7 @@ static int udpx_progress(struct util_rdm_xport *xp)
 	int n = 0, k, i, round;
 
 	if (ep->reliable)
-		ep->now = now_ns();
+		ep->now = weft_now_ns();
 	for (round = 0; round < 4; round++) {
 		for (i = 0; i < UDPX_BATCH; i++)
 			ep->rmsg[i].msg_hdr.msg_namelen = sizeof(ep->rsrc[i]);
@@ -1714,7 +1706,7 @@ static int udpx_arm(struct util_rdm_xport *xp)
 
 	if (!ep->reliable)
 		return 0;
-	ep->now = now_ns();
+	ep->now = weft_now_ns();
 	dlist_foreach(&ep->active, e) {
 		struct udpx_peer *p = container_of(e, struct udpx_peer, active);
 
@@ -1834,7 +1826,7 @@ static int udpx_close(struct fid *fid)
 
 	util_rdm_ep_linger(&ep->rdm);
 	weft_lock(util_rdm_lock(&ep->rdm));
-	ep->now = now_ns();
+	ep->now = weft_now_ns();
 	dlist_foreach(&ep->rdm.peers.list, e) {
 		struct udpx_peer *p = container_of(e, struct udpx_peer,
 						   peer.entry);
@@ -2045,7 +2037,7 @@ static int udpx_setup(struct udpx_ep *ep, const struct fi_info *info,
 	}
 	if (getrandom(&ep->epoch, sizeof(ep->epoch), GRND_NONBLOCK) !=
 	    sizeof(ep->epoch))
-		ep->epoch = (uint32_t)now_ns() ^ ((uint32_t)getpid() << 16);
+		ep->epoch = (uint32_t)weft_now_ns() ^ ((uint32_t)getpid() << 16);
 	if (!ep->epoch)
 		ep->epoch = 1;
 	return util_bufpool_create(&pa, &ep->stash_pool);

@@ -733,14 +733,6 @@ static size_t quiet_queued(struct util_rdm_ep *ep)
 	return n;
 }
 
-static uint64_t linger_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Whether a transport still holds bytes it reported sent. */
 static bool xports_lingering(struct util_rdm_ep *ep)
 {
@@ -764,8 +756,8 @@ void util_rdm_ep_linger(struct util_rdm_ep *ep)
 	while (ep->base.enabled &&
 	       ((n = quiet_queued(ep)) || xports_lingering(ep))) {
 		if (!end) {
-			end = linger_now_ms() + UTIL_RDM_LINGER_MS;
-		} else if (linger_now_ms() >= end) {
+			end = (weft_now_ns() / 1000000) + UTIL_RDM_LINGER_MS;
+		} else if ((weft_now_ns() / 1000000) >= end) {
 			FI_WARN(ep->base.domain->prov, FI_LOG_EP_CTRL,
 				"%zu injected message(s) (and what the "
 				"transport took) not taken by their peers in "

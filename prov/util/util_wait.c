@@ -19,24 +19,18 @@ static bool util_wait_has_fds(enum fi_wait_obj wait_obj)
 
 uint64_t util_wait_deadline(int timeout_ms)
 {
-	struct timespec now;
-
 	if (timeout_ms < 0)
 		return UINT64_MAX;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-	       (uint64_t)timeout_ms * 1000000ull;
+	return weft_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
 int util_wait_remaining(uint64_t deadline_ns)
 {
-	struct timespec now;
 	uint64_t ns;
 
 	if (deadline_ns == UINT64_MAX)
 		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	ns = weft_now_ns();
 	if (ns >= deadline_ns)
 		return 0;
 	/* Round up so that a wait never ends before the deadline. */
