@@ -130,7 +130,7 @@ size_t tcp_sockaddr_len(const void *addr)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM |       \
-	 FI_TRIGGER)
+	 FI_TRIGGER | FI_DIRECTED_RECV | FI_SOURCE)
 #define TCP_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
 	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
@@ -172,8 +172,11 @@ static struct fi_rx_attr tcp_rx_attr = {
 
 /* RDM says what 1.17 says of RDM over tcp (its tcp;ofi_rxm): clients
  * select it by that protocol. */
-/* MSG receives have no FI_DIRECTED_RECV, FI_SOURCE or FI_SOURCE_ERR: one
- * peer per endpoint. */
+/* MSG receives: FI_SOURCE reports the one peer's fi_addr_t when an AV
+ * bound to the endpoint holds its address (fi_getpeer's), else
+ * FI_ADDR_NOTAVAIL; FI_DIRECTED_RECV takes only that peer's messages
+ * under such an AV and ignores the address without one.  No
+ * FI_SOURCE_ERR: there is no unknown sender to report. */
 static struct fi_rx_attr tcp_msg_rx_attr = {
 	.caps = TCP_RX_CAPS & TCP_MSG_CAPS,
 	.op_flags = TCP_RX_OP_FLAGS,

@@ -285,11 +285,13 @@ static void msg_fill(struct tcp_conn *conn, struct util_rdm_msg *msg)
 	msg->tx_id = f->msg.tx_id;
 	msg->reply = tp;
 	msg->src = FI_ADDR_NOTAVAIL;
-	if (ep->type == FI_EP_RDM && tp &&
-	    (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
+	/* MSG too: its one peer, if an AV bound to it holds the address. */
+	if (tp && (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
 		msg->src = util_peer_src(&ep->rdm.peers, &tp->peer);
-		msg->src_raw = tp->peer.addr;
-		msg->src_raw_len = tcp_sockaddr_len(tp->peer.addr);
+		if (ep->type == FI_EP_RDM) {
+			msg->src_raw = tp->peer.addr;
+			msg->src_raw_len = tcp_sockaddr_len(tp->peer.addr);
+		}
 	}
 }
 
