@@ -118,22 +118,26 @@ size_t tcp_sockaddr_len(const void *addr)
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
 	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_NAMED_RX_CTX |      \
-	 FI_TRIGGER | FI_COLLECTIVE)
+	 FI_TRIGGER | FI_COLLECTIVE | FI_RMA_PMEM)
 #define TCP_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE | FI_RMA_PMEM)
 #define TCP_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
-	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE |           \
+	 FI_RMA_PMEM)
 #define TCP_MSG_CAPS                                                           \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM |       \
-	 FI_TRIGGER | FI_DIRECTED_RECV | FI_SOURCE)
+	 FI_TRIGGER | FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_PMEM)
+/* FI_COMMIT_COMPLETE: the target flushes FI_RMA_PMEM memory it wrote
+ * (weft/util_pmem.h) before it answers. */
 #define TCP_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
-	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE |    \
+	 FI_REMOTE_CQ_DATA)
 #define TCP_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 #define TCP_INJECT 4096
 

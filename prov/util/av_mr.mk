@@ -2,7 +2,8 @@
 # prov/util: address vectors and the memory-registration key map.
 libweft_la_SOURCES += \
 	prov/util/util_av.c \
-	prov/util/util_mr.c
+	prov/util/util_mr.c \
+	prov/util/util_pmem.c
 
 if HAVE_CRITERION
 CRITERION_TESTS += tests/unit/test_av tests/unit/test_mr

@@ -220,7 +220,7 @@ static inline bool tx_inject_complete(const struct util_rdm_tx *tx)
 	if (tx->kind != UTIL_RDM_TX_WRITE && tx->kind != UTIL_RDM_TX_ATOMIC)
 		return false;
 	if (!(tx->flags & FI_INJECT) ||
-	    (tx->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
+	    (tx->flags & (FI_TRANSMIT_COMPLETE | UTIL_RDM_DELIVERED)))
 		return false;
 	return tx->flags & (FI_INJECT_COMPLETE | RDM_NO_COMPLETION);
 }
@@ -481,7 +481,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	/* The quick way: done when copied, no transmit kept.  Not when
 	 * the transport's word is waited for (eager_late, tx_start). */
 	if (weft_likely(hdr.len <= peer->xp->eager_max &&
-			!(comp && (flags & FI_DELIVERY_COMPLETE)) &&
+			!(comp && (flags & UTIL_RDM_DELIVERED)) &&
 			!(peer->xp->eager_late &&
 			  (comp || ep->base.send_cntr || deferred_cntr(flags))) &&
 			dlist_empty(&peer->queued))) {
@@ -540,7 +540,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	tx->hdr = hdr;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
 	if (hdr.len <= peer->xp->eager_max && comp &&
-	    (flags & FI_DELIVERY_COMPLETE))
+	    (flags & UTIL_RDM_DELIVERED))
 		tx->hdr.flags |= UTIL_RDM_ACK_REQ;
 	ret = tx_submit(ep, tx);
 	if (ret)

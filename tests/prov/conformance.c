@@ -789,6 +789,12 @@ static uint64_t cf_next_key = 1;
 void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 		uint64_t access)
 {
+	cf_mem_reg_flags(f, i, m, len, access, 0);
+}
+
+void cf_mem_reg_flags(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
+		      uint64_t access, uint64_t flags)
+{
 	uint64_t mode = f->info->domain_attr->mr_mode;
 	size_t alloc = len ? len : 1;
 
@@ -797,8 +803,8 @@ void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 		  "posix_memalign %zu", alloc);
 	memset(m->p, 0, alloc);
 	m->len = len;
-	cf_ok(fi_mr_reg(f->domain, m->p, alloc, access, 0, cf_next_key++, 0,
-			&m->mr, NULL));
+	cf_ok(fi_mr_reg(f->domain, m->p, alloc, access, 0, cf_next_key++,
+			flags, &m->mr, NULL));
 	if (mode & FI_MR_ENDPOINT) {
 		cf_ok(fi_mr_bind(m->mr,
 				 cf_contexts() ?

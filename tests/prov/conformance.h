@@ -303,6 +303,9 @@ void cf_wait_cntr(struct cf_fix *f, int i, enum cf_cntr_kind k, uint64_t want);
 
 void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 		uint64_t access);
+/* The same with fi_mr_reg flags (FI_RMA_PMEM). */
+void cf_mem_reg_flags(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
+		      uint64_t access, uint64_t flags);
 void cf_mem_free(struct cf_mem *m);
 void cf_mem_close(struct cf_mem *m);
 
