@@ -118,7 +118,7 @@ size_t tcp_sockaddr_len(const void *addr)
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
 	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_NAMED_RX_CTX |      \
-	 FI_TRIGGER | FI_COLLECTIVE | FI_RMA_PMEM)
+	 FI_TRIGGER | FI_COLLECTIVE | FI_RMA_PMEM | FI_SHARED_AV)
 #define TCP_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
 	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE | FI_RMA_PMEM)
@@ -131,7 +131,8 @@ size_t tcp_sockaddr_len(const void *addr)
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM |       \
-	 FI_TRIGGER | FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_PMEM)
+	 FI_TRIGGER | FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_PMEM |             \
+	 FI_SHARED_AV)
 /* FI_COMMIT_COMPLETE: the target flushes FI_RMA_PMEM memory it wrote
  * (weft/util_pmem.h) before it answers. */
 #define TCP_TX_OP_FLAGS                                                        \
@@ -352,9 +353,10 @@ static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 	struct tcp_domain *domain =
 		container_of(domain_fid, struct tcp_domain, base.util.domain_fid);
 
-	return util_av_open(&domain->base.util, attr,
-			    util_av_sockaddr_ops_of(domain->addr_format), av,
-			    context);
+	/* FI_SHARED_AV: named AVs shared by the node's processes. */
+	return util_av_open_shared(&domain->base.util, attr,
+				   util_av_sockaddr_ops_of(domain->addr_format),
+				   av, context);
 }
 
 /* ---- domain ------------------------------------------------------------- */

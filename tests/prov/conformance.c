@@ -517,6 +517,8 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 				     NULL));
 	av_attr.type = o->av_type;
 	av_attr.count = 16;
+	av_attr.name = o->av_name;
+	av_attr.flags = o->av_flags;
 	if (cf_contexts())
 		av_attr.rx_ctx_bits = CF_SEP_CTX_BITS;
 	cf_ok(fi_av_open(f->domain, &av_attr, &f->av, NULL));
@@ -846,7 +848,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
     cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger, cf_cases_coll,
-    cf_cases_dgram,
+    cf_cases_dgram, cf_cases_shared_av,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))
