@@ -3,7 +3,7 @@
  * Named AVs shared between processes (prov/util/util_av_shm.h,
  * docs/shared-av.md).
  *
- * The object is /dev/shm/weft-av-UID-NAME (NAME with every byte outside
+ * The object is /dev/shm/weft-av.UID.NAME (NAME with every byte outside
  * [A-Za-z0-9._-] written %XX), mode 0600.  Whoever opens it checks that it
  * is a regular file of ours that no other user can reach, then its
  * header; anything else is refused, never repaired, except an object
@@ -49,11 +49,11 @@ static struct util_av_shm_entry *shm_entry(const struct util_av_shm *s,
 					    (size_t)idx * s->hdr->entry_size);
 }
 
-/* "/weft-av-UID-" and the name, bytes outside [A-Za-z0-9._-] as %XX. */
+/* "/weft-av.UID." and the name, bytes outside [A-Za-z0-9._-] as %XX. */
 static int shm_name(const char *name, char *out, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	int n = snprintf(out, len, "/weft-av-%u-", (unsigned int)geteuid());
+	int n = snprintf(out, len, "/weft-av.%u.", (unsigned int)geteuid());
 	size_t o = (size_t)n;
 	const unsigned char *p;
 

@@ -31,7 +31,7 @@ static void setup(void)
 	cr_assert_eq(util_domain_init(&dom, NULL, NULL, NULL), 0);
 	snprintf(name, sizeof(name), "test av/%d", (int)getpid());
 	/* The object: the name with '/' and ' ' escaped (util_av_shm.c). */
-	snprintf(path, sizeof(path), "/weft-av-%u-test%%20av%%2f%d",
+	snprintf(path, sizeof(path), "/weft-av.%u.test%%20av%%2f%d",
 		 (unsigned int)geteuid(), (int)getpid());
 	shm_unlink(path);
 }
