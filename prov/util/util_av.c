@@ -1310,7 +1310,8 @@ static int util_av_close(struct fid *fid)
 	}
 	for (i = 0; i < av->next_idx; i++) {
 		slot = util_av_slot_at(av, i);
-		if (slot->used && av->ops.entry_fini)
+		/* (A named AV's slots below next_idx may have no chunk.) */
+		if (slot && slot->used && av->ops.entry_fini)
 			av->ops.entry_fini(av, av_fi_addr(av, i, slot),
 					   av_slot_addr(av, slot),
 					   av_slot_priv(av, slot));

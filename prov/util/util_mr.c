@@ -527,7 +527,6 @@ size_t util_mr_map_commit(struct util_mr_map *map,
 	weft_lock(&map->lock);
 	for (i = 0; i < count; i++) {
 		struct util_mr_entry *e = mr_find(map, rma[i].key);
-
 		int ret;
 
 		n = UTIL_MR_COMMIT_IOV;

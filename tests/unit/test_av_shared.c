@@ -141,6 +141,29 @@ Test(av_shared, reader_sees_entries_at_the_same_fi_addr)
 	cr_assert(!object_exists(), "left behind by the last close");
 }
 
+/* A reader whose first entries are all removed elsewhere holds a slot
+ * beyond slots it never made: it uses it, and closes. */
+Test(av_shared, entries_removed_before_a_reader_came)
+{
+	struct fid_av *w, *r;
+	struct sockaddr_in a[65];
+	fi_addr_t fa[65];
+	unsigned int i;
+
+	for (i = 0; i < 65; i++)
+		a[i] = sin_n(i);
+	cr_assert_eq(open_named(0, FI_AV_TABLE, &w), 0);
+	cr_assert_eq(fi_av_insert(w, a, 64, fa, 0, NULL), 64);
+	cr_assert_eq(fi_av_remove(w, fa, 64, 0), 0);
+	cr_assert_eq(fi_av_insert(w, &a[64], 1, &fa[64], 0, NULL), 1);
+	cr_assert_eq(fa[64], 64);
+	cr_assert_eq(open_named(FI_READ, FI_AV_UNSPEC, &r), 0);
+	assert_is(r, fa[64], 64);
+	cr_assert_null(util_av_addr(util_av_from_fid(r), fa[3]));
+	cr_assert_eq(fi_close(&r->fid), 0);
+	cr_assert_eq(fi_close(&w->fid), 0);
+}
+
 Test(av_shared, map_type_and_mismatch)
 {
 	struct fid_av *w, *r;
