@@ -6,8 +6,10 @@
  * static const struct util_av_ops that describes its addresses, and
  * converts the fid_av back with util_av_from_fid().  The AV implements the
  * whole of fi_av(3): FI_AV_MAP and FI_AV_TABLE, insert / insertsvc /
- * insertsym / remove / lookup / straddr, FI_SYNC_ERR, FI_AV_USER_ID, and
- * asynchronous inserts reported on a bound EQ as FI_AV_COMPLETE events.
+ * insertsym / remove / lookup / straddr, FI_SYNC_ERR, FI_AV_USER_ID,
+ * asynchronous inserts reported on a bound EQ as FI_AV_COMPLETE events,
+ * and named AVs shared between processes (util_av_open_shared,
+ * docs/shared-av.md).
  *
  * Storage.  Each entry is a slot holding the address in its stored (binary,
  * canonical) form, then `priv_size` bytes of provider data.  Slots live in
@@ -211,6 +213,9 @@ struct util_av {
 	uint32_t free_count;
 	uint32_t *bucket;   /* reverse map: slot index chains by hash */
 	uint32_t bucket_mask;
+	/* A named AV (FI_SHARED_AV): the object shared with the node's
+	 * other processes (prov/util/util_av_shm.h), else NULL. */
+	struct util_av_shm *shm;
 };
 
 static inline struct util_av *util_av_from_fid(struct fid_av *av_fid)
@@ -223,7 +228,7 @@ static inline struct util_av *util_av_from_fid(struct fid_av *av_fid)
  * fi_ops_domain.av_open with the application's attr; `ops` must outlive
  * the AV (a static const table).  FI_AV_UNSPEC picks the domain's av_type,
  * else FI_AV_TABLE, and writes the choice back into attr->type.  Named /
- * shared AVs (attr->name, FI_READ) are not supported: -FI_ENOSYS.  Takes a
+ * shared AVs (attr->name, FI_READ) are refused: -FI_ENOSYS.  Takes a
  * reference on the domain.  May allocate; does not block.  On success
  * *av_fid is the AV (closed with fi_close) and 0 is returned; else
  * -FI_EINVAL (bad attr), -FI_ENOSYS, -FI_ENOMEM.
@@ -231,6 +236,23 @@ static inline struct util_av *util_av_from_fid(struct fid_av *av_fid)
 int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
 		 const struct util_av_ops *ops, struct fid_av **av_fid,
 		 void *context);
+
+/*
+ * util_av_open for a provider that offers FI_SHARED_AV: attr->name opens
+ * the named AV of this user on this node, created if it does not exist
+ * (fi_av(3)), and FI_READ in attr->flags opens an existing one read-only
+ * (-FI_ENOENT if there is none; its inserts and removes fail with
+ * -FI_EACCES).  Every process sees an entry at the same fi_addr_t, and an
+ * entry another process adds later when it is first used.  attr->map_addr
+ * plays no part (fi_addr_t values do not depend on it); 0 is answered
+ * with the object's address in this process.  Object, checks and
+ * cleanup: prov/util/util_av_shm.c.  More returns: -FI_EACCES (the
+ * object is another user's), -FI_EINVAL (it is no AV of these
+ * addresses), -FI_EBUSY (too many processes have it open).
+ */
+int util_av_open_shared(struct util_domain *domain, struct fi_av_attr *attr,
+			const struct util_av_ops *ops, struct fid_av **av_fid,
+			void *context);
 
 /*
  * Endpoints bound to the AV hold a reference so that fi_close(av) answers
@@ -271,14 +293,24 @@ static inline struct util_av_slot *util_av_slot_at(const struct util_av *av,
 }
 
 /*
- * The live slot an fi_addr_t names, or NULL if it was never returned,
- * has been removed, or (FI_AV_MAP) names an older generation of its slot.
+ * A named AV: the entries other processes added since this one last
+ * looked, and then the live slot fi_addr names, or NULL.  Takes the AV
+ * lock; the miss path of util_av_slot_get, never called with the lock
+ * held.
+ */
+struct util_av_slot *util_av_shm_slot(const struct util_av *av,
+				      fi_addr_t fi_addr);
+
+/*
+ * What this process knows: the live slot an fi_addr_t names, or NULL if
+ * it was never returned, has been removed, or (FI_AV_MAP) names an older
+ * generation of its slot.
  * Data path: O(1), no lock, no allocation.  The answer stays valid until
  * the application removes the address (fi_av(3): operations racing with
  * fi_av_remove are undefined).
  */
-static inline struct util_av_slot *util_av_slot_get(const struct util_av *av,
-						    fi_addr_t fi_addr)
+static inline struct util_av_slot *
+util_av_slot_get_local(const struct util_av *av, fi_addr_t fi_addr)
 {
 	struct util_av_slot *slot;
 
@@ -291,6 +323,18 @@ static inline struct util_av_slot *util_av_slot_get(const struct util_av *av,
 	if (weft_unlikely(((fi_addr & av->addr_mask) >> 32) !=
 			  (av->type == FI_AV_MAP ? slot->gen : 0)))
 		return NULL;
+	return slot;
+}
+
+/* util_av_slot_get_local, and on a miss of a named AV what another process
+ * inserted since this one last looked (util_av_shm_slot).  Data path. */
+static inline struct util_av_slot *util_av_slot_get(const struct util_av *av,
+						    fi_addr_t fi_addr)
+{
+	struct util_av_slot *slot = util_av_slot_get_local(av, fi_addr);
+
+	if (weft_unlikely(!slot) && weft_unlikely(av->shm != NULL))
+		return util_av_shm_slot(av, fi_addr);
 	return slot;
 }
 

@@ -42,12 +42,14 @@
 #include "weft/util_cntr.h"
 #include "weft/util_domain.h"
 
-/* Access bits a registration may carry. */
+/* Access bits a registration may carry.  FI_RMA_PMEM (fi_mr(3) names it
+ * a registration flag; given as access it means the same) marks memory
+ * whose writes a commit makes durable (util_mr_map_commit). */
 #define UTIL_MR_ACCESS                                                         \
 	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |             \
-	 FI_REMOTE_WRITE | FI_COLLECTIVE)
+	 FI_REMOTE_WRITE | FI_COLLECTIVE | FI_RMA_PMEM)
 /* Registration flags the util MR accepts. */
-#define UTIL_MR_FLAGS (FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY)
+#define UTIL_MR_FLAGS (FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY | FI_RMA_PMEM)
 /* The access that peers use, and that a registration needs a key for. */
 #define UTIL_MR_REMOTE_ACCESS (FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* What a counter bound to a registration counts (fi_mr_bind). */
@@ -187,6 +189,18 @@ void *util_mr_map_lookup(struct util_mr_map *map, uint64_t key);
 int util_mr_map_verify_iov(struct util_mr_map *map, uint64_t key,
 			   uint64_t addr, size_t len, uint64_t access,
 			   struct iovec *iov, size_t *iov_count);
+
+/*
+ * FI_COMMIT_COMPLETE at the target, after an RMA write or atomic into the
+ * count ranges rma landed: the bytes of those that lie in registrations
+ * made with FI_RMA_PMEM are flushed from the CPU caches
+ * (util_pmem_flush, weft/util_pmem.h); other ranges have nothing to make
+ * durable, and ranges that name no registration (closed since) are
+ * passed over.  Data path of commits only: takes the lock, no
+ * allocation, never blocks.  Returns the bytes flushed.
+ */
+size_t util_mr_map_commit(struct util_mr_map *map,
+			  const struct fi_rma_iov *rma, size_t count);
 
 /*
  * util_mr_map_verify_iov for a range that must be contiguous in local

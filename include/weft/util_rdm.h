@@ -89,6 +89,10 @@ enum util_rdm_op {
 /* Header flags (util_rdm_hdr.flags, util_rdm_msg.flags). */
 #define UTIL_RDM_CQ_DATA (1u << 0) /* data carries remote CQ data */
 #define UTIL_RDM_ACK_REQ (1u << 1) /* sender waits for delivery */
+/* The op flags whose completion waits for the target's word: delivery,
+ * and commit (fi_cq(3)), which is delivery plus, for writes and atomics
+ * into FI_RMA_PMEM memory, a flush there (util_mr_map_commit). */
+#define UTIL_RDM_DELIVERED (FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)
 /* Local only, never on a wire: the send may complete late (eager_late). */
 #define UTIL_RDM_LATE (1u << 7)
 

@@ -177,7 +177,7 @@ struct shm_rma_req {
 	uint8_t datatype;
 	uint8_t op; /* enum fi_op */
 	uint8_t reply_bounce; /* results come back in a target bounce buffer */
-	uint8_t last; /* the operation's last part: report remote events */
+	uint8_t flags; /* SHM_RMA_F_* */
 	/* Bit i: count this operation on the counters bound to the
 	 * registration of rma[i] (each registration once per operation,
 	 * in the part holding its last byte). */
@@ -190,6 +190,10 @@ static_assert(sizeof(struct shm_rma_req) == 192,
 	      "RMA request layout (docs/shm-layout.md)");
 static_assert(sizeof(struct shm_rma_req) <= SHM_INLINE_MAX,
 	      "RMA request fits a slot");
+
+/* shm_rma_req.flags */
+#define SHM_RMA_F_LAST 1u /* the operation's last part: report remote events */
+#define SHM_RMA_F_COMMIT 2u /* FI_COMMIT_COMPLETE: flush FI_RMA_PMEM ranges */
 
 #define SHM_NO_BOUNCE UINT32_MAX
 

@@ -143,17 +143,22 @@ bool shm_cma_probe(void)
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
 	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_NAMED_RX_CTX | FI_TRIGGER |         \
-	 FI_COLLECTIVE | FI_FENCE)
+	 FI_COLLECTIVE | FI_RMA_PMEM | FI_SHARED_AV | FI_FENCE)
 #define SHM_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE |             \
+	 FI_RMA_PMEM | FI_FENCE)
 #define SHM_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
-	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE |           \
+	 FI_RMA_PMEM)
+/* FI_COMMIT_COMPLETE: the target flushes FI_RMA_PMEM memory it wrote
+ * (weft/util_pmem.h) before it answers. */
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
-	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE |    \
+	 FI_REMOTE_CQ_DATA)
 #define SHM_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 
 static struct fi_tx_attr shm_tx_attr = {
@@ -397,7 +402,8 @@ int shm_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 	struct util_domain *domain =
 		container_of(domain_fid, struct util_domain, domain_fid);
 
-	return util_av_open(domain, attr, &shm_av_ops, av, context);
+	/* FI_SHARED_AV: named AVs shared by the node's processes. */
+	return util_av_open_shared(domain, attr, &shm_av_ops, av, context);
 }
 
 /* ---- domain ------------------------------------------------------------- */

@@ -116,7 +116,11 @@ static int rma_issue(struct shm_xp *ep, struct util_rdm_tx *tx,
 					   len, req.rma, &req.count);
 	req.datatype = (uint8_t)tx->datatype;
 	req.op = (uint8_t)tx->atomic_op;
-	req.last = last;
+	req.flags = (last ? SHM_RMA_F_LAST : 0) |
+		    ((tx->flags & FI_COMMIT_COMPLETE) &&
+				     tx->kind != UTIL_RDM_TX_READ ?
+			     SHM_RMA_F_COMMIT :
+			     0);
 	for (i = 0; i < n; i++) {
 		req.laddr[i] = (uintptr_t)piece[i].iov_base;
 		req.llen[i] = piece[i].iov_len;
@@ -319,7 +323,7 @@ rma_direct_event(struct shm_xp *ep, struct shm_conn *c, struct util_rdm_tx *tx,
  * process_vm_readv/writev, unpin, and complete.  Returns 0 (done, tx
  * completed, in error or not), or 1 when the target must serve it (no
  * table, key not published, CMA refused, our earlier messages or requests
- * still in its queue).
+ * still in its queue, FI_COMMIT_COMPLETE).
  */
 static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 		      struct util_rdm_tx *tx)
@@ -340,6 +344,8 @@ static int rma_direct(struct shm_xp *ep, struct shm_conn *c,
 	 * there it checks the ranges whose length its completion reports,
 	 * which an event of ours could only claim. */
 	if ((tx->hdr.flags & UTIL_RDM_CQ_DATA) || !c->cma || conn_held(c) ||
+	    /* A commit is the target's to make (handle_rma). */
+	    (tx->flags & FI_COMMIT_COMPLETE) ||
 	    (ep->rma_order &&
 	     (c->rma_queued ||
 	      !shm_queue_consumed(c->map.queue, c->order_pos))) ||
@@ -604,7 +610,11 @@ int handle_rma(struct shm_xp *ep, struct shm_slot *s,
 	if (!ret && req.count && util_mr_map_counting(xp_mr_map(ep)))
 		rma_count_local(xp_mr_map(ep), &req);
 	/* Remote CQ data comes with writes alone (fi_rma(3)), as in tcp. */
-	if (!ret && req.last)
+	/* FI_COMMIT_COMPLETE: durable before the initiator hears. */
+	if (!ret && (req.flags & SHM_RMA_F_COMMIT) &&
+	    req.kind != UTIL_RDM_TX_READ)
+		util_mr_map_commit(xp_mr_map(ep), req.rma, req.rma_count);
+	if (!ret && (req.flags & SHM_RMA_F_LAST))
 		util_rdm_remote_event(ep->base.ep,
 				      ev | ((s->flags & UTIL_RDM_CQ_DATA) &&
 							    req.kind ==

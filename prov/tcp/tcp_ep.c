@@ -212,6 +212,20 @@ static void conn_opened(struct tcp_conn *conn)
 	conn->state = TCP_CONN_OPEN;
 	ep->nopen++;
 	ep->hot = ep->nopen == 1 ? conn : NULL;
+	/* MSG: the one peer is the address fi_getpeer reports, which an AV
+	 * bound to the endpoint may hold (FI_SOURCE, FI_DIRECTED_RECV). */
+	if (ep->type == FI_EP_MSG && conn->peer && conn->fd >= 0) {
+		struct sockaddr_storage sa = { 0 };
+		socklen_t len = sizeof(sa);
+
+		if (!getpeername(conn->fd, (struct sockaddr *)&sa, &len) &&
+		    len <= ep->rdm.peers.attr.addr_len) {
+			memset(conn->peer->peer.addr, 0,
+			       ep->rdm.peers.attr.addr_len);
+			memcpy(conn->peer->peer.addr, &sa, len);
+			conn->peer->peer.fi_addr = FI_ADDR_NOTAVAIL;
+		}
+	}
 }
 
 /* The outgoing connection is up (or failed): say hello. */

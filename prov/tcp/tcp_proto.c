@@ -53,7 +53,8 @@ const char *tcp_op_str(unsigned int op)
  * The flags each op may carry.  Remote CQ data travels in a data field,
  * which only MSG, TAGGED and the RMA header have; a READ_REQ has the field
  * but fi_read carries no remote CQ data.  Only a message can ask for an
- * ACK: RMA and atomics are always answered with RESP.
+ * ACK: RMA and atomics are always answered with RESP, after a commit
+ * when a write or an atomic asks for one.
  */
 static uint16_t op_flags(unsigned int op)
 {
@@ -63,7 +64,9 @@ static uint16_t op_flags(unsigned int op)
 	case TCP_OP_TAGGED:
 		return TCP_F_CQ_DATA | TCP_F_ACK_REQ;
 	case TCP_OP_WRITE:
-		return TCP_F_CQ_DATA;
+		return TCP_F_CQ_DATA | TCP_F_COMMIT;
+	case TCP_OP_ATOMIC:
+		return TCP_F_COMMIT;
 	default:
 		return 0;
 	}

@@ -61,7 +61,9 @@ enum tcp_op {
 #define TCP_F_CQ_DATA (1u << 0) /* data carries remote CQ data */
 #define TCP_F_ACK_REQ (1u << 1) /* MSG/TAGGED: answer with ACK */
 #define TCP_F_COLL (1u << 2)	/* MSG: the collectives' own (UTIL_RDM_COLL) */
-#define TCP_F_ALL (TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COLL)
+/* WRITE, ATOMIC: make FI_RMA_PMEM ranges durable before the RESP. */
+#define TCP_F_COMMIT (1u << 3)
+#define TCP_F_ALL (TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COLL | TCP_F_COMMIT)
 
 /* HELLO ep_type */
 enum tcp_ep_kind {

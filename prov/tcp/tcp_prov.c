@@ -118,22 +118,28 @@ size_t tcp_sockaddr_len(const void *addr)
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_SOURCE_ERR |        \
 	 FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_NAMED_RX_CTX |      \
-	 FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
+	 FI_TRIGGER | FI_COLLECTIVE | FI_RMA_PMEM | FI_SHARED_AV | FI_FENCE)
 #define TCP_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
+	 FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER | FI_COLLECTIVE |             \
+	 FI_RMA_PMEM | FI_FENCE)
 #define TCP_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
-	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE)
+	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE |           \
+	 FI_RMA_PMEM)
 #define TCP_MSG_CAPS                                                           \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |         \
 	 FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |               \
 	 FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM |       \
-	 FI_TRIGGER | FI_FENCE)
+	 FI_TRIGGER | FI_DIRECTED_RECV | FI_SOURCE | FI_RMA_PMEM |             \
+	 FI_SHARED_AV | FI_FENCE)
+/* FI_COMMIT_COMPLETE: the target flushes FI_RMA_PMEM memory it wrote
+ * (weft/util_pmem.h) before it answers. */
 #define TCP_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |                      \
-	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)
+	 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE |    \
+	 FI_REMOTE_CQ_DATA)
 #define TCP_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 #define TCP_INJECT 4096
 
@@ -172,8 +178,11 @@ static struct fi_rx_attr tcp_rx_attr = {
 
 /* RDM says what 1.17 says of RDM over tcp (its tcp;ofi_rxm): clients
  * select it by that protocol. */
-/* MSG receives have no FI_DIRECTED_RECV, FI_SOURCE or FI_SOURCE_ERR: one
- * peer per endpoint. */
+/* MSG receives: FI_SOURCE reports the one peer's fi_addr_t when an AV
+ * bound to the endpoint holds its address (fi_getpeer's), else
+ * FI_ADDR_NOTAVAIL; FI_DIRECTED_RECV takes only that peer's messages
+ * under such an AV and ignores the address without one.  No
+ * FI_SOURCE_ERR: there is no unknown sender to report. */
 static struct fi_rx_attr tcp_msg_rx_attr = {
 	.caps = TCP_RX_CAPS & TCP_MSG_CAPS,
 	.op_flags = TCP_RX_OP_FLAGS,
@@ -345,9 +354,10 @@ static int tcp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 	struct tcp_domain *domain =
 		container_of(domain_fid, struct tcp_domain, base.util.domain_fid);
 
-	return util_av_open(&domain->base.util, attr,
-			    util_av_sockaddr_ops_of(domain->addr_format), av,
-			    context);
+	/* FI_SHARED_AV: named AVs shared by the node's processes. */
+	return util_av_open_shared(&domain->base.util, attr,
+				   util_av_sockaddr_ops_of(domain->addr_format),
+				   av, context);
 }
 
 /* ---- domain ------------------------------------------------------------- */

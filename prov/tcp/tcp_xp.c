@@ -66,7 +66,7 @@ static int tcp_send_rndv(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	out = tcp_out_new(0);
 	if (!out)
 		return -FI_ENOMEM;
-	if (tx->flags & FI_DELIVERY_COMPLETE)
+	if (tx->flags & UTIL_RDM_DELIVERED)
 		fl |= UTIL_RDM_ACK_REQ;
 	out->iov[0].iov_base = out->hdr;
 	out->iov[0].iov_len = tcp_put_msg(out->hdr,
@@ -90,6 +90,10 @@ static int tcp_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 	struct util_rdm_ep *rdm = xp->ep;
 	struct tcp_ep *ep = tcp_ep_of(rdm);
 	uint16_t fl = (tx->hdr.flags & UTIL_RDM_CQ_DATA) ? TCP_F_CQ_DATA : 0;
+	uint16_t commit = (tx->flags & FI_COMMIT_COMPLETE) &&
+				  tx->kind != UTIL_RDM_TX_READ ?
+			  TCP_F_COMMIT :
+			  0;
 	size_t elem, count, n, pay;
 	struct tcp_conn *conn;
 	struct tcp_out *out;
@@ -113,7 +117,7 @@ static int tcp_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 			out->hdr,
 			tx->kind == UTIL_RDM_TX_WRITE ? TCP_OP_WRITE :
 							TCP_OP_READ_REQ,
-			fl, tx->hdr.tx_id, tx->hdr.data, tx->rma_iov,
+			fl | commit, tx->hdr.tx_id, tx->hdr.data, tx->rma_iov,
 			tx->rma_count, pay);
 		out->iov_count = 1;
 		if (pay) {
@@ -136,7 +140,7 @@ static int tcp_rma(struct util_rdm_xport *xp, struct util_rdm_tx *tx)
 		out->iov[0].iov_base = out->hdr;
 		/* Atomics carry no remote CQ data (docs/tcp-protocol.md). */
 		out->iov[0].iov_len = tcp_put_atomic(
-			out->hdr, 0, tx->hdr.tx_id, tx->rma_iov[0].addr,
+			out->hdr, commit, tx->hdr.tx_id, tx->rma_iov[0].addr,
 			tx->rma_iov[0].key, kind, (uint8_t)tx->atomic_op,
 			(uint8_t)tx->datatype, (uint32_t)count, pay);
 		n = 1;
@@ -285,11 +289,13 @@ static void msg_fill(struct tcp_conn *conn, struct util_rdm_msg *msg)
 	msg->tx_id = f->msg.tx_id;
 	msg->reply = tp;
 	msg->src = FI_ADDR_NOTAVAIL;
-	if (ep->type == FI_EP_RDM && tp &&
-	    (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
+	/* MSG too: its one peer, if an AV bound to it holds the address. */
+	if (tp && (ep->rdm.base.caps & (FI_SOURCE | FI_DIRECTED_RECV))) {
 		msg->src = util_peer_src(&ep->rdm.peers, &tp->peer);
-		msg->src_raw = tp->peer.addr;
-		msg->src_raw_len = tcp_sockaddr_len(tp->peer.addr);
+		if (ep->type == FI_EP_RDM) {
+			msg->src_raw = tp->peer.addr;
+			msg->src_raw_len = tcp_sockaddr_len(tp->peer.addr);
+		}
 	}
 }
 
@@ -446,6 +452,10 @@ static void write_done(struct tcp_conn *conn)
 	const struct tcp_frame *f = &conn->frame;
 
 	if (!conn->rx_status) {
+		/* FI_COMMIT_COMPLETE: durable before the initiator hears. */
+		if (f->flags & TCP_F_COMMIT)
+			util_mr_map_commit(ep_mr_map(ep), f->rma.iov,
+					   f->rma.iov_count);
 		count_target(ep, f->rma.iov, f->rma.iov_count,
 			     UTIL_RDM_TX_WRITE, WEFT_ATOMIC_OP_COUNT);
 		util_rdm_remote_event(&ep->rdm,
@@ -552,6 +562,8 @@ static int atomic_in(struct tcp_conn *conn, const uint8_t *payload)
 			res);
 		util_mr_map_atomic_unlock(ep_mr_map(conn->ep));
 	}
+	if (!ret && (f->flags & TCP_F_COMMIT))
+		util_mr_map_commit(ep_mr_map(conn->ep), &r, 1);
 	if (!ret) {
 		count_target(conn->ep, &r, 1,
 			     f->atomic.kind == TCP_ATOMIC_WRITE ?

@@ -165,7 +165,8 @@ static struct fi_fabric_attr udp_fabric_attr = {
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
 	 FI_SOURCE_ERR | FI_RMA_EVENT | FI_TRIGGER | FI_COLLECTIVE)
 #define UDPX_CAPS                                                              \
-	(UDPX_TX_CAPS | UDPX_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM)
+	(UDPX_TX_CAPS | UDPX_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM |         \
+	 FI_SHARED_AV)
 #define UDPX_SIZE 1024
 
 static struct fi_tx_attr udpx_tx_attr = {
@@ -244,7 +245,8 @@ static struct fi_info udpx_rdm_info = {
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
 	 FI_SOURCE | FI_TRIGGER)
 #define UDPX_DG_CAPS                                                           \
-	(UDPX_DG_TX_CAPS | UDPX_DG_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM)
+	(UDPX_DG_TX_CAPS | UDPX_DG_RX_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM |   \
+	 FI_SHARED_AV)
 
 static struct fi_tx_attr udpx_dg_tx_attr = {
 	.caps = UDPX_DG_TX_CAPS,
@@ -358,9 +360,10 @@ static int udp_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
 	struct udp_domain *domain = container_of(
 		domain_fid, struct udp_domain, base.util.domain_fid);
 
-	return util_av_open(&domain->base.util, attr,
-			    util_av_sockaddr_ops_of(domain->addr_format), av,
-			    context);
+	/* FI_SHARED_AV: named AVs shared by the node's processes. */
+	return util_av_open_shared(&domain->base.util, attr,
+				   util_av_sockaddr_ops_of(domain->addr_format),
+				   av, context);
 }
 
 static int udp_endpoint(struct fid_domain *domain, struct fi_info *info,

@@ -16,6 +16,7 @@
 
 #include "weft/stubs.h"
 #include "weft/util_coll.h"
+#include "util_av_shm.h"
 
 #define AV_NO_SLOT UINT32_MAX
 #define AV_GEN_MAX UINT16_MAX
@@ -530,36 +531,16 @@ static fi_addr_t av_hash_find(struct util_av *av, const void *addr)
 
 /* ---- insert and remove, one address -------------------------------------- */
 
-/*
- * Add one stored-form (already normalized) address.  Lock held.  Returns
- * 0 and *fi_addr, or -FI_ENOSPC / -FI_ENOMEM / what entry_init returned.
- */
-static int av_insert_locked(struct util_av *av, const void *addr,
-			    const fi_addr_t *user_id, fi_addr_t *fi_addr)
+/* Fill slot idx (a free one when reused, else one never used) with a
+ * stored address.  Lock held. */
+static int av_insert_at_locked(struct util_av *av, uint32_t idx, bool reused,
+			       const void *addr, const fi_addr_t *user_id,
+			       fi_addr_t *fi_addr)
 {
 	struct util_av_slot *slot;
-	fi_addr_t have;
-	bool reused;
-	uint32_t idx;
 	int ret;
 
-	/* FI_AV_MAP: an address has one fi_addr_t, however often inserted. */
-	if (av->type == FI_AV_MAP && !user_id) {
-		have = av_hash_find(av, addr);
-		slot = have == FI_ADDR_NOTAVAIL ? NULL :
-						  util_av_slot_get(av, have);
-		if (slot && !slot->has_user_id && slot->refs < UINT32_MAX) {
-			slot->refs++;
-			*fi_addr = have;
-			return 0;
-		}
-	}
-	idx = av_free_lowest(av);
-	reused = idx != AV_NO_SLOT;
 	if (!reused) {
-		if (av->next_idx >= UTIL_AV_MAX_ENTRIES)
-			return -FI_ENOSPC;
-		idx = av->next_idx;
 		ret = av_chunk_ensure(av, idx);
 		if (ret)
 			return ret;
@@ -595,14 +576,115 @@ static int av_insert_locked(struct util_av *av, const void *addr,
 
 	if (reused)
 		av_free_clear(av, idx);
-	else
-		av->next_idx++;
+	else if (idx >= av->next_idx) /* a named AV's may leave a gap */
+		av->next_idx = idx + 1;
 	av_hash_add(av, idx, slot);
 	__atomic_store_n(&slot->used, 1, __ATOMIC_RELEASE);
 	av->count++;
 	atomic_fetch_add_explicit(&av->inserts, 1, memory_order_release);
 	*fi_addr = av_fi_addr(av, idx, slot);
 	return 0;
+}
+
+/*
+ * A named AV: every entry of the object this process has not yet (the
+ * unpublished ones are looked at again next time).  Lock held.
+ */
+static void av_shm_sync_locked(struct util_av *av)
+{
+	struct util_av_shm *s = av->shm;
+	uint32_t n = util_av_shm_count(av), i, hole = n;
+	struct util_av_slot *slot;
+	const void *addr;
+	fi_addr_t fa;
+	int ret;
+
+	for (i = s->synced; i < n; i++) {
+		uint32_t st = util_av_shm_state(av, i, &addr);
+
+		if (st == UTIL_AV_SHM_FREE && hole == n)
+			hole = i; /* claimed, not written yet */
+		if (st != UTIL_AV_SHM_USED)
+			continue;
+		slot = util_av_slot_at(av, i);
+		if (slot && (slot->used || slot->serial))
+			continue; /* here already, or removed here */
+		ret = av_insert_at_locked(av, i, false, addr, NULL, &fa);
+		if (ret)
+			FI_WARN(av->prov, FI_LOG_AV,
+				"shared AV entry %u: %s\n", i,
+				fi_strerror(-ret));
+	}
+	s->synced = hole;
+}
+
+struct util_av_slot *util_av_shm_slot(const struct util_av *cav,
+				      fi_addr_t fi_addr)
+{
+	struct util_av *av = (struct util_av *)cav;
+	struct util_av_slot *slot;
+
+	weft_lock(&av->lock);
+	av_shm_sync_locked(av);
+	slot = util_av_slot_get_local(av, fi_addr);
+	weft_unlock(&av->lock);
+	return slot;
+}
+
+/*
+ * Add one stored-form (already normalized) address.  Lock held.  Returns
+ * 0 and *fi_addr, or -FI_ENOSPC / -FI_ENOMEM / -FI_EACCES (a named AV
+ * opened FI_READ) / what entry_init returned.
+ */
+static int av_insert_locked(struct util_av *av, const void *addr,
+			    const fi_addr_t *user_id, fi_addr_t *fi_addr)
+{
+	struct util_av_slot *slot;
+	fi_addr_t have;
+	uint32_t idx;
+	int ret;
+
+	if (weft_unlikely(av->shm != NULL)) {
+		if (av->shm->readonly) {
+			FI_WARN(av->prov, FI_LOG_AV,
+				"insert into a shared AV opened with "
+				"FI_READ: refused\n");
+			return -FI_EACCES;
+		}
+		av_shm_sync_locked(av);
+	}
+	/* FI_AV_MAP: an address has one fi_addr_t, however often inserted. */
+	if (av->type == FI_AV_MAP && !user_id) {
+		have = av_hash_find(av, addr);
+		slot = have == FI_ADDR_NOTAVAIL ?
+			       NULL :
+			       util_av_slot_get_local(av, have);
+		if (slot && !slot->has_user_id && slot->refs < UINT32_MAX) {
+			slot->refs++;
+			*fi_addr = have;
+			return 0;
+		}
+	}
+	if (weft_unlikely(av->shm != NULL)) {
+		/* The object's next entry, at the same index everywhere;
+		 * never one freed. */
+		ret = util_av_shm_claim(av, addr, &idx);
+		if (ret)
+			return ret;
+		ret = av_insert_at_locked(av, idx, false, addr, user_id,
+					  fi_addr);
+		if (ret)
+			util_av_shm_kill(av, idx);
+		return ret;
+	}
+	idx = av_free_lowest(av);
+	if (idx != AV_NO_SLOT)
+		return av_insert_at_locked(av, idx, true, addr, user_id,
+					   fi_addr);
+	if (av->next_idx >= UTIL_AV_MAX_ENTRIES)
+		return -FI_ENOSPC;
+	return av_insert_at_locked(av, av->next_idx, false, addr, user_id,
+				   fi_addr);
 }
 
 static void av_remove_locked(struct util_av *av, uint32_t idx,
@@ -642,6 +724,11 @@ fi_addr_t util_av_lookup_addr(struct util_av *av, const void *addr)
 		return FI_ADDR_NOTAVAIL;
 	weft_lock(&av->lock);
 	fi_addr = av_hash_find(av, buf);
+	/* A named AV: a sender another process inserted since. */
+	if (fi_addr == FI_ADDR_NOTAVAIL && av->shm) {
+		av_shm_sync_locked(av);
+		fi_addr = av_hash_find(av, buf);
+	}
 	weft_unlock(&av->lock);
 	return fi_addr;
 }
@@ -1085,10 +1172,18 @@ static int util_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
 	if (count && !fi_addr)
 		return -FI_EINVAL;
 
+	if (av->shm && av->shm->readonly) {
+		FI_WARN(av->prov, FI_LOG_AV,
+			"remove from a shared AV opened with FI_READ: "
+			"refused\n");
+		return -FI_EACCES;
+	}
 	weft_lock(&av->lock);
+	if (av->shm)
+		av_shm_sync_locked(av);
 	/* All or nothing: a bad fi_addr_t removes none of them. */
 	for (i = 0; i < count; i++) {
-		if (!util_av_slot_get(av, fi_addr[i])) {
+		if (!util_av_slot_get_local(av, fi_addr[i])) {
 			FI_WARN(av->prov, FI_LOG_AV,
 				"remove: %#llx is not in the AV\n",
 				(unsigned long long)fi_addr[i]);
@@ -1098,12 +1193,18 @@ static int util_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
 	}
 	for (i = 0; i < count; i++) {
 		/* NULL again if the array names an address twice. */
-		slot = util_av_slot_get(av, fi_addr[i]);
-		if (slot && slot->refs > 1)
+		slot = util_av_slot_get_local(av, fi_addr[i]);
+		if (slot && slot->refs > 1) {
 			slot->refs--; /* inserted again: the last remove goes */
-		else if (slot)
+		} else if (slot) {
 			av_remove_locked(av, util_av_index(av, fi_addr[i]),
 					 slot);
+			/* Gone for every process that looks from now on;
+			 * its index is never given again. */
+			if (av->shm)
+				util_av_shm_kill(av,
+						 util_av_index(av, fi_addr[i]));
+		}
 	}
 unlock:
 	weft_unlock(&av->lock);
@@ -1145,7 +1246,9 @@ static int util_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr,
 	if (!addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
 	weft_lock(&av->lock);
-	slot = util_av_slot_get(av, fi_addr);
+	if (av->shm)
+		av_shm_sync_locked(av);
+	slot = util_av_slot_get_local(av, fi_addr);
 	if (slot)
 		memcpy(buf, av_slot_addr(av, slot), av->addrlen);
 	weft_unlock(&av->lock);
@@ -1207,7 +1310,8 @@ static int util_av_close(struct fid *fid)
 	}
 	for (i = 0; i < av->next_idx; i++) {
 		slot = util_av_slot_at(av, i);
-		if (slot->used && av->ops.entry_fini)
+		/* (A named AV's slots below next_idx may have no chunk.) */
+		if (slot && slot->used && av->ops.entry_fini)
 			av->ops.entry_fini(av, av_fi_addr(av, i, slot),
 					   av_slot_addr(av, slot),
 					   av_slot_priv(av, slot));
@@ -1216,6 +1320,7 @@ static int util_av_close(struct fid *fid)
 		free(av->chunk[i]);
 	free(av->bucket);
 	free(av->free_map);
+	util_av_shm_close(av);
 	weft_lock_destroy(&av->lock);
 	if (av->eq)
 		util_eq_put(util_eq_of(av->eq));
@@ -1262,7 +1367,8 @@ static const struct fi_ops_av util_av_ops_av = {
 };
 
 static int av_check_attr(struct util_domain *domain,
-			 const struct fi_av_attr *attr, enum fi_av_type *type)
+			 const struct fi_av_attr *attr, enum fi_av_type *type,
+			 bool shareable)
 {
 	const struct fi_provider *prov = domain->prov;
 
@@ -1278,12 +1384,18 @@ static int av_check_attr(struct util_domain *domain,
 		FI_WARN(prov, FI_LOG_AV, "AV type differs from the domain's\n");
 		return -FI_EINVAL;
 	}
-	if (attr->name || (attr->flags & FI_READ)) {
+	if (!shareable && (attr->name || (attr->flags & FI_READ))) {
 		FI_WARN(prov, FI_LOG_AV,
-			"named (shared) AVs and FI_READ are not supported\n");
+			"named (shared) AVs and FI_READ: %s has no "
+			"FI_SHARED_AV\n",
+			prov->name);
 		return -FI_ENOSYS;
 	}
-	if (attr->flags & ~(FI_EVENT | FI_SYMMETRIC)) {
+	if ((attr->flags & FI_READ) && !attr->name) {
+		FI_WARN(prov, FI_LOG_AV, "FI_READ opens a named AV: no name\n");
+		return -FI_EINVAL;
+	}
+	if (attr->flags & ~(FI_EVENT | FI_SYMMETRIC | FI_READ)) {
 		FI_WARN(prov, FI_LOG_AV, "unknown AV flags %#llx\n",
 			(unsigned long long)attr->flags);
 		return -FI_EINVAL;
@@ -1296,9 +1408,9 @@ static int av_check_attr(struct util_domain *domain,
 	return 0;
 }
 
-int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
-		 const struct util_av_ops *ops, struct fid_av **av_fid,
-		 void *context)
+static int av_open(struct util_domain *domain, struct fi_av_attr *attr,
+		   const struct util_av_ops *ops, struct fid_av **av_fid,
+		   void *context, bool shareable)
 {
 	struct util_av_ops full;
 	enum fi_av_type type;
@@ -1308,7 +1420,7 @@ int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
 
 	if (!domain || !attr || !ops || !av_fid)
 		return -FI_EINVAL;
-	ret = av_check_attr(domain, attr, &type);
+	ret = av_check_attr(domain, attr, &type, shareable);
 	if (ret)
 		return ret;
 	full = *ops;
@@ -1350,15 +1462,39 @@ int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
 	ret = av_hash_resize(av, nbuckets);
 	if (ret)
 		goto err_destroy_lock;
+	if (attr->name) {
+		ret = util_av_shm_open(av, attr, &type);
+		if (ret)
+			goto err_free_bucket;
+		av->type = type;
+		if (!attr->map_addr)
+			attr->map_addr = av->shm->hdr;
+	}
 
 	attr->type = type;
 	util_domain_get(domain);
 	*av_fid = &av->av_fid;
 	return 0;
 
+err_free_bucket:
+	free(av->bucket);
 err_destroy_lock:
 	weft_lock_destroy(&av->lock);
 err_free_av:
 	free(av);
 	return ret;
+}
+
+int util_av_open(struct util_domain *domain, struct fi_av_attr *attr,
+		 const struct util_av_ops *ops, struct fid_av **av_fid,
+		 void *context)
+{
+	return av_open(domain, attr, ops, av_fid, context, false);
+}
+
+int util_av_open_shared(struct util_domain *domain, struct fi_av_attr *attr,
+			const struct util_av_ops *ops, struct fid_av **av_fid,
+			void *context)
+{
+	return av_open(domain, attr, ops, av_fid, context, true);
 }

@@ -13,6 +13,10 @@
 
 #include "weft/stubs.h"
 #include "weft/util_getinfo.h"
+#include "weft/util_pmem.h"
+
+/* Pieces of one committed range (a vectored registration's). */
+#define UTIL_MR_COMMIT_IOV 16
 
 struct util_mr_entry {
 	struct util_mr_entry *next; /* bucket chain */
@@ -514,6 +518,37 @@ int util_mr_map_verify_iov(struct util_mr_map *map, uint64_t key,
 	return ret;
 }
 
+size_t util_mr_map_commit(struct util_mr_map *map,
+			  const struct fi_rma_iov *rma, size_t count)
+{
+	struct iovec iov[UTIL_MR_COMMIT_IOV];
+	size_t i, n, total = 0;
+
+	weft_lock(&map->lock);
+	for (i = 0; i < count; i++) {
+		struct util_mr_entry *e = mr_find(map, rma[i].key);
+		int ret;
+
+		n = UTIL_MR_COMMIT_IOV;
+		if (!e || !(e->access & FI_RMA_PMEM) || !rma[i].len)
+			continue;
+		ret = mr_verify_locked(map, rma[i].key, rma[i].addr,
+				       rma[i].len, 0, iov, &n);
+		if (ret == -FI_ETOOSMALL) {
+			/* More pieces than iov holds: all of them, which
+			 * holds the range. */
+			util_pmem_flush(map->prov, e->iov, e->iov_count);
+		} else if (!ret) {
+			util_pmem_flush(map->prov, iov, n);
+		} else {
+			continue;
+		}
+		total += rma[i].len;
+	}
+	weft_unlock(&map->lock);
+	return total;
+}
+
 /* Local address of byte `off` of a registration (off <= e->len). */
 static void *mr_point(const struct util_mr_entry *e, uint64_t off)
 {
@@ -625,6 +660,7 @@ int util_mr_regattr(struct util_domain *domain, struct util_mr_map *map,
 		    const struct fi_mr_attr *attr, uint64_t flags,
 		    struct fid_mr **mr_fid)
 {
+	struct fi_mr_attr pmem_attr;
 	struct fi_eq_entry entry;
 	struct util_mr *mr;
 	int ret;
@@ -658,6 +694,12 @@ int util_mr_regattr(struct util_domain *domain, struct util_mr_map *map,
 	mr->iface = attr->iface;
 	mr->iov_count = attr->iov_count;
 	memcpy(mr->iov, attr->mr_iov, attr->iov_count * sizeof(mr->iov[0]));
+	/* The flag rides in the entry's access (UTIL_MR_ACCESS). */
+	if (flags & FI_RMA_PMEM) {
+		pmem_attr = *attr;
+		pmem_attr.access |= FI_RMA_PMEM;
+		attr = &pmem_attr;
+	}
 
 	/*
 	 * A key is for peers: a registration they cannot reach takes none

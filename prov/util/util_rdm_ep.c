@@ -543,6 +543,11 @@ static int rdm_ep_enable(struct util_ep *base)
 	}
 	if (base->srx && !ep->rxq->av)
 		ep->rxq->av = base->av;
+	/* A connected endpoint without an AV has no name for its peer: a
+	 * receive's source names nobody, and it takes what the one peer
+	 * sends (fi_endpoint(3): connected endpoints ignore addresses). */
+	if (ep->connected && !base->av)
+		ep->rxq->caps &= ~FI_DIRECTED_RECV;
 	return 0;
 }
 

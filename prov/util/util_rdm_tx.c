@@ -248,7 +248,7 @@ static inline bool tx_inject_complete(const struct util_rdm_tx *tx)
 	if (tx->kind != UTIL_RDM_TX_WRITE && tx->kind != UTIL_RDM_TX_ATOMIC)
 		return false;
 	if (!(tx->flags & FI_INJECT) ||
-	    (tx->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
+	    (tx->flags & (FI_TRANSMIT_COMPLETE | UTIL_RDM_DELIVERED)))
 		return false;
 	return tx->flags & (FI_INJECT_COMPLETE | RDM_NO_COMPLETION);
 }
@@ -524,9 +524,9 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	 * that must wait (tx_fence_holds): one test of the flags for the
 	 * two that are rare. */
 	if (weft_likely(hdr.len <= peer->xp->eager_max &&
-			!(weft_unlikely(flags & (FI_DELIVERY_COMPLETE |
+			!(weft_unlikely(flags & (UTIL_RDM_DELIVERED |
 						 FI_FENCE)) &&
-			  ((comp && (flags & FI_DELIVERY_COMPLETE)) ||
+			  ((comp && (flags & UTIL_RDM_DELIVERED)) ||
 			   ((flags & FI_FENCE) && peer->nflight))) &&
 			!(peer->xp->eager_late &&
 			  (comp || ep->base.send_cntr || deferred_cntr(flags))) &&
@@ -586,7 +586,7 @@ static ssize_t rdm_send(struct util_rdm_ep *ep, const struct iovec *iov,
 	tx->hdr = hdr;
 	tx->hdr.tx_id = util_rdm_tx_id(ep, tx);
 	if (hdr.len <= peer->xp->eager_max && comp &&
-	    (flags & FI_DELIVERY_COMPLETE))
+	    (flags & UTIL_RDM_DELIVERED))
 		tx->hdr.flags |= UTIL_RDM_ACK_REQ;
 	ret = tx_submit(ep, tx);
 	if (ret)

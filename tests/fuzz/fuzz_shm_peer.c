@@ -749,7 +749,7 @@ int main(int argc, char **argv)
 	req.rma_count = 1;
 	req.rma[0].addr = 128;
 	req.rma[0].len = 64;
-	req.last = 1;
+	req.flags = SHM_RMA_F_LAST;
 	memset(&s, 0, sizeof(s));
 	poke(&s, 4 | S_BOUNCE, BBD(2), text, sizeof(text));
 	memset(&sl, 0, sizeof(sl));
@@ -788,7 +788,7 @@ int main(int argc, char **argv)
 	req.rma_count = 1;
 	req.rma[0].addr = 0;
 	req.rma[0].len = 64;
-	req.last = 1;
+	req.flags = SHM_RMA_F_LAST;
 	memset(&sl, 0, sizeof(sl));
 	sl.op = SHM_OP_RMA;
 	memcpy(sl.payload, &req, sizeof(req));

@@ -568,6 +568,137 @@ static int case_cm_connect(const char *prov)
 }
 
 /*
+ * FI_SOURCE and FI_DIRECTED_RECV on connected endpoints.  Without an AV
+ * the one peer has no fi_addr_t: fi_cq_readfrom reports FI_ADDR_NOTAVAIL
+ * (fi_cq(3)) and a receive's source is ignored (fi_endpoint(3):
+ * connected endpoints ignore addresses), so a receive directed anywhere
+ * takes the peer's message.  With an AV bound to the accepted endpoint
+ * that holds the client's fi_getname, the peer is that fi_addr_t: sources
+ * name it, and a receive directed to another entry of the AV takes
+ * nothing of it.
+ */
+static int case_cm_source(const char *prov)
+{
+	const size_t len = 100;
+	struct fi_av_attr av_attr = {.type = FI_AV_UNSPEC};
+	struct sockaddr_in other = {.sin_family = AF_INET,
+				    .sin_port = htons(9),
+				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct fi_context2 sctx, rctx, octx;
+	uint8_t name[CF_MAX_NAME];
+	size_t nlen = sizeof(name);
+	fi_addr_t fa_other, fa_peer;
+	struct fi_info *req;
+	struct cf_mem sm, rm, om;
+	struct cm_fix cm;
+	struct cm_ev ev;
+	struct cf_comp c;
+	int k;
+
+	cm_open(&cm, prov, FI_MSG | FI_SOURCE | FI_DIRECTED_RECV, 0);
+	cm.f.o.readfrom = true;
+
+	/* No AV: both ways, a directed receive takes the one peer's message
+	 * and its source is FI_ADDR_NOTAVAIL. */
+	cm_connect_pair(&cm);
+	for (k = 0; k < 2; k++) {
+		int s = k ? CM_SERVER : CM_CLIENT, r = 1 - s;
+
+		cf_mem_reg(&cm.f, s, &sm, len, FI_SEND);
+		cf_mem_reg(&cm.f, r, &rm, len, FI_RECV);
+		cf_fill(sm.p, len, 130 + (unsigned)k);
+		cf_post(&cm.f, fi_recv(cm.f.ep[r].ep, rm.p, len, rm.desc,
+				       (fi_addr_t)77, &rctx));
+		cf_post(&cm.f, fi_send(cm.f.ep[s].ep, sm.p, len, sm.desc, 0,
+				       &sctx));
+		c = cf_wait_ctx(&cm.f, r, &rctx);
+		cf_assert(!c.err,
+			  "ep%d: receive directed to 77 without an AV: "
+			  "error %d (%s)",
+			  r, c.err, fi_strerror(c.err));
+		cf_check_fill(rm.p, len, 130 + (unsigned)k, "without an AV");
+		cf_assert(c.src == FI_ADDR_NOTAVAIL,
+			  "ep%d: source without an AV is 0x%llx, not "
+			  "FI_ADDR_NOTAVAIL",
+			  r, (unsigned long long)c.src);
+		c = cf_wait_ctx(&cm.f, s, &sctx);
+		cf_assert(!c.err, "send: error %d", c.err);
+		cf_mem_free(&sm);
+		cf_mem_free(&rm);
+	}
+	cm_close(&cm);
+
+	/* An AV on the accepted endpoint: another address, then the
+	 * client's own name (known once fi_connect has bound it). */
+	cm_open(&cm, prov, FI_MSG | FI_SOURCE | FI_DIRECTED_RECV, 0);
+	cm.f.o.readfrom = true;
+	cm_listen(&cm);
+	cm_ep_open(&cm, CM_CLIENT, cm.f.info);
+	cf_ok(fi_connect(cm.f.ep[CM_CLIENT].ep, cm.pname, NULL, 0));
+	cm_expect_event(&cm, CM_SERVER, FI_CONNREQ, &cm.pep->fid, &ev,
+			"connect");
+	req = cm_entry(&ev)->info;
+	cf_assert(req && req->handle, "FI_CONNREQ without info or handle");
+	cf_ok(fi_getname(&cm.f.ep[CM_CLIENT].ep->fid, name, &nlen));
+	cf_ok(fi_av_open(cm.f.domain, &av_attr, &cm.f.av, NULL));
+	cf_assert(fi_av_insert(cm.f.av, &other, 1, &fa_other, 0, NULL) == 1,
+		  "fi_av_insert of 127.0.0.1:9");
+	cf_assert(fi_av_insert(cm.f.av, name, 1, &fa_peer, 0, NULL) == 1,
+		  "fi_av_insert of the client's name %s",
+		  cm_addr_str(&cm, name));
+	cf_ok(fi_endpoint(cm.f.domain, req, &cm.f.ep[CM_SERVER].ep, NULL));
+	fi_freeinfo(req);
+	cf_ok(fi_ep_bind(cm.f.ep[CM_SERVER].ep, &cm.eq[CM_SERVER]->fid, 0));
+	cf_ok(fi_ep_bind(cm.f.ep[CM_SERVER].ep, &cm.f.ep[CM_SERVER].cq->fid,
+			 FI_TRANSMIT | FI_RECV));
+	cf_ok(fi_ep_bind(cm.f.ep[CM_SERVER].ep, &cm.f.av->fid, 0));
+	cf_ok(fi_enable(cm.f.ep[CM_SERVER].ep));
+	cf_ok(fi_accept(cm.f.ep[CM_SERVER].ep, NULL, 0));
+	cm_expect_event(&cm, CM_SERVER, FI_CONNECTED,
+			&cm.f.ep[CM_SERVER].ep->fid, &ev, "accept");
+	cm_expect_event(&cm, CM_CLIENT, FI_CONNECTED,
+			&cm.f.ep[CM_CLIENT].ep->fid, &ev, "connect");
+
+	/* Posted first, directed elsewhere: it must be passed over. */
+	cf_mem_reg(&cm.f, CM_SERVER, &om, len, FI_RECV);
+	cf_mem_reg(&cm.f, CM_SERVER, &rm, len, FI_RECV);
+	cf_mem_reg(&cm.f, CM_CLIENT, &sm, len, FI_SEND);
+	cf_post(&cm.f, fi_recv(cm.f.ep[CM_SERVER].ep, om.p, len, om.desc,
+			       fa_other, &octx));
+	cf_post(&cm.f, fi_recv(cm.f.ep[CM_SERVER].ep, rm.p, len, rm.desc,
+			       fa_peer, &rctx));
+	cf_fill(sm.p, len, 140);
+	cf_post(&cm.f, fi_send(cm.f.ep[CM_CLIENT].ep, sm.p, len, sm.desc, 0,
+			       &sctx));
+	c = cf_wait(&cm.f, CM_SERVER);
+	cf_assert(c.ctx == &rctx,
+		  "the message went to context %p, not the receive directed "
+		  "to the peer (%p; the one directed elsewhere is %p)",
+		  c.ctx, (void *)&rctx, (void *)&octx);
+	cf_assert(!c.err, "directed receive: error %d (%s)", c.err,
+		  fi_strerror(c.err));
+	cf_check_fill(rm.p, len, 140, "directed receive");
+	cf_assert(c.src == fa_peer,
+		  "source 0x%llx, not the peer's fi_addr 0x%llx",
+		  (unsigned long long)c.src, (unsigned long long)fa_peer);
+	c = cf_wait_ctx(&cm.f, CM_CLIENT, &sctx);
+	cf_assert(!c.err, "send: error %d", c.err);
+	/* The other receive is still there: canceled, it says so. */
+	cf_ok(fi_cancel(&cm.f.ep[CM_SERVER].ep->fid, &octx));
+	c = cf_wait_ctx(&cm.f, CM_SERVER, &octx);
+	cf_assert(c.err == FI_ECANCELED,
+		  "the receive directed elsewhere: error %d, want "
+		  "FI_ECANCELED", c.err);
+	cf_expect_none(&cm.f, CM_SERVER, 20);
+	cf_expect_none(&cm.f, CM_CLIENT, 0);
+	cf_mem_free(&sm);
+	cf_mem_free(&rm);
+	cf_mem_free(&om);
+	cm_close(&cm);
+	return 0;
+}
+
+/*
  * A port for fi_setname: one TCP just gave out on the listener's address
  * (bound to port 0, then closed); 0 if none could be had.  iWARP devices
  * bind their connection's TCP socket to the port rdma_cm is given.
@@ -2240,6 +2371,10 @@ const struct cf_case cf_cases_cm[] = {
      "FI_EP_MSG: listener EQ of 4, 8 requests: all FI_CONNREQ or "
      "FI_EOVERRUN; each rejection heard once",
      case_cm_eq_overrun},
+    {"cm_source",
+     "FI_EP_MSG: FI_SOURCE and FI_DIRECTED_RECV: FI_ADDR_NOTAVAIL and "
+     "any source without an AV; the peer's fi_addr_t with one",
+     case_cm_source},
     {"cm_rma",
      "FI_EP_MSG: fi_writedata with remote CQ data, fi_write/fi_read 1 B "
      "to 1 MiB",

@@ -210,8 +210,9 @@ static void gi_check_entry(const struct fi_info *fi, uint32_t version)
 		  d->max_ep_rx_ctx);
 	cf_expect((fi->caps & FI_TAGGED) == 0 || ep->mem_tag_format,
 		  "%s: FI_TAGGED with no mem_tag_format", w);
-	cf_expect(!(fi->caps & FI_DIRECTED_RECV) || ep->type != FI_EP_MSG,
-		  "%s: FI_DIRECTED_RECV on a connected endpoint", w);
+	/* (FI_DIRECTED_RECV on a connected endpoint is allowed:
+	 * fi_getinfo(3) does not forbid it, and 1.17's sockets offers it;
+	 * cm_source checks what it means there.) */
 
 	/* Addresses of the length their format says; never the generic
 	 * FI_SOCKADDR in an answer. */

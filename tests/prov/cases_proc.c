@@ -696,6 +696,8 @@ int cf_peer_main(const char *role, int argc, char **argv)
 		return cf_dgram_peer_main(role);
 	if (cf_fence_is_role(role))
 		return cf_fence_peer_main(role);
+	if (cf_shared_av_is_role(role))
+		return cf_shared_av_peer_main(role);
 	if (!strcmp(role, "restart")) {
 		/* Take over the name of a peer that was killed. */
 		struct cf_opts o = {.caps = FI_MSG | FI_TAGGED, .nep = 1,

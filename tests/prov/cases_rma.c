@@ -1270,7 +1270,135 @@ static int case_rma_order(const char *prov)
 	return 0;
 }
 
+/* One write by fi_writemsg with flags, of len bytes at tm + off. */
+static void pmem_write(struct cf_fix *f, struct cf_mem *lm, struct cf_mem *tm,
+		       size_t off, size_t len, uint64_t flags,
+		       unsigned int seed, const char *what)
+{
+	struct fi_context2 ctx;
+	struct iovec iov = {lm->p, len};
+	struct fi_rma_iov rma = {tm->raddr + off, len, tm->key};
+	struct fi_msg_rma msg = {
+	    .msg_iov = &iov,
+	    .desc = &lm->desc,
+	    .iov_count = 1,
+	    .addr = f->ep[0].addr,
+	    .rma_iov = &rma,
+	    .rma_iov_count = 1,
+	    .context = &ctx,
+	};
+	struct cf_comp c;
+
+	cf_fill(lm->p, len, seed);
+	cf_post(f, fi_writemsg(f->ep[0].ep, &msg, flags | FI_COMPLETION));
+	if (flags & FI_INJECT)
+		memset(lm->p, 0, len); /* the buffer is ours again */
+	c = cf_wait_ctx(f, 0, &ctx);
+	cf_assert(!c.err, "%s: error %d (%s)", what, c.err,
+		  fi_strerror(c.err));
+	cf_check_flags(&c, FI_RMA | FI_WRITE, what);
+	/* Committed (or delivered) when it completes: no waiting for it. */
+	cf_check_fill(tm->p + off, len, seed, what);
+	check_bytes(tm->p + off + len, 64, 0, what);
+}
+
+/*
+ * FI_RMA_PMEM (fi_getinfo(3), fi_mr(3)): a registration made with the flag
+ * takes writes and atomics with FI_COMMIT_COMPLETE (fi_cq(3)), which
+ * complete once the target has made the result durable, so the data is
+ * there when the initiator sees the completion; an inject write as well.
+ * A region registered without the flag has nothing to make durable: the
+ * same flag completes once the data is placed.  Without FI_RMA_PMEM in
+ * the caps, FI_COMMIT_COMPLETE still completes, data placed.
+ */
+static int case_rma_pmem(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_RMA | FI_ATOMIC | FI_RMA_PMEM};
+	const size_t sizes[] = {1, 4096, 70001, 1 << 20};
+	struct cf_fix f;
+	struct cf_mem lm, tm, plain;
+	struct fi_context2 ctx;
+	struct cf_comp c;
+	uint64_t *val, one = 5;
+	char what[80];
+	size_t i;
+
+	cf_open(&f, prov, &o);
+	cf_assert(f.info->caps & FI_RMA_PMEM, "caps without FI_RMA_PMEM");
+	cf_mem_reg(&f, 0, &lm, 1 << 20, rma_local);
+	cf_mem_reg_flags(&f, 1, &tm, (1 << 20) + 128, rma_remote,
+			 FI_RMA_PMEM);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(tm.p, 0, tm.len);
+		snprintf(what, sizeof(what),
+			 "fi_writemsg FI_COMMIT_COMPLETE of %zu bytes to "
+			 "FI_RMA_PMEM",
+			 sizes[i]);
+		pmem_write(&f, &lm, &tm, 3, sizes[i], FI_COMMIT_COMPLETE,
+			   200 + (unsigned)i, what);
+	}
+	memset(tm.p, 0, tm.len);
+	pmem_write(&f, &lm, &tm, 8, 64, FI_COMMIT_COMPLETE | FI_INJECT,
+		   210, "inject write FI_COMMIT_COMPLETE to FI_RMA_PMEM");
+
+	/* An atomic sum into the region, committed. */
+	val = (uint64_t *)(void *)tm.p;
+	*val = 37;
+	{
+		struct fi_ioc ioc = {&one, 1};
+		struct fi_rma_ioc rioc = {tm.raddr, 1, tm.key};
+		struct fi_msg_atomic am = {
+		    .msg_iov = &ioc,
+		    .desc = &lm.desc,
+		    .iov_count = 1,
+		    .addr = f.ep[0].addr,
+		    .rma_iov = &rioc,
+		    .rma_iov_count = 1,
+		    .datatype = FI_UINT64,
+		    .op = FI_SUM,
+		    .context = &ctx,
+		};
+
+		cf_post(&f, fi_atomicmsg(f.ep[0].ep, &am,
+					      FI_COMMIT_COMPLETE |
+						      FI_COMPLETION));
+		c = cf_wait_ctx(&f, 0, &ctx);
+		cf_assert(!c.err, "atomic FI_COMMIT_COMPLETE: error %d (%s)",
+			  c.err, fi_strerror(c.err));
+		cf_assert(*val == 42,
+			  "atomic FI_COMMIT_COMPLETE completed with the "
+			  "target holding %llu, want 42",
+			  (unsigned long long)*val);
+	}
+
+	/* A region without the flag: placed when it completes. */
+	cf_mem_reg(&f, 1, &plain, 4096 + 128, rma_remote);
+	pmem_write(&f, &lm, &plain, 0, 4096, FI_COMMIT_COMPLETE, 220,
+		   "FI_COMMIT_COMPLETE to a region without FI_RMA_PMEM");
+	cf_expect_none(&f, 1, 20);
+	cf_mem_free(&plain);
+	cf_mem_free(&lm);
+	cf_mem_free(&tm);
+	cf_close(&f);
+
+	/* No FI_RMA_PMEM asked: the flag still completes, data placed. */
+	rma_open(&f, prov, 0, 0);
+	cf_mem_reg(&f, 0, &lm, 70001, rma_local);
+	cf_mem_reg(&f, 1, &tm, 70001 + 128, rma_remote);
+	pmem_write(&f, &lm, &tm, 0, 70001, FI_COMMIT_COMPLETE, 230,
+		   "FI_COMMIT_COMPLETE without FI_RMA_PMEM caps");
+	cf_mem_free(&lm);
+	cf_mem_free(&tm);
+	cf_close(&f);
+	return 0;
+}
+
 const struct cf_case cf_cases_rma[] = {
+    {"rma_pmem",
+     "FI_RMA_PMEM registration; fi_writemsg (1 B to 1 MiB, inject) and "
+     "fi_atomicmsg with FI_COMMIT_COMPLETE: data in place at completion; "
+     "the flag without PMEM caps or registration",
+     case_rma_pmem},
     {"rma_sizes",
      "fi_write/fi_read 1 B to 4 MiB at an unaligned offset, "
      "guard bytes",

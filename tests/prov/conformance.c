@@ -524,6 +524,8 @@ void cf_open(struct cf_fix *f, const char *prov, const struct cf_opts *o)
 				     NULL));
 	av_attr.type = o->av_type;
 	av_attr.count = 16;
+	av_attr.name = o->av_name;
+	av_attr.flags = o->av_flags;
 	if (cf_contexts())
 		av_attr.rx_ctx_bits = CF_SEP_CTX_BITS;
 	cf_ok(fi_av_open(f->domain, &av_attr, &f->av, NULL));
@@ -796,6 +798,12 @@ static uint64_t cf_next_key = 1;
 void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 		uint64_t access)
 {
+	cf_mem_reg_flags(f, i, m, len, access, 0);
+}
+
+void cf_mem_reg_flags(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
+		      uint64_t access, uint64_t flags)
+{
 	uint64_t mode = f->info->domain_attr->mr_mode;
 	size_t alloc = len ? len : 1;
 
@@ -804,8 +812,8 @@ void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 		  "posix_memalign %zu", alloc);
 	memset(m->p, 0, alloc);
 	m->len = len;
-	cf_ok(fi_mr_reg(f->domain, m->p, alloc, access, 0, cf_next_key++, 0,
-			&m->mr, NULL));
+	cf_ok(fi_mr_reg(f->domain, m->p, alloc, access, 0, cf_next_key++,
+			flags, &m->mr, NULL));
 	if (mode & FI_MR_ENDPOINT) {
 		cf_ok(fi_mr_bind(m->mr,
 				 cf_contexts() ?
@@ -847,7 +855,7 @@ static const struct cf_case *const cf_groups[] = {
     cf_cases_misc, cf_cases_proc, cf_cases_kill, cf_cases_inject, cf_cases_cm,
     cf_cases_wait, cf_cases_err,  cf_cases_getinfo,
     cf_cases_mr_cntr, cf_cases_ctx, cf_cases_trigger, cf_cases_coll,
-    cf_cases_dgram, cf_cases_fence,
+    cf_cases_dgram, cf_cases_fence, cf_cases_shared_av,
 };
 
 #define CF_NGROUPS (sizeof(cf_groups) / sizeof(cf_groups[0]))

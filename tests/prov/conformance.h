@@ -106,6 +106,8 @@ struct cf_opts {
 	size_t min_multi_recv;	  /* set FI_OPT_MIN_MULTI_RECV if > 0 */
 	bool min_multi_recv_late; /* ... after fi_enable, not before */
 	bool no_insert;		  /* leave the AV empty */
+	const char *av_name;	  /* a named (shared) AV: fi_av_attr.name */
+	uint64_t av_flags;	  /* fi_av_attr.flags (FI_READ) */
 	const void *name;	  /* fi_setname of endpoint 0 before enable */
 	size_t namelen;
 	uint64_t mr_mode;	  /* hints' mr_mode; 0: every mode the suite handles */
@@ -191,6 +193,7 @@ extern const struct cf_case cf_cases_trigger[];
 extern const struct cf_case cf_cases_coll[];
 extern const struct cf_case cf_cases_dgram[];
 extern const struct cf_case cf_cases_fence[];
+extern const struct cf_case cf_cases_shared_av[];
 
 /* CF_DENY_CMA: deny process_vm_readv/writev (EPERM) to this process and
  * its children by a seccomp filter, checked; -1 (said why) if it cannot. */
@@ -304,6 +307,9 @@ void cf_wait_cntr(struct cf_fix *f, int i, enum cf_cntr_kind k, uint64_t want);
 
 void cf_mem_reg(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
 		uint64_t access);
+/* The same with fi_mr_reg flags (FI_RMA_PMEM). */
+void cf_mem_reg_flags(struct cf_fix *f, int i, struct cf_mem *m, size_t len,
+		      uint64_t access, uint64_t flags);
 void cf_mem_free(struct cf_mem *m);
 void cf_mem_close(struct cf_mem *m);
 

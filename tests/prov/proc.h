@@ -61,6 +61,9 @@ int cf_fence_peer_main(const char *role);
 /* The peer of the datagram cases (cases_dgram.c). */
 bool cf_dgram_is_role(const char *role);
 int cf_dgram_peer_main(const char *role);
+/* The reader of proc_shared_av (cases_shared_av.c). */
+bool cf_shared_av_is_role(const char *role);
+int cf_shared_av_peer_main(const char *role);
 /* The peer of cm_peer_killed (cases_cm.c). */
 int cf_cm_victim_main(void);
 

@@ -16,10 +16,13 @@ static inline bool tcp_check_flags(unsigned int op, uint16_t flags)
 {
 	switch (op) {
 	case TCP_OP_MSG:
+		return !(flags & ~(TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COLL));
 	case TCP_OP_TAGGED:
-		return !(flags & ~TCP_F_ALL);
+		return !(flags & ~(TCP_F_CQ_DATA | TCP_F_ACK_REQ));
 	case TCP_OP_WRITE:
-		return !(flags & ~TCP_F_CQ_DATA);
+		return !(flags & ~(TCP_F_CQ_DATA | TCP_F_COMMIT));
+	case TCP_OP_ATOMIC:
+		return !(flags & ~TCP_F_COMMIT);
 	default:
 		return !flags;
 	}

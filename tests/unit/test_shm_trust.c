@@ -1456,7 +1456,7 @@ Test(shm_trust, rma_request_out_of_bounds)
 	req.rma[0].addr = (uintptr_t)target;
 	req.rma[0].len = HOSTILE_BUF;
 	req.rma[0].key = fi_mr_key(mr);
-	req.last = 1;
+	req.flags = SHM_RMA_F_LAST;
 	memcpy(s.payload, &req, sizeof(req));
 	put_slot(h.rxm.hdr, &s);
 	expect_only_marker(&h);

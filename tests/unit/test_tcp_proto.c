@@ -377,7 +377,7 @@ Test(tcp_proto, base_checks)
 	put16(b, offsetof(struct tcp_base, rsvd1), 0x100);
 	parse_bad(b, n, "reserved");
 
-	n = tcp_put_msg(b, TCP_OP_MSG, 1u << 3, 0, 0, 0, 0);
+	n = tcp_put_msg(b, TCP_OP_MSG, 1u << 4, 0, 0, 0, 0);
 	parse_bad(b, n, "unknown flag");
 	n = tcp_put_msg(b, TCP_OP_MSG, 0x8000, 0, 0, 0, 0);
 	parse_bad(b, n, "unknown flag");
@@ -404,6 +404,23 @@ Test(tcp_proto, flags_per_op)
 	n = tcp_put_rma(b, TCP_OP_WRITE, TCP_F_COLL, 0, 0, &iov, 1, 8);
 	parse_bad(b, n, "flag not valid");
 	n = tcp_put_rma(b, TCP_OP_READ_REQ, TCP_F_CQ_DATA, 0, 0, &iov, 1, 0);
+	parse_bad(b, n, "flag not valid");
+	/* a commit is asked for by writes and atomics alone */
+	{
+		struct tcp_frame f;
+
+		n = tcp_put_rma(b, TCP_OP_WRITE, TCP_F_CQ_DATA | TCP_F_COMMIT,
+				0, 0, &iov, 1, 8);
+		parse_ok(b, n, &f);
+		cr_assert_eq(f.flags, TCP_F_CQ_DATA | TCP_F_COMMIT);
+		n = tcp_put_atomic(b, TCP_F_COMMIT, 0, 0, 0, TCP_ATOMIC_WRITE,
+				   FI_SUM, FI_INT32, 1, 4);
+		parse_ok(b, n, &f);
+		cr_assert_eq(f.flags, TCP_F_COMMIT);
+	}
+	n = tcp_put_rma(b, TCP_OP_READ_REQ, TCP_F_COMMIT, 0, 0, &iov, 1, 0);
+	parse_bad(b, n, "flag not valid");
+	n = tcp_put_msg(b, TCP_OP_MSG, TCP_F_COMMIT, 0, 0, 0, 0);
 	parse_bad(b, n, "flag not valid");
 	n = tcp_put_atomic(b, TCP_F_CQ_DATA, 0, 0, 0, TCP_ATOMIC_WRITE,
 			   FI_SUM, FI_INT32, 1, 4);
