@@ -683,6 +683,19 @@ static void tx_reset(struct udpx_ep *ep, struct udpx_peer *p)
 static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
 			const uint8_t *payload, size_t plen);
 
+/* The message p was sending will not end: its receive fails with err. */
+static void cur_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
+{
+	struct udpx_stash *st = p->cur;
+
+	if (!st)
+		return;
+	st->error = err;
+	st->dc = false;
+	st->got = st->len - 1;
+	stash_place(ep, st, (const uint8_t *)"", 1);
+}
+
 static void peer_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
 {
 	char buf[64] = "";
@@ -692,16 +705,8 @@ static void peer_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
 	FI_WARN(&udp_prov, FI_LOG_EP_DATA,
 		"peer %s: %s; its transmits fail\n", buf, fi_strerror(err));
 	tx_reset(ep, p);
-	if (p->cur) {
-		/* The message it was sending will not end: its receive
-		 * fails. */
-		struct udpx_stash *st = p->cur;
-
-		st->error = err;
-		st->dc = false;
-		st->got = st->len - 1;
-		stash_place(ep, st, (const uint8_t *)"", 1);
-	}
+	/* The message it was sending will not end: its receive fails. */
+	cur_fail(ep, p, err);
 	p->dead_err = err;
 	p->dead_until = ep->now + UDPX_DEAD_MS * 1000000ull;
 	util_rdm_fail_peer(&ep->rdm, &p->peer, err);
@@ -1272,14 +1277,7 @@ static void rx_reset(struct udpx_ep *ep, struct udpx_peer *p)
 	p->stalled = false;
 	free(p->rin);
 	p->rin = NULL;
-	if (p->cur) {
-		struct udpx_stash *st = p->cur;
-
-		st->error = FI_ECONNRESET;
-		st->dc = false;
-		st->got = st->len - 1;
-		stash_place(ep, st, (const uint8_t *)"", 1);
-	}
+	cur_fail(ep, p, FI_ECONNRESET);
 }
 
 /* The note that a packet came: acknowledged soon, or at once. */
