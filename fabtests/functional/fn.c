@@ -25,18 +25,44 @@ static int fn_worse(int a, int b)
 	return a ? a : b;
 }
 
-int fn_agree(int ret)
+/*
+ * Both sides' results over the side channel.  With an endpoint, its
+ * completion queues are read while the peer's word is awaited: under
+ * FI_PROGRESS_MANUAL a provider moves data only inside its calls, and a
+ * peer may still wait for this side's part (the acknowledgement of a
+ * message it discarded while that was still arriving, say).
+ */
+static int fn_agree_on(struct fn_ep *e, int ret)
 {
+	struct pollfd pfd = { .fd = ft.oob, .events = POLLIN };
 	int32_t mine = ret, theirs = 0;
+	double start = ft_now();
+	int r;
 
 	if (ft.oob < 0)
 		return ret;
-	if (ft_oob_send(&mine, sizeof(mine)) ||
-	    ft_oob_recv(&theirs, sizeof(theirs)))
+	if (ft_oob_send(&mine, sizeof(mine)))
+		return ret ? ret : -FI_EIO;
+	while (e && e->ep) {
+		/* Errors of the queues are the run's business, not this
+		 * wait's: the word comes all the same. */
+		(void)fn_poll(e);
+		r = poll(&pfd, 1, 0);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break;
+		if (ft_now() - start > ft.opts.timeout)
+			break; /* ft_oob_recv says so */
+	}
+	if (ft_oob_recv(&theirs, sizeof(theirs)))
 		return ret ? ret : -FI_EIO;
 	if (theirs && theirs != -FI_ENODATA && !ret)
 		ft_err("the peer failed: %s", fi_strerror(-theirs));
 	return fn_worse(ret, theirs);
+}
+
+int fn_agree(int ret)
+{
+	return fn_agree_on(NULL, ret);
 }
 
 int fn_note(char c)
@@ -421,7 +447,7 @@ int fn_setup(struct fn_ep *e, const struct fn_cfg *cfg)
 
 int fn_exit(struct fn_ep *e, int ret)
 {
-	ret = fn_agree(ret);
+	ret = fn_agree_on(e, ret);
 	if (e)
 		fn_close(e);
 	ft_fini();
