@@ -32,6 +32,11 @@ void cf_spawn_peer(const char *role, struct peer_link *l);
 void cf_write_all(int fd, const void *buf, size_t len);
 /* Fails the case after timeout_ms without the bytes, or on EOF. */
 void cf_read_all(int fd, void *buf, size_t len, int timeout_ms);
+/* The same, reading f's queues while it waits: under FI_PROGRESS_MANUAL
+ * the peer's last transfers may need this side's calls (a transport that
+ * acknowledges in the provider, as udp's does). */
+void cf_read_all_progress(struct cf_fix *f, int fd, void *buf, size_t len,
+			  int timeout_ms);
 void cf_send_name(int fd, const struct cf_ep *e);
 void cf_read_name(int fd, struct peer_name *n);
 fi_addr_t cf_insert_name(struct cf_fix *f, const struct peer_name *n);
