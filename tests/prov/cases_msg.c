@@ -1508,7 +1508,7 @@ static int case_directed_recv(const char *prov)
 /*
  * A stream of messages of 1 B to 1 MiB, up to ST_W at once, receives
  * posted ST_W ahead (and some late, so that messages wait unexpected):
- * the k-th receive completed holds the k-th message, intact, and nothing
+ * the k-th receive posted holds the k-th message, intact, and nothing
  * arrives twice.  Run under a lossy wire (udp's FI_UDP_TEST_DROP) it
  * checks that a reliable endpoint loses, duplicates and reorders nothing.
  */
@@ -1530,7 +1530,12 @@ static int case_msg_stream(const char *prov)
 	struct cf_opts o = {.caps = FI_MSG};
 	static struct fi_context2 sctx[ST_W], rctx[ST_W];
 	struct cf_mem sm[ST_W], rm[ST_W];
-	int sent = 0, sdone = 0, posted = 0, got = 0, i;
+	int sent = 0, sdone = 0, posted = 0, nposts = 0, got = 0, i;
+	/* The message each receive holds: the n-th posted takes the n-th
+	 * message (matching in posting order), whatever order the
+	 * completions come in (comp_order FI_ORDER_NONE: a rendezvous
+	 * message may complete after a smaller one behind it). */
+	int slot_msg[ST_W];
 	bool sbusy[ST_W] = { false };
 	struct cf_comp c;
 	struct cf_fix f;
@@ -1542,11 +1547,15 @@ static int case_msg_stream(const char *prov)
 		cf_mem_reg(&f, 0, &sm[i], ST_MAX, FI_SEND);
 		cf_mem_reg(&f, 1, &rm[i], ST_MAX, FI_RECV);
 	}
+#define ST_POST(k)                                                             \
+	do {                                                                   \
+		slot_msg[k] = nposts++;                                        \
+		cf_post(&f, fi_recv(f.ep[1].ep, rm[k].p, ST_MAX, rm[k].desc,   \
+				    FI_ADDR_UNSPEC, &rctx[k]));                \
+	} while (0)
 	/* Half the window posted now, the rest once messages wait. */
 	for (; posted < ST_W / 2; posted++)
-		cf_post(&f, fi_recv(f.ep[1].ep, rm[posted].p, ST_MAX,
-				    rm[posted].desc, FI_ADDR_UNSPEC,
-				    &rctx[posted]));
+		ST_POST(posted);
 	while (got < ST_N || sdone < ST_N) {
 		while (sent < ST_N && !sbusy[sent % ST_W]) {
 			int k = sent % ST_W;
@@ -1560,10 +1569,7 @@ static int case_msg_stream(const char *prov)
 		}
 		if (sent >= ST_W && posted < ST_W)
 			for (; posted < ST_W; posted++)
-				cf_post(&f, fi_recv(f.ep[1].ep, rm[posted].p,
-						    ST_MAX, rm[posted].desc,
-						    FI_ADDR_UNSPEC,
-						    &rctx[posted]));
+				ST_POST(posted);
 		if (cf_poll(&f, 0, &c, 0)) {
 			i = (int)((struct fi_context2 *)c.ctx - sctx);
 			cf_assert(i >= 0 && i < ST_W && sbusy[i],
@@ -1575,27 +1581,24 @@ static int case_msg_stream(const char *prov)
 			continue;
 		}
 		if (got < ST_N && cf_poll(&f, 1, &c, 0)) {
-			int k = got % ST_W;
+			int k = (int)((struct fi_context2 *)c.ctx - rctx), m;
 
-			cf_assert(c.ctx == &rctx[k],
-				  "receive %d completed out of order", got);
-			cf_assert(!c.err, "message %d: error %d", got, c.err);
-			cf_assert(c.len == stream_len(got),
+			cf_assert(k >= 0 && k < posted && slot_msg[k] >= 0,
+				  "a receive completed twice, or not ours");
+			m = slot_msg[k];
+			slot_msg[k] = -1;
+			cf_assert(!c.err, "message %d: error %d", m, c.err);
+			cf_assert(c.len == stream_len(m),
 				  "message %d: %zu bytes, want %zu (lost or "
-				  "reordered)", got, c.len, stream_len(got));
-			snprintf(what, sizeof(what), "message %d", got);
-			cf_check_fill(rm[k].p, c.len, 7000 + got, what);
+				  "reordered)", m, c.len, stream_len(m));
+			snprintf(what, sizeof(what), "message %d", m);
+			cf_check_fill(rm[k].p, c.len, 7000 + m, what);
 			got++;
 			/* In posting order: the late half first. */
 			for (; posted < ST_W; posted++)
-				cf_post(&f, fi_recv(f.ep[1].ep, rm[posted].p,
-						    ST_MAX, rm[posted].desc,
-						    FI_ADDR_UNSPEC,
-						    &rctx[posted]));
-			if (got - 1 + ST_W < ST_N)
-				cf_post(&f, fi_recv(f.ep[1].ep, rm[k].p, ST_MAX,
-						    rm[k].desc, FI_ADDR_UNSPEC,
-						    &rctx[k]));
+				ST_POST(posted);
+			if (nposts < ST_N)
+				ST_POST(k);
 			last = cf_now_ms();
 			continue;
 		}
@@ -1604,6 +1607,7 @@ static int case_msg_stream(const char *prov)
 			  "sends done",
 			  CF_WAIT_MS, got, ST_N, sdone, ST_N);
 	}
+#undef ST_POST
 	cf_expect_none(&f, 1, 100);
 	cf_expect_none(&f, 0, 0);
 	for (i = 0; i < ST_W; i++) {
