@@ -1019,6 +1019,11 @@ static int case_coll_gone(const char *prov)
 	int n = 4;
 
 	coll_skip_contexts();
+	/* Known gap: over verbs with a shared transmit context the members
+	 * left wait for the one that is gone (their barrier never ends). */
+	if (cf_stx() && !strcmp(prov, "verbs"))
+		cf_skip("verbs with a shared transmit context does not yet fail "
+			"the steps that wait for a member that is gone");
 	cf_open(&f, prov, &coll_opts);
 	coll_spawn(&f, n, peers, "coll_gone");
 	coll_gone_world(&f, 0, n, peers, -1);
