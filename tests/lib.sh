@@ -66,7 +66,7 @@ clear_fi_env() {
 	done
 }
 
-provs=
+provs=${provs-} # sourced again (hosts.sh): keep what was listed
 list_provs() {
 	provs=$(timeout 30 "$1" -l 2>/dev/null |
 		sed -n 's/^\([a-z][a-z0-9_]*\):$/\1/p' | grep -v '^ofi_')
