@@ -159,7 +159,7 @@ static struct fi_fabric_attr udp_fabric_attr = {
 
 #define UDPX_TX_CAPS                                                           \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |         \
-	 FI_WRITE | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE)
+	 FI_WRITE | FI_TRIGGER | FI_COLLECTIVE | FI_FENCE | FI_NAMED_RX_CTX)
 #define UDPX_RX_CAPS                                                           \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |  \
 	 FI_REMOTE_WRITE | FI_MULTI_RECV | FI_DIRECTED_RECV | FI_SOURCE |      \
@@ -205,7 +205,8 @@ static struct fi_ep_attr udpx_ep_attr = {
 };
 
 /* The engine's endpoints: remote CQ data, the sockaddr of an unknown
- * sender in error entries (FI_SOURCE_ERR). */
+ * sender in error entries (FI_SOURCE_ERR), scalable endpoints
+ * (udp_sep.c). */
 static struct fi_domain_attr udpx_domain_attr = {
 	.threading = FI_THREAD_SAFE,
 	.control_progress = FI_PROGRESS_AUTO,
@@ -219,8 +220,8 @@ static struct fi_domain_attr udpx_domain_attr = {
 	.ep_cnt = 256,
 	.tx_ctx_cnt = 256,
 	.rx_ctx_cnt = 256,
-	.max_ep_tx_ctx = 1,
-	.max_ep_rx_ctx = 1,
+	.max_ep_tx_ctx = UDP_SEP_MAX_CTX,
+	.max_ep_rx_ctx = UDP_SEP_MAX_CTX,
 	.cntr_cnt = 256,
 	.mr_iov_limit = 1,
 	.caps = FI_LOCAL_COMM | FI_REMOTE_COMM,
@@ -240,7 +241,8 @@ static struct fi_info udpx_rdm_info = {
 
 /* ---- "sockets" DGRAM: the engine over the unreliable transport ---------- */
 
-#define UDPX_DG_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_FENCE)
+#define UDPX_DG_TX_CAPS                                                        \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_FENCE | FI_NAMED_RX_CTX)
 #define UDPX_DG_RX_CAPS                                                        \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_DIRECTED_RECV |     \
 	 FI_SOURCE | FI_TRIGGER)
@@ -383,6 +385,23 @@ static int udp_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return udp_ep_open(domain, info, ep, context);
 }
 
+/* Scalable endpoints: of the engine's endpoints, not the raw datagram
+ * one. */
+static int udp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			   struct fid_ep **sep, void *context)
+{
+	int ret;
+
+	if (!info || !info->ep_attr)
+		return -FI_EINVAL;
+	ret = util_prov_check_ep(udp_uprov_of(info), info);
+	if (ret)
+		return ret;
+	if (info->ep_attr->type != FI_EP_RDM && !udp_sock_named(info))
+		return -FI_ENOSYS;
+	return udp_sep_open(domain, info, sep, context);
+}
+
 /* The atomics of RDM endpoints (the reliable transport's): all that
  * util_atomic applies, one operand vector of UDPX_ATOMIC_MAX bytes. */
 static int udp_query_atomic(struct fid_domain *domain,
@@ -398,7 +417,7 @@ static struct fi_ops_domain udp_domain_ops = {
 	.av_open = udp_av_open,
 	.cq_open = util_cq_open_op,
 	.endpoint = udp_endpoint,
-	.scalable_ep = weft_no_scalable_ep,
+	.scalable_ep = udp_scalable_ep,
 	.cntr_open = util_cntr_open_op,
 	.poll_open = util_poll_open,
 	.stx_ctx = weft_no_stx_ctx,

@@ -169,10 +169,13 @@ struct udpx_ep {
 	struct util_rdm_ep rdm; /* first */
 	struct util_rdm_xport xp;
 	bool reliable;
+	uint8_t ctx; /* a scalable endpoint's pair: its index (else 0) */
+	struct udp_sep *sep; /* that scalable endpoint, or NULL */
 	int fd, epfd, tfd;
 	bool timer_armed;
 	bool icmp; /* an ICMP error waits in the socket's error queue */
 	uint64_t probe_at;
+	uint64_t errq_at; /* a pair: the group's error queues, next */
 	/* RMA requests waiting for an answer, all peers: while any do, the
 	 * peers are probed as for directed receives (a dead one is told). */
 	uint32_t rma_wait;
@@ -224,14 +227,18 @@ static void active_add(struct udpx_ep *ep, struct udpx_peer *p)
 }
 
 /* Sends to a failed peer fail, for a while. */
+static void stale_drop(struct udpx_ep *ep, struct udpx_peer *p);
+
 static inline int peer_dead(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	if (weft_likely(!p->dead_err))
 		return 0;
-	/* A new insert of its address: maybe a new process there. */
+	/* A new insert of its address: maybe a new process there.  The
+	 * refusals still waiting for that address are the old one's. */
 	if (p->peer.fresh) {
 		p->peer.fresh = false;
 		p->dead_err = 0;
+		stale_drop(ep, p);
 		return 0;
 	}
 	if (weft_now_ns() < p->dead_until)
@@ -242,14 +249,18 @@ static inline int peer_dead(struct udpx_ep *ep, struct udpx_peer *p)
 
 /* ---- the wire ----------------------------------------------------------- */
 
+/* A packet to peer (its context: the endpoint's that takes it). */
 static inline void hdr_init(struct udpx_ep *ep, struct udpx_hdr *h,
-			    uint8_t type, uint16_t flags)
+			    const struct util_peer *peer, uint8_t type,
+			    uint16_t flags)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = UDPX_MAGIC;
 	h->version = UDPX_VERSION;
 	h->type = type;
 	h->flags = flags;
+	h->dst_ctx = (uint8_t)peer->ctx;
+	h->src_ctx = ep->ctx;
 	h->epoch = ep->epoch;
 }
 
@@ -341,7 +352,7 @@ static void send_ack(struct udpx_ep *ep, struct udpx_peer *p)
 	struct udpx_hdr h;
 	struct iovec iov = { &h, sizeof(h) };
 
-	hdr_init(ep, &h, UDPX_ACK, UDPX_F_REL);
+	hdr_init(ep, &h, &p->peer, UDPX_ACK, UDPX_F_REL);
 	h.base = p->una;
 	ack_fill(p, &h);
 	if (!xmit(ep, p->peer.addr, &iov, 1)) {
@@ -368,7 +379,7 @@ static struct udpx_slot *slot_new(struct udpx_ep *ep, struct udpx_peer *p,
 
 	if (p->una == p->snd_nxt)
 		p->last_ack_ns = ep->now;
-	hdr_init(ep, &s->hdr, type, flags | UDPX_F_REL);
+	hdr_init(ep, &s->hdr, &p->peer, type, flags | UDPX_F_REL);
 	s->hdr.seq = p->snd_nxt++;
 	s->tx = NULL;
 	s->copy = NULL;
@@ -717,28 +728,68 @@ static void peer_fail(struct udpx_ep *ep, struct udpx_peer *p, int err)
  * peer we wait on (packets unacknowledged) fails at once, as a closed
  * connection would.
  */
-static void icmp_drain(struct udpx_ep *ep)
+/* Nobody at key's port (ICMP): every context of the endpoint that was
+ * there, of those we wait for, has failed. */
+static void refused(struct udpx_ep *ep, const struct sockaddr_in6 *key)
+{
+	struct util_peer_map *map = &ep->rdm.peers;
+	struct dlist_entry *e;
+
+	dlist_foreach(&map->list, e) {
+		struct util_peer *peer =
+			container_of(e, struct util_peer, entry);
+		struct udpx_peer *p = udpx_peer_of(peer);
+
+		if (memcmp(peer->addr, key, map->attr.addr_len))
+			continue;
+		if (p->una != p->snd_nxt || p->cur_tx || p->ndack ||
+		    p->rma_wait || util_rdm_rx_directed(&ep->rdm))
+			peer_fail(ep, p, FI_ECONNREFUSED);
+	}
+}
+
+/* A scalable endpoint's pair: what another pair learnt (udp_sep_tell). */
+struct udpx_note {
+	struct dlist_entry entry; /* first */
+	struct sockaddr_in6 key;  /* refused */
+};
+
+/* (except: refusals of that address are of an endpoint there before,
+ * and dropped) */
+static void notes_take(struct udpx_ep *ep, const void *except)
+{
+	struct util_rdm_sep *sep = udp_sep_base(ep->sep);
+	struct dlist_entry *e;
+
+	util_rdm_inbox_hush(sep, ep->ctx);
+	while ((e = util_rdm_inbox_take(sep, ep->ctx))) {
+		struct udpx_note *n = container_of(e, struct udpx_note, entry);
+
+		if (!except ||
+		    memcmp(except, &n->key, ep->rdm.peers.attr.addr_len))
+			refused(ep, &n->key);
+		free(n);
+	}
+}
+
+size_t udpx_errq_take(int fd, struct sockaddr_storage *out, size_t max)
 {
 	struct sockaddr_storage sa;
 	char cbuf[512];
 	struct msghdr mh;
 	struct cmsghdr *cm;
-	struct util_peer_map *map = &ep->rdm.peers;
-	struct sockaddr_in6 key;
+	size_t n = 0;
 
-	ep->icmp = false;
-	for (;;) {
+	while (n < max) {
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_name = &sa;
 		mh.msg_namelen = sizeof(sa);
 		mh.msg_control = cbuf;
 		mh.msg_controllen = sizeof(cbuf);
-		if (recvmsg(ep->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
-			return;
+		if (recvmsg(fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
 		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 			struct sock_extended_err ee;
-			struct util_peer *peer;
-			struct udpx_peer *p;
 
 			if (!((cm->cmsg_level == IPPROTO_IP &&
 			       cm->cmsg_type == IP_RECVERR) ||
@@ -746,24 +797,62 @@ static void icmp_drain(struct udpx_ep *ep)
 			       cm->cmsg_type == IPV6_RECVERR)))
 				continue;
 			memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
-			if (ee.ee_errno != ECONNREFUSED ||
-			    map->attr.addr_len > sizeof(key))
-				continue;
+			if (ee.ee_errno == ECONNREFUSED) {
+				out[n++] = sa;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+/* The ICMP errors waiting: in our socket's error queue, or a scalable
+ * endpoint's pair's in any of the group's (the kernel picks one by hash,
+ * udp_sep.c), whose other pairs are told. */
+static void icmp_drain(struct udpx_ep *ep, const void *except);
+
+/* p's address names a new endpoint: ICMP errors and notes about it that
+ * wait are dropped (the others taken). */
+static void stale_drop(struct udpx_ep *ep, struct udpx_peer *p)
+{
+	if (!ep->reliable)
+		return;
+	if (ep->sep)
+		notes_take(ep, p->peer.addr);
+	icmp_drain(ep, p->peer.addr);
+}
+
+static void icmp_drain(struct udpx_ep *ep, const void *except)
+{
+	struct sockaddr_storage sa[16];
+	struct util_peer_map *map = &ep->rdm.peers;
+	struct sockaddr_in6 key;
+	size_t n, i;
+
+	ep->icmp = false;
+	if (map->attr.addr_len > sizeof(key))
+		return;
+	do {
+		n = ep->sep ? udp_sep_errq(ep->sep, sa, 16) :
+			      udpx_errq_take(ep->fd, sa, 16);
+		for (i = 0; i < n; i++) {
 			memset(&key, 0, sizeof(key));
-			memcpy(&key, &sa, map->attr.addr_len);
+			memcpy(&key, &sa[i], map->attr.addr_len);
 			if (ep->rdm.base.av && ep->rdm.base.av->ops.normalize &&
 			    ep->rdm.base.av->ops.normalize(ep->rdm.base.av,
 							   &key, &key))
 				continue;
-			peer = util_peer_find(map, &key, 0);
-			if (!peer)
+			if (except && !memcmp(except, &key, map->attr.addr_len))
 				continue;
-			p = udpx_peer_of(peer);
-			if (p->una != p->snd_nxt || p->cur_tx || p->ndack ||
-			    p->rma_wait || util_rdm_rx_directed(&ep->rdm))
-				peer_fail(ep, p, FI_ECONNREFUSED);
+			refused(ep, &key);
+			if (ep->sep) {
+				struct udpx_note note = {.key = key};
+
+				udp_sep_tell(ep->sep, ep->ctx, &note,
+					     sizeof(note));
+			}
 		}
-	}
+	} while (n == 16);
 }
 
 /* ---- reliable: receiving ------------------------------------------------ */
@@ -1293,9 +1382,11 @@ static inline void ack_note(struct udpx_ep *ep, struct udpx_peer *p,
 	active_add(ep, p);
 }
 
-/* The peer an arrival came from (made at its first packet). */
+/* The peer an arrival came from: context ctx of the endpoint at sa
+ * (made at its first packet). */
 static struct udpx_peer *peer_from(struct udpx_ep *ep,
-				   const struct sockaddr_storage *sa)
+				   const struct sockaddr_storage *sa,
+				   uint32_t ctx)
 {
 	struct util_peer_map *map = &ep->rdm.peers;
 	struct sockaddr_in6 key;
@@ -1309,11 +1400,11 @@ static struct udpx_peer *peer_from(struct udpx_ep *ep,
 	if (ep->rdm.base.av && ep->rdm.base.av->ops.normalize &&
 	    ep->rdm.base.av->ops.normalize(ep->rdm.base.av, &key, &key))
 		return NULL;
-	if (weft_likely(ep->last_peer &&
+	if (weft_likely(ep->last_peer && ep->last_peer->peer.ctx == ctx &&
 			!memcmp(ep->last_peer->peer.addr, &key, alen)))
 		return ep->last_peer;
-	peer = util_peer_find(map, &key, 0);
-	if (!peer && util_peer_add(map, &key, 0, &peer))
+	peer = util_peer_find(map, &key, ctx);
+	if (!peer && util_peer_add(map, &key, ctx, &peer))
 		return NULL;
 	ep->last_peer = udpx_peer_of(peer);
 	return ep->last_peer;
@@ -1324,7 +1415,7 @@ static void rel_in(struct udpx_ep *ep, uint8_t *buf, size_t n,
 {
 	const struct udpx_hdr *h = (const struct udpx_hdr *)buf;
 	size_t plen = n - sizeof(*h);
-	struct udpx_peer *p = peer_from(ep, sa);
+	struct udpx_peer *p = peer_from(ep, sa, h->src_ctx);
 	uint32_t seq = h->seq;
 	unsigned int i;
 
@@ -1397,7 +1488,7 @@ static int dgram_send(struct udpx_ep *ep, struct util_peer *peer,
 		return -FI_EOPNOTSUPP; /* nothing is acknowledged */
 	if (hdr->len > UDPX_DGRAM_MAX)
 		return -FI_EMSGSIZE;
-	hdr_init(ep, &h, UDPX_MSG, hdr_flags(hdr));
+	hdr_init(ep, &h, peer, UDPX_MSG, hdr_flags(hdr));
 	h.tag = hdr->tag;
 	h.data = hdr->data;
 	h.len = hdr->len;
@@ -1641,6 +1732,52 @@ static void probe(struct udpx_ep *ep)
 	}
 }
 
+/*
+ * A packet of another context's, or an answer that there is none.  Pair
+ * 0 takes what the group's filter finds no socket for: a sequenced packet
+ * for a context past the scalable endpoint's count is answered NOCTX
+ * (its sender's transmits to it fail, as a refused connection); others
+ * (a context not opened yet) are dropped, and sent again.
+ */
+static void noctx(struct udpx_ep *ep, const struct udpx_hdr *h,
+		  const struct sockaddr_storage *sa)
+{
+	struct util_rdm_sep *sep = ep->rdm.sep;
+	struct util_peer_map *map = &ep->rdm.peers;
+	struct sockaddr_in6 key;
+	struct util_peer *peer;
+	struct udpx_hdr a;
+	struct iovec iov = {&a, sizeof(a)};
+
+	if (!ep->reliable)
+		return;
+	if (h->type == UDPX_NOCTX) {
+		if (h->dst_ctx != ep->ctx || h->data > UINT32_MAX ||
+		    map->attr.addr_len > sizeof(key))
+			return;
+		memset(&key, 0, sizeof(key));
+		memcpy(&key, sa, map->attr.addr_len);
+		if (ep->rdm.base.av && ep->rdm.base.av->ops.normalize &&
+		    ep->rdm.base.av->ops.normalize(ep->rdm.base.av, &key, &key))
+			return;
+		peer = util_peer_find(map, &key, (uint32_t)h->data);
+		if (peer)
+			peer_fail(ep, udpx_peer_of(peer), FI_ECONNREFUSED);
+		return;
+	}
+	if (ep->ctx || !sep || h->dst_ctx < sep->npair ||
+	    !(h->flags & UDPX_F_REL))
+		return;
+	memset(&a, 0, sizeof(a));
+	a.magic = UDPX_MAGIC;
+	a.version = UDPX_VERSION;
+	a.type = UDPX_NOCTX;
+	a.dst_ctx = h->src_ctx;
+	a.epoch = ep->epoch;
+	a.data = h->dst_ctx;
+	(void)xmit(ep, sa, &iov, 1);
+}
+
 static int udpx_progress(struct util_rdm_xport *xp)
 {
 	struct udpx_ep *ep = udpx_ep_of(xp);
@@ -1648,6 +1785,9 @@ static int udpx_progress(struct util_rdm_xport *xp)
 
 	if (ep->reliable)
 		ep->now = weft_now_ns();
+	if (weft_unlikely(ep->sep) &&
+	    util_rdm_inbox_ready(udp_sep_base(ep->sep), ep->ctx))
+		notes_take(ep, NULL);
 	for (round = 0; round < 4; round++) {
 		for (i = 0; i < UDPX_BATCH; i++)
 			ep->rmsg[i].msg_hdr.msg_namelen = sizeof(ep->rsrc[i]);
@@ -1669,6 +1809,11 @@ static int udpx_progress(struct util_rdm_xport *xp)
 			if (len < sizeof(*h) || h->magic != UDPX_MAGIC ||
 			    h->version != UDPX_VERSION)
 				continue; /* not ours */
+			if (weft_unlikely(h->dst_ctx != ep->ctx ||
+					  h->type == UDPX_NOCTX)) {
+				noctx(ep, h, &ep->rsrc[i]);
+				continue;
+			}
 			if (ep->reliable && (h->flags & UDPX_F_REL))
 				rel_in(ep, buf, len, &ep->rsrc[i]);
 			else if (!ep->reliable && !(h->flags & UDPX_F_REL))
@@ -1678,8 +1823,18 @@ static int udpx_progress(struct util_rdm_xport *xp)
 		if (k < UDPX_BATCH)
 			break;
 	}
+	/* A pair of a scalable endpoint that waits for peers looks at the
+	 * group's error queues now and then: the one with its peer's ICMP
+	 * error may be another pair's, which nobody drives. */
+	if (weft_unlikely(ep->sep) && ep->reliable &&
+	    (!dlist_empty(&ep->active) || util_rdm_rx_directed(&ep->rdm) ||
+	     ep->rma_wait) &&
+	    ep->now >= ep->errq_at) {
+		ep->errq_at = ep->now + UDPX_PROBE_MS * 1000000ull;
+		ep->icmp = true;
+	}
 	if (weft_unlikely(ep->icmp) && ep->reliable)
-		icmp_drain(ep);
+		icmp_drain(ep, NULL);
 	if (ep->reliable &&
 	    (util_rdm_rx_directed(&ep->rdm) || ep->rma_wait) &&
 	    ep->now >= ep->probe_at)
@@ -1809,7 +1964,9 @@ static void udpx_free(struct udpx_ep *ep)
 		close(ep->tfd);
 	if (ep->epfd >= 0)
 		close(ep->epfd);
-	if (ep->fd >= 0)
+	if (ep->fd >= 0 && ep->sep)
+		udp_sep_socket_close(ep->sep, ep->ctx, ep->fd);
+	else if (ep->fd >= 0)
 		close(ep->fd);
 	util_bufpool_destroy(ep->stash_pool);
 	free(ep->rbuf);
@@ -1823,6 +1980,8 @@ static int udpx_close(struct fid *fid)
 	struct dlist_entry *e;
 
 	util_rdm_ep_linger(&ep->rdm);
+	if (ep->sep)
+		udp_sep_unlisten(ep->sep, ep->ctx);
 	weft_lock(util_rdm_lock(&ep->rdm));
 	ep->now = weft_now_ns();
 	dlist_foreach(&ep->rdm.peers.list, e) {
@@ -1871,8 +2030,8 @@ static int udpx_setname(fid_t fid, void *addr, size_t addrlen)
 	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
 	    addrlen > sizeof(name))
 		return -FI_EINVAL;
-	if (ep->rdm.base.enabled)
-		return -FI_EOPBADSTATE;
+	if (ep->rdm.base.enabled || ep->sep)
+		return -FI_EOPBADSTATE; /* (a pair: its scalable endpoint's) */
 	fd = udp_socket_open(&info, domain->addr_format, &name, &namelen);
 	if (fd < 0)
 		return fd;
@@ -1993,7 +2152,10 @@ static int udpx_setup(struct udpx_ep *ep, const struct fi_info *info,
 	int sz = UDPX_SOCKBUF, i;
 	socklen_t sl = sizeof(sz);
 
-	ep->fd = udp_socket_open(info, addr_format, &ep->name, &ep->namelen);
+	ep->fd = ep->sep ? udp_sep_socket(ep->sep, ep->ctx, info, addr_format,
+					  &ep->name, &ep->namelen) :
+			   udp_socket_open(info, addr_format, &ep->name,
+					   &ep->namelen);
 	if (ep->fd < 0)
 		return ep->fd;
 	if (ep->reliable) {
@@ -2041,8 +2203,9 @@ static int udpx_setup(struct udpx_ep *ep, const struct fi_info *info,
 	return util_bufpool_create(&pa, &ep->stash_pool);
 }
 
-int udpx_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
-		 bool reliable, struct fid_ep **ep_fid, void *context)
+static int ep_open(struct fid_domain *domain_fid, struct fi_info *info,
+		   bool reliable, struct udp_sep *sep, uint32_t ctx,
+		   struct udpx_ep **out, void *context)
 {
 	struct udp_domain *domain = container_of(
 		domain_fid, struct udp_domain, base.util.domain_fid);
@@ -2064,6 +2227,8 @@ int udpx_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 		return -FI_ENOMEM;
 	ep->fd = ep->epfd = ep->tfd = -1;
 	ep->reliable = reliable;
+	ep->sep = sep;
+	ep->ctx = (uint8_t)ctx;
 	dlist_init(&ep->active);
 	ep->xp.ops = &udpx_transport;
 	ep->xp.eager_max = reliable ? udpx_params.eager_max : UDPX_DGRAM_MAX;
@@ -2084,6 +2249,43 @@ int udpx_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
 	}
 	ep->rdm.base.ep_fid.fid.ops = &udpx_fi_ops;
 	ep->rdm.base.ep_fid.cm = reliable ? &udpx_cm_ops : &udpx_dgram_cm_ops;
-	*ep_fid = &ep->rdm.base.ep_fid;
+	*out = ep;
+	return 0;
+}
+
+int udpx_ep_open(struct fid_domain *domain, struct fi_info *info,
+		 bool reliable, struct fid_ep **ep_fid, void *context)
+{
+	struct udpx_ep *ep;
+	int ret = ep_open(domain, info, reliable, NULL, 0, &ep, context);
+
+	if (!ret)
+		*ep_fid = &ep->rdm.base.ep_fid;
+	return ret;
+}
+
+int udpx_pair_open(struct fid_domain *domain, struct fi_info *info,
+		   struct udp_sep *sep, uint32_t ctx, struct util_rdm_ep **out)
+{
+	struct udpx_ep *ep;
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ret;
+
+	if (ctx >= UDP_SEP_MAX_CTX)
+		return -FI_EINVAL;
+	ret = ep_open(domain, info, info->ep_attr->type == FI_EP_RDM, sep,
+		      ctx, &ep, NULL);
+	if (ret)
+		return ret;
+	/* Notes of the other pairs wake it (udp_sep_tell). */
+	ev.data.fd = util_rdm_inbox_bell(udp_sep_base(sep), ctx);
+	if (ev.data.fd < 0 ||
+	    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev)) {
+		ret = ev.data.fd < 0 ? ev.data.fd : weft_errno(errno);
+		fi_close(&ep->rdm.base.ep_fid.fid);
+		return ret;
+	}
+	udp_sep_listen(sep, ctx);
+	*out = &ep->rdm;
 	return 0;
 }

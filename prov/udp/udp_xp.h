@@ -22,6 +22,7 @@
 #include "udp.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "weft/util_rdm.h"
@@ -42,6 +43,9 @@ enum {
 	UDPX_READ = 6,
 	UDPX_ATOMIC = 7,
 	UDPX_RESP = 8, /* read data or fetched values: tx_id, offset in tag */
+	/* Scalable endpoints: no context dst_ctx here (pair 0 answers a
+	 * sequenced packet for a context past the count); data names it. */
+	UDPX_NOCTX = 9,
 };
 
 /* An atomic request's tag: ranges, op, datatype and kind. */
@@ -70,7 +74,11 @@ struct udpx_hdr {
 	uint8_t version;
 	uint8_t type;
 	uint16_t flags;
-	uint16_t reserved;
+	/* Contexts of scalable endpoints (0: a plain endpoint's).  The
+	 * kernel steers a datagram to the socket of dst_ctx by this byte
+	 * (UDPX_DST_CTX_OFF, udp_sep.c); src_ctx names the sender's. */
+	uint8_t dst_ctx;
+	uint8_t src_ctx;
 	uint32_t epoch; /* the sending endpoint's, random at open */
 	uint32_t seq;	/* this packet's, in the sender's stream to us */
 	uint32_t base;	/* the oldest seq the sender still keeps */
@@ -82,6 +90,9 @@ struct udpx_hdr {
 	uint64_t tx_id; /* the sender's, echoed by a DACK */
 };
 static_assert(sizeof(struct udpx_hdr) == 64, "udpx_hdr is 64 bytes");
+#define UDPX_DST_CTX_OFF 6
+static_assert(offsetof(struct udpx_hdr, dst_ctx) == UDPX_DST_CTX_OFF,
+	      "dst_ctx where udp_sep.c's filter reads it");
 /* A remote range on the wire: addr, len, key, u64 each. */
 static_assert(sizeof(struct fi_rma_iov) == 24, "fi_rma_iov is 24 bytes");
 
@@ -107,6 +118,46 @@ void udp_params_init(void);
 /* Open an engine endpoint over udp: reliable (FI_EP_RDM) or not. */
 int udpx_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 bool reliable, struct fid_ep **ep, void *context);
+
+/*
+ * Scalable endpoints (udp_sep.c): context pair i is an engine endpoint
+ * whose socket shares the scalable endpoint's address with the other
+ * pairs' (SO_REUSEPORT); a filter the kernel runs on each datagram hands
+ * it to the socket of its dst_ctx.  At most UDP_SEP_MAX_CTX pairs.
+ */
+#define UDP_SEP_MAX_CTX 256
+struct udp_sep;
+int udp_sep_open(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **sep, void *context);
+/* Pair ctx's engine endpoint (reliable or not, as the info's type). */
+int udpx_pair_open(struct fid_domain *domain, struct fi_info *info,
+		   struct udp_sep *sep, uint32_t ctx, struct util_rdm_ep **ep);
+/* Pair ctx's socket, bound to the scalable endpoint's address (the first
+ * one picks it), and the filter that steers datagrams to it; -FI_E*. */
+int udp_sep_socket(struct udp_sep *sep, uint32_t ctx, const struct fi_info *info,
+		   uint32_t addr_format, struct sockaddr_storage *name,
+		   socklen_t *namelen);
+/* Pair ctx's socket closes. */
+void udp_sep_socket_close(struct udp_sep *sep, uint32_t ctx, int fd);
+struct util_rdm_sep *udp_sep_base(struct udp_sep *sep);
+/*
+ * What one pair learns for all: the kernel hands an ICMP error to the
+ * socket of the group its hash picks, not to the sender's.  A note (its
+ * first member a struct dlist_entry) goes to the inbox of every other
+ * pair that listens (udp_sep_listen); udp_sep_unlisten at a pair's close,
+ * after which nothing is posted to it.  Notes a pair did not take are
+ * freed by udp_sep_unlisten.
+ */
+/* The addresses that refused datagrams (ICMP port unreachable), from
+ * fd's error queue (IP_RECVERR), at most max; or from each socket of the
+ * scalable endpoint's group. */
+size_t udpx_errq_take(int fd, struct sockaddr_storage *out, size_t max);
+size_t udp_sep_errq(struct udp_sep *sep, struct sockaddr_storage *out,
+		    size_t max);
+void udp_sep_listen(struct udp_sep *sep, uint32_t ctx);
+void udp_sep_unlisten(struct udp_sep *sep, uint32_t ctx);
+void udp_sep_tell(struct udp_sep *sep, uint32_t from, const void *note,
+		  size_t len);
 
 /* The endpoint socket both kinds of endpoint use: bound to info's source
  * address (port 0: the kernel's pick), its name in *name.  Returns the fd

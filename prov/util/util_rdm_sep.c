@@ -539,7 +539,10 @@ int util_rdm_sep_init(struct util_rdm_sep *sep, struct util_domain *domain,
 	uint32_t i;
 	int ret;
 
-	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+	/* (Datagram endpoints of the engine too: udp's.) */
+	if (!info || !info->ep_attr ||
+	    (info->ep_attr->type != FI_EP_RDM &&
+	     info->ep_attr->type != FI_EP_DGRAM))
 		return -FI_EINVAL;
 	ntx = info->ep_attr->tx_ctx_cnt ? info->ep_attr->tx_ctx_cnt : 1;
 	nrx = info->ep_attr->rx_ctx_cnt ? info->ep_attr->rx_ctx_cnt : 1;

@@ -11,6 +11,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "conformance.h"
@@ -521,6 +525,8 @@ static int case_sep_peer_gone(const char *prov)
 	struct sc s;
 	int i, r, err;
 
+	if (cf_dgram_env())
+		cf_skip("datagram endpoints: nothing tells of a peer gone");
 	sc_open(&s, prov, FI_THREAD_SAFE);
 	sc_one(&s, 1, 2, 0x800);
 	sc_close_ep(&s, 0);
@@ -571,6 +577,8 @@ static int case_sep_no_context(const char *prov)
 	ssize_t n;
 	int e, k, ret, err;
 
+	if (cf_dgram_env())
+		cf_skip("datagram endpoints: a datagram to no context is lost");
 	info = cf_getinfo(prov, &o, &ret);
 	if (ret == -FI_ENODATA)
 		cf_skip("fi_getinfo -61 for FI_NAMED_RX_CTX");
@@ -1556,6 +1564,86 @@ static int case_srx_threads(const char *prov)
 	return 0;
 }
 
+/*
+ * Stray datagrams at a scalable endpoint's address (an attacker's, a
+ * confused program's): empty, shorter than any header, weft's magic with
+ * a context byte past the count and with every byte value at the offsets
+ * a header's context would be, random bytes.  Over a provider whose
+ * address is a socket address.  Nothing is reported for them, and every
+ * transmit context still reaches every receive context, each message
+ * once and intact.
+ */
+static int case_sep_stray(const char *prov)
+{
+	struct fi_cq_tagged_entry c;
+	uint8_t name[CF_MAX_NAME], pkt[256];
+	size_t len = sizeof(name);
+	struct sc s;
+	uint64_t end;
+	int fd, t, r, i;
+	ssize_t n;
+
+	sc_open(&s, prov, FI_THREAD_SAFE);
+	cf_ok(fi_getname(&s.sep[1]->fid, name, &len));
+	if (!cf_is_sockaddr(s.info->addr_format) ||
+	    len < sizeof(struct sockaddr_in)) {
+		sc_close(&s);
+		cf_skip("the address is not a socket address");
+	}
+	fd = socket(((struct sockaddr *)name)->sa_family, SOCK_DGRAM, 0);
+	cf_assert(fd >= 0, "socket: %s", strerror(errno));
+	srand(0x5ca1ab1e);
+	for (i = 0; i < 300; i++) {
+		size_t plen;
+
+		if (i == 0) {
+			plen = 0;
+		} else if (i < 8) {
+			plen = (size_t)i;
+			memset(pkt, 0xff, plen);
+		} else if (i < 8 + 256) {
+			/* weft's magic and version, then every context byte */
+			memset(pkt, 0, sizeof(pkt));
+			pkt[0] = 0x46;
+			pkt[1] = 0x57;
+			pkt[2] = 1;
+			pkt[3] = (uint8_t)(1 + (i % 9));
+			pkt[6] = (uint8_t)(i - 8);
+			pkt[7] = (uint8_t)(i * 7);
+			plen = 64 + (size_t)(i % 5) * 16;
+		} else {
+			plen = 1 + (size_t)rand() % sizeof(pkt);
+			for (size_t k = 0; k < plen; k++)
+				pkt[k] = (uint8_t)rand();
+		}
+		(void)sendto(fd, pkt, plen, 0, (struct sockaddr *)name,
+			     (socklen_t)len);
+	}
+	close(fd);
+	/* The target's progress takes them (a datagram endpoint's socket
+	 * buffer full of them would drop the next one, as a network may):
+	 * nothing is reported. */
+	for (end = cf_now_ms() + 300; cf_now_ms() < end;)
+		for (r = 0; r < SC_N; r++) {
+			n = fi_cq_read(s.cq[1][r], &c, 1);
+			cf_assert(n == -FI_EAGAIN,
+				  "receive context %d: %zd for a stray "
+				  "datagram", r, n);
+		}
+	for (t = 0; t < SC_N; t++)
+		for (r = 0; r < SC_N; r++)
+			sc_one(&s, t, r, 0xa00 + (uint64_t)(t * SC_N + r));
+	/* Nothing else on any queue of the target. */
+	for (r = 0; r < SC_N; r++) {
+		n = fi_cq_read(s.cq[1][r], &c, 1);
+		cf_assert(n == -FI_EAGAIN,
+			  "receive context %d: %zd after the stray datagrams",
+			  r, n);
+	}
+	sc_close(&s);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
@@ -1584,6 +1672,12 @@ const struct cf_case cf_cases_ctx[] = {
      "(3 of 2) ends in an error within the wait, not a hang; the same "
      "transmit context then reaches context 1",
      case_sep_no_context},
+    {"sep_stray",
+     "stray datagrams at a scalable endpoint's socket address (empty, "
+     "short, weft's magic with every context byte, random): nothing is "
+     "reported, every transmit context still reaches every receive "
+     "context",
+     case_sep_stray},
     {"stx_api",
      "fi_stx_context as Sandia OpenSHMEM's pool uses it: three endpoints "
      "on one, refused binds, enable and close, each send completing "

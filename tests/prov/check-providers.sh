@@ -65,11 +65,26 @@ if [ -n "$sockets" ]; then
 	# directed, triggered): the cases written for RDM that fit in one
 	# datagram and lose nothing on loopback.
 	echo "== sockets: engine cases over FI_EP_DGRAM"
+	engine_dgram="-c tagged_match -c inject_data -c source -c cancel
+		-c peek_claim -c multi_recv -c multi_recv_late -c directed_recv
+		-c cntr_only_tx -c cq_calls -c proc_trigger -c trigger_rules"
+	# shellcheck disable=SC2086
 	CF_EP_TYPE=dgram CONFORMANCE=$prog sh \
-		"$src/tests/prov/run-conformance.sh" -c tagged_match \
-		-c inject_data -c source -c cancel -c peek_claim -c multi_recv \
-		-c multi_recv_late -c directed_recv -c cntr_only_tx -c cq_calls \
-		-c proc_trigger -c trigger_rules sockets
+		"$src/tests/prov/run-conformance.sh" $engine_dgram sockets
+	rc2=$?
+	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac
+	# Scalable datagram endpoints (FI_NAMED_RX_CTX): the context cases,
+	# and the cases above once more over contexts (CF_CONTEXTS=sep).
+	echo "== sockets: scalable endpoints over FI_EP_DGRAM"
+	# shellcheck disable=SC2046
+	CF_EP_TYPE=dgram CONFORMANCE=$prog sh \
+		"$src/tests/prov/run-conformance.sh" \
+		$("$prog" -l | awk '/^sep_/ { printf " -c %s", $1 }') sockets
+	rc2=$?
+	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac
+	# shellcheck disable=SC2086
+	CF_EP_TYPE=dgram CF_CONTEXTS=sep CONFORMANCE=$prog sh \
+		"$src/tests/prov/run-conformance.sh" $engine_dgram sockets
 	rc2=$?
 	case $rc2 in 0 | 77) ;; *) rc=$rc2 ;; esac
 fi

@@ -327,6 +327,13 @@ static bool cf_info_is_loopback(const struct fi_info *fi)
 	return false;
 }
 
+bool cf_dgram_env(void)
+{
+	const char *t = getenv("CF_EP_TYPE");
+
+	return t && !strcmp(t, "dgram");
+}
+
 struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 {
 	struct fi_info *hints, *list = NULL, *fi, *pick = NULL, *out;
@@ -337,12 +344,9 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->fabric_attr->prov_name = strdup(prov);
 	/* CF_EP_TYPE=dgram: the cases written for FI_EP_RDM, over datagram
 	 * endpoints that offer what they need (sockets' tagged datagrams). */
-	hints->ep_attr->type = o->ep_type	   ? o->ep_type :
-			       getenv("CF_EP_TYPE") &&
-					       !strcmp(getenv("CF_EP_TYPE"),
-						       "dgram") ?
-						   FI_EP_DGRAM :
-						   FI_EP_RDM;
+	hints->ep_attr->type = o->ep_type      ? o->ep_type :
+			       cf_dgram_env() ? FI_EP_DGRAM :
+						FI_EP_RDM;
 	hints->caps = o->caps ? o->caps : (FI_MSG | FI_TAGGED);
 	/* Every operation this suite posts carries a struct fi_context2. */
 	hints->mode = FI_CONTEXT | FI_CONTEXT2 | o->mode;
@@ -361,10 +365,13 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	hints->domain_attr->data_progress = o->data_progress;
 	hints->tx_attr->msg_order = o->msg_order;
 	hints->rx_attr->msg_order = o->msg_order;
-	/* Contexts are the RDM endpoints': the other cases ran already. */
-	if (cf_contexts() && hints->ep_attr->type != FI_EP_RDM) {
+	/* Contexts are the RDM endpoints' (and, with CF_EP_TYPE=dgram,
+	 * the engine's datagram endpoints'): the other cases ran already. */
+	if (cf_contexts() && hints->ep_attr->type != FI_EP_RDM &&
+	    (hints->ep_attr->type != FI_EP_DGRAM || o->ep_type)) {
 		fi_freeinfo(hints);
-		cf_skip("CF_CONTEXTS=sep: scalable endpoints are RDM");
+		cf_skip("CF_CONTEXTS=sep: scalable endpoints are tested on "
+			"RDM endpoints and with CF_EP_TYPE=dgram");
 	}
 	if (cf_stx() && hints->ep_attr->type != FI_EP_RDM) {
 		fi_freeinfo(hints);
@@ -380,7 +387,7 @@ struct fi_info *cf_getinfo(const char *prov, const struct cf_opts *o, int *ret)
 	}
 	if (cf_srx())
 		hints->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
-	if (cf_contexts() && hints->ep_attr->type == FI_EP_RDM) {
+	if (cf_contexts()) {
 		hints->caps |= FI_NAMED_RX_CTX;
 		hints->ep_attr->tx_ctx_cnt = CF_SEP_CTX;
 		hints->ep_attr->rx_ctx_cnt = CF_SEP_CTX;

@@ -162,6 +162,8 @@ struct cf_case {
 
 /* contexts.c: every case over scalable endpoints' contexts. */
 bool cf_contexts(void);
+/* CF_EP_TYPE=dgram: the RDM cases over datagram endpoints. */
+bool cf_dgram_env(void);
 /* CF_CONTEXTS=stx: every fixture endpoint is opened with tx_ctx_cnt
  * FI_SHARED_CONTEXT and bound to the fixture's one shared transmit
  * context. */
