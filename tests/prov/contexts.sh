@@ -23,8 +23,11 @@ for mode in sep:sep_api stx:stx_api srx:srx_api; do
 	for p in $provs; do
 		[ "$p" = sockets ] && continue # tcp under another name
 		"$bld/util/fi_info" -p "$p" >/dev/null 2>&1 || continue
-		"$prog" -p "$p" -c "$probe" >/dev/null 2>&1
-		case $? in
+		out=$("$prog" -p "$p" -c "$probe" 2>&1)
+		rc=$?
+		# (the suite exits 0 when its one case skipped)
+		[ $rc = 0 ] && echo "$out" | grep -q "^SKIP: $p $probe" && rc=77
+		case $rc in
 		0) usable="$usable $p" ;;
 		77) echo "CF_CONTEXTS=$m: skipping provider $p: $probe skips" ;;
 		*) echo "CF_CONTEXTS=$m: provider $p: $probe fails"
