@@ -630,7 +630,8 @@ struct seed {
 
 static void put(struct seed *s, const void *p, size_t n)
 {
-	memcpy(s->b + s->n, p, n);
+	if (n)
+		memcpy(s->b + s->n, p, n);
 	s->n += n;
 }
 
