@@ -1225,6 +1225,14 @@ static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
 	}
 }
 
+/* A DACK's status: 0, or the positive FI_E* the peer sent when below
+ * 65536; anything else, which no weft peer sends, is FI_EIO, so that the
+ * completion carries a valid error whatever the peer wrote. */
+static inline int dack_status(uint64_t data)
+{
+	return data < 65536 ? (int)data : FI_EIO;
+}
+
 static void msg_fill(struct udpx_ep *ep, const struct udpx_hdr *h,
 		     struct util_rdm_msg *msg)
 {
@@ -1271,7 +1279,7 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 		if (tx && tx->peer == &p->peer) {
 			if (tx->kind != UTIL_RDM_TX_SEND)
 				rma_answered(ep, p);
-			util_rdm_tx_done(&ep->rdm, tx, (int)h->data);
+			util_rdm_tx_done(&ep->rdm, tx, dack_status(h->data));
 		}
 		return 0;
 	case UDPX_MSG:
