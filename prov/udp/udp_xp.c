@@ -1192,6 +1192,25 @@ static int rin_start(struct udpx_ep *ep, struct udpx_peer *p,
 	return 0;
 }
 
+/*
+ * Whether an answer (DACK, RESP) naming tx may complete it.  Not while
+ * tx is still being cut into packets: an honest target answers once the
+ * whole request or message is in, and completing tx then would leave
+ * pump() cutting a transmit the engine already took back.  Nor a send
+ * that waits for no DACK: its last packet's acknowledgement completes
+ * it, which would complete it a second time (or another transmit that
+ * took its place).  Such an answer is forged, or of a broken peer, and
+ * is dropped.
+ */
+static bool answer_due(const struct udpx_peer *p, const struct util_rdm_tx *tx)
+{
+	if (p->cur_tx == tx)
+		return false;
+	return tx->kind != UTIL_RDM_TX_SEND ||
+	       (tx->hdr.flags & UTIL_RDM_ACK_REQ) ||
+	       (tx->flags & FI_DELIVERY_COMPLETE);
+}
+
 static void rma_answered(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	if (p->rma_wait) {
@@ -1208,8 +1227,8 @@ static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
 	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
 
 	if (!tx || tx->peer != &p->peer || h->len != tx->hdr.len ||
-	    h->tag > h->len || plen > h->len - h->tag)
-		return; /* late, or not ours */
+	    h->tag > h->len || plen > h->len - h->tag || !answer_due(p, tx))
+		return; /* late, early, or not ours */
 	if (tx->kind == UTIL_RDM_TX_READ)
 		util_iov_copy_to(tx->iov, tx->iov_count, h->tag, payload, plen);
 	else if (tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
@@ -1276,7 +1295,7 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 		return 0;
 	case UDPX_DACK:
 		tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
-		if (tx && tx->peer == &p->peer) {
+		if (tx && tx->peer == &p->peer && answer_due(p, tx)) {
 			if (tx->kind != UTIL_RDM_TX_SEND)
 				rma_answered(ep, p);
 			util_rdm_tx_done(&ep->rdm, tx, dack_status(h->data));
