@@ -73,7 +73,10 @@ struct udpx_stash {
 	size_t want;
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
-	uint8_t *data; /* unexpected: the bytes so far */
+	/* Unexpected: the bytes so far, in a buffer of cap bytes grown as
+	 * they come (len is the peer's word until they do). */
+	uint8_t *data;
+	size_t cap;
 };
 
 struct udpx_slot {
@@ -911,6 +914,25 @@ static void stash_complete(struct udpx_ep *ep, struct udpx_stash *st)
 	/* else: unexpected, kept until a receive takes it */
 }
 
+/* Room for need bytes of an unexpected message, doubling up to its
+ * length; on failure its bytes are dropped and its receive fails. */
+static void stash_grow(struct udpx_stash *st, size_t need)
+{
+	size_t cap = WEFT_MIN(WEFT_MAX(WEFT_MAX(2 * st->cap, need),
+				       (size_t)UDPX_RX_BUF),
+			      st->len);
+	uint8_t *d = realloc(st->data, cap);
+
+	if (!d) {
+		free(st->data);
+		st->data = NULL;
+		st->error = FI_ENOMEM;
+		return;
+	}
+	st->data = d;
+	st->cap = cap;
+}
+
 static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
 			const uint8_t *payload, size_t plen)
 {
@@ -920,8 +942,12 @@ static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
 			util_iov_copy_to(st->iov, st->iov_count, st->got,
 					 payload,
 					 WEFT_MIN(plen, st->want - st->got));
-	} else if (st->data) {
-		memcpy(st->data + st->got, payload, plen);
+	} else if (!st->discarded && !st->error && plen) {
+		/* Unexpected: kept as the bytes come. */
+		if (st->got + plen > st->cap)
+			stash_grow(st, st->got + plen);
+		if (!st->error)
+			memcpy(st->data + st->got, payload, plen);
 	}
 	st->got += plen;
 	if (st->got == st->len)
@@ -1346,12 +1372,9 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 	}
 	if (ret && !st->fetched)
 		st->discarded = true;
-	if (!st->fetched && !st->discarded) {
-		/* Unexpected: its bytes are kept as they come. */
-		st->data = malloc(st->len);
-		if (!st->data)
-			st->error = FI_ENOMEM;
-	}
+	/* Unexpected: its bytes are kept as they come (stash_place), not
+	 * in a buffer of the length the first packet claims, which no byte
+	 * backs yet. */
 	stash_place(ep, st, payload, plen);
 	return 0;
 }

@@ -48,7 +48,8 @@
  * only a remote write's CQ data names nothing), comes twice, or says a
  * receive holds more than its buffer, or when an error completion carries
  * no positive FI_E* below 65536 (a status a peer reports is no more
- * trusted than the rest).  A buffer is freed when its operation completes,
+ * trusted than the rest), or when the victim holds more memory than any
+ * input sends it.  A buffer is freed when its operation completes,
  * so AddressSanitizer catches the provider touching it later (a packet
  * sent again from it, a late packet written into it), as it catches any
  * access outside memory; libFuzzer's timeout a progress that never ends.
@@ -57,6 +58,7 @@
  * it is given; with tests/fuzz/fuzz_replay.c, it replays files.
  */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,9 @@ enum rec { R_DGRAM, R_PROGRESS, R_POST, R_ISSUE, R_READ_PEER, R_KINDS };
 #define MAX_CTX 4
 #define PEER_EPOCH 0x5eed
 #define RTO_MS 2
+/* More than the victim needs for what an input sends it (its endpoints'
+ * receive buffers, send rings, packets kept out of order). */
+#define HEAP_MAX ((size_t)256 << 20)
 
 /* A receive posted or a transfer started, and its buffers. */
 struct buf {
@@ -137,20 +142,6 @@ struct fz {
 static int peer_fd = -1;
 static struct sockaddr_in peer_name;
 static struct fi_info *info_rdm, *info_dgram;
-
-/*
- * A message's first packet says its length, up to the RDM endpoint's
- * max_msg_size (1 TiB); unexpected, its bytes are kept in a buffer of
- * that length, allocated before they come.  A length no allocation can
- * hold makes malloc fail, which the victim takes (the receive that takes
- * the message fails with FI_ENOMEM): AddressSanitizer is told to let
- * malloc fail rather than stop there.
- */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "allocator_may_return_null=1";
-}
 
 /* FUZZ_TRACE=1 in the environment: say what happens, on stderr. */
 static int trace = -1;
@@ -331,6 +322,22 @@ static void completed(struct fz *z, void *ctx, size_t len, uint64_t flags,
 	b->mem = b->res = b->cmp = NULL;
 }
 
+/*
+ * What the victim holds in large allocations (glibc's mapped chunks)
+ * must stay within what peers sent it: a length a packet claims is not
+ * memory to reserve before any byte backs it.  (Under ASan, libFuzzer's
+ * malloc limit says the same.)
+ */
+static void heap_check(void)
+{
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+	size_t held = mallinfo2().hblkhd;
+
+	if (held > HEAP_MAX)
+		fail("the victim holds memory no peer sent", (long)(held >> 20));
+#endif
+}
+
 static void progress(struct fz *z, int calls)
 {
 	struct fi_cq_data_entry e[4];
@@ -358,6 +365,7 @@ static void progress(struct fz *z, int calls)
 			fail("fi_cq_read failed", (long)n);
 		}
 	}
+	heap_check();
 }
 
 /* ---- the peer ------------------------------------------------------------ */
