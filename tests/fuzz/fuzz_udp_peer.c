@@ -41,7 +41,7 @@
  *               atomic; k bit 3: delivery complete, bit 4: tagged, bits
  *               5-6: which transmit context)
  *   4 READ_PEER the peer reads what the victim sent it: the victim's
- *               sequence numbers, epoch and ids, which DGRAM may echo
+ *               sequence numbers and transmit ids, which DGRAM may echo
  *
  * Every buffer is allocated at its exact size.  Aborts when a completion
  * names nothing posted or started (a call that failed started nothing;
@@ -50,9 +50,10 @@
  * no positive FI_E* below 65536 (a status a peer reports is no more
  * trusted than the rest), or when the victim holds more memory than any
  * input sends it.  A buffer is freed when its operation completes,
- * so AddressSanitizer catches the provider touching it later (a packet
- * sent again from it, a late packet written into it), as it catches any
- * access outside memory; libFuzzer's timeout a progress that never ends.
+ * so AddressSanitizer catches the provider touching it later (a late
+ * packet written into it; not a packet sent again from it, which the
+ * kernel reads), as it catches any access outside memory; libFuzzer's
+ * timeout a progress that never ends.
  *
  * Built with -DFUZZ_SEEDS, it writes a starting corpus into the directory
  * it is given; with tests/fuzz/fuzz_replay.c, it replays files.
