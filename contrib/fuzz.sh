@@ -15,7 +15,7 @@
 #
 #   FUZZ_TIME       seconds per harness (default 60)
 #   FUZZ_HARNESSES  which (default: tcp_proto tcp_handshake shm_peer
-#                   verbs_proto)
+#                   verbs_proto udp_peer)
 #   FUZZ_JOBS       harnesses run at once (default 2)
 #   FUZZ_DIR        work directory, kept afterwards (default: a scratch
 #                   one, removed unless something was found)
@@ -25,7 +25,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 time_max=${FUZZ_TIME:-60}
-harnesses=${FUZZ_HARNESSES:-tcp_proto tcp_handshake shm_peer verbs_proto}
+harnesses=${FUZZ_HARNESSES:-tcp_proto tcp_handshake shm_peer verbs_proto udp_peer}
 cc=${CLANG:-clang}
 keep=${FUZZ_DIR:+yes}
 work=${FUZZ_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/weft-fuzz.XXXXXX")} || exit 1
@@ -52,6 +52,7 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 # shellcheck disable=SC2086 # FUZZ_CPPFLAGS is a list of flags
 cflags="-g -O1 -pthread $san ${FUZZ_CPPFLAGS:-}"
 cflags="$cflags -I$top/prov/shm -I$top/prov/tcp -I$top/prov/verbs"
+cflags="$cflags -I$top/prov/udp"
 cflags="$cflags -I$top/tests/unit"
 
 echo "fuzz: building the library with $cc (coverage, ASan, UBSan)"

@@ -73,7 +73,10 @@ struct udpx_stash {
 	size_t want;
 	size_t iov_count;
 	struct iovec iov[UTIL_RDM_IOV_MAX];
-	uint8_t *data; /* unexpected: the bytes so far */
+	/* Unexpected: the bytes so far, in a buffer of cap bytes grown as
+	 * they come (len is the peer's word until they do). */
+	uint8_t *data;
+	size_t cap;
 };
 
 struct udpx_slot {
@@ -911,6 +914,25 @@ static void stash_complete(struct udpx_ep *ep, struct udpx_stash *st)
 	/* else: unexpected, kept until a receive takes it */
 }
 
+/* Room for need bytes of an unexpected message, doubling up to its
+ * length; on failure its bytes are dropped and its receive fails. */
+static void stash_grow(struct udpx_stash *st, size_t need)
+{
+	size_t cap = WEFT_MIN(WEFT_MAX(WEFT_MAX(2 * st->cap, need),
+				       (size_t)UDPX_RX_BUF),
+			      st->len);
+	uint8_t *d = realloc(st->data, cap);
+
+	if (!d) {
+		free(st->data);
+		st->data = NULL;
+		st->error = FI_ENOMEM;
+		return;
+	}
+	st->data = d;
+	st->cap = cap;
+}
+
 static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
 			const uint8_t *payload, size_t plen)
 {
@@ -920,8 +942,12 @@ static void stash_place(struct udpx_ep *ep, struct udpx_stash *st,
 			util_iov_copy_to(st->iov, st->iov_count, st->got,
 					 payload,
 					 WEFT_MIN(plen, st->want - st->got));
-	} else if (st->data) {
-		memcpy(st->data + st->got, payload, plen);
+	} else if (!st->discarded && !st->error && plen) {
+		/* Unexpected: kept as the bytes come. */
+		if (st->got + plen > st->cap)
+			stash_grow(st, st->got + plen);
+		if (!st->error)
+			memcpy(st->data + st->got, payload, plen);
 	}
 	st->got += plen;
 	if (st->got == st->len)
@@ -1192,6 +1218,25 @@ static int rin_start(struct udpx_ep *ep, struct udpx_peer *p,
 	return 0;
 }
 
+/*
+ * Whether an answer (DACK, RESP) naming tx may complete it.  Not while
+ * tx is still being cut into packets: an honest target answers once the
+ * whole request or message is in, and completing tx then would leave
+ * pump() cutting a transmit the engine already took back.  Nor a send
+ * that waits for no DACK: its last packet's acknowledgement completes
+ * it, which would complete it a second time (or another transmit that
+ * took its place).  Such an answer is forged, or of a broken peer, and
+ * is dropped.
+ */
+static bool answer_due(const struct udpx_peer *p, const struct util_rdm_tx *tx)
+{
+	if (p->cur_tx == tx)
+		return false;
+	return tx->kind != UTIL_RDM_TX_SEND ||
+	       (tx->hdr.flags & UTIL_RDM_ACK_REQ) ||
+	       (tx->flags & FI_DELIVERY_COMPLETE);
+}
+
 static void rma_answered(struct udpx_ep *ep, struct udpx_peer *p)
 {
 	if (p->rma_wait) {
@@ -1208,8 +1253,8 @@ static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
 	struct util_rdm_tx *tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
 
 	if (!tx || tx->peer != &p->peer || h->len != tx->hdr.len ||
-	    h->tag > h->len || plen > h->len - h->tag)
-		return; /* late, or not ours */
+	    h->tag > h->len || plen > h->len - h->tag || !answer_due(p, tx))
+		return; /* late, early, or not ours */
 	if (tx->kind == UTIL_RDM_TX_READ)
 		util_iov_copy_to(tx->iov, tx->iov_count, h->tag, payload, plen);
 	else if (tx->kind == UTIL_RDM_TX_FETCH_ATOMIC ||
@@ -1223,6 +1268,14 @@ static void resp_in(struct udpx_ep *ep, struct udpx_peer *p,
 		rma_answered(ep, p);
 		util_rdm_tx_done(&ep->rdm, tx, 0);
 	}
+}
+
+/* A DACK's status: 0, or the positive FI_E* the peer sent when below
+ * 65536; anything else, which no weft peer sends, is FI_EIO, so that the
+ * completion carries a valid error whatever the peer wrote. */
+static inline int dack_status(uint64_t data)
+{
+	return data < 65536 ? (int)data : FI_EIO;
 }
 
 static void msg_fill(struct udpx_ep *ep, const struct udpx_hdr *h,
@@ -1268,10 +1321,10 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 		return 0;
 	case UDPX_DACK:
 		tx = util_rdm_tx_of(&ep->rdm, h->tx_id);
-		if (tx && tx->peer == &p->peer) {
+		if (tx && tx->peer == &p->peer && answer_due(p, tx)) {
 			if (tx->kind != UTIL_RDM_TX_SEND)
 				rma_answered(ep, p);
-			util_rdm_tx_done(&ep->rdm, tx, (int)h->data);
+			util_rdm_tx_done(&ep->rdm, tx, dack_status(h->data));
 		}
 		return 0;
 	case UDPX_MSG:
@@ -1319,12 +1372,9 @@ static int deliver(struct udpx_ep *ep, struct udpx_peer *p,
 	}
 	if (ret && !st->fetched)
 		st->discarded = true;
-	if (!st->fetched && !st->discarded) {
-		/* Unexpected: its bytes are kept as they come. */
-		st->data = malloc(st->len);
-		if (!st->data)
-			st->error = FI_ENOMEM;
-	}
+	/* Unexpected: its bytes are kept as they come (stash_place), not
+	 * in a buffer of the length the first packet claims, which no byte
+	 * backs yet. */
 	stash_place(ep, st, payload, plen);
 	return 0;
 }

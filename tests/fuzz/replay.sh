@@ -9,7 +9,7 @@ set -u
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${top_builddir:-.}
 rc=0
-for h in tcp_proto tcp_handshake shm_peer verbs_proto; do
+for h in tcp_proto tcp_handshake shm_peer verbs_proto udp_peer; do
 	prog=$builddir/tests/fuzz/replay_$h
 	corpus=$srcdir/tests/fuzz/corpus/$h
 	n=$(ls "$corpus" | wc -l)
