@@ -18,9 +18,11 @@
  * for a context that has no socket goes to pair 0's, which drops it.
  *
  * Pair 0 binds the info's source address (fi_setname of the scalable
- * endpoint puts it there: weft/util_rdm.h).  Only sockets of the same user may join a reuseport group.  The first
- * pair's port, when none is asked for, is one the kernel gives a socket
- * bound without SO_REUSEPORT (no group lives there), taken at once.
+ * endpoint puts it there: weft/util_rdm.h) as a plain socket would, so
+ * that a port in use fails and port 0 gets a port no socket has, and only
+ * then allows others at its port.  Only sockets of the same user may join
+ * a reuseport group; one of them that binds port 0 with SO_REUSEPORT may
+ * be given ours by the kernel, and would take datagrams of ours.
  */
 #include "udp_xp.h"
 
@@ -49,6 +51,7 @@ struct udp_sep {
 	uint16_t slot[UDP_SEP_MAX_CTX];
 	int slot_fd[UDP_SEP_MAX_CTX];
 	bool listening[UDP_SEP_MAX_CTX]; /* pairs that take notes */
+	uint32_t pending[UDP_SEP_MAX_CTX]; /* notes not taken yet */
 };
 
 static struct udp_sep *usep_of(struct util_rdm_sep *sep)
@@ -82,36 +85,6 @@ static int filter_attach(struct udp_sep *s, int fd)
 	return 0;
 }
 
-/* A port of the address family's for pair 0: one no socket has now. */
-static int free_port(struct sockaddr_storage *addr)
-{
-	struct sockaddr_storage got;
-	socklen_t len = sizeof(got);
-	int fd, ret = 0;
-
-	fd = socket(addr->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return weft_errno(errno);
-	if (bind(fd, (struct sockaddr *)addr, util_sockaddr_len(addr)) ||
-	    getsockname(fd, (struct sockaddr *)&got, &len))
-		ret = weft_errno(errno);
-	else if (addr->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)addr)->sin6_port =
-			((struct sockaddr_in6 *)&got)->sin6_port;
-	else
-		((struct sockaddr_in *)addr)->sin_port =
-			((struct sockaddr_in *)&got)->sin_port;
-	close(fd);
-	return ret;
-}
-
-static uint16_t port_of(const struct sockaddr_storage *sa)
-{
-	return sa->ss_family == AF_INET6 ?
-		       ((const struct sockaddr_in6 *)sa)->sin6_port :
-		       ((const struct sockaddr_in *)sa)->sin_port;
-}
-
 int udp_sep_socket(struct udp_sep *s, uint32_t ctx, const struct fi_info *info,
 		   uint32_t addr_format, struct sockaddr_storage *name,
 		   socklen_t *namelen)
@@ -136,19 +109,23 @@ int udp_sep_socket(struct udp_sep *s, uint32_t ctx, const struct fi_info *info,
 		ret = -FI_EINVAL;
 		goto out;
 	}
-	if (!s->named && !port_of(&at)) {
-		ret = free_port(&at);
-		if (ret)
-			goto out;
-	}
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = weft_errno(errno);
 		goto out;
 	}
+	/*
+	 * The first socket binds as a plain one (a port in use fails, port
+	 * 0 gets the kernel's pick, never a port another group has) and
+	 * allows the others after; the second one's bind makes the group,
+	 * the first at index 0.
+	 */
 	*namelen = sizeof(*name);
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	if ((s->named &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) ||
 	    bind(fd, (struct sockaddr *)&at, util_sockaddr_len(&at)) ||
+	    (!s->named &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) ||
 	    getsockname(fd, (struct sockaddr *)name, namelen)) {
 		ret = weft_errno(errno);
 		close(fd);
@@ -157,7 +134,8 @@ int udp_sep_socket(struct udp_sep *s, uint32_t ctx, const struct fi_info *info,
 	s->slot[s->nslot] = (uint16_t)ctx;
 	s->slot_fd[s->nslot] = fd;
 	s->nslot++;
-	ret = filter_attach(s, fd);
+	/* (One socket has no group yet, nor needs a filter.) */
+	ret = s->nslot > 1 ? filter_attach(s, fd) : 0;
 	if (ret) {
 		s->nslot--;
 		close(fd);
@@ -188,7 +166,7 @@ void udp_sep_socket_close(struct udp_sep *s, uint32_t ctx, int fd)
 		s->nslot--;
 		s->slot[i] = s->slot[s->nslot];
 		s->slot_fd[i] = s->slot_fd[s->nslot];
-		if (s->nslot)
+		if (s->nslot > 1)
 			filter_attach(s, s->slot_fd[0]);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -220,12 +198,20 @@ void udp_sep_listen(struct udp_sep *s, uint32_t ctx)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void udp_sep_taken(struct udp_sep *s, uint32_t ctx, uint32_t n)
+{
+	pthread_mutex_lock(&s->lock);
+	s->pending[ctx] -= WEFT_MIN(n, s->pending[ctx]);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void udp_sep_unlisten(struct udp_sep *s, uint32_t ctx)
 {
 	struct dlist_entry *e;
 
 	pthread_mutex_lock(&s->lock);
 	s->listening[ctx] = false;
+	s->pending[ctx] = 0;
 	pthread_mutex_unlock(&s->lock);
 	while ((e = util_rdm_inbox_take(&s->base, ctx)))
 		free(e);
@@ -239,12 +225,16 @@ void udp_sep_tell(struct udp_sep *s, uint32_t from, const void *note,
 
 	pthread_mutex_lock(&s->lock);
 	for (i = 0; i < s->base.npair; i++) {
-		if (i == from || !s->listening[i])
+		/* A pair nobody drives gets no more than UDP_SEP_NOTES:
+		 * once driven, it reads the error queues itself. */
+		if (i == from || !s->listening[i] ||
+		    s->pending[i] >= UDP_SEP_NOTES)
 			continue;
 		e = malloc(len);
 		if (!e)
 			break;
 		memcpy(e, note, len);
+		s->pending[i]++;
 		util_rdm_inbox_post(&s->base, i, e);
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -763,6 +763,7 @@ static void notes_take(struct udpx_ep *ep, const void *except)
 {
 	struct util_rdm_sep *sep = udp_sep_base(ep->sep);
 	struct dlist_entry *e;
+	uint32_t taken = 0;
 
 	util_rdm_inbox_hush(sep, ep->ctx);
 	while ((e = util_rdm_inbox_take(sep, ep->ctx))) {
@@ -772,7 +773,10 @@ static void notes_take(struct udpx_ep *ep, const void *except)
 		    memcmp(except, &n->key, ep->rdm.peers.attr.addr_len))
 			refused(ep, &n->key);
 		free(n);
+		taken++;
 	}
+	if (taken)
+		udp_sep_taken(ep->sep, ep->ctx, taken);
 }
 
 size_t udpx_errq_take(int fd, struct sockaddr_storage *out, size_t max)
@@ -1802,7 +1806,10 @@ static void noctx(struct udpx_ep *ep, const struct udpx_hdr *h,
 	if (!ep->reliable)
 		return;
 	if (h->type == UDPX_NOCTX) {
-		if (h->dst_ctx != ep->ctx || h->data > UINT32_MAX ||
+		/* (Context 0 is always there; the answer echoes our epoch:
+		 * a guess is not enough to fail a peer.) */
+		if (h->dst_ctx != ep->ctx || !h->data || h->data > UINT32_MAX ||
+		    (uint32_t)h->tag != ep->epoch ||
 		    map->attr.addr_len > sizeof(key))
 			return;
 		memset(&key, 0, sizeof(key));
@@ -1811,8 +1818,13 @@ static void noctx(struct udpx_ep *ep, const struct udpx_hdr *h,
 		    ep->rdm.base.av->ops.normalize(ep->rdm.base.av, &key, &key))
 			return;
 		peer = util_peer_find(map, &key, (uint32_t)h->data);
-		if (peer)
-			peer_fail(ep, udpx_peer_of(peer), FI_ECONNREFUSED);
+		if (peer) {
+			struct udpx_peer *p = udpx_peer_of(peer);
+
+			if (p->una != p->snd_nxt || p->cur_tx || p->ndack ||
+			    p->rma_wait)
+				peer_fail(ep, p, FI_ECONNREFUSED);
+		}
 		return;
 	}
 	if (ep->ctx || !sep || h->dst_ctx < sep->npair ||
@@ -1825,6 +1837,7 @@ static void noctx(struct udpx_ep *ep, const struct udpx_hdr *h,
 	a.dst_ctx = h->src_ctx;
 	a.epoch = ep->epoch;
 	a.data = h->dst_ctx;
+	a.tag = h->epoch; /* the sender's, which it checks */
 	(void)xmit(ep, sa, &iov, 1);
 }
 
@@ -1924,6 +1937,10 @@ static int udpx_arm(struct util_rdm_xport *xp)
 	}
 	if (util_rdm_rx_directed(&ep->rdm) || ep->rma_wait)
 		first = WEFT_MIN(first, ep->probe_at);
+	/* A pair that waits for peers looks at its group's error queues
+	 * (udpx_progress) asleep too. */
+	if (ep->sep && (first != UINT64_MAX || !dlist_empty(&ep->active)))
+		first = WEFT_MIN(first, WEFT_MAX(ep->errq_at, ep->now + 1000));
 	if (first == UINT64_MAX && !ep->timer_armed)
 		return udpx_progress(xp);
 	if (first != UINT64_MAX) {
@@ -1942,6 +1959,10 @@ static int udpx_peer_init(struct util_rdm_xport *xp, struct util_peer *peer)
 	struct udpx_peer *p = udpx_peer_of(peer);
 
 	(void)xp;
+	/* A context the header's byte cannot name (fi_rx_addr allows 16
+	 * bits): no such context, rather than another one. */
+	if (peer->ctx >= UDP_SEP_MAX_CTX)
+		return -FI_EINVAL;
 	memset((char *)p + sizeof(p->peer), 0, sizeof(*p) - sizeof(p->peer));
 	dlist_init(&p->active);
 	dlist_init(&p->resp);

@@ -158,6 +158,9 @@ void udp_sep_listen(struct udp_sep *sep, uint32_t ctx);
 void udp_sep_unlisten(struct udp_sep *sep, uint32_t ctx);
 void udp_sep_tell(struct udp_sep *sep, uint32_t from, const void *note,
 		  size_t len);
+/* n notes were taken from pair ctx's inbox. */
+void udp_sep_taken(struct udp_sep *sep, uint32_t ctx, uint32_t n);
+#define UDP_SEP_NOTES 64 /* notes a pair may have waiting */
 
 /* The endpoint socket both kinds of endpoint use: bound to info's source
  * address (port 0: the kernel's pick), its name in *name.  Returns the fd

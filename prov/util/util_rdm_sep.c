@@ -640,12 +640,15 @@ void util_rdm_inbox_post(struct util_rdm_sep *sep, uint32_t i,
 	struct util_rdm_inbox *in = &sep->pair[i].inbox;
 	uint64_t one = 1;
 
+	/* The bell rings, and is silenced (take), under the lock: it never
+	 * stays set over an empty inbox, which would wake a sleeping pair
+	 * again and again for nothing. */
 	pthread_mutex_lock(&sep->inbox_lock);
 	dlist_insert_tail(e, &in->list);
 	atomic_store_explicit(&in->ready, true, memory_order_release);
-	pthread_mutex_unlock(&sep->inbox_lock);
 	if (util_rdm_inbox_is_open(sep, i) && in->bell >= 0)
 		(void)!write(in->bell, &one, sizeof(one));
+	pthread_mutex_unlock(&sep->inbox_lock);
 }
 
 void util_rdm_inbox_hush(struct util_rdm_sep *sep, uint32_t i)
@@ -661,10 +664,15 @@ struct dlist_entry *util_rdm_inbox_take(struct util_rdm_sep *sep, uint32_t i)
 	struct util_rdm_inbox *in = &sep->pair[i].inbox;
 	struct dlist_entry *e;
 
+	uint64_t v;
+
 	pthread_mutex_lock(&sep->inbox_lock);
 	e = dlist_pop_front(&in->list);
-	if (!e)
+	if (!e) {
 		atomic_store_explicit(&in->ready, false, memory_order_relaxed);
+		if (in->bell >= 0)
+			(void)!read(in->bell, &v, sizeof(v));
+	}
 	pthread_mutex_unlock(&sep->inbox_lock);
 	return e;
 }
