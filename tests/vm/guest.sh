@@ -265,8 +265,10 @@ matrix() {	# NAME ADDR: fabtests-run over the library LD_LIBRARY_PATH names
 	local only=()
 	[ "$fabtests" = all ] || only=(-t "$fabtests")
 	mkdir -p "$keep"
-	TMPDIR=$keep bash "$src/fabtests/scripts/run" -q -p verbs -a "$2" -e msg,rdm \
-		-b "$bld/fabtests" -T 60 "${only[@]}"
+	# The programs' own limit (-T) 30 s, not 10: a connection on the
+	# emulated siw beside the other device's lane took over 10 s.
+	TMPDIR=$keep FT_PROG_TIMEOUT=30 bash "$src/fabtests/scripts/run" -q \
+		-p verbs -a "$2" -e msg,rdm -b "$bld/fabtests" -T 60 "${only[@]}"
 	local rc=$?
 	rmdir "$keep" 2>/dev/null	# the runner keeps only failed runs' logs
 	return $rc
