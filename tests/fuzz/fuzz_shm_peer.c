@@ -294,32 +294,16 @@ static void peer_consume(struct fz *z)
 	}
 }
 
+static void completed_cb(void *z, void *ctx, size_t len, uint64_t flags,
+			 int err)
+{
+	completed(z, ctx, len, flags, err);
+}
+
 static void progress(struct fz *z, int calls)
 {
-	struct fi_cq_data_entry e[4];
-	struct fi_cq_err_entry err;
-	ssize_t n;
-	int i;
-
 	for (; calls > 0; calls--) {
-		n = fi_cq_read(z->cq, e, 4);
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			if (fi_cq_readerr(z->cq, &err, 0) != 1)
-				fail("error completion not readable", 0);
-			/* A positive FI_E*, whatever a peer reported. */
-			if (err.err <= 0 || err.err >= 65536)
-				fail("error completion without a valid error",
-				     err.err);
-			completed(z, err.op_context, err.len, err.flags,
-				  err.err);
-		} else if (n > 0) {
-			for (i = 0; i < n; i++)
-				completed(z, e[i].op_context, e[i].len,
-					  e[i].flags, 0);
-		} else if (n != -FI_EAGAIN) {
-			fail("fi_cq_read failed", (long)n);
-		}
+		fuzz_cq_poll("fuzz_shm_peer", z->cq, completed_cb, z);
 		peer_consume(z);
 	}
 }
