@@ -265,9 +265,15 @@ matrix() {	# NAME ADDR: fabtests-run over the library LD_LIBRARY_PATH names
 	local only=()
 	[ "$fabtests" = all ] || only=(-t "$fabtests")
 	mkdir -p "$keep"
+	# Known defect (counted apart, its log printed): weft's fi_cm_data
+	# over siw (MSG: a connection made right after a rejected one) fails
+	# about half the time, the peer's message never arriving.
+	local known=
+	[ "$1" = fabtests-verbs-siw0 ] && known="fi_cm_data -e msg"
 	# The programs' own limit (-T) 30 s, not 10: a connection on the
 	# emulated siw beside the other device's lane took over 10 s.
-	TMPDIR=$keep FT_PROG_TIMEOUT=30 bash "$src/fabtests/scripts/run" -q \
+	TMPDIR=$keep FT_PROG_TIMEOUT=30 FT_KNOWN=$known \
+		bash "$src/fabtests/scripts/run" -q \
 		-p verbs -a "$2" -e msg,rdm -b "$bld/fabtests" -T 60 "${only[@]}"
 	local rc=$?
 	rmdir "$keep" 2>/dev/null	# the runner keeps only failed runs' logs
