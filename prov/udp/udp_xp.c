@@ -1789,7 +1789,8 @@ static void probe(struct udpx_ep *ep)
 /*
  * A packet of another context's, or an answer that there is none.  Pair
  * 0 takes what the group's filter finds no socket for: a sequenced packet
- * for a context past the scalable endpoint's count is answered NOCTX
+ * for a context past the scalable endpoint's count (or, at a plain
+ * endpoint, for any context but 0) is answered NOCTX
  * (its sender's transmits to it fail, as a refused connection); others
  * (a context not opened yet) are dropped, and sent again.
  */
@@ -1827,7 +1828,8 @@ static void noctx(struct udpx_ep *ep, const struct udpx_hdr *h,
 		}
 		return;
 	}
-	if (ep->ctx || !sep || h->dst_ctx < sep->npair ||
+	/* (A plain endpoint has context 0 only: it answers too.) */
+	if (ep->ctx || (sep && h->dst_ctx < sep->npair) ||
 	    !(h->flags & UDPX_F_REL))
 		return;
 	memset(&a, 0, sizeof(a));

@@ -1644,6 +1644,117 @@ static int case_sep_stray(const char *prov)
 	return 0;
 }
 
+/*
+ * A transmit to receive context 1 of a plain endpoint (a client that takes
+ * its peer for a scalable endpoint): an error within the wait, not a
+ * retransmission for minutes or a message in context 0; the same
+ * endpoint then reaches the peer as it is.
+ */
+static int case_ctx_of_plain_ep(const char *prov)
+{
+	struct cf_opts o = {.caps = FI_TAGGED | FI_NAMED_RX_CTX,
+			    .threading = FI_THREAD_SAFE};
+	struct fi_av_attr av_attr = {.count = 16, .rx_ctx_bits = 2};
+	struct fi_cq_attr cq_attr = {.size = 64, .format = FI_CQ_FORMAT_TAGGED};
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_ep *ep[2];
+	struct fid_cq *cq[2];
+	struct fi_info *info;
+	struct fi_cq_tagged_entry c;
+	struct fi_cq_err_entry ee = {0};
+	struct fi_context2 sctx, rctx;
+	char sbuf[64], rbuf[64];
+	fi_addr_t addr[2];
+	uint64_t end;
+	ssize_t n;
+	int e, ret;
+
+	if (cf_dgram_env())
+		cf_skip("datagram endpoints: a datagram to no context is lost");
+	info = cf_getinfo(prov, &o, &ret);
+	if (ret == -FI_ENODATA)
+		cf_skip("fi_getinfo -61 for FI_NAMED_RX_CTX");
+	cf_assert(!ret, "fi_getinfo: %d", ret);
+	if (!strcmp(prov, "shm")) {
+		fi_freeinfo(info);
+		cf_skip("shm waits for a context's region to appear");
+	}
+	if (!strcmp(prov, "verbs")) {
+		fi_freeinfo(info);
+		cf_skip("not yet run over verbs' connection requests");
+	}
+	info->ep_attr->tx_ctx_cnt = info->ep_attr->rx_ctx_cnt = 1;
+	cf_ok(fi_fabric(info->fabric_attr, &fabric, NULL));
+	cf_ok(fi_domain(fabric, info, &domain, NULL));
+	cf_ok(fi_av_open(domain, &av_attr, &av, NULL));
+	for (e = 0; e < 2; e++) {
+		uint8_t name[CF_MAX_NAME];
+		size_t len = sizeof(name);
+
+		cf_ok(fi_endpoint(domain, info, &ep[e], NULL));
+		cf_ok(fi_cq_open(domain, &cq_attr, &cq[e], NULL));
+		cf_ok(fi_ep_bind(ep[e], &av->fid, 0));
+		cf_ok(fi_ep_bind(ep[e], &cq[e]->fid, FI_TRANSMIT | FI_RECV));
+		cf_ok(fi_enable(ep[e]));
+		cf_ok(fi_getname(&ep[e]->fid, name, &len));
+		cf_assert(fi_av_insert(av, name, 1, &addr[e], 0, NULL) == 1,
+			  "fi_av_insert");
+	}
+	cf_ok(fi_trecv(ep[1], rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 0x951,
+		       0, &rctx));
+	cf_fill(sbuf, sizeof(sbuf), 0x41);
+	{
+		struct iovec iov = {sbuf, sizeof(sbuf)};
+		struct fi_msg_tagged m = {
+			.msg_iov = &iov, .iov_count = 1,
+			.addr = fi_rx_addr(addr[1], 1, 2), .tag = 0x950,
+			.context = &sctx};
+
+		cf_ok(fi_tsendmsg(ep[0], &m,
+				  FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	}
+	end = cf_now_ms() + CF_WAIT_MS;
+	while ((n = fi_cq_read(cq[0], &c, 1)) == -FI_EAGAIN) {
+		n = fi_cq_read(cq[1], &c, 1);
+		cf_assert(n == -FI_EAGAIN,
+			  "the plain endpoint reported %zd for a message to its "
+			  "context 1", n);
+		cf_assert(cf_now_ms() < end,
+			  "a send to context 1 of a plain endpoint: no "
+			  "completion within %d ms", CF_WAIT_MS);
+	}
+	cf_assert(n == -FI_EAVAIL,
+		  "a send to context 1 of a plain endpoint: %zd, want an "
+		  "error", n);
+	cf_assert(fi_cq_readerr(cq[0], &ee, 0) == 1 && ee.err > 0 &&
+			  ee.op_context == &sctx,
+		  "the error: %d", ee.err);
+	cf_note("a send to context 1 of a plain endpoint: %s",
+		fi_strerror(ee.err));
+	/* The endpoint itself is still reached. */
+	cf_fill(sbuf, sizeof(sbuf), 0x42);
+	cf_ok(fi_tsend(ep[0], sbuf, sizeof(sbuf), NULL, addr[1], 0x951,
+		       &sctx));
+	end = cf_now_ms() + CF_WAIT_MS;
+	while ((n = fi_cq_read(cq[1], &c, 1)) == -FI_EAGAIN) {
+		(void)fi_cq_read(cq[0], NULL, 0);
+		cf_assert(cf_now_ms() < end, "to the endpoint: nothing arrived");
+	}
+	cf_assert(n == 1 && c.op_context == &rctx, "to the endpoint: %zd", n);
+	cf_check_fill(rbuf, sizeof(rbuf), 0x42, "payload");
+	for (e = 0; e < 2; e++) {
+		cf_ok(fi_close(&ep[e]->fid));
+		cf_ok(fi_close(&cq[e]->fid));
+	}
+	cf_ok(fi_close(&av->fid));
+	cf_ok(fi_close(&domain->fid));
+	cf_ok(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	return 0;
+}
+
 const struct cf_case cf_cases_ctx[] = {
     {"sep_api",
      "fi_scalable_ep with 4 transmit and 4 receive contexts: refused "
@@ -1672,6 +1783,11 @@ const struct cf_case cf_cases_ctx[] = {
      "(3 of 2) ends in an error within the wait, not a hang; the same "
      "transmit context then reaches context 1",
      case_sep_no_context},
+    {"ctx_of_plain_ep",
+     "a transmit to receive context 1 of a plain endpoint ends in an "
+     "error within the wait, nothing arrives at context 0; the "
+     "endpoint is then reached as it is",
+     case_ctx_of_plain_ep},
     {"sep_stray",
      "stray datagrams at a scalable endpoint's socket address (empty, "
      "short, weft's magic with every context byte, random): nothing is "
