@@ -19,6 +19,19 @@
 # --sanitizers).  Any race report fails the run.  What runs, and why, is
 # in contrib/tsan-tests.sh; its last line reads "tsan: N passed, N failed,
 # N skipped".
+#
+# --all: everything CI runs, in as little time as two cores allow, each
+# step headed by "=== [elapsed] what" and followed by what it took:
+#   1. the sanitized and ThreadSanitizer builds (build-san/, build-tsan/);
+#   2. this suite (host part) and the same under sanitizers at once: two
+#      jobs of one user on one host, each with servers, ports and shm
+#      names of its own, neither may disturb the other;
+#   3. the verbs tests in the VM, one boot for both builds
+#      (tests/vm/check.sh BUILD SANBUILD: each test once, in the build
+#      that suits it);
+#   4. --tsan; 5. make check-long; 6. make fuzz (FUZZ_TIME s a harness,
+#      default 60).
+# Its last line sums every step: "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${JOBS:-2}
@@ -26,9 +39,18 @@ san=no
 case "${1:-}" in
 --sanitizers) san=yes ;;
 --tsan) san=tsan ;;
+--all) san=all ;;
 "") ;;
-*) echo "usage: $0 [--sanitizers | --tsan]" >&2; exit 2 ;;
+*) echo "usage: $0 [--sanitizers | --tsan | --all]" >&2; exit 2 ;;
 esac
+
+# WEFT_BUILD_ONLY=1 (contrib/test-everything.sh): build the library and
+# the test programs, and stop there.
+build_only() {
+	[ "${WEFT_BUILD_ONLY:-0}" = 1 ] || return 0
+	make -j"$jobs" >/dev/null && make -j"$jobs" check TESTS= >/dev/null || exit 1
+	exit 0
+}
 
 # A copy of the sources in $1, configured with the options that follow.
 copy_tree() {
@@ -45,10 +67,13 @@ copy_tree() {
 		(cd "$_dir" && ./configure -q "$@") || exit 1
 }
 
-if [ $san = tsan ]; then
+if [ $san = all ]; then
+	exec "$top/contrib/test-everything.sh" "$jobs"
+elif [ $san = tsan ]; then
 	bld=$top/build-tsan
 	copy_tree "$bld" --enable-tsan
 	cd "$bld" || exit 1
+	build_only
 	exec "$bld/contrib/tsan-tests.sh" "$jobs"
 elif [ $san = yes ]; then
 	bld=$top/build-san
@@ -67,6 +92,7 @@ else
 	[ -f "$bld/config.status" ] || (cd "$bld" && "$top/configure" -q) || exit 1
 fi
 cd "$bld" || exit 1
+build_only
 # The results of this build: an in-tree build leaves out build/,
 # build-san/ and build-tsan/ below it, which hold builds of their own.
 trs_files() {

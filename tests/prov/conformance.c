@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "conformance.h"
@@ -929,7 +930,9 @@ static void cf_on_alarm(int sig)
 /* Run one case in a child with a deadline; returns its CF_EXIT_* code. */
 static int cf_run_case(const struct cf_case *c, int limit_s)
 {
-	uint64_t end = cf_now_ms() + (uint64_t)limit_s * 1000;
+	uint64_t t0 = cf_now_ms(), end = t0 + (uint64_t)limit_s * 1000;
+	const char *times = getenv("CF_TIMES");
+	struct rusage ru;
 	int status, ret, pfd[2];
 	bool told = false;
 	pid_t pid, w;
@@ -967,7 +970,7 @@ static int cf_run_case(const struct cf_case *c, int limit_s)
 	}
 	close(pfd[1]);
 	for (;;) {
-		w = waitpid(pid, &status, WNOHANG);
+		w = wait4(pid, &status, WNOHANG, &ru);
 		if (w == pid)
 			break;
 		if (cf_now_ms() > end) {
@@ -978,6 +981,20 @@ static int cf_run_case(const struct cf_case *c, int limit_s)
 			return CF_EXIT_FAIL;
 		}
 		cf_sleep_ms(10);
+	}
+	/* CF_TIMES=FILE: each case's wall and CPU time, to find slow ones. */
+	if (times && *times) {
+		FILE *tf = fopen(times, "a");
+
+		if (tf) {
+			fprintf(tf, "%s %s %llu %llu\n", cf_prov, c->name,
+				(unsigned long long)(cf_now_ms() - t0),
+				(unsigned long long)(ru.ru_utime.tv_sec * 1000 +
+						     ru.ru_utime.tv_usec / 1000 +
+						     ru.ru_stime.tv_sec * 1000 +
+						     ru.ru_stime.tv_usec / 1000));
+			fclose(tf);
+		}
 	}
 	/* The write end is closed now: read() cannot block. */
 	told = read(pfd[0], &b, 1) == 1;

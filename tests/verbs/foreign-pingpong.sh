@@ -3,6 +3,8 @@
 # A program built against upstream libfabric: Debian's fi_pingpong
 # (libfabric-bin), server and client both running over this build's
 # libfabric.so.1, -e msg over each device, with its data checks (-c).
+# vm-build: plain (tests/vm/guest.sh: it loads weft into a program that
+# cannot take a sanitized library)
 . "$(dirname "$0")/lib.sh"
 pp=${WEFT_FI_PINGPONG:-/usr/bin/fi_pingpong}
 [ -x "$pp" ] || skip "$pp (libfabric-bin) is not installed"

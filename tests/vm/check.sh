@@ -5,7 +5,11 @@
 # boots it once and runs tests/vm/guest.sh there with the build tree
 # writable, so its logs land in BUILD/tests/vm/logs.
 #
-#   check.sh [BUILD]      BUILD: weft's build tree (default $top_builddir or .)
+#   check.sh [BUILD [SANBUILD]]
+#       BUILD: weft's build tree (default $top_builddir or .); SANBUILD: a
+#       second one, built with --enable-sanitizers: one boot for both, each
+#       test run once, in the build that suits it (guest.sh, "Two builds,
+#       one boot")
 #
 # Without QEMU, without the kernel packages, or when the VM does not boot,
 # it prints "vm: SKIPPED (reason)" and exits 77: it never passes unseen.
@@ -21,6 +25,11 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 bld=$(cd "${1:-${top_builddir:-.}}" && pwd) || exit 2
+sbld=
+if [ -n "${2:-}" ]; then
+	sbld=$(cd "$2" && pwd) || exit 2
+	[ -x "$sbld/util/fi_info" ] || { echo "vm: no $sbld/util/fi_info: build it first"; exit 2; }
+fi
 t0=$(date +%s)
 skipped() {
 	echo "vm: SKIPPED ($*)"
@@ -70,6 +79,16 @@ export WEFT_VM_CACHE=$cache WEFT_VM_TIMEOUT=${WEFT_VM_TIMEOUT:-3600}
 export WEFT_VM_QEMU=$qemu
 echo "vm: booting (timeout ${WEFT_VM_TIMEOUT}s; guest log: $logs/guest.log)"
 rw=(-w "$bld")
+if [ -n "$sbld" ]; then
+	case $sbld/ in
+	"$bld"/*) ;;	# inside the build tree, writable with it
+	*) rw+=(-w "$sbld") ;;
+	esac
+	export WEFT_SAN_BUILDDIR=$sbld WEFT_SANITIZERS=no
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	echo "vm: two builds, one boot: $bld (plain) and $sbld (sanitizers)"
+fi
 # the sources are read-only in the guest, unless they are the build tree
 bash "$here/run.sh" "${rw[@]}" "bash $(printf %q "$here/guest.sh")" 2>&1 | tee "$logs/guest.log"
 rc=${PIPESTATUS[0]}

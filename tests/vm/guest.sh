@@ -16,9 +16,13 @@
 # names match run; the others are left out, unreported), WEFT_SANITIZERS
 # (yes: the build tree has -fsanitize=address,undefined; the reference
 # library's runs and Open MPI, which cannot load it, are skipped, with
-# that reason; ASAN_OPTIONS and UBSAN_OPTIONS pass through).
+# that reason; ASAN_OPTIONS and UBSAN_OPTIONS pass through),
+# WEFT_SAN_BUILDDIR (a second build tree, with sanitizers: one boot for
+# both builds, each test run once, in the build that suits it; see
+# "Two builds, one boot" below).
 set -u
 bld=${WEFT_BUILDDIR:?} src=${WEFT_SRCDIR:?} logs=${WEFT_VM_LOGS:?}
+sbld=${WEFT_SAN_BUILDDIR:-}
 ref=${WEFT_REF_LIBDIR:-}
 limit=${WEFT_VM_CASE_TIMEOUT:-600}
 fabtests=${WEFT_VM_FABTESTS:-fi_msg_pingpong,fi_rdm_pingpong,fi_rdm_tagged_pingpong,fi_rma_bw}
@@ -31,6 +35,32 @@ san_why="left to the plain run: this build has sanitizers"
 mkdir -p "$logs"
 cd "$bld" || exit 1
 unset FI_PROVIDER LD_LIBRARY_PATH
+
+# ---- Two builds, one boot ----
+# With WEFT_SAN_BUILDDIR, WEFT_BUILDDIR is the plain build and every test
+# runs once: what only weft's code runs (tests/verbs/*.sh, the conformance
+# suite, tests/clients over weft) in the sanitized build, where a memory
+# error or undefined behaviour fails it; what loads weft into a program
+# that cannot take a sanitized library (Open MPI, the reference's and
+# upstream's programs: a script saying "# vm-build: plain") or compares
+# weft with the reference (the fabtests matrix), and the suite over
+# contexts (twice the suite's time under sanitizers), in the plain build.
+# sanitized COMMAND...: COMMAND in a subshell set for the sanitized build
+# (the plain one without WEFT_SAN_BUILDDIR).
+sanitized() {
+	if [ -z "$sbld" ]; then
+		"$@"
+		return
+	fi
+	(
+		WEFT_PLAIN_BUILDDIR=$bld
+		bld=$sbld san=yes WEFT_SANITIZERS=yes
+		LD_LIBRARY_PATH=$sbld/.libs
+		export LD_LIBRARY_PATH WEFT_PLAIN_BUILDDIR
+		cd "$bld" || exit 1
+		"$@"
+	)
+}
 # Two processes of this VM are on one host: their verbs RDM endpoints
 # would meet through shared memory.  The tests are about the device:
 # verbs/rdm-shm runs the default too, and checks which way it went.
@@ -49,7 +79,7 @@ results=$logs/results
 result() {
 	echo "$1 $2" >>"$results"
 	case $1 in
-	PASS) echo "PASS $2" ;;
+	PASS) echo "PASS $2${3:+ ($3)}" ;;
 	FAIL) echo "FAIL $2${3:+ ($3)}" ;;
 	SKIP) echo "SKIP $2 (${3:-no reason given})" ;;
 	esac
@@ -67,17 +97,19 @@ run() {
 	fi
 	log=$(logof "$name")
 	echo "\$ $*" >"$log"
+	t=$SECONDS
 	# a new bash, so that NAME may be one of the functions exported below
 	timeout -k 10 "$lim" bash -c '"$@"' run "$@" >>"$log" 2>&1 </dev/null
 	rc=$?
+	t=$((SECONDS - t))
 	case $rc in
-	0) result PASS "$name" ;;
+	0) result PASS "$name" "$t s" ;;
 	77)
 		why=$(grep -i 'skip' "$log" | tail -n 1)
 		[ -n "$why" ] || why=$(tail -n 1 "$log")
-		result SKIP "$name" "$why" ;;
+		result SKIP "$name" "$why; $t s" ;;
 	124 | 137) echo "timed out after ${lim}s" >>"$log"; result FAIL "$name" "timed out after ${lim}s" ;;
-	*) result FAIL "$name" "exit $rc" ;;
+	*) result FAIL "$name" "exit $rc; $t s" ;;
 	esac
 }
 
@@ -157,7 +189,7 @@ fi
 
 # ---- weft's own fi_info, and whether weft has a verbs provider ----
 export LD_LIBRARY_PATH=$bld/.libs
-run weft-fi_info 60 "$bld/util/fi_info" -l
+sanitized eval 'run weft-fi_info 60 "$bld/util/fi_info" -l'
 weft_verbs=no
 missing=$(sed -n 's/^#define WEFT_MISSING_VERBS "\(.*\)"$/\1/p' "$bld/config.h" 2>/dev/null)
 weft_fi_info_verbs() {
@@ -174,7 +206,7 @@ if [ -n "$missing" ] || echo "$out" | grep -q 'not built'; then
 	echo "$out" >"$(logof weft-fi_info-verbs)"
 else
 	weft_verbs=yes
-	run weft-fi_info-verbs 60 weft_fi_info_verbs
+	sanitized run weft-fi_info-verbs 60 weft_fi_info_verbs
 fi
 no_verbs="weft's verbs provider not built"
 
@@ -189,8 +221,10 @@ else
 	for t in "$@"; do
 		n=${t##*/}
 		[ "$n" = lib.sh ] && continue # sourced by the others
-		run "verbs/${n%.sh}" "$limit" env WEFT_BUILDDIR="$bld" \
-			WEFT_SRCDIR="$src" WEFT_VERBS_DEVS="$devs" bash "$t"
+		how=sanitized
+		grep -q '^# vm-build: plain' "$t" && how=
+		$how eval 'run "verbs/${n%.sh}" "$limit" env WEFT_BUILDDIR="$bld" \
+			WEFT_SRCDIR="$src" WEFT_VERBS_DEVS="$devs" bash "$t"'
 	done
 fi
 
@@ -387,10 +421,12 @@ lane_clients() {	# DEV:ADDR
 # they use both devices, and port-busy narrows the ephemeral port range
 # of the whole VM.
 device_lane() {	# DEV:ADDR
-	local step
-	for step in conformance contexts matrix ref_matrix mpi clients; do
-		"lane_$step" "$1"
-	done
+	sanitized lane_conformance "$1"
+	lane_contexts "$1"
+	lane_matrix "$1"
+	lane_ref_matrix "$1"
+	lane_mpi "$1"
+	sanitized lane_clients "$1"
 }
 for d in $devs; do
 	device_lane "$d" &
