@@ -45,7 +45,8 @@ case "${1:-}" in
 esac
 
 # WEFT_BUILD_ONLY=1 (contrib/test-everything.sh): build the library and
-# the test programs, and stop there.
+# the test programs, and stop there (--tsan: contrib/tsan-tests.sh's own
+# build, only the programs it runs).
 build_only() {
 	[ "${WEFT_BUILD_ONLY:-0}" = 1 ] || return 0
 	make -j"$jobs" >/dev/null && make -j"$jobs" check TESTS= >/dev/null || exit 1
@@ -73,7 +74,6 @@ elif [ $san = tsan ]; then
 	bld=$top/build-tsan
 	copy_tree "$bld" --enable-tsan
 	cd "$bld" || exit 1
-	build_only
 	exec "$bld/contrib/tsan-tests.sh" "$jobs"
 elif [ $san = yes ]; then
 	bld=$top/build-san

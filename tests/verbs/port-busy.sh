@@ -10,6 +10,7 @@
 # round trips between two processes) and cm_connect (MSG: a connection
 # with private data, messages both ways) must each pass 6 times in a
 # row.  The log (FI_LOG_LEVEL=info) counts the RDM connects made again.
+# vm-lane: alone (tests/vm/guest.sh: it narrows the whole VM's port range)
 . "$(dirname "$0")/lib.sh"
 prog=$bld/tests/prov/conformance
 hold=$bld/tests/verbs/hold_ports

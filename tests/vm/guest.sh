@@ -214,19 +214,37 @@ no_verbs="weft's verbs provider not built"
 # Contract: run as root in this VM with WEFT_BUILDDIR, WEFT_SRCDIR and
 # WEFT_VERBS_DEVS ("DEV:ADDR DEV:ADDR"), LD_LIBRARY_PATH on weft's library,
 # cwd the build tree; exit 0 pass, 77 skip (last line says why), else fail.
-set -- "$src"/tests/verbs/*.sh
-if [ ! -e "$1" ]; then
+# A script with a line "# vm-lane: alone" (port-busy: it narrows the VM's
+# ephemeral port range) runs here, over both devices, before the lanes;
+# the others run in the device lanes below, once per device, as
+# verbs/NAME-DEV.
+verbs_script() {	# SCRIPT DEVS NAME
+	local how=sanitized vs=$1 vd=$2 vn=$3
+	grep -q '^# vm-build: plain' "$vs" && how=
+	# eval: $bld is the sanitized build's inside "sanitized"
+	$how eval 'run "$vn" "$limit" env WEFT_BUILDDIR="$bld" \
+		WEFT_SRCDIR="$src" WEFT_VERBS_DEVS="$vd" bash "$vs"'
+}
+verbs_scripts=
+for t in "$src"/tests/verbs/*.sh; do
+	[ -e "$t" ] || continue
+	n=${t##*/}
+	[ "$n" = lib.sh ] && continue # sourced by the others
+	if grep -q '^# vm-lane: alone' "$t"; then
+		verbs_script "$t" "$devs" "verbs/${n%.sh}"
+	else
+		verbs_scripts="$verbs_scripts $t"
+	fi
+done
+[ -n "$verbs_scripts" ] ||
 	result SKIP verbs-scripts "no tests/verbs/*.sh in the source tree"
-else
-	for t in "$@"; do
+lane_verbs() {	# DEV:ADDR
+	local t n
+	for t in $verbs_scripts; do
 		n=${t##*/}
-		[ "$n" = lib.sh ] && continue # sourced by the others
-		how=sanitized
-		grep -q '^# vm-build: plain' "$t" && how=
-		$how eval 'run "verbs/${n%.sh}" "$limit" env WEFT_BUILDDIR="$bld" \
-			WEFT_SRCDIR="$src" WEFT_VERBS_DEVS="$devs" bash "$t"'
+		verbs_script "$t" "$1" "verbs/${n%.sh}-${1%%:*}"
 	done
-fi
+}
 
 # ---- the conformance suite over weft's verbs, once per device ----
 # The bounds stop a hang; they are no measure of time.  Emulated, on a host
@@ -417,10 +435,10 @@ lane_clients() {	# DEV:ADDR
 # A device's tests run in order in its own lane, and the two lanes run at
 # once: each run keeps about one of the VM's two CPUs busy (rxe and siw do
 # their work in the kernel), so that this part takes a little more than
-# half the time it takes in a row.  tests/verbs/*.sh above stay in a row:
-# they use both devices, and port-busy narrows the ephemeral port range
-# of the whole VM.
+# half the time it takes in a row.  A lane starts with tests/verbs/*.sh
+# over its device (but port-busy, above).
 device_lane() {	# DEV:ADDR
+	lane_verbs "$1"
 	sanitized lane_conformance "$1"
 	lane_contexts "$1"
 	lane_matrix "$1"
