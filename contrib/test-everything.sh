@@ -103,7 +103,10 @@ done
 
 # ---- 3. the VM: both builds, one boot ----
 begin "verbs tests in the VM, both builds, one boot (tests/vm/check.sh)"
-(cd "$bld" && top_builddir=$bld bash "$top/tests/vm/check.sh" "$bld" "$san") 2>&1 |
+# 45 minutes at most (about 35 on two cores), so that a stuck VM still
+# leaves a report within CI's time.
+(cd "$bld" && top_builddir=$bld WEFT_VM_TIMEOUT=${WEFT_VM_TIMEOUT:-2700} \
+	bash "$top/tests/vm/check.sh" "$bld" "$san") 2>&1 |
 	tee "$out/vm.log"
 rc=$(grep -c '^vm: [0-9]* passed, 0 failed' "$out/vm.log")
 if grep -q '^vm: SKIPPED' "$out/vm.log"; then

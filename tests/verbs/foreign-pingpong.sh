@@ -12,10 +12,11 @@ pp=${WEFT_FI_PINGPONG:-/usr/bin/fi_pingpong}
 [ "${WEFT_SANITIZERS:-}" = yes ] &&
 	skip "under sanitizers: $pp is not built with them (the plain run covers it)"
 fail=0
-pport=47600
 for d in $devs; do
 	dev=${d%%:*} ip=${d#*:}
-	pport=$((pport + 1))
+	# Its control port, one per device: tests/vm/guest.sh runs this
+	# script over each device at once.
+	pport=$((47600 + $(printf '%s' "$dev" | cksum | cut -d' ' -f1) % 100))
 	timeout 150 "$pp" -p verbs -e msg -d "$dev" -B "$pport" -I 10 -S all -c \
 		>"$tmp/srv" 2>&1 &
 	server_pid=$!
