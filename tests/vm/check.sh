@@ -87,7 +87,11 @@ if [ -n "$sbld" ]; then
 	export WEFT_SAN_BUILDDIR=$sbld WEFT_SANITIZERS=no
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-	echo "vm: two builds, one boot: $bld (plain) and $sbld (sanitizers)"
+	# Sanitized programs in both lanes at once (ASan keeps up to 256 MB
+	# of freed blocks in quarantine per process): in 1 GB, fi_mt_bw's
+	# server and client were killed (status 137) beside the other lane.
+	export WEFT_VM_MEM=${WEFT_VM_MEM:-4G}
+	echo "vm: two builds, one boot: $bld (plain) and $sbld (sanitizers), $WEFT_VM_MEM of memory"
 fi
 # the sources are read-only in the guest, unless they are the build tree
 bash "$here/run.sh" "${rw[@]}" "bash $(printf %q "$here/guest.sh")" 2>&1 | tee "$logs/guest.log"
