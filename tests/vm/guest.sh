@@ -43,9 +43,9 @@ unset FI_PROVIDER LD_LIBRARY_PATH
 # plain build what loads weft into a program that cannot take a sanitized
 # library (Open MPI, the reference's and upstream's programs: a script
 # saying "# vm-build: plain"), the fabtests matrix (weft's beside the
-# reference's), and the conformance suite, plain and over contexts (under
-# emulation the sanitized suite took 2.5 times as long: 409 s against
-# about 170 s over siw0).
+# reference's), and the conformance suite, plain and over contexts
+# (emulated, both lanes at once: sanitized 409 and 443 s, plain 353 and
+# 361 s).
 # sanitized COMMAND...: COMMAND in a subshell set for the sanitized build
 # (the plain one without WEFT_SAN_BUILDDIR).
 sanitized() {
@@ -67,7 +67,7 @@ sanitized() {
 # 90 minutes) each of these runs over one device, the two lanes taking
 # turns: contexts stx, the reference's matrix, MPI's tagged path and
 # tests/clients over rxe0; contexts sep and srx and MPI's BTL over siw0
-# (from each row's time in a full run: about 26 and 29 minutes a lane).
+# (from each row's time in a full run: about 29 and 32 minutes a lane).
 # The suite, weft's matrix and tests/verbs/*.sh run over both.  Otherwise,
 # or with WEFT_VM_SPREAD=0, every row runs over both devices.
 spread_on=
