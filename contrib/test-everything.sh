@@ -33,7 +33,9 @@ else
 	bld=$top/build
 fi
 san=$top/build-san
-out=$(mktemp -d "${TMPDIR:-/tmp}/weft-all.XXXXXX")
+# the steps' logs, read for their counts; gone at exit
+out=$(mktemp -d "${TMPDIR:-/tmp}/weft-all.XXXXXX") ||
+	{ echo "cannot make a scratch directory in ${TMPDIR:-/tmp}"; exit 1; }
 trap 'rm -rf "$out"' EXIT
 t0=$(date +%s)
 pass=0 fail=0 skip=0
